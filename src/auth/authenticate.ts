@@ -1,0 +1,99 @@
+import { timingSafeEqual, createHash } from 'node:crypto'
+import type { Clock } from '../clock.js'
+import { ApiError } from '../errors.js'
+import type { Principal, RouteDef } from '../http/route.js'
+import type { Store } from '../store/store.js'
+import { findKey, presentedKey } from './keys.js'
+
+const CACHE_MS = 1000
+const CACHE_MAX = 100_000
+
+/**
+ * Resolves API keys to principals. Hot routes see the same few keys at high rates, so a resolved principal is kept
+ * for up to a second; every local change to keys, seats or partners calls invalidate(), and another process's change
+ * is seen within that second.
+ */
+export class Authenticator {
+  readonly #store: Store
+  readonly #clock: Clock
+  readonly #adminDigest: Buffer
+  #cache = new Map<string, { principal: Principal, until: number }>()
+
+  constructor (store: Store, clock: Clock, adminToken: string) {
+    this.#store = store
+    this.#clock = clock
+    this.#adminDigest = createHash('sha256').update(adminToken).digest()
+  }
+
+  /** The principal of a presented key, or undefined when the key is unknown, revoked or expired. */
+  resolve (presented: string): Principal | undefined {
+    const now = this.#clock.now()
+    const hit = this.#cache.get(presented)
+    if (hit !== undefined && hit.until > now) return hit.principal
+    const key = findKey(this.#store, presented, now)
+    if (key === undefined) return undefined
+    const principal: Principal = { key }
+    if (key.seat_id !== undefined) {
+      const seat = this.#store.seats.get(key.seat_id.toLowerCase())
+      if (seat !== undefined) principal.seat = seat
+    }
+    if (key.partner_id !== undefined) {
+      const partner = this.#store.partners.get(key.partner_id)
+      if (partner !== undefined) principal.partner = partner
+    }
+    if (this.#cache.size >= CACHE_MAX) this.#cache = new Map()
+    this.#cache.set(presented, { principal, until: now + CACHE_MS })
+    return principal
+  }
+
+  /** Drops every cached principal; call after changing a key, seat or partner. */
+  invalidate (): void {
+    this.#cache.clear()
+  }
+
+  /** Whether a bearer token is the operator token (constant-time). */
+  isAdmin (headers: Record<string, string>): boolean {
+    const token = presentedKey(headers)
+    if (!token) return false
+    return timingSafeEqual(createHash('sha256').update(token).digest(), this.#adminDigest)
+  }
+
+  /**
+   * Resolves the caller for a route's auth mode (spec, Authentication): 401 authentication_required for a missing or
+   * unresolved key, and for the operator token on /admin routes. Runs before the rate limiter, which counts per key.
+   */
+  authenticate (route: RouteDef, headers: Record<string, string>): Principal | undefined {
+    if (route.auth === 'none') return undefined
+    if (route.auth === 'admin') {
+      if (!this.isAdmin(headers)) throw new ApiError('authentication_required', 'Send the operator token as Authorization: Bearer <ADMIN_TOKEN>.')
+      return undefined
+    }
+    const presented = presentedKey(headers)
+    if (presented === undefined && route.auth === 'optional-key') return undefined
+    if (!presented) throw new ApiError('authentication_required', 'Send your API key as Authorization: Bearer <API_KEY> or x-api-key: <API_KEY>.')
+    const principal = this.resolve(presented)
+    if (principal === undefined) throw new ApiError('authentication_required', 'The API key is not valid: it is unknown, revoked or expired.')
+    return principal
+  }
+
+  /**
+   * Checks what the resolved caller may do: a seat route needs a seat (401 when the key has none) that is neither
+   * suspended nor revoked (403), and the route's scope (403 missing_scope; sandbox keys pass every scope check); a
+   * partner route needs a partner key (403 not_authorized).
+   */
+  checkAccess (route: RouteDef, principal: Principal | undefined): void {
+    if (principal === undefined) return
+    if (route.auth === 'partner') {
+      if (principal.partner === undefined) throw new ApiError('not_authorized', 'This route needs a partner key; register with POST /v1/partner/register.')
+      return
+    }
+    if (route.auth !== 'seat') return
+    const seat = principal.seat
+    if (seat === undefined) throw new ApiError('authentication_required', 'This key has no seat yet: link it with POST /openrtb/v2/onboard (Authorization: Bearer <key>).')
+    if (seat.status === 'suspended') throw new ApiError('seat_suspended', `Seat ${seat.seat_id} is suspended; contact support.`)
+    if (seat.status === 'revoked') throw new ApiError('seat_revoked', `Seat ${seat.seat_id} was revoked.`)
+    if (route.scope !== undefined && seat.status !== 'sandbox' && !principal.key.scopes.includes(route.scope)) {
+      throw new ApiError('missing_scope', `This route needs the ${route.scope} scope.`, { required_scope: route.scope, granted_scopes: principal.key.scopes })
+    }
+  }
+}

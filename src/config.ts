@@ -1,0 +1,77 @@
+import { resolve } from 'node:path'
+
+/**
+ * Every environment variable the service reads, with its default and meaning. The README's configuration table is
+ * this list; nothing else in the code reads process.env.
+ */
+export interface Config {
+  /** PORT: TCP port of the HTTP server (0 picks a free one). */
+  port: number
+  /** HOST: address to bind. */
+  host: string
+  /** DATA_DIR: where LMDB, keys and the embedded ClickHouse live. */
+  dataDir: string
+  /** BASE_URL: what absolute URLs in responses start with. */
+  baseUrl: string
+  /** ADMIN_TOKEN: operator token for /admin/v1; generated into DATA_DIR/admin-token when unset. */
+  adminToken: string | undefined
+  /** DEMO_FLEET: how many simulated screens `npm start` brings up; 0 for none. */
+  demoFleet: number
+  /** CLICKHOUSE_URL: a ClickHouse server; unset means embedded chDB under DATA_DIR. */
+  clickhouseUrl: string | undefined
+  /** TRUST_PROXY: comma-separated proxy addresses whose X-Forwarded-For is believed; empty trusts none. */
+  trustProxy: string[]
+  /** MAX_BODY_BYTES: default request body limit (413 above it). */
+  maxBodyBytes: number
+  /** SHUTDOWN_GRACE_MS: how long SIGTERM waits for in-flight requests. */
+  shutdownGraceMs: number
+  /** OPERATOR_NAME, OPERATOR_DOMAIN, OPERATOR_EMAIL, OPERATOR_SELLER_ID: who runs this service, for sellers.json and app-ads.txt. */
+  operator: { name: string, domain: string, email: string, sellerId: string }
+  /** LOG_LEVEL: error, warn, info or debug. */
+  logLevel: 'error' | 'warn' | 'info' | 'debug'
+}
+
+type Env = Record<string, string | undefined>
+
+function int (env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer from ${min} to ${max}, got "${raw}"`)
+  return n
+}
+
+function str (env: Env, name: string): string | undefined {
+  const raw = env[name]
+  return raw === undefined || raw.trim() === '' ? undefined : raw.trim()
+}
+
+/** Reads the configuration from an environment (process.env by default); throws on a malformed value. */
+export function loadConfig (env: Env = process.env): Config {
+  const port = int(env, 'PORT', 8080, 0, 65535)
+  const host = str(env, 'HOST') ?? '0.0.0.0'
+  const level = str(env, 'LOG_LEVEL') ?? 'info'
+  if (!['error', 'warn', 'info', 'debug'].includes(level)) throw new Error(`LOG_LEVEL must be error, warn, info or debug, got "${level}"`)
+  const baseUrl = (str(env, 'BASE_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '')
+  if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new Error(`BASE_URL must be an http(s) URL, got "${baseUrl}"`)
+  const domain = str(env, 'OPERATOR_DOMAIN') ?? new URL(baseUrl).hostname
+  return {
+    port,
+    host,
+    dataDir: resolve(str(env, 'DATA_DIR') ?? './data'),
+    baseUrl,
+    adminToken: str(env, 'ADMIN_TOKEN'),
+    demoFleet: int(env, 'DEMO_FLEET', 200, 0, 1_000_000),
+    clickhouseUrl: str(env, 'CLICKHOUSE_URL'),
+    trustProxy: (str(env, 'TRUST_PROXY') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    operator: {
+      name: str(env, 'OPERATOR_NAME') ?? 'oohbid',
+      domain,
+      email: str(env, 'OPERATOR_EMAIL') ?? `adops@${domain}`,
+      sellerId: str(env, 'OPERATOR_SELLER_ID') ?? 'owned'
+    },
+    logLevel: level as Config['logLevel']
+  }
+}

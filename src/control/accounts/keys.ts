@@ -1,0 +1,98 @@
+import { mintKey, saveKey } from '../../auth/keys.js'
+import { iso } from '../../clock.js'
+import { ApiError } from '../../errors.js'
+import type { KeyCreateRequest } from '../../generated/types.js'
+import { ok, route, type RouteDef } from '../../http/route.js'
+import type { ControlDeps } from '../deps.js'
+import { keyView } from './views.js'
+
+/**
+ * Self-service key rotation for a seat (the spec leaves rotation unnamed): mint a second key, deploy it, revoke the
+ * old one. A seat always keeps one live key, so it cannot lock itself out.
+ */
+export function keyRoutes ({ store, outbox, auth }: ControlDeps): RouteDef[] {
+  const liveKeys = (seatKeyIds: string[], now: number) => seatKeyIds
+    .map((id) => store.keys.get(id))
+    .filter((k) => k !== undefined && k.revoked_at === null && (k.expires_at === undefined || Date.parse(k.expires_at) > now))
+
+  return [
+    route<KeyCreateRequest>({
+      method: 'post',
+      path: '/openrtb/v2/keys',
+      summary: 'Mint another API key for the seat (rotation)',
+      description: 'The key is returned once. scopes default to the calling key\'s and may only narrow them (any scope in sandbox).',
+      tag: 'Accounts',
+      envelope: 'flat',
+      auth: 'seat',
+      rateGroup: 'account',
+      body: 'KeyCreateRequest',
+      data: 'MintedKey',
+      status: 201,
+      errors: ['missing_scope', 'invalid_date'],
+      handler: (ctx) => {
+        const { seat, key: caller } = ctx.principal!
+        const scopes = ctx.body.scopes ?? caller.scopes
+        const beyond = seat!.status === 'sandbox' ? [] : scopes.filter((s) => !caller.scopes.includes(s))
+        if (beyond.length > 0) throw new ApiError('missing_scope', `The calling key cannot grant ${beyond.join(', ')}.`, { required_scope: beyond[0]!, granted_scopes: caller.scopes })
+        if (ctx.body.expires_at !== undefined && Date.parse(ctx.body.expires_at) <= ctx.now) {
+          throw new ApiError('invalid_date', 'expires_at must be in the future.', { param: 'expires_at' })
+        }
+        const now = iso(ctx.now)
+        const extra: Parameters<typeof mintKey>[3] = { seat_id: seat!.seat_id }
+        if (ctx.body.label !== undefined) extra.label = ctx.body.label
+        if (ctx.body.expires_at !== undefined) extra.expires_at = new Date(ctx.body.expires_at).toISOString()
+        const { key, record } = mintKey('platform', scopes, now, extra)
+        if (ctx.dryRun) {
+          ctx.warn('Dry run: no key was minted.')
+        } else {
+          saveKey(store, record)
+          store.seats.putSync(seat!.seat_id.toLowerCase(), { ...seat!, key_ids: [...seat!.key_ids, record.key_id], updated_at: now })
+          outbox.append('key.created', `key:${record.key_id}`, { key_id: record.key_id, prefix: record.prefix, scopes }, seat!.seat_id)
+          auth.invalidate()
+        }
+        const data: Record<string, unknown> = { key_id: record.key_id, key: ctx.dryRun ? undefined : key, prefix: record.prefix, scopes, created_at: now }
+        if (record.label !== undefined) data.label = record.label
+        if (record.expires_at !== undefined) data.expires_at = record.expires_at
+        return ok(data, 201)
+      }
+    }),
+    route({
+      method: 'get',
+      path: '/openrtb/v2/keys',
+      summary: 'List the seat\'s API keys (prefixes only)',
+      tag: 'Accounts',
+      envelope: 'flat',
+      auth: 'seat',
+      rateGroup: 'account',
+      data: 'KeyList',
+      handler: (ctx) => {
+        const keys = ctx.principal!.seat!.key_ids.map((id) => store.keys.get(id)).filter((k) => k !== undefined)
+        return ok({ keys: keys.map(keyView) })
+      }
+    }),
+    route({
+      method: 'delete',
+      path: '/openrtb/v2/keys/:key_id',
+      summary: 'Revoke one of the seat\'s API keys',
+      description: 'Takes effect at once on this node and within a second on others. A key of another seat answers 404 not_found. The last live key cannot be revoked (409 invalid_transition).',
+      tag: 'Accounts',
+      envelope: 'flat',
+      auth: 'seat',
+      rateGroup: 'account',
+      data: 'KeySummary',
+      errors: ['not_found', 'invalid_transition'],
+      handler: (ctx) => {
+        const seat = ctx.principal!.seat!
+        const target = store.keys.get(ctx.params.key_id!)
+        if (target === undefined || target.seat_id?.toLowerCase() !== seat.seat_id.toLowerCase()) throw new ApiError('not_found', 'No key with that key_id belongs to this seat.', { param: 'key_id' })
+        if (target.revoked_at !== null) return ok(keyView(target))
+        if (liveKeys(seat.key_ids, ctx.now).length <= 1) throw new ApiError('invalid_transition', 'This is the seat\'s last live key; mint a new one before revoking it.')
+        const revoked = { ...target, revoked_at: iso(ctx.now) }
+        store.keys.putSync(target.key_id, revoked)
+        outbox.append('key.revoked', `key:${target.key_id}`, { key_id: target.key_id, prefix: target.prefix }, seat.seat_id)
+        auth.invalidate()
+        return ok(keyView(revoked))
+      }
+    })
+  ]
+}

@@ -1,0 +1,182 @@
+import { errorTable } from '../../errors.js'
+import { schemas } from '../../generated/schemas.js'
+import { RATE_GROUPS } from '../../http/rate-limit.js'
+import { isMutating, type RouteDef } from '../../http/route.js'
+
+type Json = Record<string, unknown>
+
+const idToTitle = new Map<string, string>(Object.values(schemas).map((s) => [s.$id, s.title]))
+
+/**
+ * JSON Schema (draft-07, our source of truth) to an OpenAPI 3.0 Schema Object: refs point into components, a
+ * ["T", "null"] type becomes nullable, const becomes a one-value enum, examples becomes example, and keywords 3.0 lacks
+ * are dropped.
+ */
+export function toOpenApiSchema (node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(toOpenApiSchema)
+  if (node === null || typeof node !== 'object') return node
+  const out: Json = {}
+  for (const [k, v] of Object.entries(node as Json)) {
+    if (k === '$id' || k === '$schema' || k === 'propertyNames' || k === 'x-error-codes') continue
+    if (k === '$ref' && typeof v === 'string') out.$ref = `#/components/schemas/${idToTitle.get(v) ?? v}`
+    else if (k === 'type' && Array.isArray(v)) {
+      const types = v.filter((t) => t !== 'null')
+      out.type = types[0]
+      if (v.includes('null')) out.nullable = true
+    } else if (k === 'const') out.enum = [v]
+    else if (k === 'examples' && Array.isArray(v)) out.example = v[0]
+    else if (k === 'properties' || k === 'definitions') out[k] = Object.fromEntries(Object.entries(v as Json).map(([p, s]) => [p, toOpenApiSchema(s)]))
+    else out[k] = typeof v === 'object' ? toOpenApiSchema(v) : v
+  }
+  return out
+}
+
+function envelopeOf (data: string): Json {
+  return {
+    type: 'object',
+    required: ['success', 'data'],
+    properties: { success: { type: 'boolean', enum: [true] }, data: { $ref: `#/components/schemas/${data}` } }
+  }
+}
+
+const COMMON_HEADERS: Json = {
+  'X-Request-Id': { $ref: '#/components/headers/XRequestId' },
+  'RateLimit-Limit': { $ref: '#/components/headers/RateLimitLimit' },
+  'RateLimit-Remaining': { $ref: '#/components/headers/RateLimitRemaining' },
+  'RateLimit-Reset': { $ref: '#/components/headers/RateLimitReset' }
+}
+
+const COMMON_ERRORS: Record<string, string[]> = {
+  400: ['invalid_json', 'invalid_parameter', 'missing_required_field', 'invalid_idempotency_key'],
+  401: ['authentication_required'],
+  403: ['missing_scope', 'not_authorized', 'seat_suspended', 'seat_revoked'],
+  409: ['idempotency_key_in_use'],
+  413: ['payload_too_large'],
+  415: ['unsupported_media_type'],
+  422: ['idempotency_key_mismatch'],
+  429: ['rate_limited'],
+  500: ['internal_error'],
+  503: ['service_unavailable']
+}
+
+function errorResponses (route: RouteDef): Json {
+  const statusOf = new Map(errorTable().map((e) => [e.code, e.status]))
+  const byStatus = new Map<number, Set<string>>()
+  const add = (code: string) => {
+    const status = statusOf.get(code as never)!
+    if (!byStatus.has(status)) byStatus.set(status, new Set())
+    byStatus.get(status)!.add(code)
+  }
+  for (const code of route.errors ?? []) add(code)
+  add('internal_error')
+  add('rate_limited')
+  if (route.auth !== 'none') add('authentication_required')
+  if (route.auth === 'seat') { add('seat_suspended'); add('seat_revoked') }
+  if (route.scope !== undefined) add('missing_scope')
+  if (route.auth === 'partner') add('not_authorized')
+  if (route.body !== undefined) for (const s of [400, 413, 415]) for (const c of COMMON_ERRORS[s]!) add(c)
+  if (isMutating(route.method)) { add('idempotency_key_in_use'); add('idempotency_key_mismatch'); add('invalid_idempotency_key') }
+  const envelope = route.envelope === 'nested' ? 'NestedError' : 'FlatError'
+  const out: Json = {}
+  for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    const headers = status === 429 ? { ...COMMON_HEADERS, 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } : COMMON_HEADERS
+    out[String(status)] = {
+      headers,
+      description: `${route.envelope === 'nested' ? 'error.code' : 'error_code'}: ${[...codes].map((c) => route.envelope === 'nested' ? c.toUpperCase() : c).join(', ')}`,
+      content: { 'application/json': { schema: { $ref: `#/components/schemas/${envelope}` } } }
+    }
+  }
+  return out
+}
+
+function operation (route: RouteDef): Json {
+  const parameters: Json[] = [...route.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }))
+  for (const q of route.query ?? []) parameters.push({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema: toOpenApiSchema(q.schema) })
+  if (isMutating(route.method)) {
+    parameters.push({ $ref: '#/components/parameters/DryRun' }, { $ref: '#/components/parameters/IdempotencyKey' })
+  }
+  const status = String(route.status ?? 200)
+  const success: Json = route.data !== undefined
+    ? { description: 'Success.', headers: COMMON_HEADERS, content: { 'application/json': { schema: route.data ? envelopeOf(route.data) : {} } } }
+    : { description: 'Success.', content: { [route.produces ?? 'application/json']: { schema: { type: 'string' } } } }
+  const responses: Json = { [status]: success }
+  if (isMutating(route.method)) responses['200'] ??= { description: 'Dry run (?dry_run=true): nothing persisted.', content: { 'application/json': { schema: { $ref: '#/components/schemas/DryRunResponse' } } } }
+  const op: Json = {
+    operationId: `${route.method}${route.path.replace(/[^a-zA-Z0-9]+(\w)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase())}`,
+    summary: route.summary,
+    tags: [route.tag],
+    parameters,
+    responses: { ...responses, ...errorResponses(route) },
+    'x-rate-group': route.rateGroup
+  }
+  const description = [route.description, route.scope ? `Scope: \`${route.scope}\`.` : undefined, `Rate group: ${route.rateGroup}.`].filter(Boolean).join('\n\n')
+  op.description = description
+  if (route.scope !== undefined) op['x-scope'] = route.scope
+  if (route.auth === 'admin') op.security = [{ adminToken: [] }]
+  else if (route.auth === 'none') op.security = []
+  else if (route.auth === 'optional-key') op.security = [{}, { bearerAuth: [] }, { apiKeyHeader: [] }]
+  if (route.body !== undefined) op.requestBody = { required: true, content: { 'application/json': { schema: { $ref: `#/components/schemas/${route.body}` } } } }
+  return op
+}
+
+function limitsTable (): string {
+  const rows = Object.entries(RATE_GROUPS).map(([g, p]) => `| ${g} | ${p.sandbox} | ${p.production} | ${p.windowMs / 1000} s | per ${p.per === 'key' ? 'API key' : 'client address'} |`)
+  return ['| Group | Sandbox | Production | Window | Counted |', '|---|---|---|---|---|', ...rows].join('\n')
+}
+
+const DESCRIPTION = `Programmatic buying for digital out-of-home screens: the buyer control plane (/openrtb/v2), the partner device API (/v1/partner), proof of play (/v1/advertiser/proof), the operator API (/admin/v1) and public discovery files.
+
+## Authentication
+Send the API key as \`Authorization: Bearer <API_KEY>\` (recommended) or \`x-api-key: <API_KEY>\`. Keys are stored only as SHA-256 digests and shown once. Scopes, not prefixes, grant access; sandbox seats pass every scope check. A missing or unresolved key answers 401 authentication_required; a missing scope 403 missing_scope with required_scope and granted_scopes. Rotate keys with POST /openrtb/v2/keys then DELETE /openrtb/v2/keys/{key_id}; keys may carry expires_at.
+
+## Errors
+/openrtb/v2 and /admin/v1 answer \`{success:false, error, error_code, request_id, ...extras}\`; partner-style routes (/v1/*, /inventory/v1/*) answer \`{error:{code, type, message, request_id, docs_url, suggestion, related_endpoints}}\` with code in upper snake case. Every response carries X-Request-Id. Retry 429 after retry_after_seconds; retry 5xx with exponential backoff (1, 2, 4, 8 s, capped at 60 s, up to 5 attempts). The code table is at /docs/errors.
+
+## Rate limits
+Every response carries RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset (seconds); 429 adds Retry-After. Windows are fixed and start at a subject's first request. Operators may set custom limits per seat.
+
+${limitsTable()}
+
+## Idempotency and dry run
+Every POST, PUT, PATCH and DELETE takes \`Idempotency-Key\` (1-256 characters, case-sensitive, scoped to the API key or, on routes without a key, to the client address). The first response (2xx, or a 4xx the route itself decided) is stored in the same transaction as the change and replayed for 24 hours with \`Idempotent-Replayed: true\`; the same key with a different method, path, query or body answers 422 idempotency_key_mismatch; a key whose first request is still arriving answers 409 idempotency_key_in_use. \`?dry_run=true\` runs validation, permission, rate-limit and uniqueness checks inside a transaction that is then rolled back, and answers \`{dry_run:true, data, warnings[]}\`; no key is minted and a dry run does not consume an Idempotency-Key.
+
+## Discovery
+/sellers.json (IAB sellers.json 1.0), /app-ads.txt and /ads.txt (301 to /app-ads.txt) are public and cached 24 hours; this document is cached 5 minutes.`
+
+/** Assembles the OpenAPI 3.0 document from the route table and schemas/. */
+export function buildOpenApi (routes: RouteDef[], baseUrl: string): Json {
+  const paths: Record<string, Json> = {}
+  for (const route of routes) {
+    const path = route.path.replace(/:(\w+)/g, '{$1}')
+    paths[path] ??= {}
+    paths[path]![route.method] = operation(route)
+  }
+  const componentSchemas = Object.fromEntries(Object.values(schemas).map((s) => [s.title, toOpenApiSchema(s)]))
+  return {
+    openapi: '3.0.3',
+    info: { title: 'oohbid', version: '1.0.0', description: DESCRIPTION, license: { name: 'Apache-2.0' } },
+    servers: [{ url: baseUrl }],
+    tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name })),
+    paths,
+    components: {
+      schemas: componentSchemas,
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key as a bearer token.' },
+        apiKeyHeader: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+        adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (ADMIN_TOKEN).' }
+      },
+      parameters: {
+        DryRun: { name: 'dry_run', in: 'query', required: false, description: 'true: check everything, persist nothing.', schema: { type: 'boolean', default: false } },
+        IdempotencyKey: { name: 'Idempotency-Key', in: 'header', required: false, description: 'Replays the first response for 24 hours.', schema: { type: 'string', minLength: 1, maxLength: 256 } }
+      },
+      headers: {
+        XRequestId: { description: 'req_<uuid>; quote it to support.', schema: { type: 'string' } },
+        RateLimitLimit: { description: 'Requests allowed in the current window of the route\'s rate group.', schema: { type: 'integer' } },
+        RateLimitRemaining: { description: 'Requests left in the window.', schema: { type: 'integer' } },
+        RateLimitReset: { description: 'Seconds until the window resets.', schema: { type: 'integer' } },
+        RetryAfter: { description: 'With 429: seconds to wait.', schema: { type: 'integer' } }
+      }
+    },
+    security: [{ bearerAuth: [] }, { apiKeyHeader: [] }]
+  }
+}

@@ -1,0 +1,43 @@
+import { errorTable } from '../../errors.js'
+import type { Metrics } from '../../http/metrics.js'
+import { ok, raw, route, type RouteDef } from '../../http/route.js'
+import type { Outbox } from '../../store/outbox.js'
+import type { ControlDeps } from '../deps.js'
+
+const VERSION = '1.0.0'
+
+function escapeHtml (s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+}
+
+/** Liveness, readiness, Prometheus metrics and the error-code reference that docs_url points at. */
+export function opsRoutes ({ clock }: ControlDeps, metrics: Metrics, outbox: Outbox, openapi: () => string): RouteDef[] {
+  const started = clock.now()
+  const common = { tag: 'Operations', envelope: 'flat', auth: 'none', rateGroup: 'ops' } as const
+  const errorsPage = '<!doctype html><meta charset="utf-8"><title>oohbid error codes</title><style>body{font:15px system-ui;margin:2em}td,th{padding:4px 10px;text-align:left;vertical-align:top}tr:target{background:#ffd}</style>' +
+    '<h1>Error codes</h1><p>Flat envelope: <code>error_code</code>. Nested envelope: <code>error.code</code>, the same code in upper case.</p><table><tr><th>code</th><th>HTTP</th><th>meaning</th></tr>' +
+    errorTable().map((e) => `<tr id="${e.code}"><td><code>${e.code}</code></td><td>${e.status}</td><td>${escapeHtml(e.description)}</td></tr>`).join('') + '</table>'
+  return [
+    route({ ...common, method: 'get', path: '/healthz', summary: 'Liveness', data: 'Health', handler: (ctx) => ok({ status: 'ok', version: VERSION, uptime_seconds: Math.round((ctx.now - started) / 1000) }) }),
+    route({
+      ...common,
+      method: 'get',
+      path: '/readyz',
+      summary: 'Readiness: 503 service_unavailable while draining',
+      data: 'Health',
+      errors: ['service_unavailable'],
+      handler: () => ok({ status: 'ok', version: VERSION, checks: { store: 'ok', outbox_pending: String(outbox.size()) } })
+    }),
+    route({
+      ...common,
+      method: 'get',
+      path: '/metrics',
+      summary: 'Prometheus metrics',
+      description: 'Requests by route and status, latency histograms, rate-limit rejections, event-loop delay, memory, outbox backlog.',
+      produces: 'text/plain',
+      handler: () => raw(metrics.render({ oohbid_outbox_pending_events: outbox.size() }), 'text/plain; version=0.0.4; charset=utf-8')
+    }),
+    route({ tag: 'Discovery', envelope: 'flat', auth: 'none', rateGroup: 'public', cacheSeconds: 3600, method: 'get', path: '/docs/errors', summary: 'Error code reference', produces: 'text/html', handler: () => raw(errorsPage, 'text/html; charset=utf-8') }),
+    route({ tag: 'Discovery', envelope: 'flat', auth: 'none', rateGroup: 'public', cacheSeconds: 300, method: 'get', path: '/openrtb/v2/openapi.json', summary: 'This OpenAPI 3.0 description', produces: 'application/json', handler: () => raw(openapi(), 'application/json') })
+  ]
+}

@@ -1,0 +1,314 @@
+import { randomUUID } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
+import type { Authenticator } from '../auth/authenticate.js'
+import type { Clock } from '../clock.js'
+import type { Config } from '../config.js'
+import { ApiError } from '../errors.js'
+import type { Logger } from '../log.js'
+import type { Store } from '../store/store.js'
+import { flatError, nestedError, statusLine } from './envelope.js'
+import { Idempotency } from './idempotency.js'
+import type { Metrics } from './metrics.js'
+import { limitFor, RATE_GROUPS, type RateDecision, type RateLimiter } from './rate-limit.js'
+import { isMutating, type Ctx, type Method, type Principal, type Result, type RouteDef } from './route.js'
+import { validate } from './validate.js'
+
+/** What the request pipeline needs from the service. */
+export interface HttpDeps {
+  config: Config
+  clock: Clock
+  log: Logger
+  store: Store
+  auth: Authenticator
+  limiter: RateLimiter
+  metrics: Metrics
+  idempotency: Idempotency
+  lifecycle: Lifecycle
+}
+
+/** In-flight accounting for graceful shutdown. */
+export interface Lifecycle {
+  draining: boolean
+  inFlight: number
+  onIdle: (() => void) | undefined
+}
+
+/** Thrown inside a dry run's transaction to roll it back while keeping the handler's answer. */
+class Rollback {
+  constructor (readonly result: Result) {}
+}
+
+function isJson (contentType: string | undefined): boolean {
+  if (contentType === undefined) return false
+  const type = contentType.split(';', 1)[0]!.trim().toLowerCase()
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'))
+}
+
+/** The client address: the socket's, or the nearest untrusted X-Forwarded-For hop when the socket is a trusted proxy. */
+function clientIp (socketIp: string, forwarded: string | undefined, trusted: string[]): string {
+  if (forwarded === undefined || !trusted.includes(socketIp)) return socketIp
+  const hops = forwarded.split(',').map((h) => h.trim()).filter(Boolean)
+  for (let i = hops.length - 1; i >= 0; i--) if (!trusted.includes(hops[i]!)) return hops[i]!
+  return hops[0] ?? socketIp
+}
+
+function normalizeIp (text: string): string {
+  // uWS reports IPv4 clients of a dual-stack socket as IPv4-mapped IPv6.
+  const mapped = /^(?:0{1,4}:){5}ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(text)
+  if (mapped) {
+    const hi = parseInt(mapped[1]!, 16)
+    const lo = parseInt(mapped[2]!, 16)
+    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
+  }
+  return text.replace(/^::ffff:/i, '')
+}
+
+/**
+ * One request from arrival to the last byte: auth, rate limit, body, validation, idempotency, the handler (inside a
+ * write transaction on mutating routes) and the reply. Every reply is written inside a uWS callback (the route callback
+ * or the last onData), corked, so pipelined requests are answered in order.
+ */
+export class Exchange {
+  readonly #res: HttpResponse
+  readonly #route: RouteDef
+  readonly #deps: HttpDeps
+  readonly #ctx: Ctx
+  readonly #start = performance.now()
+  readonly #warnings: string[] = []
+  #rate: RateDecision | undefined
+  #aborted = false
+  #done = false
+  #claim: string | undefined
+  #chunks: Buffer[] = []
+  #size = 0
+
+  constructor (res: HttpResponse, req: HttpRequest, route: RouteDef, deps: HttpDeps, paramNames: string[]) {
+    this.#res = res
+    this.#route = route
+    this.#deps = deps
+    const headers: Record<string, string> = {}
+    req.forEach((k, v) => { headers[k] = v })
+    const params: Record<string, string> = {}
+    for (let i = 0; i < paramNames.length; i++) params[paramNames[i]!] = decodeURIComponent(req.getParameter(i) ?? '')
+    const socketIp = normalizeIp(Buffer.from(res.getRemoteAddressAsText()).toString())
+    const warnings = this.#warnings
+    this.#ctx = {
+      requestId: `req_${randomUUID()}`,
+      method: req.getCaseSensitiveMethod().toLowerCase() as Method,
+      path: req.getUrl(),
+      params,
+      query: new URLSearchParams(req.getQuery() ?? ''),
+      headers,
+      ip: clientIp(socketIp, headers['x-forwarded-for'], deps.config.trustProxy),
+      principal: undefined,
+      body: undefined,
+      dryRun: false,
+      now: deps.clock.now(),
+      warn: (m) => { warnings.push(m) }
+    }
+  }
+
+  /** Runs the request; called synchronously from the uWS route callback. */
+  run (): void {
+    this.#deps.lifecycle.inFlight++
+    this.#deps.metrics.inFlight++
+    this.#res.onAborted(() => {
+      this.#aborted = true
+      this.#finish(499)
+    })
+    try {
+      this.#admit()
+      if (this.#route.body === undefined) return this.#complete(undefined)
+      this.#expectBody()
+    } catch (err) {
+      this.#fail(err, false)
+    }
+  }
+
+  /** Everything decided from the headers alone: draining, auth, rate limit, scope, dry run, Idempotency-Key. */
+  #admit (): void {
+    const { lifecycle, auth } = this.#deps
+    const route = this.#route
+    const ctx = this.#ctx
+    if (lifecycle.draining) throw new ApiError('service_unavailable', 'The service is shutting down; retry shortly.')
+    const group = RATE_GROUPS[route.rateGroup]
+    if (group.per === 'ip') this.#take(route.rateGroup, `ip:${ctx.ip}`, undefined)
+    let principal: Principal | undefined
+    try {
+      principal = auth.authenticate(route, ctx.headers)
+    } catch (err) {
+      // Failed authentication counts against the client address, which slows key guessing.
+      if (group.per === 'key' && err instanceof ApiError && err.status === 401) this.#take('unauthenticated', `ip:${ctx.ip}`, undefined)
+      throw err
+    }
+    ctx.principal = principal
+    if (group.per === 'key') {
+      const subject = principal !== undefined ? `key:${principal.key.key_id}` : `ip:${ctx.ip}`
+      this.#take(route.rateGroup, subject, principal)
+    }
+    auth.checkAccess(route, principal)
+    if (isMutating(ctx.method)) {
+      const dry = ctx.query.get('dry_run')
+      if (dry !== null && dry !== 'true' && dry !== 'false') throw new ApiError('invalid_parameter', 'dry_run must be true or false.', { param: 'dry_run' })
+      ctx.dryRun = dry === 'true'
+      const key = Idempotency.parse(ctx.headers['idempotency-key'])
+      // A dry run persists nothing, so it neither replays nor records a key.
+      if (key !== undefined && !ctx.dryRun) {
+        this.#claim = this.#deps.idempotency.claim(principal !== undefined ? `key:${principal.key.key_id}` : `ip:${ctx.ip}`, key)
+      }
+    }
+  }
+
+  #take (group: RouteDef['rateGroup'], subject: string, principal: Principal | undefined): void {
+    const { limit, windowMs } = limitFor(group, principal)
+    const decision = this.#deps.limiter.take(group, subject, limit, windowMs)
+    this.#rate = decision
+    if (decision.allowed) return
+    this.#deps.metrics.rejected(group)
+    const extras: Record<string, number> = { retry_after_seconds: decision.resetSeconds }
+    if (group === 'onboarding') extras.retry_after = decision.resetSeconds
+    throw new ApiError('rate_limited', `Rate limit of ${limit} requests per ${windowMs / 1000} s exceeded for ${group}; retry in ${decision.resetSeconds} s.`, extras, { 'Retry-After': String(decision.resetSeconds) })
+  }
+
+  #expectBody (): void {
+    const headers = this.#ctx.headers
+    const max = this.#route.maxBodyBytes ?? this.#deps.config.maxBodyBytes
+    const declared = headers['content-length'] === undefined ? undefined : Number(headers['content-length'])
+    const chunked = /chunked/i.test(headers['transfer-encoding'] ?? '')
+    if ((declared === undefined || declared === 0) && !chunked) return this.#complete(Buffer.alloc(0))
+    if (!isJson(headers['content-type'])) throw new ApiError('unsupported_media_type', 'Send the body as Content-Type: application/json.')
+    if (declared !== undefined && declared > max) throw new ApiError('payload_too_large', `The body is ${declared} bytes; this route accepts at most ${max}.`)
+    this.#res.onData((chunk, isLast) => {
+      if (this.#done) return
+      try {
+        this.#size += chunk.byteLength
+        if (this.#size > max) throw new ApiError('payload_too_large', `The body exceeds ${max} bytes.`)
+        if (isLast && this.#chunks.length === 0) {
+          // uWS owns the chunk's memory only until this callback returns; the handler runs before that.
+          return this.#complete(Buffer.from(chunk))
+        }
+        this.#chunks.push(Buffer.from(new Uint8Array(chunk)))
+        if (isLast) this.#complete(Buffer.concat(this.#chunks))
+      } catch (err) {
+        this.#fail(err, true)
+      }
+    })
+  }
+
+  /** Parses, validates, replays or runs the handler, and replies. */
+  #complete (raw: Buffer | undefined): void {
+    const { route, ctx } = { route: this.#route, ctx: this.#ctx }
+    try {
+      if (route.body !== undefined) {
+        let body: unknown = {}
+        if (raw !== undefined && raw.length > 0) {
+          try {
+            body = JSON.parse(raw.toString('utf8'))
+          } catch {
+            throw new ApiError('invalid_json', 'The request body is not valid JSON.')
+          }
+        }
+        validate(route.body, body)
+        ctx.body = body
+      }
+      const fingerprint = this.#claim !== undefined ? Idempotency.fingerprint(ctx.method, ctx.path, ctx.query.toString(), raw?.toString('utf8') ?? '') : ''
+      if (this.#claim !== undefined) {
+        const stored = this.#deps.idempotency.replay(this.#claim, fingerprint)
+        if (stored !== undefined) return this.#send(stored.status, stored.headers['content-type'] ?? 'application/json', stored.body, { ...stored.headers, 'Idempotent-Replayed': 'true' })
+      }
+      const result = this.#execute(fingerprint)
+      this.#reply(result)
+    } catch (err) {
+      this.#fail(err, false)
+    }
+  }
+
+  #execute (fingerprint: string): Result {
+    const { route, ctx } = { route: this.#route, ctx: this.#ctx }
+    if (!isMutating(ctx.method)) return route.handler(ctx)
+    const claim = this.#claim
+    try {
+      return this.#deps.store.write(() => {
+        const result = route.handler(ctx)
+        if (ctx.dryRun) throw new Rollback(result)
+        if (claim !== undefined) {
+          const { body, contentType, status } = this.#render(result)
+          this.#deps.idempotency.save(claim, fingerprint, status, body, { 'content-type': contentType, ...result.headers })
+        }
+        return result
+      })
+    } catch (err) {
+      if (err instanceof Rollback) return err.result
+      // A handler's own 4xx is part of the key's outcome and is replayed too; 5xx and 429 may be retried.
+      if (claim !== undefined && err instanceof ApiError && err.status < 500 && err.status !== 429) {
+        const body = this.#errorBody(err)
+        this.#deps.store.write(() => this.#deps.idempotency.save(claim, fingerprint, err.status, body, { 'content-type': 'application/json', ...err.headers }))
+      }
+      throw err
+    }
+  }
+
+  #render (result: Result): { status: number, contentType: string, body: string } {
+    if (result.kind === 'raw') return { status: result.status, contentType: result.contentType, body: result.body }
+    if (this.#ctx.dryRun) return { status: 200, contentType: 'application/json', body: JSON.stringify({ dry_run: true, data: result.data, warnings: this.#warnings }) }
+    return { status: result.status, contentType: 'application/json', body: result.data === undefined ? '{"success":true}' : `{"success":true,"data":${JSON.stringify(result.data)}}` }
+  }
+
+  #reply (result: Result): void {
+    const { status, contentType, body } = this.#render(result)
+    this.#send(status, contentType, body, result.headers)
+  }
+
+  #errorBody (err: ApiError): string {
+    return this.#route.envelope === 'nested'
+      ? nestedError(err, this.#ctx.requestId, this.#deps.config.baseUrl)
+      : flatError(err, this.#ctx.requestId)
+  }
+
+  /** Renders any failure; close is set when the rest of the body was not read. */
+  #fail (err: unknown, close: boolean): void {
+    let apiError: ApiError
+    if (err instanceof ApiError) {
+      apiError = err
+    } else {
+      // No stack trace leaves the process; the log has it, under the request id.
+      this.#deps.log.error('unhandled error', { request_id: this.#ctx.requestId, route: `${this.#route.method.toUpperCase()} ${this.#route.path}`, error: err instanceof Error ? err.stack : String(err) })
+      apiError = new ApiError('internal_error', 'Internal error; quote request_id to support.')
+    }
+    const mustClose = close || (apiError.code === 'payload_too_large') || apiError.code === 'service_unavailable'
+    const headers = apiError.headers
+    this.#send(apiError.status, 'application/json', this.#errorBody(apiError), headers, mustClose && this.#route.body !== undefined)
+  }
+
+  #send (status: number, contentType: string, body: string, headers: Record<string, string> | undefined, close = false): void {
+    if (this.#aborted || this.#done) return
+    const res = this.#res
+    const rate = this.#rate
+    const cache = this.#route.cacheSeconds
+    res.cork(() => {
+      res.writeStatus(statusLine(status))
+      res.writeHeader('Content-Type', contentType)
+      res.writeHeader('X-Request-Id', this.#ctx.requestId)
+      if (rate !== undefined) {
+        res.writeHeader('RateLimit-Limit', String(rate.limit))
+        res.writeHeader('RateLimit-Remaining', String(rate.remaining))
+        res.writeHeader('RateLimit-Reset', String(rate.resetSeconds))
+      }
+      res.writeHeader('Cache-Control', cache !== undefined && status < 400 ? `public, max-age=${cache}` : 'no-store')
+      if (headers !== undefined) for (const name in headers) if (name !== 'content-type') res.writeHeader(name, headers[name]!)
+      res.end(body, close)
+    })
+    this.#finish(status)
+  }
+
+  #finish (status: number): void {
+    if (this.#done) return
+    this.#done = true
+    const { metrics, lifecycle, idempotency } = this.#deps
+    if (this.#claim !== undefined) idempotency.release(this.#claim)
+    metrics.observe(this.#route.method, this.#route.path, status, (performance.now() - this.#start) / 1000)
+    metrics.inFlight--
+    if (--lifecycle.inFlight === 0 && lifecycle.onIdle !== undefined) lifecycle.onIdle()
+  }
+}

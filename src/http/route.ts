@@ -1,0 +1,105 @@
+import type { ErrorCode, RateGroup, Scope } from '../generated/types.js'
+import type { SchemaTitle } from '../generated/schemas.js'
+import type { KeyRecord, PartnerRecord, SeatRecord } from '../store/records.js'
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete'
+
+/** Who is calling, resolved from the API key. */
+export interface Principal {
+  key: KeyRecord
+  seat?: SeatRecord
+  partner?: PartnerRecord
+}
+
+/**
+ * What a handler sees. Everything is copied out of the uWS request before the handler runs, because uWS frees the
+ * request when the route callback returns.
+ */
+export interface Ctx<B = unknown> {
+  requestId: string
+  method: Method
+  path: string
+  params: Record<string, string>
+  query: URLSearchParams
+  headers: Record<string, string>
+  ip: string
+  principal: Principal | undefined
+  body: B
+  /** ?dry_run=true on a mutating route: the handler's writes are rolled back after it returns. */
+  dryRun: boolean
+  /** Clock reading taken when the request arrived. */
+  now: number
+  /** Adds a warning to the dry-run answer (ignored otherwise). */
+  warn (message: string): void
+}
+
+/** A handler's answer: a JSON envelope, a raw body, or a redirect. */
+export type Result =
+  | { kind: 'json', status: number, data: unknown, headers?: Record<string, string> }
+  | { kind: 'raw', status: number, body: string, contentType: string, headers?: Record<string, string> }
+
+/** Success in the `{success: true, data}` envelope. */
+export function ok (data: unknown, status = 200, headers?: Record<string, string>): Result {
+  return headers ? { kind: 'json', status, data, headers } : { kind: 'json', status, data }
+}
+
+/** A body sent as is (discovery files, metrics). */
+export function raw (body: string, contentType: string, status = 200, headers?: Record<string, string>): Result {
+  return headers ? { kind: 'raw', status, body, contentType, headers } : { kind: 'raw', status, body, contentType }
+}
+
+/**
+ * Handlers are synchronous by type: uWS closes a pipelined connection whose reply is written on a later tick, so
+ * every route answers within the callback that completed its request (docs/architecture.md, "No handler awaits").
+ */
+export type Handler<B> = (ctx: Ctx<B>) => Result
+
+/** How a route authenticates. */
+export type AuthMode =
+  | 'seat' // a key linked to a seat (buyer control plane)
+  | 'partner' // a key of a registered partner
+  | 'key' // any valid key
+  | 'optional-key' // onboarding: a key is used if present, and must then be valid
+  | 'admin' // the operator token
+  | 'none'
+
+/** One route: its wire contract, its policy and its handler. The OpenAPI document is assembled from these. */
+export interface RouteDef<B = unknown> {
+  method: Method
+  /** uWS pattern, path parameters as :name. */
+  path: string
+  summary: string
+  description?: string
+  tag: string
+  /** flat: /openrtb/v2 and /admin; nested: partner-style routes. */
+  envelope: 'flat' | 'nested'
+  auth: AuthMode
+  scope?: Scope
+  rateGroup: RateGroup
+  /** Request body schema; JSON bodies are required exactly when this is set. */
+  body?: SchemaTitle
+  /** Schema of `data` in the success envelope; omitted for raw results. */
+  data?: SchemaTitle
+  /** Media type of a raw result, for OpenAPI. */
+  produces?: string
+  status?: number
+  /** Query parameters, for OpenAPI (validated by the handler). */
+  query?: Array<{ name: string, description: string, schema: Record<string, unknown>, required?: boolean }>
+  /** Error codes the route can answer with beyond the common ones. */
+  errors?: readonly ErrorCode[]
+  /** Public cache lifetime in seconds (Cache-Control: public, max-age). */
+  cacheSeconds?: number
+  /** Body size limit when it differs from MAX_BODY_BYTES. */
+  maxBodyBytes?: number
+  handler: Handler<B>
+}
+
+/** Declares a route with its body type tied to the handler. */
+export function route<B = undefined> (def: RouteDef<B>): RouteDef<unknown> {
+  return def as RouteDef<unknown>
+}
+
+/** Whether a method changes state: such routes take Idempotency-Key and ?dry_run=true. */
+export function isMutating (method: Method): boolean {
+  return method !== 'get'
+}

@@ -1,0 +1,73 @@
+import uWS from 'uWebSockets.js'
+import { ApiError } from '../errors.js'
+import { Exchange, type HttpDeps } from './exchange.js'
+import type { Method, RouteDef } from './route.js'
+
+/** A listening server and how to stop it. */
+export interface HttpServer {
+  port: number
+  /** Stops accepting connections; requests already accepted still finish. */
+  stopListening (): void
+  /** Closes every remaining connection. */
+  closeAll (): void
+}
+
+function patternRegex (path: string): RegExp {
+  return new RegExp('^' + path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:\w+/g, '[^/]+') + '/?$')
+}
+
+/** The envelope a path's errors use when no route matched it. */
+function envelopeForPath (path: string): RouteDef['envelope'] {
+  return path.startsWith('/v1/') || path.startsWith('/inventory/') ? 'nested' : 'flat'
+}
+
+/**
+ * Registers every route on a uWS app and answers the rest with 404 route_not_found or 405 method_not_allowed (with
+ * Allow), both in the envelope of the path's family.
+ */
+export function listen (routes: RouteDef[], deps: HttpDeps, host: string, port: number): Promise<HttpServer> {
+  const app = uWS.App()
+  const matchers = routes.map((r) => ({ route: r, re: patternRegex(r.path) }))
+  for (const route of routes) {
+    const paramNames = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]!)
+    const register = route.method === 'delete' ? app.del : app[route.method]
+    register.call(app, route.path, (res, req) => new Exchange(res, req, route, deps, paramNames).run())
+  }
+  app.any('/*', (res, req) => {
+    const path = req.getUrl()
+    const method = req.getCaseSensitiveMethod().toUpperCase()
+    const matching = matchers.filter((m) => m.re.test(path))
+    const allowed = [...new Set(matching.map((m) => m.route.method.toUpperCase()))]
+    const error = allowed.length > 0
+      ? new ApiError('method_not_allowed', `${method} is not allowed on ${path}; use ${allowed.join(', ')}.`, {}, { Allow: allowed.join(', ') })
+      : new ApiError('route_not_found', `No route ${method} ${path}. The API is described at /openrtb/v2/openapi.json.`)
+    const fallback: RouteDef = {
+      method: 'get' as Method,
+      // The pattern, never the raw path, names the series in /metrics.
+      path: matching[0]?.route.path ?? '(unmatched)',
+      summary: 'unmatched',
+      tag: 'none',
+      envelope: envelopeForPath(path),
+      auth: 'none',
+      rateGroup: 'unauthenticated',
+      handler: () => { throw error }
+    }
+    new Exchange(res, req, fallback, deps, []).run()
+  })
+  return new Promise((resolve, reject) => {
+    app.listen(host, port, (socket) => {
+      if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`))
+      let listening: uWS.us_listen_socket | null = socket
+      resolve({
+        port: uWS.us_socket_local_port(socket),
+        stopListening () {
+          if (listening) uWS.us_listen_socket_close(listening)
+          listening = null
+        },
+        closeAll () {
+          (app as unknown as { close?: () => void }).close?.()
+        }
+      })
+    })
+  })
+}

@@ -1,0 +1,68 @@
+import type { ErrorObject } from 'ajv'
+import { ApiError } from '../errors.js'
+import { schemas, type SchemaTitle } from '../generated/schemas.js'
+import type { ErrorCode } from '../generated/types.js'
+import * as validators from '../generated/validators.js'
+
+type Validator = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
+type SchemaNode = Record<string, unknown>
+
+const byId = new Map<string, SchemaNode>(Object.values(schemas).map((s) => [s.$id, s as unknown as SchemaNode]))
+
+function resolvePointer (root: SchemaNode, pointer: string[]): SchemaNode | undefined {
+  let node: unknown = root
+  for (const part of pointer) {
+    if (node === null || typeof node !== 'object') return undefined
+    node = (node as Record<string, unknown>)[decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~')]
+  }
+  return node !== null && typeof node === 'object' ? node as SchemaNode : undefined
+}
+
+/** The schema node an Ajv schemaPath points into, minus its last `drop` segments. */
+function schemaAt (rootTitle: SchemaTitle, schemaPath: string, drop: number): SchemaNode | undefined {
+  const [base, fragment = ''] = schemaPath.split('#')
+  const root = base ? byId.get(base) : schemas[rootTitle] as unknown as SchemaNode
+  if (root === undefined) return undefined
+  const parts = fragment.split('/').filter(Boolean)
+  return resolvePointer(root, parts.slice(0, parts.length - drop))
+}
+
+function dotted (instancePath: string, extra?: string): string {
+  const parts = instancePath.split('/').filter(Boolean)
+  if (extra !== undefined) parts.push(extra)
+  return parts.join('.')
+}
+
+/**
+ * Maps the first schema failure to the spec's error code: a property's `x-error-code` (e.g. invalid_seat_id), else
+ * `missing_required_field` or `invalid_parameter`, with `param` naming the field. Schemas carry the codes so that the
+ * rule and its error live in one place.
+ */
+function toApiError (title: SchemaTitle, error: ErrorObject): ApiError {
+  if (error.keyword === 'required') {
+    const missing = (error.params as { missingProperty: string }).missingProperty
+    const parent = schemaAt(title, error.schemaPath, 1)
+    const props = parent?.properties as Record<string, SchemaNode> | undefined
+    const code = (props?.[missing]?.['x-missing-code'] as ErrorCode | undefined) ?? 'missing_required_field'
+    const param = dotted(error.instancePath, missing)
+    return new ApiError(code, `${param} is required.`, { param })
+  }
+  if (error.keyword === 'additionalProperties') {
+    const extra = (error.params as { additionalProperty: string }).additionalProperty
+    const param = dotted(error.instancePath, extra)
+    return new ApiError('invalid_parameter', `${param} is not a known field.`, { param })
+  }
+  const param = dotted(error.instancePath)
+  const node = schemaAt(title, error.schemaPath, 1)
+  const code = (node?.['x-error-code'] as ErrorCode | undefined) ?? 'invalid_parameter'
+  return new ApiError(code, `${param || 'body'} ${error.message ?? 'is invalid'}.`, param ? { param } : {})
+}
+
+/** Validates data against a schema's precompiled validator; throws the mapped ApiError on failure. */
+export function validate (title: SchemaTitle, data: unknown): void {
+  const fn = (validators as unknown as Record<string, Validator>)[title]
+  if (fn === undefined) throw new Error(`no validator for ${title}`)
+  if (fn(data)) return
+  const first = fn.errors?.[0]
+  throw first ? toApiError(title, first) : new ApiError('invalid_parameter')
+}

@@ -1,0 +1,52 @@
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { open, type Database, type RootDatabase } from 'lmdb'
+import type { IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, SeatRecord } from './records.js'
+
+/** The one LMDB environment that holds all state (DESIGN: src/store). */
+export interface Store {
+  root: RootDatabase
+  seats: Database<SeatRecord, string>
+  keys: Database<KeyRecord, string>
+  keyDigests: Database<string, string>
+  partners: Database<PartnerRecord, string>
+  partnerSlugs: Database<string, string>
+  idempotency: Database<IdempotencyRecord, string>
+  outbox: Database<OutboxEvent, number>
+  /** Operator actions, kept after the outbox is compacted. */
+  audit: Database<OutboxEvent, number>
+  meta: Database<unknown, string>
+  /**
+   * Runs fn in one synchronous write transaction and returns its result; a throw rolls everything back. Commits are
+   * written to the OS before this returns (a kill -9 loses nothing acknowledged) and fsynced right after, off the
+   * write lock (lmdb-js overlappingSync). Synchronous on purpose: uWS cannot answer a pipelined request on a later tick.
+   */
+  write<T> (fn: () => T): T
+  /** Waits for the last commit to reach the disk, then closes the environment. */
+  close (): Promise<void>
+}
+
+/** Opens (creating if needed) the environment under dataDir. */
+export function openStore (dataDir: string): Store {
+  mkdirSync(dataDir, { recursive: true })
+  const root = open({ path: join(dataDir, 'oohbid.lmdb'), maxDbs: 64 })
+  const db = <V, K extends string | number = string>(name: string, keyEncoding?: 'uint32' | 'ordered-binary') =>
+    root.openDB<V, K>(name, keyEncoding ? { keyEncoding } : {})
+  return {
+    root,
+    seats: db('seats'),
+    keys: db('keys'),
+    keyDigests: db('key_digests'),
+    partners: db('partners'),
+    partnerSlugs: db('partner_slugs'),
+    idempotency: db('idempotency'),
+    outbox: db<OutboxEvent, number>('outbox', 'ordered-binary'),
+    audit: db<OutboxEvent, number>('audit', 'ordered-binary'),
+    meta: db('meta'),
+    write: (fn) => root.transactionSync(fn),
+    async close () {
+      await root.flushed
+      await root.close()
+    }
+  }
+}
