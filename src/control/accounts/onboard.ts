@@ -3,6 +3,7 @@ import { DSP_SCOPES, KEY_PREFIX, mintKey, saveKey } from '../../auth/keys.js'
 import { iso } from '../../clock.js'
 import type { Config } from '../../config.js'
 import { ApiError } from '../../errors.js'
+import { callbackUrlProblem } from '../../net/url-guard.js'
 import type { ApiKeyCredential, OnboardRequest, SandboxInfo } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { RATE_GROUPS } from '../../http/rate-limit.js'
@@ -59,8 +60,13 @@ export function onboardRoute ({ config, store, outbox, auth }: ControlDeps): Rou
         created_at: now,
         updated_at: now
       }
-      if (body.notification_url !== undefined) seat.notification_url = body.notification_url
-      if (body.webhook_url !== undefined) seat.webhook_url = body.webhook_url
+      for (const field of ['notification_url', 'webhook_url'] as const) {
+        const url = body[field]
+        if (url === undefined) continue
+        const problem = callbackUrlProblem(url)
+        if (problem !== undefined) throw new ApiError('invalid_webhook_url', `${field} ${problem}.`, { param: field })
+        seat[field] = url
+      }
       if (body.billing_email === undefined) ctx.warn('billing_email not given: invoices go to contact_email.')
 
       let credential: ApiKeyCredential

@@ -1,0 +1,147 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ManualClock } from '../../src/clock.js'
+import { loadConfig } from '../../src/config.js'
+import { createLogger } from '../../src/log.js'
+import { startService, type Service } from '../../src/service.js'
+
+/** What a test sees of one HTTP exchange. */
+export interface Reply {
+  status: number
+  headers: Headers
+  body: any
+  text: string
+}
+
+export interface RequestOptions {
+  body?: unknown
+  /** Sent as Authorization: Bearer. */
+  key?: string
+  headers?: Record<string, string>
+  /** A raw body string sent as is (with the given content-type, default application/json). */
+  raw?: string
+}
+
+export interface TestService {
+  service: Service
+  url: string
+  port: number
+  clock: ManualClock
+  dataDir: string
+  adminToken: string
+  request (method: string, path: string, opts?: RequestOptions): Promise<Reply>
+  admin (method: string, path: string, body?: unknown): Promise<Reply>
+  /** Onboards a seat from its own client address (X-Forwarded-For through the trusted loopback proxy). */
+  onboard (seatId: string, extra?: Record<string, unknown>, key?: string): Promise<{ reply: Reply, key: string }>
+  /** Counts of every store table and the outbox, to show that a refused request wrote nothing. */
+  snapshot (): Record<string, number>
+}
+
+let ipCounter = 0
+/** A fresh client address for routes limited per address. */
+export function freshIp (): string {
+  ipCounter++
+  return `198.51.${(ipCounter >> 8) & 255}.${ipCounter & 255}`
+}
+
+/** Starts the real service on a free loopback port over a fresh LMDB in a temp dir; stopped at teardown. */
+export async function startTestService (t: { teardown (fn: () => unknown): void }, env: Record<string, string> = {}): Promise<TestService> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-test-'))
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'error', TRUST_PROXY: '127.0.0.1', ADMIN_TOKEN: 'test-admin-token', ...env })
+  const clock = new ManualClock(Date.now())
+  const service = await startService({ config, clock, log: createLogger('error') })
+  t.teardown(async () => {
+    await service.close()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+  const url = service.url
+  const request = async (method: string, path: string, opts: RequestOptions = {}): Promise<Reply> => {
+    const headers: Record<string, string> = { ...opts.headers }
+    if (opts.key !== undefined) headers.authorization = `Bearer ${opts.key}`
+    let body: string | undefined
+    if (opts.raw !== undefined) {
+      body = opts.raw
+      headers['content-type'] ??= 'application/json'
+    } else if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body)
+      headers['content-type'] ??= 'application/json'
+    }
+    const res = await fetch(url + path, { method, headers, body, redirect: 'manual' })
+    const text = await res.text()
+    let parsed: unknown = text
+    try { parsed = JSON.parse(text) } catch {}
+    return { status: res.status, headers: res.headers, body: parsed, text }
+  }
+  const svc: TestService = {
+    service,
+    url,
+    port: service.port,
+    clock,
+    dataDir,
+    adminToken: service.adminToken,
+    request,
+    admin: (method, path, body) => request(method, path, { key: service.adminToken, ...(body !== undefined ? { body } : {}) }),
+    async onboard (seatId, extra = {}, key) {
+      const reply = await request('POST', '/openrtb/v2/onboard', {
+        body: { company_name: `${seatId} Media`, seat_id: seatId, contact_email: `buyer@${seatId.toLowerCase().replace(/[^a-z0-9]/g, '')}.example`, ...extra },
+        headers: { 'x-forwarded-for': freshIp() },
+        ...(key !== undefined ? { key } : {})
+      })
+      return { reply, key: reply.body?.data?.api_key?.key }
+    },
+    snapshot () {
+      const s = service.store
+      return {
+        seats: s.seats.getCount(),
+        keys: s.keys.getCount(),
+        partners: s.partners.getCount(),
+        idempotency: s.idempotency.getCount(),
+        outbox: s.outbox.getCount(),
+        audit: s.audit.getCount()
+      }
+    }
+  }
+  return svc
+}
+
+/** Writes raw bytes on one connection and collects what comes back until the server closes or `ms` pass. */
+export function rawExchange (port: number, payload: string | string[], ms = 1000, gapMs = 0): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    let out = ''
+    const finish = () => { socket.destroy(); resolve(out) }
+    const timer = setTimeout(finish, ms)
+    socket.on('data', (d) => { out += d.toString('latin1') })
+    socket.on('close', () => { clearTimeout(timer); resolve(out) })
+    socket.on('error', () => {})
+    socket.on('connect', async () => {
+      const parts = typeof payload === 'string' ? [payload] : payload
+      for (const p of parts) {
+        socket.write(p)
+        if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs))
+      }
+    })
+  })
+}
+
+/** Splits a stream of HTTP/1.1 responses into status codes and bodies. */
+export function parseResponses (stream: string): Array<{ status: number, headers: Record<string, string>, body: string }> {
+  const out: Array<{ status: number, headers: Record<string, string>, body: string }> = []
+  let rest = stream
+  while (rest.startsWith('HTTP/1.1 ')) {
+    const end = rest.indexOf('\r\n\r\n')
+    if (end < 0) break
+    const lines = rest.slice(0, end).split('\r\n')
+    const headers: Record<string, string> = {}
+    for (const l of lines.slice(1)) {
+      const i = l.indexOf(':')
+      headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim()
+    }
+    const length = Number(headers['content-length'] ?? 0)
+    out.push({ status: Number(lines[0]!.split(' ')[1]), headers, body: rest.slice(end + 4, end + 4 + length) })
+    rest = rest.slice(end + 4 + length)
+  }
+  return out
+}

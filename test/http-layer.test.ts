@@ -1,0 +1,133 @@
+import autocannon from 'autocannon'
+import t from 'tap'
+import { parseResponses, rawExchange, startTestService } from './helpers/service.js'
+
+const REQUEST_ID = /^req_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+t.test('every response carries X-Request-Id and the rate-limit headers, success and error alike', async (t) => {
+  const svc = await startTestService(t)
+  const { key } = await svc.onboard('hdrs')
+  const cases: Array<[string, string, Record<string, string> | undefined, number]> = [
+    ['GET', '/openrtb/v2/seat', { authorization: `Bearer ${key}` }, 200],
+    ['GET', '/openrtb/v2/seat', undefined, 401],
+    ['GET', '/no/such/route', undefined, 404],
+    ['DELETE', '/openrtb/v2/onboard', undefined, 405],
+    ['GET', '/healthz', undefined, 200]
+  ]
+  for (const [method, path, headers, status] of cases) {
+    const r = await svc.request(method, path, headers ? { headers } : {})
+    t.equal(r.status, status, `${method} ${path}`)
+    t.match(r.headers.get('x-request-id'), REQUEST_ID, `${method} ${path} has X-Request-Id`)
+    for (const h of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) t.match(r.headers.get(h), /^\d+$/, `${method} ${path} has ${h}`)
+    if (status >= 400 && path.startsWith('/openrtb')) {
+      t.equal(r.body.success, false)
+      t.equal(r.body.request_id, r.headers.get('x-request-id'), 'the body repeats the request id')
+    }
+  }
+})
+
+t.test('unknown routes and methods', async (t) => {
+  const svc = await startTestService(t)
+  const notFound = await svc.request('GET', '/openrtb/v2/nothing-here')
+  t.equal(notFound.body.error_code, 'route_not_found')
+  const nested = await svc.request('GET', '/v1/partner/nothing-here')
+  t.equal(nested.status, 404)
+  t.equal(nested.body.error.code, 'ROUTE_NOT_FOUND', 'partner-style paths use the nested envelope')
+  t.match(nested.body.error, { type: 'not_found_error', docs_url: /\/docs\/errors#route_not_found$/, suggestion: String, related_endpoints: Array })
+  const wrongMethod = await svc.request('PUT', '/openrtb/v2/keys')
+  t.equal(wrongMethod.status, 405)
+  t.equal(wrongMethod.headers.get('allow'), 'POST, GET')
+  t.equal(wrongMethod.body.error_code, 'method_not_allowed')
+})
+
+t.test('JSON bodies: 415 without application/json, 400 invalid_json, 413 over the limit; nothing written', async (t) => {
+  const svc = await startTestService(t, { MAX_BODY_BYTES: '2048' })
+  const before = svc.snapshot()
+  const body = JSON.stringify({ company_name: 'Acme', seat_id: 'acme', contact_email: 'a@acme.example' })
+  const r415 = await svc.request('POST', '/openrtb/v2/onboard', { raw: body, headers: { 'content-type': 'text/plain' } })
+  t.equal(r415.status, 415)
+  t.equal(r415.body.error_code, 'unsupported_media_type')
+  const r400 = await svc.request('POST', '/openrtb/v2/onboard', { raw: '{"company_name": "Acme",' })
+  t.equal(r400.status, 400)
+  t.equal(r400.body.error_code, 'invalid_json')
+  const r413 = await svc.request('POST', '/openrtb/v2/onboard', { raw: JSON.stringify({ company_name: 'x'.repeat(5000) }) })
+  t.equal(r413.status, 413)
+  t.equal(r413.body.error_code, 'payload_too_large')
+  const charset = await svc.request('POST', '/openrtb/v2/onboard?dry_run=true', { raw: body, headers: { 'content-type': 'application/json; charset=utf-8' } })
+  t.equal(charset.status, 200, 'a charset parameter is fine')
+  t.same(svc.snapshot(), before, 'nothing was written')
+  t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
+})
+
+t.test('a chunked body over the limit is refused while it streams', async (t) => {
+  const svc = await startTestService(t, { MAX_BODY_BYTES: '2048' })
+  const chunk = 'a'.repeat(1500)
+  const head = 'POST /openrtb/v2/onboard HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n'
+  const out = await rawExchange(svc.port, [head, `${chunk.length.toString(16)}\r\n${chunk}\r\n`, `${chunk.length.toString(16)}\r\n${chunk}\r\n`, '0\r\n\r\n'], 1500, 50)
+  const [res] = parseResponses(out)
+  t.equal(res?.status, 413)
+  t.equal(JSON.parse(res!.body).error_code, 'payload_too_large')
+  t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
+})
+
+t.test('a client that disconnects mid-body leaves nothing behind', async (t) => {
+  const svc = await startTestService(t)
+  const before = svc.snapshot()
+  const head = 'POST /openrtb/v2/onboard HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\nIdempotency-Key: abandoned\r\n\r\n{"company_name":'
+  await rawExchange(svc.port, head, 200)
+  t.same(svc.snapshot(), before)
+  const r = await svc.onboard('after-abort', {}, undefined)
+  t.equal(r.reply.status, 201, 'still serving')
+})
+
+t.test('pipelined requests are all answered, in order, on one connection', async (t) => {
+  const svc = await startTestService(t)
+  const { key } = await svc.onboard('pipes')
+  const get = `GET /openrtb/v2/seat HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`
+  const body = JSON.stringify({ label: 'pipelined' })
+  const post = `POST /openrtb/v2/keys?dry_run=true HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
+  const bad = 'GET /openrtb/v2/seat HTTP/1.1\r\nHost: x\r\n\r\n'
+  const sequence = [get, post, bad, get, post, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /nope HTTP/1.1\r\nHost: x\r\n\r\n', get, post, get]
+  const responses = parseResponses(await rawExchange(svc.port, sequence.join(''), 1500))
+  t.same(responses.map((r) => r.status), [200, 200, 401, 200, 200, 200, 404, 200, 200, 200])
+  t.equal(new Set(responses.map((r) => r.headers['x-request-id'])).size, 10, 'each has its own request id')
+})
+
+t.test('autocannon -p 10 gets a correct answer to every request on every kind of route (public routes stay under their 600/min limit)', async (t) => {
+  const svc = await startTestService(t)
+  const { key } = await svc.onboard('cannon')
+  await svc.admin('PUT', '/admin/v1/seats/cannon/rate-limits', { limits: { account: 1_000_000 } })
+  const run = (opts: autocannon.Options) => new Promise<autocannon.Result>((resolve, reject) => {
+    autocannon({ connections: 4, pipelining: 10, amount: 2000, timeout: 5, ...opts }, (err, result) => err ? reject(err) : resolve(result))
+  })
+  const targets: Array<[string, autocannon.Options]> = [
+    ['GET seat', { url: `${svc.url}/openrtb/v2/seat`, headers: { authorization: `Bearer ${key}` } }],
+    ['POST keys dry run', { url: `${svc.url}/openrtb/v2/keys?dry_run=true`, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"label":"x"}' }],
+    ['GET openapi', { url: `${svc.url}/openrtb/v2/openapi.json`, amount: 200 }],
+    ['GET sellers.json', { url: `${svc.url}/sellers.json`, amount: 300 }],
+    ['GET healthz', { url: `${svc.url}/healthz` }]
+  ]
+  for (const [name, opts] of targets) {
+    const result = await run(opts)
+    t.equal(result.errors, 0, `${name}: no socket errors`)
+    t.equal(result.timeouts, 0, `${name}: no timeouts`)
+    t.equal(result.non2xx, 0, `${name}: every reply 2xx`)
+    // autocannon stops once `amount` requests are sent, without waiting for the last pipelined window.
+    t.ok(result['2xx'] >= (opts.amount ?? 2000) - 4 * 10, `${name}: every request answered (${result['2xx']})`)
+  }
+})
+
+t.test('an internal error is internal_error with the request id and no stack trace', async (t) => {
+  const svc = await startTestService(t)
+  const { key } = await svc.onboard('corrupt')
+  // A record damaged on disk: the seat lost its key list.
+  const seat = svc.service.store.seats.get('corrupt')!
+  await svc.service.store.seats.put('corrupt', { ...seat, key_ids: undefined as unknown as string[] })
+  svc.clock.advance(2000)
+  const r = await svc.request('GET', '/openrtb/v2/keys', { key })
+  t.equal(r.status, 500)
+  t.equal(r.body.error_code, 'internal_error')
+  t.match(r.body.request_id, REQUEST_ID)
+  t.notMatch(r.text, /at .*\.js|TypeError/, 'no stack or exception text leaves the process')
+  t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
+})
