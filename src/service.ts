@@ -68,6 +68,8 @@ export async function startService ({ config, clock = systemClock, log = createL
             lifecycle.onIdle = () => { clearTimeout(timer); resolve() }
           })
         }
+        // The last reply is still corked inside the uWS callback that finished it; let the loop flush it first.
+        await new Promise((resolve) => setImmediate(resolve))
         server.closeAll()
         for (const t of timers) clearInterval(t)
         await store.close()
