@@ -1,0 +1,34 @@
+// Benchmark: an authenticated GET (GET /openrtb/v2/seat: key digest lookup, seat load, rate limit, JSON reply)
+// against a bare uWS endpoint in the same run, with and without pipelining. The seat gets a custom limit through the
+// operator API so that the route, not the limiter, is measured.
+import { measure, type Measurement } from './lib/load.js'
+import { startBare, startOohbid } from './lib/processes.js'
+import { printTable, save } from './lib/report.js'
+
+const seconds = Number(process.env.BENCH_SECONDS ?? 10)
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
+
+const oohbid = await startOohbid()
+const onboard = await fetch(`${oohbid.url}/openrtb/v2/onboard`, {
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ company_name: 'Bench Media', seat_id: 'bench', contact_email: 'bench@bench.example' })
+}).then((r) => r.json()) as { data: { api_key: { key: string } } }
+const key = onboard.data.api_key.key
+await fetch(`${oohbid.url}/admin/v1/seats/bench/rate-limits`, {
+  method: 'PUT',
+  headers: { authorization: `Bearer ${oohbid.adminToken}`, 'content-type': 'application/json' },
+  body: JSON.stringify({ limits: { account: 100_000_000 }, reason: 'benchmark' })
+})
+const sample = await fetch(`${oohbid.url}/openrtb/v2/seat`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.text())
+const bare = await startBare(sample)
+
+console.log(`authenticated GET /openrtb/v2/seat, ${connections} connections, ${seconds} s per run (response ${sample.length} bytes)`)
+const rows: Measurement[] = []
+for (const pipelining of [1, 10]) {
+  rows.push(await measure('bare uWS (constant)', { url: `${bare.url}/openrtb/v2/seat`, connections, pipelining, duration: seconds }))
+  rows.push(await measure('oohbid GET /seat', { url: `${oohbid.url}/openrtb/v2/seat`, headers: { authorization: `Bearer ${key}` }, connections, pipelining, duration: seconds }))
+}
+await Promise.all([bare.stop(), oohbid.stop()])
+const table = printTable('Authenticated GET vs bare uWS (same run, loopback)', rows, 'bare uWS (constant)')
+save('authenticated-get', 'Authenticated GET /openrtb/v2/seat vs bare uWS', rows, table)

@@ -1,0 +1,12 @@
+// The baseline: uWS answering a constant, with nothing of ours in the way. What this machine can do at best.
+import uWS from 'uWebSockets.js'
+
+const body = process.env.BARE_BODY ?? '{"success":true}'
+uWS.App().any('/*', (res) => {
+  res.cork(() => {
+    res.writeHeader('Content-Type', 'application/json')
+    res.end(body)
+  })
+}).listen('127.0.0.1', 0, (socket) => {
+  process.stdout.write(`bare uws listening on http://127.0.0.1:${uWS.us_socket_local_port(socket)}\n`)
+})

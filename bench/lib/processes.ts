@@ -1,0 +1,54 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = fileURLToPath(new URL('../../..', import.meta.url))
+
+/** A server in its own process, so the load generator never shares its event loop. */
+export interface ServerProcess {
+  url: string
+  child: ChildProcess
+  stop (): Promise<void>
+}
+
+function waitForUrl (child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = ''
+    child.stdout!.on('data', (d) => {
+      out += d
+      const m = /listening on (\S+)/.exec(out)
+      if (m) resolve(m[1]!)
+    })
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)))
+  })
+}
+
+async function start (script: string, env: Record<string, string>, cleanup?: () => void): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [join(root, script)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
+  const url = await waitForUrl(child)
+  return {
+    url,
+    child,
+    async stop () {
+      const exited = new Promise((r) => child.once('exit', r))
+      child.kill('SIGTERM')
+      await exited
+      cleanup?.()
+    }
+  }
+}
+
+/** The bare uWS baseline. */
+export function startBare (body?: string): Promise<ServerProcess> {
+  return start('dist/bench/lib/bare-uws.js', body !== undefined ? { BARE_BODY: body } : {})
+}
+
+/** oohbid as `npm start` runs it, over a fresh data directory. */
+export function startOohbid (env: Record<string, string> = {}): Promise<ServerProcess & { adminToken: string }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-bench-'))
+  const adminToken = 'bench-admin-token'
+  return start('dist/src/main.js', { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', DEMO_FLEET: '0', ...env }, () => rmSync(dataDir, { recursive: true, force: true }))
+    .then((p) => ({ ...p, adminToken }))
+}

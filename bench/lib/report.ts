@@ -1,0 +1,48 @@
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Measurement } from './load.js'
+
+const resultsDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'bench', 'results')
+
+/** Prints the table with each figure as a ratio to the bare baseline at the same pipelining depth. */
+export function printTable (title: string, rows: Measurement[], baselineName: string): string {
+  const base = (p: number) => rows.find((r) => r.name === baselineName && r.pipelining === p)
+  const lines = [
+    `\n${title}`,
+    '| target | pipelining | req/s | p50 ms | p99 ms | vs bare uWS | non-2xx | errors |',
+    '|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.name} | ${r.pipelining} | ${r.rps} | ${r.p50} | ${r.p99} | ${(r.rps / (base(r.pipelining)?.rps ?? r.rps)).toFixed(2)}x | ${r.non2xx} | ${r.errors} |`)
+  ]
+  const text = lines.join('\n')
+  console.log(text)
+  return text
+}
+
+function svgChart (title: string, rows: Measurement[]): string {
+  const width = 720
+  const barH = 22
+  const gap = 8
+  const left = 240
+  const max = Math.max(...rows.map((r) => r.rps))
+  const height = 50 + rows.length * (barH + gap)
+  const bars = rows.map((r, i) => {
+    const y = 40 + i * (barH + gap)
+    const w = Math.max(1, Math.round((width - left - 110) * r.rps / max))
+    const colour = r.name.startsWith('bare') ? '#9aa5b1' : '#2f6fde'
+    return `<text x="${left - 8}" y="${y + 15}" text-anchor="end">${r.name} -p ${r.pipelining}</text>` +
+      `<rect x="${left}" y="${y}" width="${w}" height="${barH}" fill="${colour}"/>` +
+      `<text x="${left + w + 6}" y="${y + 15}">${r.rps.toLocaleString('en-US')} req/s</text>`
+  }).join('')
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="system-ui,sans-serif" font-size="13">` +
+    `<rect width="100%" height="100%" fill="#fff"/><text x="12" y="24" font-size="15" font-weight="bold">${title}</text>${bars}</svg>`
+}
+
+/** Saves the rows as JSON and as an SVG bar chart under bench/results/. */
+export function save (name: string, title: string, rows: Measurement[], table: string): void {
+  mkdirSync(resultsDir, { recursive: true })
+  writeFileSync(join(resultsDir, `${name}.json`), JSON.stringify({ date: new Date().toISOString(), rows }, null, 2))
+  writeFileSync(join(resultsDir, `${name}.svg`), svgChart(title, rows))
+  writeFileSync(join(resultsDir, `${name}.md`), table.trim() + '\n')
+  console.log(`\nsaved bench/results/${name}.{json,svg,md}`)
+}
