@@ -11,8 +11,8 @@ export interface Config {
   host: string
   /** DATA_DIR: where LMDB, keys and the embedded ClickHouse live. */
   dataDir: string
-  /** BASE_URL: what absolute URLs in responses start with. */
-  baseUrl: string
+  /** BASE_URL: what absolute URLs in responses start with; unset means the address the server bound. */
+  baseUrl: string | undefined
   /** ADMIN_TOKEN: operator token for /admin/v1; generated into DATA_DIR/admin-token when unset. */
   adminToken: string | undefined
   /** DEMO_FLEET: how many simulated screens `npm start` brings up; 0 for none. */
@@ -30,6 +30,9 @@ export interface Config {
   /** LOG_LEVEL: error, warn, info or debug. */
   logLevel: 'error' | 'warn' | 'info' | 'debug'
 }
+
+/** The configuration once the server is bound: BASE_URL is always known. */
+export type ResolvedConfig = Config & { baseUrl: string }
 
 type Env = Record<string, string | undefined>
 
@@ -52,9 +55,9 @@ export function loadConfig (env: Env = process.env): Config {
   const host = str(env, 'HOST') ?? '0.0.0.0'
   const level = str(env, 'LOG_LEVEL') ?? 'info'
   if (!['error', 'warn', 'info', 'debug'].includes(level)) throw new Error(`LOG_LEVEL must be error, warn, info or debug, got "${level}"`)
-  const baseUrl = (str(env, 'BASE_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '')
-  if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new Error(`BASE_URL must be an http(s) URL, got "${baseUrl}"`)
-  const domain = str(env, 'OPERATOR_DOMAIN') ?? new URL(baseUrl).hostname
+  const baseUrl = str(env, 'BASE_URL')?.replace(/\/+$/, '')
+  if (baseUrl !== undefined && !/^https?:\/\/[^/]+/.test(baseUrl)) throw new Error(`BASE_URL must be an http(s) URL, got "${baseUrl}"`)
+  const domain = str(env, 'OPERATOR_DOMAIN') ?? (baseUrl !== undefined ? new URL(baseUrl).hostname : 'localhost')
   return {
     port,
     host,

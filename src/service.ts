@@ -1,12 +1,13 @@
 import { Authenticator } from './auth/authenticate.js'
 import { systemClock, type Clock } from './clock.js'
-import type { Config } from './config.js'
+import type { Config, ResolvedConfig } from './config.js'
 import { resolveAdminToken } from './control/admin/token.js'
 import { allRoutes } from './control/routes.js'
 import type { HttpDeps, Lifecycle } from './http/exchange.js'
 import { Idempotency } from './http/idempotency.js'
 import { Metrics } from './http/metrics.js'
 import { RateLimiter } from './http/rate-limit.js'
+import type { RouteDef } from './http/route.js'
 import { listen } from './http/server.js'
 import { createLogger, type Logger } from './log.js'
 import { Outbox } from './store/outbox.js'
@@ -14,12 +15,14 @@ import { openStore, type Store } from './store/store.js'
 
 /** A running service. */
 export interface Service {
-  config: Config
+  config: ResolvedConfig
   url: string
   port: number
   adminToken: string
   store: Store
   outbox: Outbox
+  /** Every route served, as the OpenAPI document describes them. */
+  routes: RouteDef[]
   /** Graceful stop: refuse new requests, finish in-flight ones (up to SHUTDOWN_GRACE_MS), flush and close LMDB. */
   close (): Promise<void>
 }
@@ -31,23 +34,25 @@ export interface ServiceOptions {
 }
 
 /** Opens the store, builds every route and starts listening. */
-export async function startService ({ config, clock = systemClock, log = createLogger(config.logLevel) }: ServiceOptions): Promise<Service> {
-  const store = openStore(config.dataDir)
-  const admin = resolveAdminToken(config.adminToken, config.dataDir)
+export async function startService ({ config: given, clock = systemClock, log = createLogger(given.logLevel) }: ServiceOptions): Promise<Service> {
+  const store = openStore(given.dataDir)
+  const admin = resolveAdminToken(given.adminToken, given.dataDir)
   if (admin.generatedAt !== undefined) log.info('operator token', { path: admin.generatedAt })
+  const server = await listen(given.host, given.port)
+  const url = `http://${given.host === '0.0.0.0' ? '127.0.0.1' : given.host}:${server.port}`
+  const config: ResolvedConfig = { ...given, baseUrl: given.baseUrl ?? url }
   const outbox = new Outbox(store, clock)
   const auth = new Authenticator(store, clock, admin.token)
   const metrics = new Metrics()
   const lifecycle: Lifecycle = { draining: false, inFlight: 0, onIdle: undefined }
   const deps: HttpDeps = { config, clock, log, store, auth, metrics, lifecycle, limiter: new RateLimiter(clock), idempotency: new Idempotency(store, clock) }
   const routes = allRoutes({ config, clock, store, outbox, auth }, metrics, outbox)
-  const server = await listen(routes, deps, config.host, config.port)
+  server.mount(routes, deps)
   const timers = [
     setInterval(() => deps.limiter.sweep(), 60_000),
     setInterval(() => deps.idempotency.sweep(), 3_600_000)
   ]
   for (const t of timers) t.unref()
-  const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${server.port}`
   log.info('listening', { url, base_url: config.baseUrl, data_dir: config.dataDir })
 
   let closing: Promise<void> | undefined
@@ -58,6 +63,7 @@ export async function startService ({ config, clock = systemClock, log = createL
     adminToken: admin.token,
     store,
     outbox,
+    routes,
     close () {
       closing ??= (async () => {
         lifecycle.draining = true

@@ -78,3 +78,22 @@ t.test('keys are stored only as SHA-256 digests', async (t) => {
     t.equal(bytes.indexOf(secret.slice(8)), -1, 'nor its random part')
   }
 })
+
+t.test('partner routes need a partner key: a buyer key is 403 not_authorized', async (t) => {
+  const svc = await startTestService(t)
+  const auth = new Authenticator(svc.service.store, svc.clock, 'admin')
+  const partnerRoute = route({ method: 'get', path: '/v1/partner/devices', summary: 'd', tag: 't', envelope: 'nested', auth: 'partner', rateGroup: 'partner', handler: () => ok({}) })
+  const { key } = await svc.onboard('buyer_only')
+  const err = t.throws(() => auth.checkAccess(partnerRoute, auth.resolve(key))) as ApiError
+  t.match(err, { code: 'not_authorized', status: 403 })
+  const partner = await svc.request('POST', '/v1/partner/register', { body: { name: 'Screens Co', slug: 'screens-co', contact_email: 'ops@screens.example', partner_type: 'screen_operator' }, headers: { 'x-forwarded-for': freshIp() } })
+  t.doesNotThrow(() => auth.checkAccess(partnerRoute, auth.resolve(partner.body.data.api_key.key)))
+})
+
+t.test('a wrong operator token counts against the address like a wrong key', async (t) => {
+  const svc = await startTestService(t)
+  const ip = freshIp()
+  let last
+  for (let i = 0; i < 61; i++) last = await svc.request('GET', '/admin/v1/seats', { headers: { authorization: `Bearer guess-${i}`, 'x-forwarded-for': ip } })
+  t.equal(last!.status, 429)
+})

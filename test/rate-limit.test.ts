@@ -50,3 +50,34 @@ t.test('approval moves a seat to production limits; operators set custom limits 
   const zero = await svc.admin('PUT', '/admin/v1/seats/enterprise/rate-limits', { limits: { bidding: 0 } })
   t.equal(zero.status, 400)
 })
+
+t.test('every group of the Limits table: sandbox and production columns, windows on the injected clock', async (t) => {
+  const { RateLimiter, RATE_GROUPS, limitFor } = await import('../src/http/rate-limit.js')
+  const { ManualClock } = await import('../src/clock.js')
+  const spec = {
+    onboarding: [5, 5, 3600], bidding: [100, 1000, 60], inventory: [100, 200, 60], creatives: [100, 100, 60],
+    campaigns: [100, 100, 60], deals: [100, 100, 60], reporting: [100, 100, 60]
+  } as const
+  const seat = (status: 'sandbox' | 'approved') => ({ key: {} as never, seat: { status, rate_limits: {} } as never })
+  for (const [group, [sandbox, production, windowS]] of Object.entries(spec) as Array<[keyof typeof spec, readonly [number, number, number]]>) {
+    if (group !== 'onboarding') {
+      t.match(limitFor(group, seat('sandbox')), { limit: sandbox, windowMs: windowS * 1000 }, `${group} sandbox`)
+      t.match(limitFor(group, seat('approved')), { limit: production, windowMs: windowS * 1000 }, `${group} production`)
+    } else {
+      t.match(limitFor(group, undefined), { limit: 5, windowMs: 3600_000 }, 'onboarding per address')
+      t.equal(RATE_GROUPS.onboarding.per, 'ip')
+    }
+    const clock = new ManualClock()
+    const limiter = new RateLimiter(clock)
+    let allowed = 0
+    for (let i = 0; i < production; i++) if (limiter.take(group, 'k', production, windowS * 1000).allowed) allowed++
+    t.equal(allowed, production, `${group}: ${production} allowed in one window`)
+    const refused = limiter.take(group, 'k', production, windowS * 1000)
+    t.match(refused, { allowed: false, remaining: 0, resetSeconds: windowS }, `${group}: refused past the limit`)
+    clock.advance(windowS * 1000 - 1)
+    t.notOk(limiter.take(group, 'k', production, windowS * 1000).allowed, `${group}: still refused 1 ms before the reset`)
+    clock.advance(1)
+    t.ok(limiter.take(group, 'k', production, windowS * 1000).allowed, `${group}: a new window`)
+    limiter.sweep()
+  }
+})

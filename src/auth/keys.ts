@@ -43,6 +43,13 @@ export function saveKey (store: Store, record: KeyRecord): void {
   store.keyDigests.putSync(record.digest, record.key_id)
 }
 
+/** Marks a key revoked and stores it; call inside Store.write. */
+export function revokeKey (store: Store, record: KeyRecord, now: string): KeyRecord {
+  const revoked = { ...record, revoked_at: now }
+  store.keys.putSync(record.key_id, revoked)
+  return revoked
+}
+
 /** The live record for a presented key, or undefined when unknown, revoked or expired. */
 export function findKey (store: Store, presented: string, now: number): KeyRecord | undefined {
   const digest = digestKey(presented)

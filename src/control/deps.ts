@@ -1,12 +1,12 @@
 import type { Authenticator } from '../auth/authenticate.js'
 import type { Clock } from '../clock.js'
-import type { Config } from '../config.js'
+import type { ResolvedConfig } from '../config.js'
 import type { Outbox } from '../store/outbox.js'
 import type { Store } from '../store/store.js'
 
 /** What control-plane routes are built from. */
 export interface ControlDeps {
-  config: Config
+  config: ResolvedConfig
   clock: Clock
   store: Store
   outbox: Outbox

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks'
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
 import type { Authenticator } from '../auth/authenticate.js'
 import type { Clock } from '../clock.js'
-import type { Config } from '../config.js'
+import type { ResolvedConfig } from '../config.js'
 import { ApiError } from '../errors.js'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
@@ -16,7 +16,7 @@ import { validate } from './validate.js'
 
 /** What the request pipeline needs from the service. */
 export interface HttpDeps {
-  config: Config
+  config: ResolvedConfig
   clock: Clock
   log: Logger
   store: Store
@@ -138,8 +138,8 @@ export class Exchange {
     try {
       principal = auth.authenticate(route, ctx.headers)
     } catch (err) {
-      // Failed authentication counts against the client address, which slows key guessing.
-      if (group.per === 'key' && err instanceof ApiError && err.status === 401) this.#take('unauthenticated', `ip:${ctx.ip}`, undefined)
+      // Failed authentication (API key or operator token) counts against the client address, which slows guessing.
+      if (err instanceof ApiError && err.status === 401) this.#take('unauthenticated', `ip:${ctx.ip}`, undefined)
       throw err
     }
     ctx.principal = principal

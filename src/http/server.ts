@@ -6,6 +6,8 @@ import type { Method, RouteDef } from './route.js'
 /** A listening server and how to stop it. */
 export interface HttpServer {
   port: number
+  /** Registers the routes; done after listen so that URLs can name the port a PORT=0 start was given. */
+  mount (routes: RouteDef[], deps: HttpDeps): void
   /** Stops accepting connections; requests already accepted still finish. */
   stopListening (): void
   /** Closes every remaining connection. */
@@ -25,8 +27,7 @@ function envelopeForPath (path: string): RouteDef['envelope'] {
  * Registers every route on a uWS app and answers the rest with 404 route_not_found or 405 method_not_allowed (with
  * Allow), both in the envelope of the path's family.
  */
-export function listen (routes: RouteDef[], deps: HttpDeps, host: string, port: number): Promise<HttpServer> {
-  const app = uWS.App()
+function mount (app: uWS.TemplatedApp, routes: RouteDef[], deps: HttpDeps): void {
   const matchers = routes.map((r) => ({ route: r, re: patternRegex(r.path) }))
   for (const route of routes) {
     const paramNames = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]!)
@@ -42,7 +43,7 @@ export function listen (routes: RouteDef[], deps: HttpDeps, host: string, port: 
       ? new ApiError('method_not_allowed', `${method} is not allowed on ${path}; use ${allowed.join(', ')}.`, {}, { Allow: allowed.join(', ') })
       : new ApiError('route_not_found', `No route ${method} ${path}. The API is described at /openrtb/v2/openapi.json.`)
     const fallback: RouteDef = {
-      method: 'get' as Method,
+      method: method.toLowerCase() as Method,
       // The pattern, never the raw path, names the series in /metrics.
       path: matching[0]?.route.path ?? '(unmatched)',
       summary: 'unmatched',
@@ -54,12 +55,18 @@ export function listen (routes: RouteDef[], deps: HttpDeps, host: string, port: 
     }
     new Exchange(res, req, fallback, deps, []).run()
   })
+}
+
+/** Starts listening; routes are mounted on the returned server. */
+export function listen (host: string, port: number): Promise<HttpServer> {
+  const app = uWS.App()
   return new Promise((resolve, reject) => {
     app.listen(host, port, (socket) => {
       if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`))
       let listening: uWS.us_listen_socket | null = socket
       resolve({
         port: uWS.us_socket_local_port(socket),
+        mount: (routes, deps) => mount(app, routes, deps),
         stopListening () {
           if (listening) uWS.us_listen_socket_close(listening)
           listening = null

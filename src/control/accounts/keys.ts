@@ -1,4 +1,4 @@
-import { mintKey, saveKey } from '../../auth/keys.js'
+import { mintKey, revokeKey, saveKey } from '../../auth/keys.js'
 import { iso } from '../../clock.js'
 import { ApiError } from '../../errors.js'
 import type { KeyCreateRequest } from '../../generated/types.js'
@@ -87,8 +87,7 @@ export function keyRoutes ({ store, outbox, auth }: ControlDeps): RouteDef[] {
         if (target === undefined || target.seat_id?.toLowerCase() !== seat.seat_id.toLowerCase()) throw new ApiError('not_found', 'No key with that key_id belongs to this seat.', { param: 'key_id' })
         if (target.revoked_at !== null) return ok(keyView(target))
         if (liveKeys(seat.key_ids, ctx.now).length <= 1) throw new ApiError('invalid_transition', 'This is the seat\'s last live key; mint a new one before revoking it.')
-        const revoked = { ...target, revoked_at: iso(ctx.now) }
-        store.keys.putSync(target.key_id, revoked)
+        const revoked = revokeKey(store, target, iso(ctx.now))
         outbox.append('key.revoked', `key:${target.key_id}`, { key_id: target.key_id, prefix: target.prefix }, seat.seat_id)
         auth.invalidate()
         return ok(keyView(revoked))

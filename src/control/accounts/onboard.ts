@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { DSP_SCOPES, KEY_PREFIX, mintKey, saveKey } from '../../auth/keys.js'
 import { iso } from '../../clock.js'
-import type { Config } from '../../config.js'
+import type { ResolvedConfig } from '../../config.js'
 import { ApiError } from '../../errors.js'
 import { callbackUrlProblem } from '../../net/url-guard.js'
 import type { ApiKeyCredential, OnboardRequest, SandboxInfo } from '../../generated/types.js'
@@ -11,7 +11,7 @@ import type { SeatRecord } from '../../store/records.js'
 import type { ControlDeps } from '../deps.js'
 import { registrationView } from './views.js'
 
-function sandboxBlock (config: Config): SandboxInfo {
+function sandboxBlock (config: ResolvedConfig): SandboxInfo {
   const base = `${config.baseUrl}/openrtb/v2`
   return {
     description: 'New seats start in sandbox: every endpoint answers and bids are validated and scored, but they do not enter the live auction. The operator approves production access.',

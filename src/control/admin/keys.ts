@@ -1,4 +1,5 @@
 import { iso } from '../../clock.js'
+import { revokeKey } from '../../auth/keys.js'
 import { ApiError } from '../../errors.js'
 import type { KeyUpdateRequest, SeatActionRequest } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
@@ -12,6 +13,11 @@ export function adminKeyRoutes ({ store, outbox, auth }: ControlDeps): RouteDef[
     const key = store.keys.get(keyId)
     if (key === undefined) throw new ApiError('key_not_found', `No key ${keyId}.`, { param: 'key_id' })
     return key
+  }
+  const audited = (key: KeyRecord, type: string, data: Record<string, unknown>) => {
+    outbox.append(type, `key:${key.key_id}`, { actor: 'operator', ...data }, key.seat_id)
+    auth.invalidate()
+    return ok(keyView(key))
   }
   const common = { tag: 'Operator', envelope: 'flat', auth: 'admin', rateGroup: 'ops', data: 'KeySummary', errors: ['key_not_found'] } as const
   return [
@@ -27,9 +33,7 @@ export function adminKeyRoutes ({ store, outbox, auth }: ControlDeps): RouteDef[
         const key = load(ctx.params.key_id!)
         const next = { ...key, scopes: ctx.body.scopes }
         store.keys.putSync(key.key_id, next)
-        outbox.append('audit.key.scopes_changed', `key:${key.key_id}`, { actor: 'operator', before: key.scopes, after: next.scopes, reason: ctx.body.reason ?? null }, key.seat_id)
-        auth.invalidate()
-        return ok(keyView(next))
+        return audited(next, 'audit.key.scopes_changed', { before: key.scopes, after: next.scopes, reason: ctx.body.reason ?? null })
       }
     }),
     route<SeatActionRequest>({
@@ -42,11 +46,7 @@ export function adminKeyRoutes ({ store, outbox, auth }: ControlDeps): RouteDef[
       handler: (ctx) => {
         const key = load(ctx.params.key_id!)
         if (key.revoked_at !== null) return ok(keyView(key))
-        const next = { ...key, revoked_at: iso(ctx.now) }
-        store.keys.putSync(key.key_id, next)
-        outbox.append('audit.key.revoked', `key:${key.key_id}`, { actor: 'operator', reason: ctx.body.reason ?? null }, key.seat_id)
-        auth.invalidate()
-        return ok(keyView(next))
+        return audited(revokeKey(store, key, iso(ctx.now)), 'audit.key.revoked', { reason: ctx.body.reason ?? null })
       }
     })
   ]

@@ -1,0 +1,45 @@
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { loadConfig } from '../src/config.js'
+import { resolveAdminToken } from '../src/control/admin/token.js'
+import { startTestService } from './helpers/service.js'
+
+t.test('defaults and parsing', async (t) => {
+  const c = loadConfig({})
+  t.match(c, { port: 8080, host: '0.0.0.0', demoFleet: 200, trustProxy: [], maxBodyBytes: 1048576, logLevel: 'info', baseUrl: undefined, clickhouseUrl: undefined, adminToken: undefined })
+  t.match(c.dataDir, /\/data$/)
+  const d = loadConfig({ PORT: '9000', BASE_URL: 'https://ads.example.com/', TRUST_PROXY: '10.0.0.1, 10.0.0.2', DEMO_FLEET: '0', CLICKHOUSE_URL: 'http://ch:8123' })
+  t.match(d, { port: 9000, baseUrl: 'https://ads.example.com', trustProxy: ['10.0.0.1', '10.0.0.2'], demoFleet: 0, clickhouseUrl: 'http://ch:8123', operator: { domain: 'ads.example.com', email: 'adops@ads.example.com', sellerId: 'owned' } })
+  t.throws(() => loadConfig({ PORT: 'eighty' }), /PORT must be an integer/)
+  t.throws(() => loadConfig({ PORT: '70000' }), /PORT/)
+  t.throws(() => loadConfig({ LOG_LEVEL: 'loud' }), /LOG_LEVEL/)
+  t.throws(() => loadConfig({ BASE_URL: 'ftp://x' }), /BASE_URL/)
+})
+
+t.test('an unset ADMIN_TOKEN is generated once into DATA_DIR with mode 0600', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-token-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const first = resolveAdminToken(undefined, dir)
+  t.match(first, { token: /^oohb_admin_/, generatedAt: join(dir, 'admin-token') })
+  t.equal(statSync(join(dir, 'admin-token')).mode & 0o777, 0o600)
+  t.equal(readFileSync(join(dir, 'admin-token'), 'utf8').trim(), first.token)
+  t.equal(resolveAdminToken(undefined, dir).token, first.token, 'the same token on the next start')
+  t.same(resolveAdminToken('explicit', dir), { token: 'explicit' })
+})
+
+t.test('with PORT=0 and no BASE_URL, URLs in responses name the bound port', async (t) => {
+  const svc = await startTestService(t)
+  const r = await svc.onboard('urls')
+  t.equal(r.reply.body.data.sandbox.endpoints.bid, `POST ${svc.url}/openrtb/v2/bid`)
+  const openapi = await svc.request('GET', '/openrtb/v2/openapi.json')
+  t.equal(openapi.body.servers[0].url, svc.url)
+})
+
+t.test('BASE_URL is used as given', async (t) => {
+  const svc = await startTestService(t, { BASE_URL: 'https://api.oohbid.example' })
+  const r = await svc.request('GET', '/v1/partner/none')
+  t.equal(r.body.error.docs_url, 'https://api.oohbid.example/docs/errors#route_not_found')
+  t.equal((await svc.request('GET', '/ads.txt')).headers.get('location'), 'https://api.oohbid.example/app-ads.txt')
+})
