@@ -31,4 +31,4 @@ for (const pipelining of [1, 10]) {
 }
 await Promise.all([bare.stop(), oohbid.stop()])
 const table = printTable('Authenticated GET vs bare uWS (same run, loopback)', rows, 'bare uWS (constant)')
-save('authenticated-get', 'Authenticated GET /openrtb/v2/seat vs bare uWS', rows, table)
+save('authenticated-get', 'Authenticated GET /openrtb/v2/seat vs bare uWS', rows, table, 'bare uWS (constant)')

@@ -19,7 +19,7 @@ export function printTable (title: string, rows: Measurement[], baselineName: st
   return text
 }
 
-function svgChart (title: string, rows: Measurement[]): string {
+function svgChart (title: string, rows: Measurement[], baselineName: string): string {
   const width = 720
   const barH = 22
   const gap = 8
@@ -29,20 +29,22 @@ function svgChart (title: string, rows: Measurement[]): string {
   const bars = rows.map((r, i) => {
     const y = 40 + i * (barH + gap)
     const w = Math.max(1, Math.round((width - left - 110) * r.rps / max))
-    const colour = r.name.startsWith('bare') ? '#9aa5b1' : '#2f6fde'
+    const base = rows.find((b) => b.name === baselineName && b.pipelining === r.pipelining)
+    const ratio = r.name !== baselineName && base !== undefined ? ` (${(r.rps / base.rps).toFixed(2)}x)` : ''
+    const colour = r.name === baselineName ? '#9aa5b1' : '#2f6fde'
     return `<text x="${left - 8}" y="${y + 15}" text-anchor="end">${r.name} -p ${r.pipelining}</text>` +
       `<rect x="${left}" y="${y}" width="${w}" height="${barH}" fill="${colour}"/>` +
-      `<text x="${left + w + 6}" y="${y + 15}">${r.rps.toLocaleString('en-US')} req/s</text>`
+      `<text x="${left + w + 6}" y="${y + 15}">${r.rps.toLocaleString('en-US')} req/s${ratio}</text>`
   }).join('')
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="system-ui,sans-serif" font-size="13">` +
     `<rect width="100%" height="100%" fill="#fff"/><text x="12" y="24" font-size="15" font-weight="bold">${title}</text>${bars}</svg>`
 }
 
 /** Saves the rows as JSON and as an SVG bar chart under bench/results/. */
-export function save (name: string, title: string, rows: Measurement[], table: string): void {
+export function save (name: string, title: string, rows: Measurement[], table: string, baselineName: string): void {
   mkdirSync(resultsDir, { recursive: true })
   writeFileSync(join(resultsDir, `${name}.json`), JSON.stringify({ date: new Date().toISOString(), rows }, null, 2))
-  writeFileSync(join(resultsDir, `${name}.svg`), svgChart(title, rows))
+  writeFileSync(join(resultsDir, `${name}.svg`), svgChart(title, rows, baselineName))
   writeFileSync(join(resultsDir, `${name}.md`), table.trim() + '\n')
   console.log(`\nsaved bench/results/${name}.{json,svg,md}`)
 }
