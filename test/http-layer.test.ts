@@ -129,5 +129,7 @@ t.test('an internal error is internal_error with the request id and no stack tra
   t.equal(r.body.error_code, 'internal_error')
   t.match(r.body.request_id, REQUEST_ID)
   t.notMatch(r.text, /at .*\.js|TypeError/, 'no stack or exception text leaves the process')
+  const logged = svc.logs.map((l) => JSON.parse(l)).find((l) => l.request_id === r.body.request_id)
+  t.match(logged, { level: 'error', route: 'GET /openrtb/v2/keys', error: /TypeError/ }, 'the log has the stack under the request id')
   t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
 })

@@ -31,6 +31,8 @@ export interface TestService {
   clock: ManualClock
   dataDir: string
   adminToken: string
+  /** Log lines the service wrote (level error and above). */
+  logs: string[]
   request (method: string, path: string, opts?: RequestOptions): Promise<Reply>
   admin (method: string, path: string, body?: unknown): Promise<Reply>
   /** Onboards a seat from its own client address (X-Forwarded-For through the trusted loopback proxy). */
@@ -51,7 +53,8 @@ export async function startTestService (t: { teardown (fn: () => unknown): void 
   const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-test-'))
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'error', TRUST_PROXY: '127.0.0.1', ADMIN_TOKEN: 'test-admin-token', ...env })
   const clock = new ManualClock(Date.now())
-  const service = await startService({ config, clock, log: createLogger('error') })
+  const logs: string[] = []
+  const service = await startService({ config, clock, log: createLogger('error', (line) => { logs.push(line) }) })
   t.teardown(async () => {
     await service.close()
     rmSync(dataDir, { recursive: true, force: true })
@@ -81,6 +84,7 @@ export async function startTestService (t: { teardown (fn: () => unknown): void 
     clock,
     dataDir,
     adminToken: service.adminToken,
+    logs,
     request,
     admin: (method, path, body) => request(method, path, { key: service.adminToken, ...(body !== undefined ? { body } : {}) }),
     async onboard (seatId, extra = {}, key) {
