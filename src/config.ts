@@ -27,6 +27,14 @@ export interface Config {
   shutdownGraceMs: number
   /** OPERATOR_NAME, OPERATOR_DOMAIN, OPERATOR_EMAIL, OPERATOR_SELLER_ID: who runs this service, for sellers.json and app-ads.txt. */
   operator: { name: string, domain: string, email: string, sellerId: string }
+  /** HEARTBEAT_TIMEOUT_SECONDS: a screen with no heartbeat for this long goes offline. */
+  heartbeatTimeoutSeconds: number
+  /** BID_TTL_SECONDS: how long an issued bid request's imps may be bid on (imp.exp). */
+  bidTtlSeconds: number
+  /** TMAX_MS: milliseconds a buyer is given to answer a bid request (tmax). */
+  tmaxMs: number
+  /** PARTNER_DISPLAY: initial state of the partner-display switch (the operator API changes it). */
+  partnerDisplay: boolean
   /** LOG_LEVEL: error, warn, info or debug. */
   logLevel: 'error' | 'warn' | 'info' | 'debug'
 }
@@ -42,6 +50,14 @@ function int (env: Env, name: string, fallback: number, min: number, max: number
   const n = Number(raw)
   if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer from ${min} to ${max}, got "${raw}"`)
   return n
+}
+
+function bool (env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase()
+  if (raw === undefined || raw === '') return fallback
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false
+  throw new Error(`${name} must be true or false, got "${env[name]}"`)
 }
 
 function str (env: Env, name: string): string | undefined {
@@ -75,6 +91,10 @@ export function loadConfig (env: Env = process.env): Config {
       email: str(env, 'OPERATOR_EMAIL') ?? `adops@${domain}`,
       sellerId: str(env, 'OPERATOR_SELLER_ID') ?? 'owned'
     },
+    heartbeatTimeoutSeconds: int(env, 'HEARTBEAT_TIMEOUT_SECONDS', 90, 5, 86_400),
+    bidTtlSeconds: int(env, 'BID_TTL_SECONDS', 300, 5, 86_400),
+    tmaxMs: int(env, 'TMAX_MS', 1000, 10, 120_000),
+    partnerDisplay: bool(env, 'PARTNER_DISPLAY', false),
     logLevel: level as Config['logLevel']
   }
 }

@@ -2,7 +2,10 @@ import { Authenticator } from './auth/authenticate.js'
 import { systemClock, type Clock } from './clock.js'
 import type { Config, ResolvedConfig } from './config.js'
 import { resolveAdminToken } from './control/admin/token.js'
-import { allRoutes } from './control/routes.js'
+import { allRoutes } from './routes.js'
+import { ImpIds } from './hot/adslots/imp-ids.js'
+import { Bookings } from './inventory/bookings.js'
+import { Inventory } from './inventory/inventory.js'
 import type { HttpDeps, Lifecycle } from './http/exchange.js'
 import { Idempotency } from './http/idempotency.js'
 import { Metrics } from './http/metrics.js'
@@ -23,6 +26,8 @@ export interface Service {
   outbox: Outbox
   /** Every route served, as the OpenAPI document describes them. */
   routes: RouteDef[]
+  /** Runs the periodic jobs now (freshness expiry, offline detection); they also run every second on their own. */
+  runJobs (): { demoted: number, offline: number }
   /** Graceful stop: refuse new requests, finish in-flight ones (up to SHUTDOWN_GRACE_MS), flush and close LMDB. */
   close (): Promise<void>
 }
@@ -46,9 +51,13 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const metrics = new Metrics()
   const lifecycle: Lifecycle = { draining: false, inFlight: 0, onIdle: undefined }
   const deps: HttpDeps = { config, clock, log, store, auth, metrics, lifecycle, limiter: new RateLimiter(clock), idempotency: new Idempotency(store, clock) }
-  const routes = allRoutes({ config, clock, store, outbox, auth }, metrics, outbox)
+  if (store.meta.get('settings:partner_display') === undefined) store.write(() => store.meta.putSync('settings:partner_display', config.partnerDisplay))
+  const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain })
+  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings: new Bookings() }, metrics)
   server.mount(routes, deps)
+  const runJobs = () => inventory.runJobs()
   const timers = [
+    setInterval(runJobs, 1000),
     setInterval(() => deps.limiter.sweep(), 60_000),
     setInterval(() => deps.idempotency.sweep(), 3_600_000)
   ]
@@ -64,6 +73,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     store,
     outbox,
     routes,
+    runJobs,
     close () {
       closing ??= (async () => {
         lifecycle.draining = true

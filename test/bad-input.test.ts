@@ -9,11 +9,19 @@ function codeOf (envelope: 'flat' | 'nested', body: any): string | undefined {
   return envelope === 'nested' ? body?.error?.code?.toLowerCase() : body?.error_code
 }
 
+/** A route path with its parameters set to the fixtures' ids. */
+function fill (path: string, f: { keyId: string, screenId: string, partnerId: string }, keyId = f.keyId): string {
+  return path.replace(':seat_id', 'sweep').replace(':key_id', keyId).replace(':device_id', 'sweep-dev')
+    .replace('/partners/:id', `/partners/${f.partnerId}`).replace(':id', f.screenId)
+}
+
 async function fixtures (svc: TestService) {
   const { key } = await svc.onboard('sweep')
   const keyId = (await svc.request('GET', '/openrtb/v2/seat', { key })).body.data.key.key_id
   const partner = await svc.request('POST', '/v1/partner/register', { body: { name: 'Sweep Screens', slug: 'sweep', contact_email: 'ops@sweep.example', partner_type: 'network' }, headers: { 'x-forwarded-for': freshIp() } })
-  return { seatKey: key as string, keyId: keyId as string, partnerKey: partner.body.data.api_key.key as string }
+  const partnerKey = partner.body.data.api_key.key as string
+  const device = await svc.request('POST', '/v1/partner/device', { key: partnerKey, body: { device_id: 'sweep-dev', name: 'Sweep screen', display: { width: 1920, height: 1080 }, location: { lat: 30.2672, lng: -97.7431, venue_type: 'gym' }, capabilities: { fein: true } } })
+  return { seatKey: key as string, keyId: keyId as string, partnerKey, partnerId: partner.body.data.partner.id as string, screenId: device.body.data.screen_id as string }
 }
 
 t.test('every route with a body refuses bad bodies with its envelope and writes nothing', async (t) => {
@@ -23,7 +31,7 @@ t.test('every route with a body refuses bad bodies with its envelope and writes 
   const routes = svc.service.routes.filter((r) => r.body !== undefined)
   t.ok(routes.length >= 10, `${routes.length} routes take a body`)
   for (const route of routes) {
-    const path = route.path.replace(':seat_id', 'sweep').replace(':key_id', f.keyId)
+    const path = fill(route.path, f)
     const name = `${route.method.toUpperCase()} ${route.path}`
     const send = (raw: string, contentType = 'application/json', extra: Record<string, string> = {}) => svc.request(route.method.toUpperCase(), path, {
       raw,
@@ -79,7 +87,18 @@ t.test('every mutating route honours ?dry_run=true: the real checks run, nothing
     'POST /admin/v1/seats/:seat_id/revoke': {},
     'PUT /admin/v1/seats/:seat_id/rate-limits': { limits: { bidding: 5000 } },
     'PATCH /admin/v1/keys/:key_id': { scopes: ['inventory:read'] },
-    'POST /admin/v1/keys/:key_id/revoke': {}
+    'POST /admin/v1/keys/:key_id/revoke': {},
+    'POST /openrtb/v2/screens/availability': { screen_ids: [f.screenId], start_date: '2026-12-01', end_date: '2026-12-07' },
+    'POST /openrtb/v2/screens/audience': { screen_ids: [f.screenId] },
+    'POST /openrtb/v2/discover': { query: 'busy gyms in Austin' },
+    'POST /v1/partner/device': { device_id: 'dry-dev', name: 'Dry screen', display: { width: 1280, height: 720 }, location: { lat: 51.5, lng: -0.12, venue_type: 'bar' } },
+    'POST /v1/partner/devices/batch': { devices: [{ device_id: 'dry-1', name: 'Dry 1', display: { width: 1280, height: 720 }, location: { lat: 51.5, lng: -0.12, venue_type: 'bar' } }] },
+    'POST /v1/partner/devices/:device_id/heartbeat': {},
+    'POST /v1/partner/heartbeats': { heartbeats: [{ device_id: 'sweep-dev' }] },
+    'POST /v1/partner/audience': { updates: [{ device_id: 'sweep-dev', live_face_count: 4, attention_score: 0.5 }] },
+    'PATCH /v1/partner/screens/:id': { floor_price_cpm: 9.5 },
+    'PUT /admin/v1/settings': { partner_display: true },
+    'PUT /admin/v1/partners/:id/source': { source: 'partner' }
   }
   const creds: Record<string, string | undefined> = { seat: f.seatKey, partner: f.partnerKey, admin: svc.adminToken }
   const mutating = svc.service.routes.filter((r) => isMutating(r.method))
@@ -88,7 +107,7 @@ t.test('every mutating route honours ?dry_run=true: the real checks run, nothing
     t.ok(name in valid, `${name} has a dry-run case here`)
     if (valid[name] === null) continue // reinstate needs a suspended seat; covered by its transition test
     const before = svc.snapshot()
-    const path = route.path.replace(':seat_id', 'sweep').replace(':key_id', spareId)
+    const path = fill(route.path, f, spareId)
     const r = await svc.request(route.method.toUpperCase(), `${path}?dry_run=true`, {
       headers: { 'x-forwarded-for': freshIp() },
       ...(valid[name] !== undefined ? { body: valid[name] } : {}),

@@ -11,8 +11,8 @@ import { flatError, nestedError, statusLine } from './envelope.js'
 import { Idempotency } from './idempotency.js'
 import type { Metrics } from './metrics.js'
 import { limitFor, RATE_GROUPS, type RateDecision, type RateLimiter } from './rate-limit.js'
-import { isMutating, type Ctx, type Method, type Principal, type Result, type RouteDef } from './route.js'
-import { validate } from './validate.js'
+import { isMutating, RawJson, type Ctx, type Method, type Principal, type Result, type RouteDef } from './route.js'
+import { validate, validateQuery } from './validate.js'
 
 /** What the request pipeline needs from the service. */
 export interface HttpDeps {
@@ -99,6 +99,7 @@ export class Exchange {
       path: req.getUrl(),
       params,
       query: new URLSearchParams(req.getQuery() ?? ''),
+      q: undefined,
       headers,
       ip: clientIp(socketIp, headers['x-forwarded-for'], deps.config.trustProxy),
       principal: undefined,
@@ -148,6 +149,11 @@ export class Exchange {
       this.#take(route.rateGroup, subject, principal)
     }
     auth.checkAccess(route, principal)
+    if (route.querySchema !== undefined) {
+      const q: Record<string, unknown> = Object.fromEntries(ctx.query)
+      validateQuery(route.querySchema, q)
+      ctx.q = q
+    }
     if (isMutating(ctx.method)) {
       const dry = ctx.query.get('dry_run')
       if (dry !== null && dry !== 'true' && dry !== 'false') throw new ApiError('invalid_parameter', 'dry_run must be true or false.', { param: 'dry_run' })
@@ -252,7 +258,8 @@ export class Exchange {
   #render (result: Result): { status: number, contentType: string, body: string } {
     if (result.kind === 'raw') return { status: result.status, contentType: result.contentType, body: result.body }
     if (this.#ctx.dryRun) return { status: 200, contentType: 'application/json', body: JSON.stringify({ dry_run: true, data: result.data, warnings: this.#warnings }) }
-    return { status: result.status, contentType: 'application/json', body: result.data === undefined ? '{"success":true}' : `{"success":true,"data":${JSON.stringify(result.data)}}` }
+    const data = result.data instanceof RawJson ? result.data.json : JSON.stringify(result.data)
+    return { status: result.status, contentType: 'application/json', body: data === undefined ? '{"success":true}' : `{"success":true,"data":${data}}` }
   }
 
   #reply (result: Result): void {

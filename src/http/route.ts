@@ -15,12 +15,14 @@ export interface Principal {
  * What a handler sees. Everything is copied out of the uWS request before the handler runs, because uWS frees the
  * request when the route callback returns.
  */
-export interface Ctx<B = unknown> {
+export interface Ctx<B = unknown, Q = unknown> {
   requestId: string
   method: Method
   path: string
   params: Record<string, string>
   query: URLSearchParams
+  /** The query string validated and coerced by the route's querySchema. */
+  q: Q
   headers: Record<string, string>
   ip: string
   principal: Principal | undefined
@@ -38,7 +40,12 @@ export type Result =
   | { kind: 'json', status: number, data: unknown, headers?: Record<string, string> }
   | { kind: 'raw', status: number, body: string, contentType: string, headers?: Record<string, string> }
 
-/** Success in the `{success: true, data}` envelope. */
+/** JSON text a handler assembled itself (from pre-encoded rows), placed into the envelope as is. */
+export class RawJson {
+  constructor (readonly json: string) {}
+}
+
+/** Success in the `{success: true, data}` envelope; data may be RawJson. */
 export function ok (data: unknown, status = 200, headers?: Record<string, string>): Result {
   return headers ? { kind: 'json', status, data, headers } : { kind: 'json', status, data }
 }
@@ -52,7 +59,7 @@ export function raw (body: string, contentType: string, status = 200, headers?: 
  * Handlers are synchronous by type: uWS closes a pipelined connection whose reply is written on a later tick, so
  * every route answers within the callback that completed its request (docs/architecture.md, "No handler awaits").
  */
-export type Handler<B> = (ctx: Ctx<B>) => Result
+export type Handler<B, Q> = (ctx: Ctx<B, Q>) => Result
 
 /** How a route authenticates. */
 export type AuthMode =
@@ -64,7 +71,7 @@ export type AuthMode =
   | 'none'
 
 /** One route: its wire contract, its policy and its handler. The OpenAPI document is assembled from these. */
-export interface RouteDef<B = unknown> {
+export interface RouteDef<B = unknown, Q = unknown> {
   method: Method
   /** uWS pattern, path parameters as :name. */
   path: string
@@ -78,12 +85,14 @@ export interface RouteDef<B = unknown> {
   rateGroup: RateGroup
   /** Request body schema; JSON bodies are required exactly when this is set. */
   body?: SchemaTitle
-  /** Schema of `data` in the success envelope; omitted for raw results. */
-  data?: SchemaTitle
+  /** Schema of `data` in the success envelope (several: one of them, by query); omitted for raw results. */
+  data?: SchemaTitle | SchemaTitle[]
   /** Media type of a raw result, for OpenAPI. */
   produces?: string
   status?: number
-  /** Query parameters, for OpenAPI (validated by the handler). */
+  /** Query-string schema (x-query: true); validated and coerced into ctx.q before the handler runs. */
+  querySchema?: SchemaTitle
+  /** Query parameters checked by the handler itself, for OpenAPI. */
   query?: Array<{ name: string, description: string, schema: Record<string, unknown>, required?: boolean }>
   /** Error codes the route can answer with beyond the common ones. */
   errors?: readonly ErrorCode[]
@@ -91,12 +100,12 @@ export interface RouteDef<B = unknown> {
   cacheSeconds?: number
   /** Body size limit when it differs from MAX_BODY_BYTES. */
   maxBodyBytes?: number
-  handler: Handler<B>
+  handler: Handler<B, Q>
 }
 
 /** Declares a route with its body type tied to the handler. */
-export function route<B = undefined> (def: RouteDef<B>): RouteDef<unknown> {
-  return def as RouteDef<unknown>
+export function route<B = undefined, Q = undefined> (def: RouteDef<B, Q>): RouteDef {
+  return def as unknown as RouteDef
 }
 
 /** Whether a method changes state: such routes take Idempotency-Key and ?dry_run=true. */

@@ -2,6 +2,7 @@ import type { ErrorObject } from 'ajv'
 import { ApiError } from '../errors.js'
 import { schemas, type SchemaTitle } from '../generated/schemas.js'
 import type { ErrorCode } from '../generated/types.js'
+import * as queryValidators from '../generated/query-validators.js'
 import * as validators from '../generated/validators.js'
 
 type Validator = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
@@ -60,7 +61,16 @@ function toApiError (title: SchemaTitle, error: ErrorObject): ApiError {
 
 /** Validates data against a schema's precompiled validator; throws the mapped ApiError on failure. */
 export function validate (title: SchemaTitle, data: unknown): void {
-  const fn = (validators as unknown as Record<string, Validator>)[title]
+  run(validators as unknown as Record<string, Validator>, title, data)
+}
+
+/** Validates a query object (strings) against a query schema, coercing values to their types in place. */
+export function validateQuery (title: SchemaTitle, query: Record<string, unknown>): void {
+  run(queryValidators as unknown as Record<string, Validator>, title, query)
+}
+
+function run (table: Record<string, Validator>, title: SchemaTitle, data: unknown): void {
+  const fn = table[title]
   if (fn === undefined) throw new Error(`no validator for ${title}`)
   if (fn(data)) return
   const first = fn.errors?.[0]

@@ -1,4 +1,5 @@
-import type { CustomRateLimits, Scope, SeatStatus } from '../generated/types.js'
+import type { CustomRateLimits, Display, OperatingHours, Scope, SeatStatus, VenueType } from '../generated/types.js'
+import type { FeinState } from '../inventory/fein.js'
 
 // Storage shapes. These are not wire objects (those live in schemas/): they hold what the wire never shows, such as
 // key digests and callback URLs, and each route maps them to its schema'd response.
@@ -46,8 +47,45 @@ export interface PartnerRecord {
   contact_email: string
   domain?: string
   seller_id: string
+  /** Whether this partner's screens are owned inventory or curated resold (partner) inventory. */
+  source: 'owned' | 'partner'
   created_at: string
 }
+
+/** A screen: a registered device with its location, display and the partner's settings. */
+export interface ScreenRecord {
+  screen_id: string
+  partner_id: string
+  device_id: string
+  device_type: string
+  name: string
+  display: Display & { orientation: 'landscape' | 'portrait' }
+  location: { lat: number, lng: number, venue_type: VenueType, venue_name?: string, address: string, city: string, state: string, country: string, zip?: string }
+  capabilities: { fein: boolean, video: boolean, audio: boolean, touch: boolean }
+  slot_duration_seconds: number
+  floor_price_cpm: number
+  image_url?: string
+  operating_hours?: OperatingHours
+  blocked_categories: string[]
+  blocked_advertisers: string[]
+  max_age_rating: 'G' | 'PG' | 'PG-13' | 'R' | 'NC-17'
+  timezone: string
+  auction_enabled: boolean
+  source: 'owned' | 'partner'
+  embed_token: string
+  created_at: string
+  updated_at: string
+}
+
+/** Heartbeat state of a screen, apart from the record so that heartbeats do not move updated_at. */
+export interface ScreenStatus {
+  last_heartbeat: number | null
+  online: boolean
+  /** Heartbeats per hour over the last day: [hour start ms, count]. */
+  hours: Array<[number, number]>
+}
+
+export type { FeinState }
 
 /** A domain event in the transactional outbox. */
 export interface OutboxEvent {

@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
-import type { IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, SeatRecord } from './records.js'
+import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
+import type { FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
 export interface Store {
@@ -16,6 +17,19 @@ export interface Store {
   /** Operator actions, kept after the outbox is compacted. */
   audit: Database<OutboxEvent, number>
   meta: Database<unknown, string>
+  screens: Database<ScreenRecord, string>
+  /** partner_id + NUL + device_id -> screen_id. */
+  devices: Database<string, string>
+  /** embed token -> screen_id. */
+  embeds: Database<string, string>
+  fein: Database<FeinState, string>
+  status: Database<ScreenStatus, string>
+  /** The adslots order: [source, quality rank, -vas, screen_id] -> filter tuple (src/inventory/index.ts). */
+  adslotIndex: Database<IndexTuple, IndexKey>
+  /** screen_id -> its current adslotIndex key. */
+  adslotPos: Database<IndexKey, string>
+  /** screen_id -> pre-encoded rows (src/inventory/rows.ts). */
+  rows: Database<string[], string>
   /**
    * Runs fn in one synchronous write transaction and returns its result; a throw rolls everything back. Commits are
    * written to the OS before this returns (a kill -9 loses nothing acknowledged) and fsynced right after, off the
@@ -43,6 +57,14 @@ export function openStore (dataDir: string): Store {
     outbox: db<OutboxEvent, number>('outbox', 'ordered-binary'),
     audit: db<OutboxEvent, number>('audit', 'ordered-binary'),
     meta: db('meta'),
+    screens: db('screens'),
+    devices: db('devices'),
+    embeds: db('embeds'),
+    fein: db('fein'),
+    status: db('status'),
+    adslotIndex: root.openDB<IndexTuple, IndexKey>('adslot_index', { keyEncoding: 'ordered-binary' }),
+    adslotPos: db('adslot_pos'),
+    rows: db('rows'),
     write: (fn) => root.transactionSync(fn),
     async close () {
       await root.flushed

@@ -103,7 +103,12 @@ export async function startTestService (t: { teardown (fn: () => unknown): void 
         partners: s.partners.getCount(),
         idempotency: s.idempotency.getCount(),
         outbox: s.outbox.getCount(),
-        audit: s.audit.getCount()
+        audit: s.audit.getCount(),
+        screens: s.screens.getCount(),
+        fein: s.fein.getCount(),
+        status: s.status.getCount(),
+        adslots: s.adslotIndex.getCount(),
+        meta: s.meta.getCount()
       }
     }
   }

@@ -3,14 +3,14 @@ import { iso } from '../../clock.js'
 import { ApiError } from '../../errors.js'
 import type { KeyCreateRequest } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
-import type { ControlDeps } from '../deps.js'
+import type { Deps } from '../../deps.js'
 import { keyView } from './views.js'
 
 /**
  * Self-service key rotation for a seat (the spec leaves rotation unnamed): mint a second key, deploy it, revoke the
  * old one. A seat always keeps one live key, so it cannot lock itself out.
  */
-export function keyRoutes ({ store, outbox, auth }: ControlDeps): RouteDef[] {
+export function keyRoutes ({ store, outbox, auth }: Deps): RouteDef[] {
   const liveKeys = (seatKeyIds: string[], now: number) => seatKeyIds
     .map((id) => store.keys.get(id))
     .filter((k) => k !== undefined && k.revoked_at === null && (k.expires_at === undefined || Date.parse(k.expires_at) > now))

@@ -8,7 +8,7 @@ import type { ApiKeyCredential, OnboardRequest, SandboxInfo } from '../../genera
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { RATE_GROUPS } from '../../http/rate-limit.js'
 import type { SeatRecord } from '../../store/records.js'
-import type { ControlDeps } from '../deps.js'
+import type { Deps } from '../../deps.js'
 import { registrationView } from './views.js'
 
 function sandboxBlock (config: ResolvedConfig): SandboxInfo {
@@ -26,7 +26,7 @@ function sandboxBlock (config: ResolvedConfig): SandboxInfo {
  * to the new seat and gains the DSP scopes; an invalid key is refused before anything is minted (401, by the auth
  * layer). Seat and key commit in one transaction, so a seat never exists without its key.
  */
-export function onboardRoute ({ config, store, outbox, auth }: ControlDeps): RouteDef {
+export function onboardRoute ({ config, store, outbox, auth }: Deps): RouteDef {
   return route<OnboardRequest>({
     method: 'post',
     path: '/openrtb/v2/onboard',

@@ -1,11 +1,11 @@
 import type { RateGroup } from '../../generated/types.js'
 import { limitFor, RATE_GROUPS } from '../../http/rate-limit.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
-import type { ControlDeps } from '../deps.js'
+import type { Deps } from '../../deps.js'
 import { registrationView } from './views.js'
 
 /** GET /openrtb/v2/seat: key introspection, so a buyer can see its seat, scopes and limits without guessing. */
-export function seatRoute (_deps: ControlDeps): RouteDef {
+export function seatRoute (_deps: Deps): RouteDef {
   return route({
     method: 'get',
     path: '/openrtb/v2/seat',

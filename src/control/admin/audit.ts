@@ -2,7 +2,7 @@ import { ApiError } from '../../errors.js'
 import type { AuditEvent } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { OutboxEvent } from '../../store/records.js'
-import type { ControlDeps } from '../deps.js'
+import type { Deps } from '../../deps.js'
 import { pageParams, pageQuery } from './paging.js'
 
 function auditView (e: OutboxEvent): AuditEvent {
@@ -13,7 +13,7 @@ function auditView (e: OutboxEvent): AuditEvent {
 }
 
 /** GET /admin/v1/audit: operator actions, newest first. */
-export function adminAuditRoute ({ store }: ControlDeps): RouteDef {
+export function adminAuditRoute ({ store }: Deps): RouteDef {
   return route({
     method: 'get',
     path: '/admin/v1/audit',

@@ -5,10 +5,10 @@ import type { KeyUpdateRequest, SeatActionRequest } from '../../generated/types.
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { KeyRecord } from '../../store/records.js'
 import { keyView } from '../accounts/views.js'
-import type { ControlDeps } from '../deps.js'
+import type { Deps } from '../../deps.js'
 
 /** Operator routes over API keys: read, narrow or widen scopes, revoke; each audited. */
-export function adminKeyRoutes ({ store, outbox, auth }: ControlDeps): RouteDef[] {
+export function adminKeyRoutes ({ store, outbox, auth }: Deps): RouteDef[] {
   const load = (keyId: string): KeyRecord => {
     const key = store.keys.get(keyId)
     if (key === undefined) throw new ApiError('key_not_found', `No key ${keyId}.`, { param: 'key_id' })

@@ -3,7 +3,7 @@ import { ApiError } from '../../errors.js'
 import type { AdminSeat, RateLimitsRequest, SeatActionRequest, SeatStatus } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { SeatRecord } from '../../store/records.js'
-import type { ControlDeps } from '../deps.js'
+import type { Deps } from '../../deps.js'
 import { pageQuery, pageParams } from './paging.js'
 
 type SeatAction = 'approve' | 'suspend' | 'reinstate' | 'revoke'
@@ -39,7 +39,7 @@ export function adminSeatView (seat: SeatRecord): AdminSeat {
 }
 
 /** Operator routes over seats: list, read, state moves and custom rate limits, each audited. */
-export function adminSeatRoutes ({ store, outbox, auth }: ControlDeps): RouteDef[] {
+export function adminSeatRoutes ({ store, outbox, auth }: Deps): RouteDef[] {
   const load = (seatId: string): SeatRecord => {
     const seat = store.seats.get(seatId.toLowerCase())
     if (seat === undefined) throw new ApiError('seat_not_found', `No seat ${seatId}.`, { param: 'seat_id' })

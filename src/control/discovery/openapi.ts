@@ -17,6 +17,14 @@ export function toOpenApiSchema (node: unknown): unknown {
   if (node === null || typeof node !== 'object') return node
   const out: Json = {}
   for (const [k, v] of Object.entries(node as Json)) {
+    if ((k === 'oneOf' || k === 'anyOf') && Array.isArray(v) && v.some((s) => (s as Json)?.type === 'null')) {
+      // 3.0 has no null type: X | null becomes nullable, with X under allOf so that a $ref keeps its siblings.
+      const rest = v.filter((s) => (s as Json)?.type !== 'null').map(toOpenApiSchema)
+      out.nullable = true
+      if (rest.length === 1) out.allOf = rest
+      else out[k] = rest
+      continue
+    }
     if (k === '$id' || k === '$schema' || k === 'propertyNames' || k === 'x-error-codes') continue
     if (k === '$ref' && typeof v === 'string') out.$ref = `#/components/schemas/${idToTitle.get(v) ?? v}`
     else if (k === 'type' && Array.isArray(v)) {
@@ -31,11 +39,12 @@ export function toOpenApiSchema (node: unknown): unknown {
   return out
 }
 
-function envelopeOf (data: string): Json {
+function envelopeOf (data: string | string[]): Json {
+  const ref = (t: string) => ({ $ref: `#/components/schemas/${t}` })
   return {
     type: 'object',
     required: ['success', 'data'],
-    properties: { success: { type: 'boolean', enum: [true] }, data: { $ref: `#/components/schemas/${data}` } }
+    properties: { success: { type: 'boolean', enum: [true] }, data: Array.isArray(data) ? { oneOf: data.map(ref) } : ref(data) }
   }
 }
 
@@ -91,6 +100,12 @@ function errorResponses (route: RouteDef): Json {
 
 function operation (route: RouteDef): Json {
   const parameters: Json[] = [...route.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }))
+  if (route.querySchema !== undefined) {
+    const schema = schemas[route.querySchema] as unknown as { properties: Record<string, Json>, required?: string[] }
+    for (const [name, prop] of Object.entries(schema.properties)) {
+      parameters.push({ name, in: 'query', required: schema.required?.includes(name) ?? false, description: prop.description ?? '', schema: toOpenApiSchema({ ...prop, description: undefined }) })
+    }
+  }
   for (const q of route.query ?? []) parameters.push({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema: toOpenApiSchema(q.schema) })
   if (isMutating(route.method)) {
     parameters.push({ $ref: '#/components/parameters/DryRun' }, { $ref: '#/components/parameters/IdempotencyKey' })

@@ -1,8 +1,7 @@
 import { errorTable } from '../../errors.js'
 import type { Metrics } from '../../http/metrics.js'
 import { ok, raw, route, type RouteDef } from '../../http/route.js'
-import type { Outbox } from '../../store/outbox.js'
-import type { ControlDeps } from '../deps.js'
+import type { Deps } from '../../deps.js'
 
 const VERSION = '1.0.0'
 
@@ -11,7 +10,7 @@ function escapeHtml (s: string): string {
 }
 
 /** Liveness, readiness, Prometheus metrics and the error-code reference that docs_url points at. */
-export function opsRoutes ({ clock }: ControlDeps, metrics: Metrics, outbox: Outbox, openapi: () => string): RouteDef[] {
+export function opsRoutes ({ clock, outbox }: Deps, metrics: Metrics, openapi: () => string): RouteDef[] {
   const started = clock.now()
   const common = { tag: 'Operations', envelope: 'flat', auth: 'none', rateGroup: 'ops' } as const
   const errorsPage = '<!doctype html><meta charset="utf-8"><title>oohbid error codes</title><style>body{font:15px system-ui;margin:2em}td,th{padding:4px 10px;text-align:left;vertical-align:top}tr:target{background:#ffd}</style>' +

@@ -1,6 +1,6 @@
 import type { SellersJson } from '../../generated/types.js'
 import { raw, route, type RouteDef } from '../../http/route.js'
-import type { ControlDeps } from '../deps.js'
+import type { Deps } from '../../deps.js'
 
 const DAY = 86_400
 
@@ -9,7 +9,7 @@ const DAY = 86_400
  * /app-ads.txt and /ads.txt (a redirect to app-ads.txt, as the spec says). The operator's own screens are the seller
  * OPERATOR_SELLER_ID; each registered partner is a PUBLISHER whose seller_id is its slug.
  */
-export function publicFileRoutes ({ config, store }: ControlDeps): RouteDef[] {
+export function publicFileRoutes ({ config, store }: Deps): RouteDef[] {
   const { operator } = config
   const common = { tag: 'Discovery', envelope: 'flat', auth: 'none', rateGroup: 'public', cacheSeconds: DAY } as const
   const partners = () => [...store.partners.getRange()].map(({ value }) => value)

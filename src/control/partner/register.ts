@@ -5,7 +5,7 @@ import { ApiError } from '../../errors.js'
 import type { AgentRegisterRequest, MintedKey, Partner, PartnerRegisterRequest } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { KeyRecord, PartnerRecord } from '../../store/records.js'
-import type { ControlDeps } from '../deps.js'
+import type { Deps } from '../../deps.js'
 
 function minted (key: string | undefined, record: KeyRecord): MintedKey {
   const view: MintedKey = { key_id: record.key_id, key: key ?? '', prefix: record.prefix, scopes: record.scopes, created_at: record.created_at }
@@ -15,7 +15,7 @@ function minted (key: string | undefined, record: KeyRecord): MintedKey {
 
 /** The partner's public view. */
 export function partnerView (p: PartnerRecord): Partner {
-  const view: Partner = { id: p.id, name: p.name, slug: p.slug, partner_type: p.partner_type, seller_id: p.seller_id, created_at: p.created_at }
+  const view: Partner = { id: p.id, name: p.name, slug: p.slug, partner_type: p.partner_type, seller_id: p.seller_id, source: p.source, created_at: p.created_at }
   if (p.domain !== undefined) view.domain = p.domain
   return view
 }
@@ -24,7 +24,7 @@ export function partnerView (p: PartnerRecord): Partner {
  * POST /v1/partner/register and POST /v1/partner/agent/register: the two ways to mint a platform key (spec,
  * Authentication 2). Both are open, so both are limited per client address with failures counted.
  */
-export function partnerRegistrationRoutes ({ store, outbox, auth }: ControlDeps): RouteDef[] {
+export function partnerRegistrationRoutes ({ store, outbox, auth }: Deps): RouteDef[] {
   return [
     route<PartnerRegisterRequest>({
       method: 'post',
@@ -43,7 +43,7 @@ export function partnerRegistrationRoutes ({ store, outbox, auth }: ControlDeps)
         const body = ctx.body
         if (store.partnerSlugs.get(body.slug) !== undefined) throw new ApiError('already_exists', `The slug ${body.slug} is taken.`, { param: 'slug' })
         const now = iso(ctx.now)
-        const partner: PartnerRecord = { id: randomUUID(), name: body.name, slug: body.slug, partner_type: body.partner_type, contact_email: body.contact_email, seller_id: body.slug, created_at: now }
+        const partner: PartnerRecord = { id: randomUUID(), name: body.name, slug: body.slug, partner_type: body.partner_type, contact_email: body.contact_email, seller_id: body.slug, source: body.partner_type === 'reseller' ? 'partner' : 'owned', created_at: now }
         if (body.domain !== undefined) partner.domain = body.domain
         const { key, record } = mintKey('platform', [], now, { partner_id: partner.id, label: `partner ${body.slug}` })
         store.partners.putSync(partner.id, partner)

@@ -1,0 +1,20 @@
+import type { Authenticator } from './auth/authenticate.js'
+import type { Clock } from './clock.js'
+import type { ResolvedConfig } from './config.js'
+import type { ImpIds } from './hot/adslots/imp-ids.js'
+import type { Bookings } from './inventory/bookings.js'
+import type { Inventory } from './inventory/inventory.js'
+import type { Outbox } from './store/outbox.js'
+import type { Store } from './store/store.js'
+
+/** What route modules (hot and control) are built from. */
+export interface Deps {
+  config: ResolvedConfig
+  clock: Clock
+  store: Store
+  outbox: Outbox
+  auth: Authenticator
+  inventory: Inventory
+  impIds: ImpIds
+  bookings: Bookings
+}

@@ -1,0 +1,93 @@
+import type { ScreenRecord } from '../store/records.js'
+import { QUALITY_RANK, type Quality } from './fein.js'
+
+/**
+ * The adslots order as an LMDB key: [source, quality rank, -vas_7d, screen_id]. A page is one range read over
+ * ordered keys: no sort, no decoding of screen records, and a cursor is simply the last key.
+ */
+export type IndexKey = [source: number, rank: number, negVas: number, screenId: string]
+
+/**
+ * What filters need, stored as the index value so that a page scan never opens the screen record:
+ * [venue_type, country, state, city (lower case), updated_at ms, has sensors, portrait, max age rank,
+ *  blocks alcohol, blocks gambling, floor CPM, online].
+ */
+export type IndexTuple = [string, string, string, string, number, 0 | 1, 0 | 1, number, 0 | 1, 0 | 1, number, 0 | 1]
+
+export const SOURCES = ['owned', 'partner'] as const
+export type Source = typeof SOURCES[number]
+export const SOURCE_ORDER: Record<Source, number> = { owned: 0, partner: 1 }
+
+/** Where screens without any VAS sort: after every measured one. */
+export const NO_VAS = 1e9
+
+export const AGE_RANK = { G: 0, PG: 1, 'PG-13': 2, R: 3, 'NC-17': 4 } as const
+const ALCOHOL = ['IAB8-5', 'IAB8-18', 'IAB8']
+const GAMBLING = ['IAB9-7', 'IAB9']
+
+export function indexKey (screen: ScreenRecord, quality: Quality, vas: number | null): IndexKey {
+  return [SOURCE_ORDER[screen.source], QUALITY_RANK[quality], vas === null ? NO_VAS : -vas, screen.screen_id]
+}
+
+export function indexTuple (screen: ScreenRecord, online: boolean): IndexTuple {
+  const blocked = new Set(screen.blocked_categories)
+  return [
+    screen.location.venue_type,
+    screen.location.country,
+    screen.location.state.toUpperCase(),
+    screen.location.city.toLowerCase(),
+    Date.parse(screen.updated_at),
+    screen.capabilities.fein ? 1 : 0,
+    screen.display.orientation === 'portrait' ? 1 : 0,
+    AGE_RANK[screen.max_age_rating],
+    ALCOHOL.some((c) => blocked.has(c)) ? 1 : 0,
+    GAMBLING.some((c) => blocked.has(c)) ? 1 : 0,
+    screen.floor_price_cpm,
+    online ? 1 : 0
+  ]
+}
+
+/** Filters evaluated on the index tuple. */
+export interface TupleFilter {
+  venueType?: string
+  country?: string
+  state?: string
+  city?: string
+  sinceMs?: number
+  sensors?: boolean
+  orientation?: 'landscape' | 'portrait'
+  maxAgeRating?: keyof typeof AGE_RANK
+  allowAlcohol?: boolean
+  allowGambling?: boolean
+  minFloor?: number
+  maxFloor?: number
+  online?: boolean
+}
+
+/** Whether a screen's tuple passes every tuple filter. */
+export function tupleMatches (t: IndexTuple, f: TupleFilter): boolean {
+  if (f.venueType !== undefined && t[0] !== f.venueType) return false
+  if (f.country !== undefined && t[1] !== f.country) return false
+  if (f.state !== undefined && t[2] !== f.state) return false
+  if (f.city !== undefined && !t[3].includes(f.city)) return false
+  if (f.sinceMs !== undefined && t[4] < f.sinceMs) return false
+  if (f.sensors !== undefined && (t[5] === 1) !== f.sensors) return false
+  if (f.orientation !== undefined && (t[6] === 1 ? 'portrait' : 'landscape') !== f.orientation) return false
+  if (f.maxAgeRating !== undefined && t[7] < AGE_RANK[f.maxAgeRating]) return false
+  if (f.allowAlcohol === true && t[8] === 1) return false
+  if (f.allowGambling === true && t[9] === 1) return false
+  if (f.minFloor !== undefined && t[10] < f.minFloor) return false
+  if (f.maxFloor !== undefined && t[10] > f.maxFloor) return false
+  if (f.online !== undefined && (t[11] === 1) !== f.online) return false
+  return true
+}
+
+/** The quality a rank stands for. */
+export function qualityOf (rank: number): Quality {
+  return rank === 0 ? 'live' : rank === 1 ? 'historical' : 'none'
+}
+
+/** vas_7d from a key's -vas part. */
+export function vasOf (negVas: number): number | null {
+  return negVas === NO_VAS ? null : -negVas
+}

@@ -1,0 +1,316 @@
+import { createHash, randomBytes } from 'node:crypto'
+import type { Clock } from '../clock.js'
+import { iso } from '../clock.js'
+import { ApiError } from '../errors.js'
+import type { AudienceUpdate, DeviceRegisterRequest, ScreenSettingsRequest, VenueType } from '../generated/types.js'
+import type { Outbox } from '../store/outbox.js'
+import type { FeinState, PartnerRecord, ScreenRecord, ScreenStatus } from '../store/records.js'
+import type { Store } from '../store/store.js'
+import { indexKey, indexTuple, SOURCES, type IndexKey, type Source } from './adslot-index.js'
+import { applyUpdate, emptyFein, liveUntil, quality, vas7d } from './fein.js'
+import { isCountry, isTimezone, nearestCity, stateCode, timezoneAt } from './geo.js'
+import { hoursProblem } from './hours.js'
+import { encodeRows } from './rows.js'
+
+/** Default floors (USD CPM) by venue, used when a device registers without one. */
+const DEFAULT_FLOOR: Record<VenueType, number> = {
+  airport: 14, transit: 9, retail: 8, gym: 6.5, bar: 7, restaurant: 6, hotel_lobby: 10, office: 9,
+  hospital: 5, salon: 5.5, gas_station: 4.5, laundromat: 3.5, university: 5, coworking: 8.5
+}
+
+/** Per-source counts kept in the same transactions as the index, so dry runs and rollbacks cannot skew them. */
+export interface SourceCounts {
+  total: number
+  sensors: number
+  enriched: number
+}
+
+export interface InventoryOptions {
+  /** A screen with no heartbeat for this long goes offline. */
+  heartbeatTimeoutMs: number
+  /** Base of embed_url. */
+  baseUrl: string
+  /** Publisher domain in bid requests (the operator's). */
+  domain: string
+}
+
+/** Buckets of screen ids keyed by the second something is due for them (freshness expiry, heartbeat deadline). */
+class DueQueue {
+  readonly #buckets = new Map<number, Set<string>>()
+
+  add (at: number, id: string): void {
+    const second = Math.ceil(at / 1000)
+    let set = this.#buckets.get(second)
+    if (set === undefined) { set = new Set(); this.#buckets.set(second, set) }
+    set.add(id)
+  }
+
+  /** Removes and returns the ids due at or before now. */
+  take (now: number): string[] {
+    const out: string[] = []
+    const second = Math.floor(now / 1000)
+    for (const [s, ids] of this.#buckets) {
+      if (s > second) continue
+      for (const id of ids) out.push(id)
+      this.#buckets.delete(s)
+    }
+    return out
+  }
+}
+
+/** Stable screen id of a partner's device: the same device always maps to the same screen. */
+export function screenIdFor (partnerId: string, deviceId: string): string {
+  return 'scr_' + createHash('sha256').update(`${partnerId}\u0000${deviceId}`).digest('hex').slice(0, 20)
+}
+
+/**
+ * Screens, their FEIN state and heartbeats, and the adslots index that orders them. Every write goes through here and
+ * runs inside the caller's Store.write transaction, so a screen, its index entry, its pre-encoded rows, the counts
+ * and the events it causes commit together.
+ */
+export class Inventory {
+  readonly store: Store
+  readonly #outbox: Outbox
+  readonly #clock: Clock
+  readonly #options: InventoryOptions
+  readonly #liveExpiry = new DueQueue()
+  readonly #heartbeatDeadline = new DueQueue()
+
+  constructor (store: Store, outbox: Outbox, clock: Clock, options: InventoryOptions) {
+    this.store = store
+    this.#outbox = outbox
+    this.#clock = clock
+    this.#options = options
+    this.#resume()
+  }
+
+  /** After a restart: re-arm freshness expiries and heartbeat deadlines from what is stored. */
+  #resume (): void {
+    const now = this.#clock.now()
+    for (const { key, value } of this.store.fein.getRange()) {
+      const until = liveUntil(value, now)
+      this.#liveExpiry.add(until ?? now, key)
+    }
+    for (const { key, value } of this.store.status.getRange()) {
+      if (value.online && value.last_heartbeat !== null) this.#heartbeatDeadline.add(value.last_heartbeat + this.#options.heartbeatTimeoutMs, key)
+    }
+  }
+
+  /** The embed URL of a screen's player. */
+  embedUrl (screen: ScreenRecord): string {
+    return `${this.#options.baseUrl}/embed/${screen.embed_token}`
+  }
+
+  /** The partner-display switch: partner inventory is listed only when it is on. */
+  sourcesEnabled (): Source[] {
+    return this.store.meta.get('settings:partner_display') === true ? ['owned', 'partner'] : ['owned']
+  }
+
+  counts (source: Source): SourceCounts {
+    return (this.store.meta.get(`counts:${source}`) as SourceCounts | undefined) ?? { total: 0, sensors: 0, enriched: 0 }
+  }
+
+  statusOf (screenId: string): ScreenStatus {
+    return this.store.status.get(screenId) ?? { last_heartbeat: null, online: false, hours: [] }
+  }
+
+  /** pending (never heard from), online or offline. */
+  statusName (status: ScreenStatus): 'pending' | 'online' | 'offline' {
+    return status.last_heartbeat === null ? 'pending' : status.online ? 'online' : 'offline'
+  }
+
+  screenOfDevice (partnerId: string, deviceId: string): ScreenRecord | undefined {
+    const id = this.store.devices.get(`${partnerId}\u0000${deviceId}`)
+    return id === undefined ? undefined : this.store.screens.get(id)
+  }
+
+  /** Registers or updates a device as a screen; returns the screen and whether it is new. Call inside Store.write. */
+  upsertDevice (partner: PartnerRecord, req: DeviceRegisterRequest, now: number): { screen: ScreenRecord, created: boolean } {
+    const id = screenIdFor(partner.id, req.device_id)
+    const existing = this.store.screens.get(id)
+    const loc = req.location
+    const place = loc.country === undefined || loc.city === undefined ? nearestCity(loc.lat, loc.lng) : undefined
+    const country = (loc.country ?? place?.country)?.toUpperCase()
+    if (country === undefined) throw new ApiError('invalid_parameter', 'These coordinates are not near a known city: give location.country, location.state and location.city.', { param: 'location.country' })
+    if (!isCountry(country)) throw new ApiError('invalid_parameter', `location.country ${country} is not an ISO 3166-1 alpha-2 code.`, { param: 'location.country' })
+    const state = loc.state !== undefined ? (stateCode(country, loc.state) ?? loc.state.toUpperCase()) : (place?.country === country ? place.state : '')
+    const city = loc.city ?? (place?.country === country ? place.city : '')
+    if (req.timezone !== undefined && !isTimezone(req.timezone)) throw new ApiError('invalid_parameter', `timezone ${req.timezone} is not an IANA time zone.`, { param: 'timezone' })
+    if (req.operating_hours !== undefined) {
+      const problem = hoursProblem(req.operating_hours)
+      if (problem !== undefined) throw new ApiError('invalid_parameter', `operating_hours ${problem}.`, { param: 'operating_hours' })
+    }
+    const stamp = iso(now)
+    const location: ScreenRecord['location'] = { lat: loc.lat, lng: loc.lng, venue_type: loc.venue_type, address: loc.address ?? [city, state, country].filter(Boolean).join(', '), city, state, country }
+    if (loc.venue_name !== undefined) location.venue_name = loc.venue_name
+    if (loc.zip !== undefined) location.zip = loc.zip
+    const display = { ...req.display, orientation: req.display.orientation ?? (req.display.height > req.display.width ? 'portrait' as const : 'landscape' as const) }
+    const screen: ScreenRecord = {
+      screen_id: id,
+      partner_id: partner.id,
+      device_id: req.device_id,
+      device_type: req.device_type ?? 'other',
+      name: req.name,
+      display,
+      location,
+      capabilities: { fein: req.capabilities?.fein ?? false, video: req.capabilities?.video ?? true, audio: req.capabilities?.audio ?? false, touch: req.capabilities?.touch ?? false },
+      slot_duration_seconds: req.slot_duration_seconds ?? existing?.slot_duration_seconds ?? 15,
+      floor_price_cpm: req.floor_price_cpm ?? existing?.floor_price_cpm ?? DEFAULT_FLOOR[loc.venue_type],
+      blocked_categories: existing?.blocked_categories ?? [],
+      blocked_advertisers: existing?.blocked_advertisers ?? [],
+      max_age_rating: existing?.max_age_rating ?? (loc.venue_type === 'hospital' || loc.venue_type === 'university' ? 'PG' : loc.venue_type === 'bar' ? 'R' : 'PG-13'),
+      timezone: req.timezone ?? existing?.timezone ?? timezoneAt(loc.lat, loc.lng),
+      auction_enabled: existing?.auction_enabled ?? true,
+      source: existing?.source ?? partner.source,
+      embed_token: existing?.embed_token ?? 'emb_' + randomBytes(18).toString('base64url'),
+      created_at: existing?.created_at ?? stamp,
+      updated_at: stamp
+    }
+    const imageUrl = req.image_url ?? existing?.image_url
+    if (imageUrl !== undefined) screen.image_url = imageUrl
+    const hours = req.operating_hours ?? existing?.operating_hours
+    if (hours !== undefined) screen.operating_hours = hours
+    this.#save(screen, existing)
+    if (existing === undefined) {
+      this.store.devices.putSync(`${partner.id}\u0000${req.device_id}`, id)
+      this.store.embeds.putSync(screen.embed_token, id)
+      this.#outbox.append('screen.registered', `screen:${id}`, { screen_id: id, partner_id: partner.id, device_id: req.device_id })
+    }
+    return { screen, created: existing === undefined }
+  }
+
+  /** Applies partner settings to a screen. Call inside Store.write. */
+  updateSettings (screen: ScreenRecord, patch: ScreenSettingsRequest, now: number): ScreenRecord {
+    if (patch.timezone !== undefined && !isTimezone(patch.timezone)) throw new ApiError('invalid_parameter', `timezone ${patch.timezone} is not an IANA time zone.`, { param: 'timezone' })
+    if (patch.operating_hours) {
+      const problem = hoursProblem(patch.operating_hours)
+      if (problem !== undefined) throw new ApiError('invalid_parameter', `operating_hours ${problem}.`, { param: 'operating_hours' })
+    }
+    const next: ScreenRecord = { ...screen, updated_at: iso(now) }
+    if (patch.name !== undefined) next.name = patch.name
+    if (patch.floor_price_cpm !== undefined) next.floor_price_cpm = patch.floor_price_cpm
+    if (patch.slot_duration_seconds !== undefined) next.slot_duration_seconds = patch.slot_duration_seconds
+    if (patch.blocked_categories !== undefined) next.blocked_categories = patch.blocked_categories
+    if (patch.blocked_advertisers !== undefined) next.blocked_advertisers = patch.blocked_advertisers.map((d) => d.toLowerCase())
+    if (patch.max_age_rating !== undefined) next.max_age_rating = patch.max_age_rating
+    if (patch.address !== undefined) next.location = { ...next.location, address: patch.address }
+    if (patch.timezone !== undefined) next.timezone = patch.timezone
+    if (patch.auction_enabled !== undefined) next.auction_enabled = patch.auction_enabled
+    if (patch.operating_hours === null) delete next.operating_hours
+    else if (patch.operating_hours !== undefined) next.operating_hours = patch.operating_hours
+    if (patch.image_url === null) delete next.image_url
+    else if (patch.image_url !== undefined) next.image_url = patch.image_url
+    this.#save(next, screen)
+    return next
+  }
+
+  /** Moves all of a partner's screens to another source. Call inside Store.write. */
+  setPartnerSource (partner: PartnerRecord, source: Source, now: number): number {
+    let moved = 0
+    for (const { value } of this.store.devices.getRange({ start: `${partner.id}\u0000`, end: `${partner.id}\u0001` })) {
+      const screen = this.store.screens.get(value)
+      if (screen === undefined || screen.source === source) continue
+      this.#save({ ...screen, source, updated_at: iso(now) }, screen)
+      moved++
+    }
+    return moved
+  }
+
+  /** Applies one FEIN measurement to a screen. Call inside Store.write. */
+  applyAudience (screen: ScreenRecord, update: AudienceUpdate, at: number): void {
+    if (!screen.capabilities.fein) throw new ApiError('invalid_parameter', 'This device did not declare FEIN sensors (capabilities.fein); register it with them first.', { param: 'device_id' })
+    const state = applyUpdate(this.store.fein.get(screen.screen_id) ?? emptyFein(), update, at)
+    this.store.fein.putSync(screen.screen_id, state)
+    const until = liveUntil(state, this.#clock.now())
+    if (until !== undefined) this.#liveExpiry.add(until, screen.screen_id)
+    this.#place(screen, state, this.statusOf(screen.screen_id).online)
+  }
+
+  /** Records a heartbeat; a screen that was offline comes back online (event screen.online). Call inside Store.write. */
+  heartbeat (screen: ScreenRecord, at: number): void {
+    const status = this.statusOf(screen.screen_id)
+    const hourStart = Math.floor(at / 3_600_000) * 3_600_000
+    const hours = status.hours.filter(([h]) => h > at - 25 * 3_600_000)
+    const bucket = hours.find(([h]) => h === hourStart)
+    if (bucket) bucket[1]++
+    else hours.push([hourStart, 1])
+    const wasOffline = status.last_heartbeat !== null && !status.online
+    const next: ScreenStatus = { last_heartbeat: at, online: true, hours }
+    this.store.status.putSync(screen.screen_id, next)
+    this.#heartbeatDeadline.add(at + this.#options.heartbeatTimeoutMs, screen.screen_id)
+    if (!status.online) this.#place(screen, this.store.fein.get(screen.screen_id), true)
+    if (wasOffline) {
+      this.#outbox.append('screen.online', `screen:${screen.screen_id}`, { screen_id: screen.screen_id, partner_id: screen.partner_id, offline_since: status.last_heartbeat !== null ? iso(status.last_heartbeat + this.#options.heartbeatTimeoutMs) : null, at: iso(at) })
+    }
+  }
+
+  /**
+   * Periodic work, on the injected clock: live screens whose signals went stale move down the adslots order, and
+   * screens past their heartbeat deadline go offline (event screen.offline). Returns what changed.
+   */
+  runJobs (): { demoted: number, offline: number } {
+    const now = this.#clock.now()
+    let demoted = 0
+    let offline = 0
+    const stale = this.#liveExpiry.take(now)
+    const late = this.#heartbeatDeadline.take(now)
+    if (stale.length === 0 && late.length === 0) return { demoted, offline }
+    this.store.write(() => {
+      for (const id of stale) {
+        const screen = this.store.screens.get(id)
+        if (screen === undefined) continue
+        const state = this.store.fein.get(id)
+        if (state !== undefined && liveUntil(state, now) !== undefined) continue
+        if (this.#place(screen, state, this.statusOf(id).online)) demoted++
+      }
+      for (const id of late) {
+        const status = this.store.status.get(id)
+        const screen = this.store.screens.get(id)
+        if (status === undefined || screen === undefined || !status.online || status.last_heartbeat === null) continue
+        if (status.last_heartbeat + this.#options.heartbeatTimeoutMs > now) continue
+        this.store.status.putSync(id, { ...status, online: false })
+        this.#place(screen, this.store.fein.get(id), false)
+        this.#outbox.append('screen.offline', `screen:${id}`, { screen_id: id, partner_id: screen.partner_id, last_heartbeat_at: iso(status.last_heartbeat), at: iso(now) })
+        offline++
+      }
+    })
+    return { demoted, offline }
+  }
+
+  /** Stores a screen with its rows and index entry. */
+  #save (screen: ScreenRecord, previous: ScreenRecord | undefined): void {
+    this.store.screens.putSync(screen.screen_id, screen)
+    const partner = this.store.partners.get(screen.partner_id)
+    this.store.rows.putSync(screen.screen_id, encodeRows(screen, { id: screen.partner_id, name: partner?.name ?? screen.partner_id, domain: partner?.domain ?? this.#options.domain }))
+    if (previous !== undefined && previous.capabilities.fein !== screen.capabilities.fein) this.store.fein.removeSync(screen.screen_id)
+    this.#place(screen, this.store.fein.get(screen.screen_id), this.statusOf(screen.screen_id).online)
+  }
+
+  /**
+   * Puts the screen at its place in the adslots order (or out of it when auction is disabled) and keeps the
+   * per-source counts. Returns whether the key moved.
+   */
+  #place (screen: ScreenRecord, state: FeinState | undefined, online: boolean): boolean {
+    const now = this.#clock.now()
+    const q = quality(state, screen.capabilities.fein, now)
+    const key: IndexKey | undefined = screen.auction_enabled ? indexKey(screen, q, state !== undefined && screen.capabilities.fein ? vas7d(state, now) : null) : undefined
+    const oldKey = this.store.adslotPos.get(screen.screen_id)
+    const oldTuple = oldKey !== undefined ? this.store.adslotIndex.get(oldKey) : undefined
+    const moved = oldKey === undefined || key === undefined || oldKey.some((v, i) => v !== key[i])
+    if (oldKey !== undefined) this.#count(SOURCES[oldKey[0]]!, oldTuple?.[5] === 1, oldKey[1] < 2, -1)
+    if (oldKey !== undefined && moved) this.store.adslotIndex.removeSync(oldKey)
+    if (key === undefined) {
+      this.store.adslotPos.removeSync(screen.screen_id)
+      return oldKey !== undefined
+    }
+    this.store.adslotIndex.putSync(key, indexTuple(screen, online))
+    if (moved) this.store.adslotPos.putSync(screen.screen_id, key)
+    this.#count(screen.source, screen.capabilities.fein, key[1] < 2, 1)
+    return moved && oldKey !== undefined
+  }
+
+  #count (source: Source, sensors: boolean, enriched: boolean, delta: 1 | -1): void {
+    const c = this.counts(source)
+    this.store.meta.putSync(`counts:${source}`, { total: c.total + delta, sensors: c.sensors + (sensors ? delta : 0), enriched: c.enriched + (enriched ? delta : 0) })
+  }
+}

@@ -1,0 +1,45 @@
+import { keyRoutes } from './control/accounts/keys.js'
+import { onboardRoute } from './control/accounts/onboard.js'
+import { seatRoute } from './control/accounts/seat.js'
+import { adminAuditRoute } from './control/admin/audit.js'
+import { adminKeyRoutes } from './control/admin/keys.js'
+import { adminPlatformRoutes } from './control/admin/platform.js'
+import { adminSeatRoutes } from './control/admin/seats.js'
+import { buildOpenApi } from './control/discovery/openapi.js'
+import { opsRoutes } from './control/discovery/ops.js'
+import { publicFileRoutes } from './control/discovery/public-files.js'
+import { catalogRoute } from './control/inventory/catalog.js'
+import { discoverRoute } from './control/inventory/discover.js'
+import { screenRoutes } from './control/inventory/screens.js'
+import { deviceRoutes } from './control/partner/devices.js'
+import { partnerRegistrationRoutes } from './control/partner/register.js'
+import { partnerScreenRoutes } from './control/partner/screens.js'
+import type { Deps } from './deps.js'
+import { adslotsRoute } from './hot/adslots/route.js'
+import type { Metrics } from './http/metrics.js'
+import type { RouteDef } from './http/route.js'
+
+/** Every route of the service, hot paths first. The OpenAPI document describes exactly this list. */
+export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
+  let openapi = ''
+  const routes: RouteDef[] = [
+    adslotsRoute(deps),
+    onboardRoute(deps),
+    seatRoute(deps),
+    ...keyRoutes(deps),
+    ...screenRoutes(deps),
+    discoverRoute(deps),
+    ...partnerRegistrationRoutes(deps),
+    ...deviceRoutes(deps),
+    ...partnerScreenRoutes(deps),
+    catalogRoute(deps),
+    ...adminSeatRoutes(deps),
+    ...adminKeyRoutes(deps),
+    ...adminPlatformRoutes(deps),
+    adminAuditRoute(deps),
+    ...publicFileRoutes(deps),
+    ...opsRoutes(deps, metrics, () => openapi)
+  ]
+  openapi = JSON.stringify(buildOpenApi(routes, deps.config.baseUrl))
+  return routes
+}
