@@ -82,18 +82,24 @@ export function distanceKm (aLat: number, aLng: number, bLat: number, bLng: numb
   return 12_742 * Math.asin(Math.sqrt(h))
 }
 
-/** The nearest known city within maxKm of a point, or undefined (open sea, remote areas). */
+/**
+ * The city a point belongs to, within maxKm, or undefined (open sea, remote areas). Distance is traded against
+ * population (score = km - 5 log10 population), so a point downtown names the city rather than its neighbourhood,
+ * while a suburb's own screens keep the suburb.
+ */
 export function nearestCity (lat: number, lng: number, maxKm = 60): Place | undefined {
   const { grid } = load()
   let best: Place | undefined
-  let bestKm = maxKm
+  let bestScore = Infinity
   const cy = Math.floor(lat / CELL)
   const cx = Math.floor(lng / CELL)
   for (let dy = -1; dy <= 1; dy++) {
     for (let dx = -1; dx <= 1; dx++) {
       for (const p of grid.get(`${cy + dy}:${cx + dx}`) ?? []) {
         const km = distanceKm(lat, lng, p.lat, p.lng)
-        if (km < bestKm) { best = p; bestKm = km }
+        if (km > maxKm) continue
+        const score = km - 5 * Math.log10(p.population + 1)
+        if (score < bestScore) { best = p; bestScore = score }
       }
     }
   }

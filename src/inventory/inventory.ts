@@ -45,10 +45,10 @@ class DueQueue {
     set.add(id)
   }
 
-  /** Removes and returns the ids due at or before now. */
+  /** Removes and returns the ids due up to the end of the current second; callers re-add what is not due yet. */
   take (now: number): string[] {
     const out: string[] = []
-    const second = Math.floor(now / 1000)
+    const second = Math.ceil(now / 1000)
     for (const [s, ids] of this.#buckets) {
       if (s > second) continue
       for (const id of ids) out.push(id)
@@ -260,14 +260,16 @@ export class Inventory {
         const screen = this.store.screens.get(id)
         if (screen === undefined) continue
         const state = this.store.fein.get(id)
-        if (state !== undefined && liveUntil(state, now) !== undefined) continue
+        const until = state !== undefined ? liveUntil(state, now) : undefined
+        if (until !== undefined) { this.#liveExpiry.add(until, id); continue }
         if (this.#place(screen, state, this.statusOf(id).online)) demoted++
       }
       for (const id of late) {
         const status = this.store.status.get(id)
         const screen = this.store.screens.get(id)
         if (status === undefined || screen === undefined || !status.online || status.last_heartbeat === null) continue
-        if (status.last_heartbeat + this.#options.heartbeatTimeoutMs > now) continue
+        const deadline = status.last_heartbeat + this.#options.heartbeatTimeoutMs
+        if (deadline > now) { this.#heartbeatDeadline.add(deadline, id); continue }
         this.store.status.putSync(id, { ...status, online: false })
         this.#place(screen, this.store.fein.get(id), false)
         this.#outbox.append('screen.offline', `screen:${id}`, { screen_id: id, partner_id: screen.partner_id, last_heartbeat_at: iso(status.last_heartbeat), at: iso(now) })
