@@ -4,22 +4,13 @@
 import { measure, type Measurement } from './lib/load.js'
 import { startBare, startOohbid } from './lib/processes.js'
 import { printTable, save } from './lib/report.js'
+import { benchSeat } from './lib/seat.js'
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
 
 const oohbid = await startOohbid()
-const onboard = await fetch(`${oohbid.url}/openrtb/v2/onboard`, {
-  method: 'POST',
-  headers: { 'content-type': 'application/json' },
-  body: JSON.stringify({ company_name: 'Bench Media', seat_id: 'bench', contact_email: 'bench@bench.example' })
-}).then((r) => r.json()) as { data: { api_key: { key: string } } }
-const key = onboard.data.api_key.key
-await fetch(`${oohbid.url}/admin/v1/seats/bench/rate-limits`, {
-  method: 'PUT',
-  headers: { authorization: `Bearer ${oohbid.adminToken}`, 'content-type': 'application/json' },
-  body: JSON.stringify({ limits: { account: 100_000_000 }, reason: 'benchmark' })
-})
+const key = await benchSeat(oohbid.url, oohbid.adminToken, 'bench', ['account'])
 const sample = await fetch(`${oohbid.url}/openrtb/v2/seat`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.text())
 const bare = await startBare(sample)
 
@@ -30,5 +21,5 @@ for (const pipelining of [1, 10]) {
   rows.push(await measure('oohbid GET /seat', { url: `${oohbid.url}/openrtb/v2/seat`, headers: { authorization: `Bearer ${key}` }, connections, pipelining, duration: seconds }))
 }
 await Promise.all([bare.stop(), oohbid.stop()])
-const table = printTable('Authenticated GET vs bare uWS (same run, loopback)', rows, 'bare uWS (constant)')
-save('authenticated-get', 'Authenticated GET /openrtb/v2/seat vs bare uWS', rows, table, 'bare uWS (constant)')
+const table = printTable('Authenticated GET vs bare uWS (same run, loopback)', rows)
+save('authenticated-get', 'Authenticated GET /openrtb/v2/seat vs bare uWS', rows, table)

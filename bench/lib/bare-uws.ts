@@ -1,7 +1,9 @@
 // The baseline: uWS answering a constant, with nothing of ours in the way. What this machine can do at best.
+import { readFileSync } from 'node:fs'
 import uWS from 'uWebSockets.js'
 
-const body = process.env.BARE_BODY ?? '{"success":true}'
+const file = process.env.BARE_BODY_FILE
+const body = file !== undefined ? readFileSync(file, 'utf8') : '{"success":true}'
 uWS.App().any('/*', (res) => {
   res.cork(() => {
     res.writeHeader('Content-Type', 'application/json')

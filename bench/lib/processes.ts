@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -40,15 +40,18 @@ async function start (script: string, env: Record<string, string>, cleanup?: () 
   }
 }
 
-/** The bare uWS baseline. */
+/** The bare uWS baseline, answering body (passed through a file: a large body does not fit in the environment). */
 export function startBare (body?: string): Promise<ServerProcess> {
-  return start('dist/bench/lib/bare-uws.js', body !== undefined ? { BARE_BODY: body } : {})
+  if (body === undefined) return start('dist/bench/lib/bare-uws.js', {})
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-bare-'))
+  writeFileSync(join(dir, 'body'), body)
+  return start('dist/bench/lib/bare-uws.js', { BARE_BODY_FILE: join(dir, 'body') }, () => rmSync(dir, { recursive: true, force: true }))
 }
 
 /** oohbid as `npm start` runs it, over a fresh data directory. */
-export function startOohbid (env: Record<string, string> = {}): Promise<ServerProcess & { adminToken: string }> {
+export function startOohbid (env: Record<string, string> = {}): Promise<ServerProcess & { adminToken: string, dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-bench-'))
   const adminToken = 'bench-admin-token'
   return start('dist/src/main.js', { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', DEMO_FLEET: '0', ...env }, () => rmSync(dataDir, { recursive: true, force: true }))
-    .then((p) => ({ ...p, adminToken }))
+    .then((p) => ({ ...p, adminToken, dataDir }))
 }

@@ -5,21 +5,33 @@ import type { Measurement } from './load.js'
 
 const resultsDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'bench', 'results')
 
-/** Prints the table with each figure as a ratio to the bare baseline at the same pipelining depth. */
-export function printTable (title: string, rows: Measurement[], baselineName: string): string {
-  const base = (p: number) => rows.find((r) => r.name === baselineName && r.pipelining === p)
+const isBaseline = (r: Measurement) => r.name.startsWith('bare')
+
+/** Each row's ratio to the bare baseline measured just before it at the same pipelining depth. */
+function ratios (rows: Measurement[]): number[] {
+  const last = new Map<number, number>()
+  return rows.map((r) => {
+    if (isBaseline(r)) { last.set(r.pipelining, r.rps); return 1 }
+    return r.rps / (last.get(r.pipelining) ?? r.rps)
+  })
+}
+
+/** Prints the table with each figure as a ratio to its bare baseline. */
+export function printTable (title: string, rows: Measurement[]): string {
+  const ratio = ratios(rows)
   const lines = [
     `\n${title}`,
     '| target | pipelining | req/s | p50 ms | p99 ms | vs bare uWS | non-2xx | errors |',
     '|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.name} | ${r.pipelining} | ${r.rps} | ${r.p50} | ${r.p99} | ${(r.rps / (base(r.pipelining)?.rps ?? r.rps)).toFixed(2)}x | ${r.non2xx} | ${r.errors} |`)
+    ...rows.map((r, i) => `| ${r.name} | ${r.pipelining} | ${r.rps} | ${r.p50} | ${r.p99} | ${ratio[i]!.toFixed(2)}x | ${r.non2xx} | ${r.errors} |`)
   ]
   const text = lines.join('\n')
   console.log(text)
   return text
 }
 
-function svgChart (title: string, rows: Measurement[], baselineName: string): string {
+function svgChart (title: string, rows: Measurement[]): string {
+  const ratio = ratios(rows)
   const width = 720
   const barH = 22
   const gap = 8
@@ -27,24 +39,23 @@ function svgChart (title: string, rows: Measurement[], baselineName: string): st
   const max = Math.max(...rows.map((r) => r.rps))
   const height = 50 + rows.length * (barH + gap)
   const bars = rows.map((r, i) => {
+    const shown = isBaseline(r) ? '' : ` (${ratio[i]!.toFixed(2)}x)`
     const y = 40 + i * (barH + gap)
     const w = Math.max(1, Math.round((width - left - 110) * r.rps / max))
-    const base = rows.find((b) => b.name === baselineName && b.pipelining === r.pipelining)
-    const ratio = r.name !== baselineName && base !== undefined ? ` (${(r.rps / base.rps).toFixed(2)}x)` : ''
-    const colour = r.name === baselineName ? '#9aa5b1' : '#2f6fde'
+    const colour = isBaseline(r) ? '#9aa5b1' : '#2f6fde'
     return `<text x="${left - 8}" y="${y + 15}" text-anchor="end">${r.name} -p ${r.pipelining}</text>` +
       `<rect x="${left}" y="${y}" width="${w}" height="${barH}" fill="${colour}"/>` +
-      `<text x="${left + w + 6}" y="${y + 15}">${r.rps.toLocaleString('en-US')} req/s${ratio}</text>`
+      `<text x="${left + w + 6}" y="${y + 15}">${r.rps.toLocaleString('en-US')} req/s${shown}</text>`
   }).join('')
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="system-ui,sans-serif" font-size="13">` +
     `<rect width="100%" height="100%" fill="#fff"/><text x="12" y="24" font-size="15" font-weight="bold">${title}</text>${bars}</svg>`
 }
 
 /** Saves the rows as JSON and as an SVG bar chart under bench/results/. */
-export function save (name: string, title: string, rows: Measurement[], table: string, baselineName: string): void {
+export function save (name: string, title: string, rows: Measurement[], table: string): void {
   mkdirSync(resultsDir, { recursive: true })
   writeFileSync(join(resultsDir, `${name}.json`), JSON.stringify({ date: new Date().toISOString(), rows }, null, 2))
-  writeFileSync(join(resultsDir, `${name}.svg`), svgChart(title, rows, baselineName))
+  writeFileSync(join(resultsDir, `${name}.svg`), svgChart(title, rows))
   writeFileSync(join(resultsDir, `${name}.md`), table.trim() + '\n')
   console.log(`\nsaved bench/results/${name}.{json,svg,md}`)
 }

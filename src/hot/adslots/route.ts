@@ -53,14 +53,15 @@ export function adslotsRoute ({ store, inventory, impIds, config }: Deps): Route
       const plan = planFrom(q, enabled)
       const cursor = q.cursor !== undefined ? decodeCursor(q.cursor, plan, store) : undefined
       const limit = q.limit ?? 50
-      const { entries, hasMore } = page(store, plan, ctx.now, limit, cursor)
+      const openrtb = q.format === 'openrtb'
+      const { entries, hasMore } = page(store, plan, ctx.now, limit, cursor, openrtb)
       const last = entries.at(-1)?.key
       const next = hasMore && last !== undefined ? encodeCursor(last) : null
       const wantCount = q.include_count === true || cursor === undefined
       const sources = SOURCES.filter((s) => enabled.includes(s)) as Source[]
-      if (q.format === 'openrtb') {
+      if (openrtb) {
         const seatId = ctx.principal!.seat!.seat_id
-        const requests = entries.map((e) => bidRequest(e.key, e.tuple, seatId, ctx.now)).join(',')
+        const requests = entries.map((e) => bidRequest(e.key, e.tuple!, seatId, ctx.now)).join(',')
         const totals = sources.reduce((a, s) => { const c = inventory.counts(s); return { total: a.total + c.total, enriched: a.enriched + c.enriched } }, { total: 0, enriched: 0 })
         const filters = { venue_type: plan.tuple.venueType ?? null, country: plan.tuple.country ?? null, state: plan.tuple.state ?? null, city: q.city ?? null, min_vas: q.min_vas ?? null, min_attention: q.min_attention ?? null, emotion: q.emotion ?? null }
         const coverage = { total_screens: totals.total, fein_enriched: totals.enriched, after_filters: wantCount && !plan.refined ? totalCount(plan, ctx.now) : null }
