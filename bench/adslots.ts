@@ -2,6 +2,8 @@
 // (BENCH_SCREENS), each beside a bare uWS server answering the same bytes. Also times the page assembly that the
 // LMDB layout makes cheap, against decoding each screen record, on the same data.
 import { execFile } from 'node:child_process'
+import { readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { performance } from 'node:perf_hooks'
@@ -64,8 +66,13 @@ for (const screens of sizes) {
     await bare.stop()
   }
   const metrics = await fetch(`${oohbid.url}/metrics`).then((r) => r.text())
-  const rss = Number(/process_resident_memory_bytes (\d+)/.exec(metrics)?.[1] ?? 0)
-  notes.push(`${screens.toLocaleString('en-US')} screens: service RSS after the runs ${(rss / 1048576).toFixed(0)} MiB`)
+  const heap = Number(/nodejs_heap_used_bytes (\d+)/.exec(metrics)?.[1] ?? 0)
+  const status = readFileSync(`/proc/${oohbid.child.pid}/status`, 'utf8')
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024
+  const file = statSync(join(oohbid.dataDir, 'oohbid.lmdb')).size
+  // RSS counts the LMDB pages the process touched through its memory map (RssFile): page cache the kernel reclaims at
+  // will. RssAnon is the process's own memory.
+  notes.push(`${screens.toLocaleString('en-US')} screens: RSS ${kb('VmRSS').toFixed(0)} MiB = ${kb('RssAnon').toFixed(0)} MiB own memory (JS heap ${(heap / 1048576).toFixed(0)} MiB) + ${kb('RssFile').toFixed(0)} MiB of mapped files; LMDB file ${(file / 1048576).toFixed(0)} MiB`)
   for (const limit of [50, 200]) {
     const { preEncodedUs, decodedUs } = layoutComparison(oohbid.dataDir, limit)
     notes.push(`${screens.toLocaleString('en-US')} screens, page of ${limit}: pre-encoded rows ${preEncodedUs} us, decoding each record + JSON.stringify ${decodedUs} us (${(decodedUs / Math.max(1, preEncodedUs)).toFixed(1)}x)`)

@@ -96,7 +96,11 @@ t.test('pipelined requests are all answered, in order, on one connection', async
 t.test('autocannon -p 10 gets a correct answer to every request on every kind of route (public routes stay under their 600/min limit)', async (t) => {
   const svc = await startTestService(t)
   const { key } = await svc.onboard('cannon')
-  await svc.admin('PUT', '/admin/v1/seats/cannon/rate-limits', { limits: { account: 1_000_000 } })
+  await svc.admin('PUT', '/admin/v1/seats/cannon/rate-limits', { limits: { account: 1_000_000, inventory: 1_000_000 } })
+  const { registerPartner, registerDevices, deviceBody } = await import('./helpers/fleet.js')
+  const partner = await registerPartner(svc)
+  await registerDevices(svc, partner, Array.from({ length: 30 }, (_, i) => deviceBody(`cannon-${i}`)))
+  const heartbeat = JSON.stringify({ heartbeats: [{ device_id: 'cannon-1' }, { device_id: 'cannon-2' }] })
   const run = (opts: autocannon.Options) => new Promise<autocannon.Result>((resolve, reject) => {
     autocannon({ connections: 4, pipelining: 10, amount: 2000, timeout: 5, ...opts }, (err, result) => err ? reject(err) : resolve(result))
   })
@@ -105,6 +109,10 @@ t.test('autocannon -p 10 gets a correct answer to every request on every kind of
     ['POST keys dry run', { url: `${svc.url}/openrtb/v2/keys?dry_run=true`, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"label":"x"}' }],
     ['GET openapi', { url: `${svc.url}/openrtb/v2/openapi.json`, amount: 200 }],
     ['GET sellers.json', { url: `${svc.url}/sellers.json`, amount: 300 }],
+    ['GET adslots', { url: `${svc.url}/openrtb/v2/adslots?limit=20`, headers: { authorization: `Bearer ${key}` } }],
+    ['GET adslots openrtb', { url: `${svc.url}/openrtb/v2/adslots?format=openrtb&limit=20`, headers: { authorization: `Bearer ${key}` } }],
+    ['POST partner heartbeats', { url: `${svc.url}/v1/partner/heartbeats`, method: 'POST', headers: { authorization: `Bearer ${partner.key}`, 'content-type': 'application/json' }, body: heartbeat }],
+    ['GET catalog', { url: `${svc.url}/inventory/v1/screens?limit=10`, headers: { 'x-forwarded-for': '192.0.2.77' }, amount: 500 }],
     ['GET healthz', { url: `${svc.url}/healthz` }]
   ]
   for (const [name, opts] of targets) {

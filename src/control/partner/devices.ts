@@ -49,9 +49,27 @@ export function partnerScreens (inventory: Inventory, partner: PartnerRecord, q:
   return { screens, next: null }
 }
 
-function itemError (err: unknown): { code: string, message: string, param?: string } {
-  if (!(err instanceof ApiError)) throw err
-  return { code: err.code.toUpperCase(), message: err.message, ...(err.extras.param !== undefined ? { param: err.extras.param } : {}) }
+type ItemResult = BatchResult['results'][number]
+
+/**
+ * Judges each item of a batch alone: an item whose handling throws an ApiError is reported with the error a single
+ * call would give (nested code), the others are accepted. Anything else is a bug and fails the whole batch.
+ */
+function judgeEach (items: unknown[], handle: (item: unknown) => Omit<ItemResult, 'index'>): BatchResult {
+  const result: BatchResult = { accepted: 0, rejected: 0, results: [] }
+  items.forEach((item, index) => {
+    try {
+      result.results.push({ index, ...handle(item) })
+      result.accepted++
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err
+      const deviceId = (item as { device_id?: unknown } | null)?.device_id
+      const error = { code: err.code.toUpperCase(), message: err.message, ...(err.extras.param !== undefined ? { param: err.extras.param } : {}) }
+      result.results.push({ index, ...(typeof deviceId === 'string' ? { device_id: deviceId } : {}), status: 'rejected', error })
+      result.rejected++
+    }
+  })
+  return result
 }
 
 /** When a measurement was taken: measured_at if plausible, else now. */
@@ -98,23 +116,11 @@ export function deviceRoutes ({ inventory }: Deps): RouteDef[] {
       description: 'Each item is a DeviceRegisterRequest, judged alone: the result lists created, updated and rejected items (with the error a single registration would give). Accepted items commit together.',
       body: 'DeviceBatchRequest',
       data: 'BatchResult',
-      handler: (ctx) => {
-        const partner = ctx.principal!.partner!
-        const result: BatchResult = { accepted: 0, rejected: 0, results: [] }
-        ctx.body.devices.forEach((item, index) => {
-          try {
-            validate('DeviceRegisterRequest', item)
-            const { screen, created } = inventory.upsertDevice(partner, item as unknown as DeviceRegisterRequest, ctx.now)
-            result.results.push({ index, device_id: screen.device_id, screen_id: screen.screen_id, status: created ? 'created' : 'updated', embed_url: inventory.embedUrl(screen) })
-            result.accepted++
-          } catch (err) {
-            const deviceId = (item as { device_id?: unknown }).device_id
-            result.results.push({ index, ...(typeof deviceId === 'string' ? { device_id: deviceId } : {}), status: 'rejected', error: itemError(err) })
-            result.rejected++
-          }
-        })
-        return ok(result)
-      }
+      handler: (ctx) => ok(judgeEach(ctx.body.devices, (item) => {
+        validate('DeviceRegisterRequest', item)
+        const { screen, created } = inventory.upsertDevice(ctx.principal!.partner!, item as DeviceRegisterRequest, ctx.now)
+        return { device_id: screen.device_id, screen_id: screen.screen_id, status: created ? 'created' : 'updated', embed_url: inventory.embedUrl(screen) }
+      }))
     }),
     route<undefined, PartnerListQuery>({
       ...common,
@@ -150,22 +156,12 @@ export function deviceRoutes ({ inventory }: Deps): RouteDef[] {
       summary: 'Heartbeats of up to 1000 devices',
       body: 'HeartbeatBatchRequest',
       data: 'BatchResult',
-      handler: (ctx) => {
-        const partner = ctx.principal!.partner!
-        const result: BatchResult = { accepted: 0, rejected: 0, results: [] }
-        ctx.body.heartbeats.forEach((hb, index) => {
-          try {
-            const screen = device(partner, hb.device_id)
-            inventory.heartbeat(screen, ctx.now)
-            result.results.push({ index, device_id: hb.device_id, screen_id: screen.screen_id, status: 'accepted' })
-            result.accepted++
-          } catch (err) {
-            result.results.push({ index, device_id: hb.device_id, status: 'rejected', error: itemError(err) })
-            result.rejected++
-          }
-        })
-        return ok(result)
-      }
+      handler: (ctx) => ok(judgeEach(ctx.body.heartbeats, (item) => {
+        const hb = item as HeartbeatBatchRequest['heartbeats'][number]
+        const screen = device(ctx.principal!.partner!, hb.device_id)
+        inventory.heartbeat(screen, ctx.now)
+        return { device_id: hb.device_id, screen_id: screen.screen_id, status: 'accepted' }
+      }))
     }),
     route<AudienceBatchRequest>({
       ...common,
@@ -175,25 +171,13 @@ export function deviceRoutes ({ inventory }: Deps): RouteDef[] {
       description: 'Each item is an AudienceUpdate for a device registered with capabilities.fein. Signals are presented as live for their freshness window (10 s face count, attention, emotion, crowd density; 30 s intent, receptivity, dwell; 1 h income) and null after it; vas_seconds/vas_plays feed the hourly VAS history behind vas_7d.',
       body: 'AudienceBatchRequest',
       data: 'BatchResult',
-      handler: (ctx) => {
-        const partner = ctx.principal!.partner!
-        const result: BatchResult = { accepted: 0, rejected: 0, results: [] }
-        ctx.body.updates.forEach((item, index) => {
-          try {
-            validate('AudienceUpdate', item)
-            const update = item as unknown as AudienceUpdate
-            const screen = device(partner, update.device_id)
-            inventory.applyAudience(screen, update, measuredAt(update, ctx.now))
-            result.results.push({ index, device_id: update.device_id, screen_id: screen.screen_id, status: 'accepted' })
-            result.accepted++
-          } catch (err) {
-            const deviceId = (item as { device_id?: unknown }).device_id
-            result.results.push({ index, ...(typeof deviceId === 'string' ? { device_id: deviceId } : {}), status: 'rejected', error: itemError(err) })
-            result.rejected++
-          }
-        })
-        return ok(result)
-      }
+      handler: (ctx) => ok(judgeEach(ctx.body.updates, (item) => {
+        validate('AudienceUpdate', item)
+        const update = item as AudienceUpdate
+        const screen = device(ctx.principal!.partner!, update.device_id)
+        inventory.applyAudience(screen, update, measuredAt(update, ctx.now))
+        return { device_id: update.device_id, screen_id: screen.screen_id, status: 'accepted' }
+      }))
     })
   ]
 }
