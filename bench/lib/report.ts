@@ -32,10 +32,11 @@ export function printTable (title: string, rows: Measurement[]): string {
 
 function svgChart (title: string, rows: Measurement[]): string {
   const ratio = ratios(rows)
-  const width = 720
   const barH = 22
   const gap = 8
-  const left = 240
+  // Room for the longest label at ~7 px a character (13 px sans-serif).
+  const left = 20 + 7 * Math.max(...rows.map((r) => `${r.name} -p ${r.pipelining}`.length))
+  const width = left + 480
   const max = Math.max(...rows.map((r) => r.rps))
   const height = 50 + rows.length * (barH + gap)
   const bars = rows.map((r, i) => {
