@@ -20,22 +20,6 @@ export function openHoursPerWeek (hours: OperatingHours | undefined): number {
   return WEEKDAYS.reduce((sum, d) => sum + (hours[d] ?? []).reduce((s, [o, c]) => s + Math.max(0, minutes(c) - minutes(o)), 0), 0) / 60
 }
 
-const formatters = new Map<string, Intl.DateTimeFormat>()
-
-/** Whether the screen is open at an instant, in its own time zone. */
-export function isOpenAt (hours: OperatingHours | undefined, timezone: string, ms: number): boolean {
-  if (hours === undefined) return true
-  let f = formatters.get(timezone)
-  if (f === undefined) {
-    f = new Intl.DateTimeFormat('en-US', { timeZone: timezone, weekday: 'short', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })
-    formatters.set(timezone, f)
-  }
-  const parts = Object.fromEntries(f.formatToParts(new Date(ms)).map((p) => [p.type, p.value]))
-  const day = (parts.weekday ?? '').toLowerCase().slice(0, 3) as typeof WEEKDAYS[number]
-  const now = Number(parts.hour) * 60 + Number(parts.minute)
-  return (hours[day] ?? []).some(([open, close]) => now >= minutes(open) && now < minutes(close))
-}
-
 /** Every date from start to end inclusive (YYYY-MM-DD). */
 export function datesBetween (start: string, end: string): string[] {
   const out: string[] = []
