@@ -35,6 +35,14 @@ export interface Config {
   tmaxMs: number
   /** PARTNER_DISPLAY: initial state of the partner-display switch (the operator API changes it). */
   partnerDisplay: boolean
+  /** MAX_CREATIVE_BYTES: largest creative asset accepted, fetched or uploaded. */
+  maxCreativeBytes: number
+  /** CREATIVE_FETCH_TIMEOUT_MS: how long fetching a creative URL may take. */
+  creativeFetchTimeoutMs: number
+  /** UPLOAD_URL_TTL_SECONDS: how long a presigned upload URL is valid. */
+  uploadUrlTtlSeconds: number
+  /** ALLOW_PRIVATE_ASSET_URLS: test escape hatch letting creative URLs point at loopback and private addresses; refused with NODE_ENV=production. */
+  allowPrivateAssetUrls: boolean
   /** LOG_LEVEL: error, warn, info or debug. */
   logLevel: 'error' | 'warn' | 'info' | 'debug'
 }
@@ -58,6 +66,12 @@ function bool (env: Env, name: string, fallback: boolean): boolean {
   if (['1', 'true', 'yes', 'on'].includes(raw)) return true
   if (['0', 'false', 'no', 'off'].includes(raw)) return false
   throw new Error(`${name} must be true or false, got "${env[name]}"`)
+}
+
+function privateUrls (env: Env): boolean {
+  const allowed = bool(env, 'ALLOW_PRIVATE_ASSET_URLS', false)
+  if (allowed && env.NODE_ENV === 'production') throw new Error('ALLOW_PRIVATE_ASSET_URLS is a test setting and is refused with NODE_ENV=production')
+  return allowed
 }
 
 function str (env: Env, name: string): string | undefined {
@@ -95,6 +109,10 @@ export function loadConfig (env: Env = process.env): Config {
     bidTtlSeconds: int(env, 'BID_TTL_SECONDS', 300, 5, 86_400),
     tmaxMs: int(env, 'TMAX_MS', 1000, 10, 120_000),
     partnerDisplay: bool(env, 'PARTNER_DISPLAY', false),
+    maxCreativeBytes: int(env, 'MAX_CREATIVE_BYTES', 50 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    creativeFetchTimeoutMs: int(env, 'CREATIVE_FETCH_TIMEOUT_MS', 10_000, 100, 300_000),
+    uploadUrlTtlSeconds: int(env, 'UPLOAD_URL_TTL_SECONDS', 900, 10, 86_400),
+    allowPrivateAssetUrls: privateUrls(env),
     logLevel: level as Config['logLevel']
   }
 }

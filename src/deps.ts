@@ -4,6 +4,8 @@ import type { ResolvedConfig } from './config.js'
 import type { ImpIds } from './hot/adslots/imp-ids.js'
 import type { Bookings } from './inventory/bookings.js'
 import type { Inventory } from './inventory/inventory.js'
+import type { Moderator } from './moderation/moderator.js'
+import type { ObjectStore } from './store/objects.js'
 import type { Outbox } from './store/outbox.js'
 import type { Store } from './store/store.js'
 
@@ -17,4 +19,6 @@ export interface Deps {
   inventory: Inventory
   impIds: ImpIds
   bookings: Bookings
+  objects: ObjectStore
+  moderator: Moderator
 }

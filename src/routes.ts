@@ -2,6 +2,8 @@ import { keyRoutes } from './control/accounts/keys.js'
 import { onboardRoute } from './control/accounts/onboard.js'
 import { seatRoute } from './control/accounts/seat.js'
 import { adminAuditRoute } from './control/admin/audit.js'
+import { adminCreativeRoutes } from './control/admin/creatives.js'
+import { creativeRoutes } from './control/creatives/routes.js'
 import { adminKeyRoutes } from './control/admin/keys.js'
 import { adminPlatformRoutes } from './control/admin/platform.js'
 import { adminSeatRoutes } from './control/admin/seats.js'
@@ -29,6 +31,7 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
     ...keyRoutes(deps),
     ...screenRoutes(deps),
     discoverRoute(deps),
+    ...creativeRoutes(deps),
     ...partnerRegistrationRoutes(deps),
     ...deviceRoutes(deps),
     ...partnerScreenRoutes(deps),
@@ -36,6 +39,7 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
     ...adminSeatRoutes(deps),
     ...adminKeyRoutes(deps),
     ...adminPlatformRoutes(deps),
+    ...adminCreativeRoutes(deps),
     adminAuditRoute(deps),
     ...publicFileRoutes(deps),
     ...opsRoutes(deps, metrics, () => openapi)

@@ -6,6 +6,8 @@ import { allRoutes } from './routes.js'
 import { ImpIds } from './hot/adslots/imp-ids.js'
 import { Bookings } from './inventory/bookings.js'
 import { Inventory } from './inventory/inventory.js'
+import { Moderator } from './moderation/moderator.js'
+import { ObjectStore } from './store/objects.js'
 import type { HttpDeps, Lifecycle } from './http/exchange.js'
 import { Idempotency } from './http/idempotency.js'
 import { Metrics } from './http/metrics.js'
@@ -26,6 +28,8 @@ export interface Service {
   outbox: Outbox
   /** Every route served, as the OpenAPI document describes them. */
   routes: RouteDef[]
+  /** Moderation of creatives, for tests that wait for it to finish. */
+  moderator: Moderator
   /** Runs the periodic jobs now (freshness expiry, offline detection); they also run every second on their own. */
   runJobs (): { demoted: number, offline: number }
   /** Graceful stop: refuse new requests, finish in-flight ones (up to SHUTDOWN_GRACE_MS), flush and close LMDB. */
@@ -53,8 +57,11 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const deps: HttpDeps = { config, clock, log, store, auth, metrics, lifecycle, limiter: new RateLimiter(clock), idempotency: new Idempotency(store, clock) }
   if (store.meta.get('settings:partner_display') === undefined) store.write(() => store.meta.putSync('settings:partner_display', config.partnerDisplay))
   const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain })
-  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings: new Bookings() }, metrics)
+  const objects = new ObjectStore(config.dataDir)
+  const moderator = new Moderator(store, outbox, objects, clock, log, { maxBytes: config.maxCreativeBytes, timeoutMs: config.creativeFetchTimeoutMs, allowPrivate: config.allowPrivateAssetUrls })
+  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings: new Bookings(), objects, moderator }, metrics)
   server.mount(routes, deps)
+  moderator.resume()
   const runJobs = () => inventory.runJobs()
   const timers = [
     setInterval(runJobs, 1000),
@@ -74,6 +81,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     outbox,
     routes,
     runJobs,
+    moderator,
     close () {
       closing ??= (async () => {
         lifecycle.draining = true
@@ -88,6 +96,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
         await new Promise((resolve) => setImmediate(resolve))
         server.closeAll()
         for (const t of timers) clearInterval(t)
+        await moderator.close()
         await store.close()
         log.info('stopped', { in_flight_abandoned: lifecycle.inFlight })
       })()

@@ -10,9 +10,9 @@ function codeOf (envelope: 'flat' | 'nested', body: any): string | undefined {
 }
 
 /** A route path with its parameters set to the fixtures' ids. */
-function fill (path: string, f: { keyId: string, screenId: string, partnerId: string }, keyId = f.keyId): string {
-  return path.replace(':seat_id', 'sweep').replace(':key_id', keyId).replace(':device_id', 'sweep-dev')
-    .replace('/partners/:id', `/partners/${f.partnerId}`).replace(':id', f.screenId)
+function fill (path: string, f: { keyId: string, screenId: string, partnerId: string, creativeId: string, uploadToken: string }, keyId = f.keyId): string {
+  return path.replace(':seat_id', 'sweep').replace(':key_id', keyId).replace(':device_id', 'sweep-dev').replace(':token', f.uploadToken)
+    .replace('/partners/:id', `/partners/${f.partnerId}`).replace('/creatives/:id', `/creatives/${f.creativeId}`).replace(':id', f.screenId)
 }
 
 async function fixtures (svc: TestService) {
@@ -21,7 +21,10 @@ async function fixtures (svc: TestService) {
   const partner = await svc.request('POST', '/v1/partner/register', { body: { name: 'Sweep Screens', slug: 'sweep', contact_email: 'ops@sweep.example', partner_type: 'network' }, headers: { 'x-forwarded-for': freshIp() } })
   const partnerKey = partner.body.data.api_key.key as string
   const device = await svc.request('POST', '/v1/partner/device', { key: partnerKey, body: { device_id: 'sweep-dev', name: 'Sweep screen', display: { width: 1920, height: 1080 }, location: { lat: 30.2672, lng: -97.7431, venue_type: 'gym' }, capabilities: { fein: true } } })
-  return { seatKey: key as string, keyId: keyId as string, partnerKey, partnerId: partner.body.data.partner.id as string, screenId: device.body.data.screen_id as string }
+  const creative = (await svc.request('POST', '/openrtb/v2/creatives', { key, body: { name: 'Sweep ad', content_type: 'image/png', mode: 'upload' } })).body.data
+  const uploadToken = new URL(creative.upload.url).pathname.split('/').pop() as string
+  await svc.request('PUT', `/uploads/${uploadToken}`, { raw: 'not really a png', headers: { 'content-type': 'image/png' } })
+  return { seatKey: key as string, keyId: keyId as string, partnerKey, partnerId: partner.body.data.partner.id as string, screenId: device.body.data.screen_id as string, creativeId: creative.creative_id as string, uploadToken }
 }
 
 t.test('every route with a body refuses bad bodies with its envelope and writes nothing', async (t) => {
@@ -43,8 +46,8 @@ t.test('every route with a body refuses bad bodies with its envelope and writes 
       ['malformed JSON', () => send('{"a":'), 400, ['invalid_json']],
       ['not JSON', () => send('a=1', 'application/x-www-form-urlencoded'), 415, ['unsupported_media_type']],
       ['an array', () => send('[]'), 400, ['invalid_parameter']],
-      ['an unknown field', () => send('{"__bogus":1}'), 400, ['invalid_parameter', 'missing_required_field']],
-      ['a wrong type', () => send('{"name":7,"company_name":7,"scopes":"all","limits":[],"reason":7,"label":7}'), 400, ['invalid_parameter', 'missing_required_field']],
+      ['an unknown field', () => send('{"__bogus":1}'), 400, ['invalid_parameter', 'missing_required_field', 'missing_name', 'missing_content_type']],
+      ['a wrong type', () => send('{"name":7,"company_name":7,"scopes":"all","limits":[],"reason":7,"label":7}'), 400, ['invalid_parameter', 'missing_required_field', 'missing_content_type']],
       ['an oversized Idempotency-Key', () => send('{}', 'application/json', { 'idempotency-key': 'k'.repeat(300) }), 400, ['invalid_idempotency_key']]
     ]
     for (const [what, go, status, codes] of cases) {
@@ -98,7 +101,11 @@ t.test('every mutating route honours ?dry_run=true: the real checks run, nothing
     'POST /v1/partner/audience': { updates: [{ device_id: 'sweep-dev', live_face_count: 4, attention_score: 0.5 }] },
     'PATCH /v1/partner/screens/:id': { floor_price_cpm: 9.5 },
     'PUT /admin/v1/settings': { partner_display: true },
-    'PUT /admin/v1/partners/:id/source': { source: 'partner' }
+    'PUT /admin/v1/partners/:id/source': { source: 'partner' },
+    'POST /openrtb/v2/creatives': { name: 'Dry ad', content_type: 'image/png', creative_url: 'https://cdn.example.com/dry.png' },
+    'POST /openrtb/v2/creatives/:id/confirm': undefined,
+    'PUT /uploads/:token': null, // a raw body; its dry run is checked below
+    'POST /admin/v1/creatives/:id/review': null // needs a creative in needs_review; covered by the creatives tests
   }
   const creds: Record<string, string | undefined> = { seat: f.seatKey, partner: f.partnerKey, admin: svc.adminToken }
   const mutating = svc.service.routes.filter((r) => isMutating(r.method))
@@ -121,4 +128,9 @@ t.test('every mutating route honours ?dry_run=true: the real checks run, nothing
   t.equal((await svc.request('GET', '/openrtb/v2/seat', { key: f.seatKey })).body.data.seat.status, 'sandbox', 'the seat was not moved')
   const keys = await svc.request('GET', '/openrtb/v2/keys', { key: f.seatKey })
   t.ok(keys.body.data.keys.every((k: { revoked_at: string | null }) => k.revoked_at === null), 'no key was revoked')
+  const before = svc.snapshot()
+  const upload = await svc.request('PUT', `/uploads/${f.uploadToken}?dry_run=true`, { raw: 'other bytes', headers: { 'content-type': 'image/png' } })
+  t.match(upload.body, { dry_run: true, data: { bytes: 11 } })
+  t.same(svc.snapshot(), before, 'a dry-run upload stores nothing')
+  t.equal((await svc.request('GET', `/openrtb/v2/creatives/${f.creativeId}`, { key: f.seatKey })).body.data.asset.bytes, 16, 'the earlier upload is untouched')
 })

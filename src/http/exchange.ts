@@ -120,7 +120,7 @@ export class Exchange {
     })
     try {
       this.#admit()
-      if (this.#route.body === undefined) return this.#complete(undefined)
+      if (this.#route.body === undefined && this.#route.rawBody !== true) return this.#complete(undefined)
       this.#expectBody()
     } catch (err) {
       this.#fail(err, false)
@@ -183,7 +183,7 @@ export class Exchange {
     const declared = headers['content-length'] === undefined ? undefined : Number(headers['content-length'])
     const chunked = /chunked/i.test(headers['transfer-encoding'] ?? '')
     if ((declared === undefined || declared === 0) && !chunked) return this.#complete(Buffer.alloc(0))
-    if (!isJson(headers['content-type'])) throw new ApiError('unsupported_media_type', 'Send the body as Content-Type: application/json.')
+    if (this.#route.rawBody !== true && !isJson(headers['content-type'])) throw new ApiError('unsupported_media_type', 'Send the body as Content-Type: application/json.')
     if (declared !== undefined && declared > max) throw new ApiError('payload_too_large', `The body is ${declared} bytes; this route accepts at most ${max}.`)
     this.#res.onData((chunk, isLast) => {
       if (this.#done) return
@@ -191,8 +191,9 @@ export class Exchange {
         this.#size += chunk.byteLength
         if (this.#size > max) throw new ApiError('payload_too_large', `The body exceeds ${max} bytes.`)
         if (isLast && this.#chunks.length === 0) {
-          // uWS owns the chunk's memory only until this callback returns; the handler runs before that.
-          return this.#complete(Buffer.from(chunk))
+          // uWS owns the chunk's memory only until this callback returns; the handler runs before that, but a raw
+          // body may be kept by the handler, so it gets a copy.
+          return this.#complete(this.#route.rawBody === true ? Buffer.from(new Uint8Array(chunk)) : Buffer.from(chunk))
         }
         this.#chunks.push(Buffer.from(new Uint8Array(chunk)))
         if (isLast) this.#complete(Buffer.concat(this.#chunks))
@@ -206,6 +207,7 @@ export class Exchange {
   #complete (raw: Buffer | undefined): void {
     const { route, ctx } = { route: this.#route, ctx: this.#ctx }
     try {
+      if (route.rawBody === true) ctx.body = raw ?? Buffer.alloc(0)
       if (route.body !== undefined) {
         let body: unknown = {}
         if (raw !== undefined && raw.length > 0) {
@@ -285,7 +287,7 @@ export class Exchange {
     }
     const mustClose = close || (apiError.code === 'payload_too_large') || apiError.code === 'service_unavailable'
     const headers = apiError.headers
-    this.#send(apiError.status, 'application/json', this.#errorBody(apiError), headers, mustClose && this.#route.body !== undefined)
+    this.#send(apiError.status, 'application/json', this.#errorBody(apiError), headers, mustClose && (this.#route.body !== undefined || this.#route.rawBody === true))
   }
 
   #send (status: number, contentType: string, body: string, headers: Record<string, string> | undefined, close = false): void {

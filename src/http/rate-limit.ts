@@ -30,6 +30,7 @@ export const RATE_GROUPS: Record<RateGroup, GroupPolicy> = {
   /* designed */ partner_registration: { sandbox: 10, production: 10, windowMs: HOUR, per: 'ip' },
   /* designed */ public: { sandbox: 600, production: 600, windowMs: MINUTE, per: 'ip' },
   /* designed */ ops: { sandbox: 6000, production: 6000, windowMs: MINUTE, per: 'ip' },
+  /* designed */ uploads: { sandbox: 300, production: 300, windowMs: MINUTE, per: 'ip' },
   /* designed */ unauthenticated: { sandbox: 60, production: 60, windowMs: MINUTE, per: 'ip' }
 }
 

@@ -100,6 +100,8 @@ export interface RouteDef<B = unknown, Q = unknown> {
   cacheSeconds?: number
   /** Body size limit when it differs from MAX_BODY_BYTES. */
   maxBodyBytes?: number
+  /** The body is bytes of any media type (an upload), handed to the handler as a Buffer. */
+  rawBody?: boolean
   handler: Handler<B, Q>
 }
 

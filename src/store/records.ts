@@ -1,4 +1,4 @@
-import type { CustomRateLimits, Display, OperatingHours, Scope, SeatStatus, VenueType } from '../generated/types.js'
+import type { Creative, CustomRateLimits, Display, OperatingHours, Scope, SeatStatus, VenueType } from '../generated/types.js'
 import type { FeinState } from '../inventory/fein.js'
 
 // Storage shapes. These are not wire objects (those live in schemas/): they hold what the wire never shows, such as
@@ -83,6 +83,15 @@ export interface ScreenStatus {
   online: boolean
   /** Heartbeats per hour over the last day: [hour start ms, count]. */
   hours: Array<[number, number]>
+}
+
+/** A creative: the wire view plus who owns it and where its bytes are. */
+export interface CreativeRecord extends Omit<Creative, 'upload'> {
+  seat_id: string
+  /** Object-store key of the asset, once it is stored. */
+  object?: string
+  /** Upload mode: until when the presigned PUT URL is valid (ms). */
+  upload_expires_at?: number
 }
 
 export type { FeinState }

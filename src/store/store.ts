@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
-import type { FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
+import type { CreativeRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
 export interface Store {
@@ -30,6 +30,9 @@ export interface Store {
   adslotPos: Database<IndexKey, string>
   /** screen_id -> pre-encoded rows (src/inventory/rows.ts). */
   rows: Database<string[], string>
+  creatives: Database<CreativeRecord, string>
+  /** [seat_id lower-cased, -created ms, creative_id] -> creative_id: a seat's creatives, newest first. */
+  creativesBySeat: Database<string, [string, number, string]>
   /**
    * Runs fn in one synchronous write transaction and returns its result; a throw rolls everything back. Commits are
    * written to the OS before this returns (a kill -9 loses nothing acknowledged) and fsynced right after, off the
@@ -67,6 +70,8 @@ export function openStore (dataDir: string): Store {
     adslotIndex: root.openDB<IndexTuple, IndexKey>('adslot_index', { keyEncoding: 'ordered-binary' }),
     adslotPos: db('adslot_pos'),
     rows: db('rows', undefined, true),
+    creatives: db('creatives'),
+    creativesBySeat: root.openDB<string, [string, number, string]>('creatives_by_seat', { keyEncoding: 'ordered-binary' }),
     write: (fn) => root.transactionSync(fn),
     async close () {
       await root.flushed

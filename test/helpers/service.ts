@@ -108,7 +108,8 @@ export async function startTestService (t: { teardown (fn: () => unknown): void 
         fein: s.fein.getCount(),
         status: s.status.getCount(),
         adslots: s.adslotIndex.getCount(),
-        meta: s.meta.getCount()
+        meta: s.meta.getCount(),
+        creatives: s.creatives.getCount()
       }
     }
   }

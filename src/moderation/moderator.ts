@@ -1,0 +1,120 @@
+import { Piscina } from 'piscina'
+import type { Clock } from '../clock.js'
+import { iso } from '../clock.js'
+import type { Logger } from '../log.js'
+import type { ObjectStore } from '../store/objects.js'
+import type { Outbox } from '../store/outbox.js'
+import type { CreativeRecord } from '../store/records.js'
+import type { Store } from '../store/store.js'
+import { fetchAsset, FetchError, type FetchOptions } from './fetch-asset.js'
+import type { ModerationReply, ModerationTask } from './types.js'
+
+/**
+ * Runs creatives through moderation off the request path: fetch (URL mode), then the moderation worker, then one
+ * transaction that stores the outcome and emits creative.moderation.completed. The pool has one thread, so moderation
+ * never takes both cores from bidding. Pending work is found again in LMDB after a restart.
+ */
+export class Moderator {
+  readonly #store: Store
+  readonly #outbox: Outbox
+  readonly #objects: ObjectStore
+  readonly #clock: Clock
+  readonly #log: Logger
+  readonly #fetch: FetchOptions
+  readonly #inFlight = new Map<string, Promise<void>>()
+  #pool: Piscina<ModerationTask, ModerationReply> | undefined
+
+  constructor (store: Store, outbox: Outbox, objects: ObjectStore, clock: Clock, log: Logger, fetch: FetchOptions) {
+    this.#store = store
+    this.#outbox = outbox
+    this.#objects = objects
+    this.#clock = clock
+    this.#log = log
+    this.#fetch = fetch
+  }
+
+  /** Picks up every creative left pending by a previous run. */
+  resume (): void {
+    for (const { key, value } of this.#store.creatives.getRange()) if (value.status === 'pending_moderation') this.schedule(key)
+  }
+
+  /** Moderates a creative soon; call after the transaction that made it pending (a rolled-back one finds nothing). */
+  schedule (creativeId: string): void {
+    if (this.#inFlight.has(creativeId)) return
+    const work = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.#process(creativeId))
+      .catch((err: unknown) => this.#log.error('moderation failed', { creative_id: creativeId, error: err instanceof Error ? err.stack : String(err) }))
+      .finally(() => this.#inFlight.delete(creativeId))
+    this.#inFlight.set(creativeId, work)
+  }
+
+  /** Resolves when nothing is being moderated. */
+  async idle (): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.all(this.#inFlight.values())
+  }
+
+  async close (): Promise<void> {
+    await this.idle()
+    await this.#pool?.destroy()
+  }
+
+  async #process (id: string): Promise<void> {
+    let creative = this.#store.creatives.get(id)
+    if (creative === undefined || creative.status !== 'pending_moderation') return
+    if (creative.object === undefined) {
+      try {
+        const { bytes } = await fetchAsset(creative.source_url!, this.#fetch)
+        const stored = this.#objects.put(id, bytes)
+        creative = this.#update(id, (c) => ({ ...c, object: id, asset: { ...c.asset, bytes: stored.bytes, sha256: stored.sha256 } }))
+        if (creative === undefined) return
+      } catch (err) {
+        if (!(err instanceof FetchError)) throw err
+        this.#finish(id, 'rejected', { failure: `The asset could not be fetched: ${err.message}.` })
+        return
+      }
+    }
+    this.#pool ??= new Piscina<ModerationTask, ModerationReply>({ filename: new URL('./worker.js', import.meta.url).href, minThreads: 0, maxThreads: 1, idleTimeout: 60_000 })
+    const reply = await this.#pool.run({ path: this.#objects.path(creative.object!), declaredType: creative.content_type })
+    if (!reply.ok) {
+      this.#finish(id, 'rejected', { failure: `The asset could not be read: ${reply.failure}.` })
+      return
+    }
+    this.#finish(id, reply.moderation.decision, { moderation: reply.moderation, asset: { ...creative.asset, ...reply.asset } })
+  }
+
+  #update (id: string, change: (c: CreativeRecord) => CreativeRecord): CreativeRecord | undefined {
+    return this.#store.write(() => {
+      const current = this.#store.creatives.get(id)
+      if (current === undefined) return undefined
+      const next = change(current)
+      this.#store.creatives.putSync(id, next)
+      return next
+    })
+  }
+
+  /** Stores the outcome and emits creative.moderation.completed in one transaction. */
+  #finish (id: string, status: CreativeRecord['status'], fields: Partial<CreativeRecord>): void {
+    const now = iso(this.#clock.now())
+    this.#store.write(() => {
+      const current = this.#store.creatives.get(id)
+      if (current === undefined || current.status !== 'pending_moderation') return
+      const next: CreativeRecord = { ...current, ...fields, status, moderated_at: now, updated_at: now }
+      this.#store.creatives.putSync(id, next)
+      this.#outbox.append('creative.moderation.completed', `creative:${id}`, completedEvent(next), current.seat_id)
+    })
+  }
+}
+
+/** The data of creative.moderation.completed. */
+export function completedEvent (c: CreativeRecord): Record<string, unknown> {
+  return {
+    creative_id: c.creative_id,
+    status: c.status,
+    decision: c.moderation?.decision ?? c.status,
+    reasons: c.moderation?.reasons ?? (c.failure !== undefined ? [c.failure] : []),
+    flags: c.moderation?.flags ?? null,
+    age_rating: c.moderation?.age_rating ?? null,
+    iab_categories: c.moderation?.iab_categories.map((x) => x.id) ?? [],
+    reviewed: (c.reviews?.length ?? 0) > 0
+  }
+}
