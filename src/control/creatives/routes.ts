@@ -1,4 +1,5 @@
-import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto'
+import { secret } from '../../store/secrets.js'
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
@@ -16,12 +17,7 @@ export class UploadUrls {
   readonly #secret: Buffer
 
   constructor (store: Store) {
-    let secret = store.meta.get('secret:uploads') as Buffer | undefined
-    if (secret === undefined) {
-      secret = randomBytes(32)
-      store.write(() => store.meta.putSync('secret:uploads', secret))
-    }
-    this.#secret = Buffer.from(secret)
+    this.#secret = secret(store, 'uploads')
   }
 
   #tag (creativeId: string, expires: number): string {

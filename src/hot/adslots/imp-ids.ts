@@ -1,4 +1,5 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHmac, timingSafeEqual } from 'node:crypto'
+import { secret } from '../../store/secrets.js'
 import type { Store } from '../../store/store.js'
 
 /** What an issued imp id carries. */
@@ -27,12 +28,7 @@ export class ImpIds {
   #sequence = 0
 
   constructor (store: Store) {
-    let secret = store.meta.get('secret:imp_ids') as Buffer | undefined
-    if (secret === undefined) {
-      secret = randomBytes(32)
-      store.write(() => store.meta.putSync('secret:imp_ids', secret))
-    }
-    this.#secret = Buffer.from(secret)
+    this.#secret = secret(store, 'imp_ids')
   }
 
   #tag (payload: string): string {
