@@ -118,18 +118,24 @@ t.test('an upload URL expires', async (t) => {
 })
 
 t.test('URL mode: fetched and moderated; failures reject with the reason', async (t) => {
-  const svc = await startTestService(t, { ALLOW_PRIVATE_ASSET_URLS: 'true', MAX_CREATIVE_BYTES: '300000' })
+  const svc = await startTestService(t, { ALLOW_PRIVATE_ASSET_URLS: 'true', MAX_CREATIVE_BYTES: '300000', CREATIVE_FETCH_TIMEOUT_MS: '500' })
   const { key } = await svc.onboard('cr_url')
+  const slow = createServer(() => { /* never answers */ })
+  await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r))
+  t.teardown(() => { slow.closeAllConnections(); return new Promise((r) => slow.close(r)) })
+  const slowUrl = `http://127.0.0.1:${(slow.address() as { port: number }).port}/slow.png`
   const base = await assetServer(t, {
     '/casino.png': { body: await adImage('CASINO NIGHT', 'Poker and blackjack', '#402'), type: 'image/png' },
     '/vote.png': { body: await adImage('VOTE SMITH', 'for Senate', '#333'), type: 'image/png' },
     '/big.png': { body: Buffer.alloc(400_000, 1), type: 'image/png' },
     '/moved.png': { body: Buffer.alloc(0), type: 'text/plain', status: 302, location: '/casino.png' },
-    '/text.png': { body: Buffer.from('not an image at all'), type: 'image/png' }
+    '/text.png': { body: Buffer.from('not an image at all'), type: 'image/png' },
+    '/video.png': { body: await adImage('NOT A VIDEO', 'just a card'), type: 'video/mp4' }
   })
   const made: Record<string, string> = {}
-  for (const name of ['casino', 'vote', 'big', 'moved', 'text', 'missing']) {
-    const r = await create(svc, key, { name, content_type: 'image/png', creative_url: `${base}/${name}.png` })
+  for (const name of ['casino', 'vote', 'big', 'moved', 'text', 'missing', 'slow', 'video']) {
+    const url = name === 'slow' ? slowUrl : `${base}/${name}.png`
+    const r = await create(svc, key, { name, content_type: name === 'video' ? 'video/mp4' : 'image/png', creative_url: url })
     t.equal(r.status, 201)
     t.equal(r.body.data.status, 'pending_moderation', 'answered at once, moderated later')
     made[name] = r.body.data.creative_id
@@ -142,11 +148,15 @@ t.test('URL mode: fetched and moderated; failures reject with the reason', async
   t.match(await get('moved'), { status: 'rejected', failure: /redirects/ })
   t.match(await get('text'), { status: 'rejected', failure: /not a readable image or video/ })
   t.match(await get('missing'), { status: 'rejected', failure: /HTTP 404/ })
+  t.match(await get('slow'), { status: 'rejected', failure: /longer than 500 ms/ })
+  t.match(await get('video'), { status: 'rejected', failure: /is image\/png, not the declared video\/mp4/ }, 'the probed type must match the declared one')
   const list = await svc.request('GET', '/openrtb/v2/creatives?status=rejected&limit=2', { key })
   t.equal(list.body.data.creatives.length, 2)
-  const next = await svc.request('GET', `/openrtb/v2/creatives?status=rejected&limit=2&cursor=${list.body.data.cursor.next}`, { key })
-  t.equal(next.body.data.creatives.length, 2)
-  t.equal(new Set([...list.body.data.creatives, ...next.body.data.creatives].map((c: { creative_id: string }) => c.creative_id)).size, 4, 'the four rejected, without duplicates')
+  const all = await svc.request('GET', '/openrtb/v2/creatives?status=rejected', { key })
+  t.equal(all.body.data.creatives.length, 6)
+  const next = await svc.request('GET', `/openrtb/v2/creatives?status=rejected&limit=4&cursor=${list.body.data.cursor.next}`, { key })
+  t.equal(next.body.data.creatives.length, 4)
+  t.equal(new Set([...list.body.data.creatives, ...next.body.data.creatives].map((c: { creative_id: string }) => c.creative_id)).size, 6, 'the six rejected, without duplicates')
   t.equal((await svc.request('GET', '/openrtb/v2/creatives?status=pending', { key })).body.data.creatives.length, 0, 'pending is an alias of pending_moderation')
 })
 

@@ -79,6 +79,13 @@ export class Moderator {
       this.#finish(id, 'rejected', { failure: `The asset could not be read: ${reply.failure}.` })
       return
     }
+    const declared = creative.content_type.split('/')[0]
+    const actual = reply.asset.media_type.split('/')[0]
+    if (declared !== actual) {
+      // A video declared as an image (or the reverse) would be played by the wrong element and fail on screen.
+      this.#finish(id, 'rejected', { failure: `The asset is ${reply.asset.media_type}, not the declared ${creative.content_type}.`, asset: { ...creative.asset, ...reply.asset } })
+      return
+    }
     this.#finish(id, reply.moderation.decision, { moderation: reply.moderation, asset: { ...creative.asset, ...reply.asset } })
   }
 
