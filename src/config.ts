@@ -43,6 +43,10 @@ export interface Config {
   uploadUrlTtlSeconds: number
   /** ALLOW_PRIVATE_ASSET_URLS: test escape hatch letting creative URLs point at loopback and private addresses; refused with NODE_ENV=production. */
   allowPrivateAssetUrls: boolean
+  /** PICKUP_SECONDS: how soon players show a new assignment (the spec's 30-60 s content refresh cycle). */
+  pickupSeconds: number
+  /** RESERVATION_HOLD_SECONDS: how long a reservation holds capacity (the spec's 15 minutes). */
+  reservationHoldSeconds: number
   /** LOG_LEVEL: error, warn, info or debug. */
   logLevel: 'error' | 'warn' | 'info' | 'debug'
 }
@@ -113,6 +117,8 @@ export function loadConfig (env: Env = process.env): Config {
     creativeFetchTimeoutMs: int(env, 'CREATIVE_FETCH_TIMEOUT_MS', 10_000, 100, 300_000),
     uploadUrlTtlSeconds: int(env, 'UPLOAD_URL_TTL_SECONDS', 900, 10, 86_400),
     allowPrivateAssetUrls: privateUrls(env),
+    pickupSeconds: int(env, 'PICKUP_SECONDS', 30, 1, 3600),
+    reservationHoldSeconds: int(env, 'RESERVATION_HOLD_SECONDS', 900, 10, 86_400),
     logLevel: level as Config['logLevel']
   }
 }

@@ -3,6 +3,10 @@ import { onboardRoute } from './control/accounts/onboard.js'
 import { seatRoute } from './control/accounts/seat.js'
 import { adminAuditRoute } from './control/admin/audit.js'
 import { adminCreativeRoutes } from './control/admin/creatives.js'
+import { adminDealRoutes } from './control/admin/deals.js'
+import { campaignRoutes } from './control/campaigns/campaigns.js'
+import { dealRoutes } from './control/campaigns/deals.js'
+import { reservationRoutes } from './control/campaigns/reservations.js'
 import { creativeRoutes } from './control/creatives/routes.js'
 import { adminKeyRoutes } from './control/admin/keys.js'
 import { adminPlatformRoutes } from './control/admin/platform.js'
@@ -32,6 +36,9 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
     ...screenRoutes(deps),
     discoverRoute(deps),
     ...creativeRoutes(deps),
+    ...campaignRoutes(deps),
+    ...reservationRoutes(deps),
+    ...dealRoutes(deps),
     ...partnerRegistrationRoutes(deps),
     ...deviceRoutes(deps),
     ...partnerScreenRoutes(deps),
@@ -40,6 +47,7 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
     ...adminKeyRoutes(deps),
     ...adminPlatformRoutes(deps),
     ...adminCreativeRoutes(deps),
+    ...adminDealRoutes(deps),
     adminAuditRoute(deps),
     ...publicFileRoutes(deps),
     ...opsRoutes(deps, metrics, () => openapi)

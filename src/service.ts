@@ -5,6 +5,8 @@ import { resolveAdminToken } from './control/admin/token.js'
 import { allRoutes } from './routes.js'
 import { ImpIds } from './hot/adslots/imp-ids.js'
 import { Bookings } from './inventory/bookings.js'
+import { bookedOn } from './campaigns/ledger.js'
+import { runCampaignJobs } from './campaigns/lifecycle.js'
 import { Inventory } from './inventory/inventory.js'
 import { Moderator } from './moderation/moderator.js'
 import { ObjectStore } from './store/objects.js'
@@ -31,7 +33,7 @@ export interface Service {
   /** Moderation of creatives, for tests that wait for it to finish. */
   moderator: Moderator
   /** Runs the periodic jobs now (freshness expiry, offline detection); they also run every second on their own. */
-  runJobs (): { demoted: number, offline: number }
+  runJobs (): { demoted: number, offline: number, expiredHolds: number, campaignMoves: number, expiredDeals: number }
   /** Graceful stop: refuse new requests, finish in-flight ones (up to SHUTDOWN_GRACE_MS), flush and close LMDB. */
   close (): Promise<void>
 }
@@ -59,10 +61,12 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain })
   const objects = new ObjectStore(config.dataDir)
   const moderator = new Moderator(store, outbox, objects, clock, log, { maxBytes: config.maxCreativeBytes, timeoutMs: config.creativeFetchTimeoutMs, allowPrivate: config.allowPrivateAssetUrls })
-  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings: new Bookings(), objects, moderator }, metrics)
+  const bookings = new Bookings()
+  bookings.register((screenId, date) => bookedOn(store, screenId, date))
+  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator }, metrics)
   server.mount(routes, deps)
   moderator.resume()
-  const runJobs = () => inventory.runJobs()
+  const runJobs = () => ({ ...inventory.runJobs(), ...runCampaignJobs(store, outbox, clock.now()) })
   const timers = [
     setInterval(runJobs, 1000),
     setInterval(() => deps.limiter.sweep(), 60_000),

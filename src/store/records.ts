@@ -1,4 +1,4 @@
-import type { Creative, CustomRateLimits, Display, OperatingHours, Scope, SeatStatus, VenueType } from '../generated/types.js'
+import type { Assignment, Campaign, Creative, Deal, Reservation, CustomRateLimits, Display, OperatingHours, Scope, SeatStatus, VenueType } from '../generated/types.js'
 import type { FeinState } from '../inventory/fein.js'
 
 // Storage shapes. These are not wire objects (those live in schemas/): they hold what the wire never shows, such as
@@ -92,6 +92,28 @@ export interface CreativeRecord extends Omit<Creative, 'upload'> {
   object?: string
   /** Upload mode: until when the presigned PUT URL is valid (ms). */
   upload_expires_at?: number
+}
+
+/** A campaign with its owner; screens are computed per request, not stored. */
+export interface CampaignRecord extends Omit<Campaign, 'screens'> {
+  seat_id: string
+  /** Set when the first impression is recorded (campaign.started). */
+  started_at?: string
+}
+
+export interface AssignmentRecord extends Assignment {
+  seat_id: string
+}
+
+export interface ReservationRecord extends Reservation {
+  seat_id: string
+  expires_ms: number
+}
+
+export interface DealRecord extends Deal {
+  /** Guaranteed: spots booked per screen and day on approval. */
+  booked_per_day?: number
+  booked_screens?: string[]
 }
 
 export type { FeinState }

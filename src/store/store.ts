@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
-import type { CreativeRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
+import type { AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
 export interface Store {
@@ -33,6 +33,18 @@ export interface Store {
   creatives: Database<CreativeRecord, string>
   /** [seat_id lower-cased, -created ms, creative_id] -> creative_id: a seat's creatives, newest first. */
   creativesBySeat: Database<string, [string, number, string]>
+  campaigns: Database<CampaignRecord, string>
+  assignments: Database<AssignmentRecord, string>
+  reservations: Database<ReservationRecord, string>
+  deals: Database<DealRecord, string>
+  /** [kind, seat_id lower-cased, -created ms, id] -> id: a seat's campaigns, assignments and reservations, newest first. */
+  bySeat: Database<string, [string, string, number, string]>
+  /** [screen_id, date] -> spots taken by placements, held reservations and guaranteed deals. */
+  booked: Database<number, [string, string]>
+  /** [screen_id, start_date, assignment_id] -> assignment_id: what each screen plays (the player feed reads it). */
+  placements: Database<string, [string, string, string]>
+  /** [expires ms, reservation_id] -> reservation_id: holds in expiry order. */
+  holds: Database<string, [number, string]>
   /**
    * Runs fn in one synchronous write transaction and returns its result; a throw rolls everything back. Commits are
    * written to the OS before this returns (a kill -9 loses nothing acknowledged) and fsynced right after, off the
@@ -72,6 +84,14 @@ export function openStore (dataDir: string): Store {
     rows: db('rows', undefined, true),
     creatives: db('creatives'),
     creativesBySeat: root.openDB<string, [string, number, string]>('creatives_by_seat', { keyEncoding: 'ordered-binary' }),
+    campaigns: db('campaigns'),
+    assignments: db('assignments'),
+    reservations: db('reservations'),
+    deals: db('deals'),
+    bySeat: root.openDB<string, [string, string, number, string]>('by_seat', { keyEncoding: 'ordered-binary' }),
+    booked: root.openDB<number, [string, string]>('booked', { keyEncoding: 'ordered-binary' }),
+    placements: root.openDB<string, [string, string, string]>('placements', { keyEncoding: 'ordered-binary' }),
+    holds: root.openDB<string, [number, string]>('holds', { keyEncoding: 'ordered-binary' }),
     write: (fn) => root.transactionSync(fn),
     async close () {
       await root.flushed

@@ -109,7 +109,12 @@ export async function startTestService (t: { teardown (fn: () => unknown): void 
         status: s.status.getCount(),
         adslots: s.adslotIndex.getCount(),
         meta: s.meta.getCount(),
-        creatives: s.creatives.getCount()
+        creatives: s.creatives.getCount(),
+        campaigns: s.campaigns.getCount(),
+        assignments: s.assignments.getCount(),
+        reservations: s.reservations.getCount(),
+        deals: s.deals.getCount(),
+        booked: s.booked.getCount()
       }
     }
   }

@@ -32,6 +32,11 @@ export function toOpenApiSchema (node: unknown): unknown {
       out.type = types[0]
       if (v.includes('null')) out.nullable = true
     } else if (k === 'const') out.enum = [v]
+    else if ((k === 'exclusiveMinimum' || k === 'exclusiveMaximum') && typeof v === 'number') {
+      // draft-07's numeric form becomes 3.0's bound plus a boolean.
+      out[k === 'exclusiveMinimum' ? 'minimum' : 'maximum'] = v
+      out[k] = true
+    }
     else if (k === 'examples' && Array.isArray(v)) out.example = v[0]
     else if (k === 'properties' || k === 'definitions') out[k] = Object.fromEntries(Object.entries(v as Json).map(([p, s]) => [p, toOpenApiSchema(s)]))
     else out[k] = typeof v === 'object' ? toOpenApiSchema(v) : v

@@ -4,6 +4,8 @@ import type { AdslotsQuery } from '../../generated/types.js'
 import { qualityOf, SOURCES, vasOf, type IndexKey, type IndexTuple, type Source } from '../../inventory/adslot-index.js'
 import { impressionMultiplier, present } from '../../inventory/fein.js'
 import { ok, RawJson, route, type RouteDef } from '../../http/route.js'
+import { matchesEntry } from '../../campaigns/targeting.js'
+import type { DealRecord } from '../../store/records.js'
 import { CountCache, decodeCursor, encodeCursor, hasFeinFilter, page, planFrom, type Plan } from './query.js'
 
 /**
@@ -24,14 +26,27 @@ export function adslotsRoute ({ store, inventory, impIds, config }: Deps): Route
     return `${rows[0]},"data_quality":"${qualityOf(key[1])}","vas_7d":${JSON.stringify(vasOf(key[2]))}}`
   }
 
-  const bidRequest = (key: IndexKey, tuple: IndexTuple, seatId: string, now: number): string => {
+  /** Active deals this seat is invited to, as OpenRTB 2.6 deal objects per matching screen (imp.pmp.deals). */
+  const dealsFor = (seatId: string): DealRecord[] => {
+    const seat = seatId.toLowerCase()
+    return [...store.deals.getRange()].map(({ value }) => value).filter((d) => d.status === 'active' && d.invited_seats.some((s) => s.toLowerCase() === seat))
+  }
+  const pmp = (deals: DealRecord[], key: IndexKey, tuple: IndexTuple, now: number): string => {
+    const today = new Date(now).toISOString().slice(0, 10)
+    const matching = deals.filter((d) => d.start_date <= today && today <= d.end_date && matchesEntry(d.targeting, key, tuple))
+    if (matching.length === 0) return ''
+    // at: 1 first price (PMP), 3 fixed price (Preferred, Guaranteed); private_auction 0 keeps the open auction.
+    return `,"pmp":${JSON.stringify({ private_auction: 0, deals: matching.map((d) => ({ id: d.deal_id, bidfloor: d.fixed_cpm ?? d.floor_cpm, bidfloorcur: 'USD', at: d.type === 'PMP' ? 1 : 3, wseat: d.invited_seats, ext: { trb: { type: d.type } } })) })}`
+  }
+
+  const bidRequest = (key: IndexKey, tuple: IndexTuple, seatId: string, now: number, deals: DealRecord[]): string => {
     const id = key[3]
     const rows = store.rows.get(id)!
     const sensors = tuple[5] === 1
     const state = sensors ? store.fein.get(id) : undefined
     const multiplier = impressionMultiplier(state, sensors, now)
     const impId = impIds.issue({ screenId: id, seatId, floor: tuple[10], multiplier, issuedAt: now, expiresAt: now + config.bidTtlSeconds * 1000 })
-    return `{"id":"${randomUUID()}","imp":[{"id":"${impId}",${rows[1]},"qty":{"multiplier":${multiplier},"sourcetype":2,"vendor":"oohbid-fein"},"dt":${now},"exp":${config.bidTtlSeconds}}],` +
+    return `{"id":"${randomUUID()}","imp":[{"id":"${impId}",${rows[1]}${pmp(deals, key, tuple, now)},"qty":{"multiplier":${multiplier},"sourcetype":2,"vendor":"oohbid-fein"},"dt":${now},"exp":${config.bidTtlSeconds}}],` +
       `${rows[2]},"tmax":${config.tmaxMs},"cur":["USD"],"ext":{"trb":{${rows[3]},"fein":${JSON.stringify(present(state, sensors, now))}}}}`
   }
 
@@ -61,7 +76,8 @@ export function adslotsRoute ({ store, inventory, impIds, config }: Deps): Route
       const sources = SOURCES.filter((s) => enabled.includes(s)) as Source[]
       if (openrtb) {
         const seatId = ctx.principal!.seat!.seat_id
-        const requests = entries.map((e) => bidRequest(e.key, e.tuple!, seatId, ctx.now)).join(',')
+        const deals = dealsFor(seatId)
+        const requests = entries.map((e) => bidRequest(e.key, e.tuple!, seatId, ctx.now, deals)).join(',')
         const totals = sources.reduce((a, s) => { const c = inventory.counts(s); return { total: a.total + c.total, enriched: a.enriched + c.enriched } }, { total: 0, enriched: 0 })
         const filters = { venue_type: plan.tuple.venueType ?? null, country: plan.tuple.country ?? null, state: plan.tuple.state ?? null, city: q.city ?? null, min_vas: q.min_vas ?? null, min_attention: q.min_attention ?? null, emotion: q.emotion ?? null }
         const coverage = { total_screens: totals.total, fein_enriched: totals.enriched, after_filters: wantCount && !plan.refined ? totalCount(plan, ctx.now) : null }
