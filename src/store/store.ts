@@ -32,12 +32,11 @@ export interface Store {
   rows: Database<string[], string>
   creatives: Database<CreativeRecord, string>
   /** [seat_id lower-cased, -created ms, creative_id] -> creative_id: a seat's creatives, newest first. */
-  creativesBySeat: Database<string, [string, number, string]>
   campaigns: Database<CampaignRecord, string>
   assignments: Database<AssignmentRecord, string>
   reservations: Database<ReservationRecord, string>
   deals: Database<DealRecord, string>
-  /** [kind, seat_id lower-cased, -created ms, id] -> id: a seat's campaigns, assignments and reservations, newest first. */
+  /** [kind, seat_id lower-cased, -created ms, id] -> id: a seat's creatives, campaigns, assignments and reservations, newest first. */
   bySeat: Database<string, [string, string, number, string]>
   /** [screen_id, date] -> spots taken by placements, held reservations and guaranteed deals. */
   booked: Database<number, [string, string]>
@@ -83,7 +82,6 @@ export function openStore (dataDir: string): Store {
     adslotPos: db('adslot_pos'),
     rows: db('rows', undefined, true),
     creatives: db('creatives'),
-    creativesBySeat: root.openDB<string, [string, number, string]>('creatives_by_seat', { keyEncoding: 'ordered-binary' }),
     campaigns: db('campaigns'),
     assignments: db('assignments'),
     reservations: db('reservations'),

@@ -10,7 +10,8 @@ import { ok, route, type RouteDef } from '../../http/route.js'
 import { qualityOf, vasOf } from '../../inventory/adslot-index.js'
 import { summaryOf } from '../../inventory/rows.js'
 import type { AssignmentRecord, CampaignRecord } from '../../store/records.js'
-import { approvedCreative, checkFlight, indexForSeat, seatPage, usableScreens } from './common.js'
+import { indexForSeat, seatPage } from '../seat-lists.js'
+import { approvedCreative, checkFlight, usableScreens } from './common.js'
 
 function campaignView ({ seat_id: _seat, started_at: _started, ...c }: CampaignRecord): Campaign {
   return c

@@ -8,7 +8,8 @@ import type { ListQuery, Reservation, ReservationConfirmRequest, ReservationRequ
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { ReservationRecord } from '../../store/records.js'
 import { place } from './campaigns.js'
-import { approvedCreative, checkFlight, indexForSeat, seatPage, usableScreens } from './common.js'
+import { indexForSeat, seatPage } from '../seat-lists.js'
+import { approvedCreative, checkFlight, usableScreens } from './common.js'
 
 function view ({ seat_id: _seat, expires_ms: _expires, ...r }: ReservationRecord): Reservation {
   return r

@@ -8,6 +8,7 @@ import { ok, route, type RouteDef } from '../../http/route.js'
 import { callbackUrlProblem } from '../../net/url-guard.js'
 import type { CreativeRecord } from '../../store/records.js'
 import type { Store } from '../../store/store.js'
+import { indexForSeat, seatPage } from '../seat-lists.js'
 
 /** The media types a screen's player can show. */
 export const PLAYABLE = ['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'video/mp4', 'video/webm']
@@ -104,7 +105,7 @@ export function creativeRoutes ({ store, outbox, config, objects, moderator }: D
         if (body.click_url !== undefined) creative.click_url = body.click_url
         if (body.declared_categories !== undefined) creative.declared_categories = body.declared_categories
         store.creatives.putSync(id, creative)
-        store.creativesBySeat.putSync([seat.seat_id.toLowerCase(), -ctx.now, id], id)
+        indexForSeat(store, 'creative', seat.seat_id, ctx.now, id)
         outbox.append('creative.created', `creative:${id}`, { creative_id: id, mode, content_type: type }, seat.seat_id)
         if (!ctx.dryRun && mode === 'url') moderator.schedule(id)
         return ok(view(creative), 201)
@@ -118,30 +119,9 @@ export function creativeRoutes ({ store, outbox, config, objects, moderator }: D
       querySchema: 'CreativeListQuery',
       data: 'CreativeList',
       handler: (ctx) => {
-        const seatKey = ctx.principal!.seat!.seat_id.toLowerCase()
         const status = ctx.q.status === 'pending' ? 'pending_moderation' : ctx.q.status
-        let after: [string, number, string] | undefined
-        if (ctx.q.cursor !== undefined) {
-          try {
-            const [ms, id] = JSON.parse(Buffer.from(ctx.q.cursor, 'base64url').toString()) as [number, string]
-            if (typeof ms !== 'number' || typeof id !== 'string') throw new Error('shape')
-            after = [seatKey, ms, id]
-          } catch {
-            throw new ApiError('invalid_parameter', 'cursor is not valid.', { param: 'cursor' })
-          }
-        }
-        const limit = ctx.q.limit ?? 50
-        const items: Creative[] = []
-        let last: [string, number, string] | undefined
-        let more = false
-        for (const { key, value } of store.creativesBySeat.getRange({ start: after ?? [seatKey], end: [seatKey + '\u0000'], exclusiveStart: after !== undefined } as never)) {
-          const c = store.creatives.get(value)
-          if (c === undefined || (status !== undefined && c.status !== status)) continue
-          if (items.length === limit) { more = true; break }
-          items.push(view(c))
-          last = key as [string, number, string]
-        }
-        return ok({ creatives: items, cursor: { next: more && last ? Buffer.from(JSON.stringify([last[1], last[2]])).toString('base64url') : null, has_more: more } })
+        const { items, cursor } = seatPage(store, 'creative', ctx.principal!.seat!.seat_id, { ...ctx.q, ...(status !== undefined ? { status } : {}) }, (id) => store.creatives.get(id), view)
+        return ok({ creatives: items, cursor })
       }
     }),
     route({
