@@ -47,6 +47,10 @@ export interface Config {
   pickupSeconds: number
   /** RESERVATION_HOLD_SECONDS: how long a reservation holds capacity (the spec's 15 minutes). */
   reservationHoldSeconds: number
+  /** DURABILITY: os (commits in the page cache, fsync every SYNC_INTERVAL_MS) or fsync (every commit flushed). */
+  durability: 'os' | 'fsync'
+  /** SYNC_INTERVAL_MS: how often DURABILITY=os fsyncs the LMDB file. */
+  syncIntervalMs: number
   /** LOG_LEVEL: error, warn, info or debug. */
   logLevel: 'error' | 'warn' | 'info' | 'debug'
 }
@@ -70,6 +74,12 @@ function bool (env: Env, name: string, fallback: boolean): boolean {
   if (['1', 'true', 'yes', 'on'].includes(raw)) return true
   if (['0', 'false', 'no', 'off'].includes(raw)) return false
   throw new Error(`${name} must be true or false, got "${env[name]}"`)
+}
+
+function durabilityOf (env: Env): 'os' | 'fsync' {
+  const raw = str(env, 'DURABILITY') ?? 'os'
+  if (raw !== 'os' && raw !== 'fsync') throw new Error(`DURABILITY must be os or fsync, got "${raw}"`)
+  return raw
 }
 
 function privateUrls (env: Env): boolean {
@@ -118,6 +128,8 @@ export function loadConfig (env: Env = process.env): Config {
     uploadUrlTtlSeconds: int(env, 'UPLOAD_URL_TTL_SECONDS', 900, 10, 86_400),
     allowPrivateAssetUrls: privateUrls(env),
     pickupSeconds: int(env, 'PICKUP_SECONDS', 30, 1, 3600),
+    durability: durabilityOf(env),
+    syncIntervalMs: int(env, 'SYNC_INTERVAL_MS', 1000, 10, 60_000),
     reservationHoldSeconds: int(env, 'RESERVATION_HOLD_SECONDS', 900, 10, 86_400),
     logLevel: level as Config['logLevel']
   }

@@ -46,7 +46,7 @@ export interface ServiceOptions {
 
 /** Opens the store, builds every route and starts listening. */
 export async function startService ({ config: given, clock = systemClock, log = createLogger(given.logLevel) }: ServiceOptions): Promise<Service> {
-  const store = openStore(given.dataDir)
+  const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs })
   const admin = resolveAdminToken(given.adminToken, given.dataDir)
   if (admin.generatedAt !== undefined) log.info('operator token', { path: admin.generatedAt })
   const server = await listen(given.host, given.port)

@@ -29,11 +29,11 @@ t.test('graceful shutdown: stop accepting, finish in-flight requests, then close
   t.ok(JSON.parse(reply!.body).data.key, 'and its answer is whole')
 })
 
-function startProcess (dataDir: string): Promise<{ child: ChildProcess, url: string }> {
+function startProcess (dataDir: string, durability = 'os'): Promise<{ child: ChildProcess, url: string }> {
   // The service runs as users run it: without the test runner's loaders and variables.
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TAP') && k !== 'NODE_OPTIONS'))
   const child = spawn(process.execPath, ['dist/src/main.js'], {
-    env: { ...env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN: 'crash-admin', TRUST_PROXY: '127.0.0.1', LOG_LEVEL: 'error' },
+    env: { ...env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN: 'crash-admin', TRUST_PROXY: '127.0.0.1', LOG_LEVEL: 'error', DURABILITY: durability },
     stdio: ['ignore', 'pipe', 'inherit']
   })
   return new Promise((resolve, reject) => {
@@ -47,10 +47,11 @@ function startProcess (dataDir: string): Promise<{ child: ChildProcess, url: str
   })
 }
 
-t.test('kill -9 during writes loses no acknowledged write', async (t) => {
+for (const durability of ['os', 'fsync']) {
+t.test(`kill -9 during writes loses no acknowledged write (DURABILITY=${durability})`, async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-crash-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
-  const first = await startProcess(dataDir)
+  const first = await startProcess(dataDir, durability)
   const firstExit = new Promise((resolve) => first.child.once('exit', resolve))
   const acknowledged: string[] = []
   let n = 0
@@ -77,7 +78,7 @@ t.test('kill -9 during writes loses no acknowledged write', async (t) => {
   await Promise.all(Array.from({ length: 16 }, worker))
   await firstExit
   t.ok(acknowledged.length >= 150, `${acknowledged.length} writes acknowledged before the kill`)
-  const second = await startProcess(dataDir)
+  const second = await startProcess(dataDir, durability)
   t.teardown(() => { second.child.kill('SIGKILL') })
   const missing: string[] = []
   for (const seat of acknowledged) {
@@ -89,3 +90,4 @@ t.test('kill -9 during writes loses no acknowledged write', async (t) => {
   second.child.kill('SIGTERM')
   t.equal(await stop, 0, 'SIGTERM exits cleanly')
 })
+}
