@@ -209,16 +209,22 @@ export class Exchange {
     try {
       if (route.rawBody === true) ctx.body = raw ?? Buffer.alloc(0)
       if (route.body !== undefined) {
-        let body: unknown = {}
-        if (raw !== undefined && raw.length > 0) {
-          try {
-            body = JSON.parse(raw.toString('utf8'))
-          } catch {
-            throw new ApiError('invalid_json', 'The request body is not valid JSON.')
+        try {
+          let body: unknown = {}
+          if (raw !== undefined && raw.length > 0) {
+            try {
+              body = JSON.parse(raw.toString('utf8'))
+            } catch {
+              throw new ApiError('invalid_json', 'The request body is not valid JSON.')
+            }
           }
+          validate(route.body, body)
+          ctx.body = body
+        } catch (err) {
+          const invalid = route.invalidBody
+          if (invalid === undefined || !(err instanceof ApiError)) throw err
+          throw new ApiError(invalid.code, err.message, { ...invalid.extras, ...(err.extras.param !== undefined ? { param: err.extras.param } : {}) })
         }
-        validate(route.body, body)
-        ctx.body = body
       }
       const fingerprint = this.#claim !== undefined ? Idempotency.fingerprint(ctx.method, ctx.path, ctx.query.toString(), raw?.toString('utf8') ?? '') : ''
       if (this.#claim !== undefined) {

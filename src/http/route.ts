@@ -102,6 +102,8 @@ export interface RouteDef<B = unknown, Q = unknown> {
   maxBodyBytes?: number
   /** The body is bytes of any media type (an upload), handed to the handler as a Buffer. */
   rawBody?: boolean
+  /** The error any body failure (bad JSON, schema) answers with instead of the field's own, e.g. invalid_bid_response with nbr. */
+  invalidBody?: { code: ErrorCode, extras: { nbr?: number } }
   handler: Handler<B, Q>
 }
 

@@ -45,6 +45,12 @@ export class ImpIds {
 
   /** The spot an id was issued for, or undefined when the id is malformed, forged or expired. */
   verify (id: string, now: number): IssuedImp | undefined {
+    const imp = this.read(id)
+    return imp !== undefined && imp.expiresAt > now ? imp : undefined
+  }
+
+  /** The spot an id was issued for, expired or not; undefined when the id is malformed or forged. */
+  read (id: string): IssuedImp | undefined {
     const dot = id.lastIndexOf('.')
     if (dot <= 0) return undefined
     const encoded = id.slice(0, dot)
@@ -52,7 +58,6 @@ export class ImpIds {
     const expected = Buffer.from(this.#tag(encoded), 'base64url')
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined
     const [screenId, seatId, floor, multiplier, issued, expires] = Buffer.from(encoded, 'base64url').toString().split('~')
-    const imp: IssuedImp = { screenId: screenId!, seatId: seatId!, floor: Number(floor), multiplier: Number(multiplier), issuedAt: parseInt(issued!, 36), expiresAt: parseInt(expires!, 36) }
-    return imp.expiresAt > now ? imp : undefined
+    return { screenId: screenId!, seatId: seatId!, floor: Number(floor), multiplier: Number(multiplier), issuedAt: parseInt(issued!, 36), expiresAt: parseInt(expires!, 36) }
   }
 }
