@@ -50,12 +50,12 @@ t.test('every route with a body refuses bad bodies with its envelope and writes 
     })
     const before = svc.snapshot()
     const cases: Array<[string, () => ReturnType<typeof send>, number, string[]]> = [
-      ['malformed JSON', () => send('{"a":'), 400, ['invalid_json']],
+      ['malformed JSON', () => send('{"a":'), 400, ['invalid_json', 'invalid_bid_response']],
       ['not JSON', () => send('a=1', 'application/x-www-form-urlencoded'), 415, ['unsupported_media_type']],
-      ['an array', () => send('[]'), 400, ['invalid_parameter']],
-      ['an unknown field', () => send('{"__bogus":1}'), 400, ['invalid_parameter', 'missing_required_field', 'missing_name', 'missing_content_type']],
-      ['a wrong type', () => send('{"name":7,"company_name":7,"scopes":"all","limits":[],"reason":7,"label":7}'), 400, ['invalid_parameter', 'missing_required_field', 'missing_content_type']],
-      ['an oversized Idempotency-Key', () => send('{}', 'application/json', { 'idempotency-key': 'k'.repeat(300) }), 400, ['invalid_idempotency_key']]
+      ['an array', () => send('[]'), 400, ['invalid_parameter', 'invalid_bid_response']],
+      ['an unknown field', () => send('{"__bogus":1}'), 400, ['invalid_parameter', 'missing_required_field', 'missing_name', 'missing_content_type', 'invalid_bid_response']],
+      ['a wrong type', () => send('{"name":7,"company_name":7,"scopes":"all","limits":[],"reason":7,"label":7}'), 400, ['invalid_parameter', 'missing_required_field', 'missing_content_type', 'invalid_bid_response']],
+      ['an oversized Idempotency-Key', () => send('{"id":"x"}', 'application/json', { 'idempotency-key': 'k'.repeat(300) }), 400, ['invalid_idempotency_key']]
     ]
     for (const [what, go, status, codes] of cases) {
       const r = await go()
@@ -126,7 +126,8 @@ t.test('every mutating route honours ?dry_run=true: the real checks run, nothing
     'POST /admin/v1/deals/:dealId/approve': {},
     'POST /admin/v1/deals/:dealId/reject': { reason: 'dry' },
     'POST /admin/v1/deals/:dealId/pause': null, // needs an active deal; covered by the campaigns tests
-    'POST /admin/v1/deals/:dealId/resume': null
+    'POST /admin/v1/deals/:dealId/resume': null,
+    'POST /openrtb/v2/bid': { id: 'dry', seatbid: [{ bid: [{ id: 'b', impid: 'not-issued', price: 5, adm: 'x', crid: f.approvedCreativeId }] }] }
   }
   const creds: Record<string, string | undefined> = { seat: f.seatKey, partner: f.partnerKey, admin: svc.adminToken }
   const mutating = svc.service.routes.filter((r) => isMutating(r.method))

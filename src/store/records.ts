@@ -116,6 +116,27 @@ export interface DealRecord extends Deal {
   booked_screens?: string[]
 }
 
+/** A production bid waiting for its screen's next spot (the open auction of the waterfall). */
+export interface StoredBid {
+  bid_id: string
+  response_id: string
+  seat_id: string
+  impid: string
+  screen_id: string
+  price: number
+  floor: number
+  multiplier: number
+  creative_id: string
+  adomain: string[]
+  dealid?: string
+  nurl?: string
+  lurl?: string
+  burl?: string
+  adm?: string
+  received_at: number
+  expires_at: number
+}
+
 export type { FeinState }
 
 /** A domain event in the transactional outbox. */

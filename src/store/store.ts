@@ -2,7 +2,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
-import type { AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
+import type { StoredBid, AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
 export interface Store {
@@ -42,6 +42,8 @@ export interface Store {
   booked: Database<number, [string, string]>
   /** [screen_id, start_date, assignment_id] -> assignment_id: what each screen plays (the player feed reads it). */
   placements: Database<string, [string, string, string]>
+  /** [screen_id, impid, seat_id] -> the seat's latest bid on that spot. */
+  bids: Database<StoredBid, [string, string, string]>
   /** [expires ms, reservation_id] -> reservation_id: holds in expiry order. */
   holds: Database<string, [number, string]>
   /**
@@ -107,6 +109,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     booked: root.openDB<number, [string, string]>('booked', { keyEncoding: 'ordered-binary' }),
     placements: root.openDB<string, [string, string, string]>('placements', { keyEncoding: 'ordered-binary' }),
     holds: root.openDB<string, [number, string]>('holds', { keyEncoding: 'ordered-binary' }),
+    bids: root.openDB<StoredBid, [string, string, string]>('bids', { keyEncoding: 'ordered-binary' }),
     write: (fn) => root.transactionSync(fn),
     async close () {
       if (timer !== undefined) clearInterval(timer)

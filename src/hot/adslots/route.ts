@@ -4,6 +4,7 @@ import type { AdslotsQuery } from '../../generated/types.js'
 import { qualityOf, SOURCES, vasOf, type IndexKey, type IndexTuple, type Source } from '../../inventory/adslot-index.js'
 import { impressionMultiplier, present } from '../../inventory/fein.js'
 import { ok, RawJson, route, type RouteDef } from '../../http/route.js'
+import { activeDealsFor } from '../../campaigns/deals.js'
 import { matchesEntry } from '../../campaigns/targeting.js'
 import type { DealRecord } from '../../store/records.js'
 import { CountCache, decodeCursor, encodeCursor, hasFeinFilter, page, planFrom, type Plan } from './query.js'
@@ -26,11 +27,7 @@ export function adslotsRoute ({ store, inventory, impIds, config }: Deps): Route
     return `${rows[0]},"data_quality":"${qualityOf(key[1])}","vas_7d":${JSON.stringify(vasOf(key[2]))}}`
   }
 
-  /** Active deals this seat is invited to, as OpenRTB 2.6 deal objects per matching screen (imp.pmp.deals). */
-  const dealsFor = (seatId: string): DealRecord[] => {
-    const seat = seatId.toLowerCase()
-    return [...store.deals.getRange()].map(({ value }) => value).filter((d) => d.status === 'active' && d.invited_seats.some((s) => s.toLowerCase() === seat))
-  }
+  /** The seat's active deals that match a screen, as OpenRTB 2.6 imp.pmp. */
   const pmp = (deals: DealRecord[], key: IndexKey, tuple: IndexTuple, now: number): string => {
     const today = new Date(now).toISOString().slice(0, 10)
     const matching = deals.filter((d) => d.start_date <= today && today <= d.end_date && matchesEntry(d.targeting, key, tuple))
@@ -76,7 +73,7 @@ export function adslotsRoute ({ store, inventory, impIds, config }: Deps): Route
       const sources = SOURCES.filter((s) => enabled.includes(s)) as Source[]
       if (openrtb) {
         const seatId = ctx.principal!.seat!.seat_id
-        const deals = dealsFor(seatId)
+        const deals = activeDealsFor(store, seatId)
         const requests = entries.map((e) => bidRequest(e.key, e.tuple!, seatId, ctx.now, deals)).join(',')
         const totals = sources.reduce((a, s) => { const c = inventory.counts(s); return { total: a.total + c.total, enriched: a.enriched + c.enriched } }, { total: 0, enriched: 0 })
         const filters = { venue_type: plan.tuple.venueType ?? null, country: plan.tuple.country ?? null, state: plan.tuple.state ?? null, city: q.city ?? null, min_vas: q.min_vas ?? null, min_attention: q.min_attention ?? null, emotion: q.emotion ?? null }

@@ -1,0 +1,63 @@
+import { activeDealsFor } from '../../campaigns/deals.js'
+import type { Deps } from '../../deps.js'
+import type { BidResponse, BidResult } from '../../generated/types.js'
+import { ok, route, type RouteDef } from '../../http/route.js'
+import type { StoredBid } from '../../store/records.js'
+import { scoreBid } from './score.js'
+
+/** OpenRTB 2.6 no-bid reason given with invalid_bid_response: the response could not be read. */
+const NBR_INVALID = 2
+
+/**
+ * POST /openrtb/v2/bid (spec, POST /bid): an OpenRTB 2.6 bid response answering bid requests from GET /adslots. Each
+ * bid is scored inline (src/hot/bid/score.ts): a worker hop would cost more than the scoring and could not answer a
+ * pipelined request. Accepted bids of production seats are stored for the waterfall in the same transaction that
+ * answers; sandbox seats are scored only.
+ */
+export function bidRoute ({ store, impIds }: Deps): RouteDef {
+  return route<BidResponse>({
+    method: 'post',
+    path: '/openrtb/v2/bid',
+    summary: 'Submit an OpenRTB 2.6 bid response',
+    description: 'Each bid needs impid (an imp issued to this seat by GET /adslots?format=openrtb, before imp.exp), price in USD CPM, adm or nurl, and crid naming one of the seat\'s approved creatives. The answer gives a result per bid: accepted, or rejected with below_floor, creative_blocked, missing_adm_and_nurl (spec), unknown_imp, imp_expired, invalid_deal or currency_not_supported. A dealid prices the bid against the deal (fixed_cpm or floor_cpm). A payload that fails the OpenRTB 2.6 schema is 400 invalid_bid_response with nbr 2. Sandbox seats: scored only (stored false); approved seats: accepted bids enter the live waterfall, the seat\'s latest bid per imp replacing earlier ones.',
+    tag: 'Bidding',
+    envelope: 'flat',
+    auth: 'seat',
+    scope: 'bid:write',
+    rateGroup: 'bidding',
+    body: 'BidResponse',
+    data: 'BidResult',
+    invalidBody: { code: 'invalid_bid_response', extras: { nbr: NBR_INVALID } },
+    errors: ['invalid_bid_response'],
+    handler: (ctx) => {
+      const seat = ctx.principal!.seat!
+      const live = seat.status === 'approved' && !ctx.dryRun
+      const deals = activeDealsFor(store, seat.seat_id)
+      const cur = ctx.body.cur ?? 'USD'
+      const result: BidResult = { id: ctx.body.id, sandbox: seat.status !== 'approved', accepted: 0, rejected: 0, results: [] }
+      for (const seatbid of ctx.body.seatbid ?? []) {
+        for (const bid of seatbid.bid) {
+          const { outcome, imp, creativeId } = scoreBid(bid, { store, impIds, seatId: seat.seat_id, deals, cur, now: ctx.now })
+          if (outcome.status === 'accepted' && live && imp !== undefined && creativeId !== undefined) {
+            const stored: StoredBid = {
+              bid_id: bid.id, response_id: ctx.body.id, seat_id: seat.seat_id, impid: bid.impid, screen_id: imp.screenId,
+              price: bid.price, floor: outcome.floor!, multiplier: imp.multiplier, creative_id: creativeId, adomain: bid.adomain ?? [],
+              received_at: ctx.now, expires_at: imp.expiresAt
+            }
+            if (bid.dealid !== undefined) stored.dealid = bid.dealid
+            if (bid.nurl !== undefined) stored.nurl = bid.nurl
+            if (bid.lurl !== undefined) stored.lurl = bid.lurl
+            if (bid.burl !== undefined) stored.burl = bid.burl
+            if (bid.adm !== undefined) stored.adm = bid.adm
+            store.bids.putSync([imp.screenId, bid.impid, seat.seat_id], stored)
+            outcome.stored = true
+          }
+          result.results.push(outcome)
+          if (outcome.status === 'accepted') result.accepted++
+          else result.rejected++
+        }
+      }
+      return ok(result)
+    }
+  })
+}

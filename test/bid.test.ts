@@ -1,0 +1,106 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import t from 'tap'
+import { approvedCreative, unapprovedCreative } from './helpers/creatives.js'
+import { deviceBody, registerDevices, registerPartner, sendAudience } from './helpers/fleet.js'
+import { startTestService, type TestService } from './helpers/service.js'
+
+const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'openrtb')
+
+async function setup (svc: TestService, seatId = 'bidder', approve = true) {
+  const p = await registerPartner(svc)
+  const ids = await registerDevices(svc, p, [deviceBody('floor-5', { floor_price_cpm: 5 }), deviceBody('floor-12', { floor_price_cpm: 12 })])
+  await sendAudience(svc, p, [{ device_id: 'floor-5', live_face_count: 6, attention_score: 0.5 }])
+  const { key } = await svc.onboard(seatId)
+  await svc.admin('PUT', `/admin/v1/seats/${seatId}/rate-limits`, { limits: { inventory: 100000, bidding: 100000 } })
+  if (approve) await svc.admin('POST', `/admin/v1/seats/${seatId}/approve`)
+  const creative = await approvedCreative(svc, key)
+  const requests = (await svc.request('GET', '/openrtb/v2/adslots?format=openrtb&limit=10', { key })).body.data.bid_requests as any[]
+  const imp = (screen: string) => requests.find((r) => r.ext.trb.screen_id === ids[screen]).imp[0].id as string
+  return { p, ids, key, creative, imp }
+}
+
+const response = (bids: Array<Record<string, unknown>>, extra: Record<string, unknown> = {}) => ({ id: 'resp-1', seatbid: [{ bid: bids }], ...extra })
+
+t.test('accepted bids of a production seat are stored for the waterfall; each rejection reason', async (t) => {
+  const svc = await startTestService(t)
+  const s = await setup(svc)
+  const other = await setup(svc, 'rival')
+  const pending = await unapprovedCreative(svc, s.key)
+  const screen5 = s.ids['floor-5']!
+  await svc.request('PATCH', `/v1/partner/screens/${s.ids['floor-12']}`, { key: s.p.key, body: { blocked_advertisers: ['blocked.example'], blocked_categories: ['IAB9'] } })
+  const bids = [
+    { id: 'ok', impid: s.imp('floor-5'), price: 7.5, adm: '<img src="https://cdn.example/a.png">', crid: s.creative, adomain: ['brand.example'] },
+    { id: 'cheap', impid: s.imp('floor-12'), price: 11.99, nurl: 'https://dsp.example/win', crid: s.creative },
+    { id: 'no-markup', impid: s.imp('floor-5'), price: 9, crid: s.creative },
+    { id: 'unregistered', impid: s.imp('floor-5'), price: 9, adm: 'x', crid: 'their-own-creative' },
+    { id: 'unapproved', impid: s.imp('floor-5'), price: 9, adm: 'x', crid: pending },
+    { id: 'blocked-domain', impid: s.imp('floor-12'), price: 20, adm: 'x', crid: s.creative, adomain: ['ads.blocked.example'] },
+    { id: 'blocked-cat', impid: s.imp('floor-12'), price: 20, adm: 'x', crid: s.creative, cat: ['IAB9-7'] },
+    { id: 'forged', impid: 'not-an-imp', price: 9, adm: 'x', crid: s.creative },
+    { id: 'someone-elses', impid: other.imp('floor-5'), price: 9, adm: 'x', crid: s.creative },
+    { id: 'no-such-deal', impid: s.imp('floor-5'), price: 9, adm: 'x', crid: s.creative, dealid: 'nope' }
+  ]
+  const r = await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body: response(bids) })
+  t.equal(r.status, 200)
+  t.match(r.body.data, { id: 'resp-1', sandbox: false, accepted: 1, rejected: 9 })
+  const byId = Object.fromEntries(r.body.data.results.map((x: any) => [x.bid_id, x]))
+  t.match(byId.ok, { status: 'accepted', screen_id: screen5, price: 7.5, floor: 5, stored: true })
+  t.match(byId.cheap, { status: 'rejected', reason: 'below_floor', price: 11.99, floor: 12, stored: false })
+  t.match(byId['no-markup'], { reason: 'missing_adm_and_nurl' })
+  t.match(byId.unregistered, { reason: 'creative_blocked', detail: /crid must name/ })
+  t.match(byId.unapproved, { reason: 'creative_blocked', detail: /awaiting_upload/ })
+  t.match(byId['blocked-domain'], { reason: 'creative_blocked', detail: /advertiser ads\.blocked\.example/ })
+  t.match(byId['blocked-cat'], { reason: 'creative_blocked', detail: /category IAB9-7/ })
+  t.match(byId.forged, { reason: 'unknown_imp' })
+  t.match(byId['someone-elses'], { reason: 'unknown_imp' }, 'an imp issued to another seat')
+  t.match(byId['no-such-deal'], { reason: 'invalid_deal' })
+  const stored = [...svc.service.store.bids.getRange()].map(({ value }) => value)
+  t.match(stored, [{ bid_id: 'ok', seat_id: 'bidder', screen_id: screen5, price: 7.5, creative_id: s.creative, adomain: ['brand.example'] }])
+  const usd = await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body: response([bids[0]!], { cur: 'EUR' }) })
+  t.match(usd.body.data.results, [{ reason: 'currency_not_supported' }])
+  svc.clock.advance(301_000)
+  const late = await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body: response([bids[0]!]) })
+  t.match(late.body.data.results, [{ reason: 'imp_expired', screen_id: screen5 }])
+})
+
+t.test('sandbox seats are scored only; a deal prices the bid', async (t) => {
+  const svc = await startTestService(t)
+  const s = await setup(svc, 'sandboxed', false)
+  const bid = { id: 'b', impid: s.imp('floor-5'), price: 6, adm: 'x', crid: s.creative }
+  const r = await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body: response([bid]) })
+  t.match(r.body.data, { sandbox: true, accepted: 1, results: [{ status: 'accepted', stored: false }] })
+  t.equal(svc.service.store.bids.getCount(), 0, 'nothing enters the waterfall')
+  const today = new Date(svc.clock.now()).toISOString().slice(0, 10)
+  await svc.request('POST', '/openrtb/v2/deals/propose', { key: s.key, body: { deal_id: 'pref-1', type: 'Preferred', floor_cpm: 6, fixed_cpm: 7, start_date: today, end_date: today } })
+  await svc.admin('POST', '/admin/v1/deals/pref-1/approve')
+  const withDeal = await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body: response([{ ...bid, dealid: 'pref-1' }, { ...bid, id: 'c', price: 7, dealid: 'pref-1' }]) })
+  t.match(withDeal.body.data.results, [{ reason: 'below_floor', floor: 7 }, { status: 'accepted', dealid: 'pref-1', floor: 7 }], 'the deal\'s fixed price is the floor')
+})
+
+t.test('OpenRTB 2.6 corpora: every real-world-shaped response is accepted, every malformed one is 400 with nbr', async (t) => {
+  const svc = await startTestService(t)
+  const s = await setup(svc)
+  const impid = s.imp('floor-5')
+  const load = (dir: string, name: string) => JSON.parse(readFileSync(join(FIXTURES, dir, name), 'utf8').replaceAll('IMPID', impid).replaceAll('CRID', s.creative))
+  const valid = readdirSync(join(FIXTURES, 'valid'))
+  t.ok(valid.length >= 20, `${valid.length} valid responses`)
+  for (const name of valid) {
+    const body = load('valid', name)
+    const r = await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body })
+    t.equal(r.status, 200, name)
+    const bids = body.seatbid.reduce((n: number, sb: { bid: unknown[] }) => n + sb.bid.length, 0)
+    t.match(r.body.data, { accepted: bids, rejected: 0 }, `${name}: every bid accepted`)
+  }
+  const before = svc.snapshot()
+  const invalid = readdirSync(join(FIXTURES, 'invalid'))
+  for (const name of invalid) {
+    const r = await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body: load('invalid', name) })
+    t.equal(r.status, 400, name)
+    t.match(r.body, { error_code: 'invalid_bid_response', nbr: 2, request_id: /^req_/ }, name)
+  }
+  const bad = await svc.request('POST', '/openrtb/v2/bid', { key: s.key, raw: '{"id": "r", "seatbid": [' })
+  t.match(bad.body, { error_code: 'invalid_bid_response', nbr: 2 }, 'malformed JSON too')
+  t.same(svc.snapshot(), before, 'nothing written')
+  t.equal((await svc.request('GET', '/healthz')).status, 200)
+})
