@@ -48,6 +48,11 @@ export function startBare (body?: string): Promise<ServerProcess> {
   return start('dist/bench/lib/bare-uws.js', { BARE_BODY_FILE: join(dir, 'body') }, () => rmSync(dir, { recursive: true, force: true }))
 }
 
+/** A baseline server script of bench/lib (fastify-bid, uws-piscina). */
+export function startBaseline (name: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+  return start(`dist/bench/lib/${name}.js`, env)
+}
+
 /** oohbid as `npm start` runs it, over a fresh data directory. */
 export function startOohbid (env: Record<string, string> = {}): Promise<ServerProcess & { adminToken: string, dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-bench-'))

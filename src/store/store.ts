@@ -1,6 +1,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
+import { CachedTable } from './read-cache.js'
 import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
 import type { StoredBid, AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
 
@@ -17,20 +18,20 @@ export interface Store {
   /** Operator actions, kept after the outbox is compacted. */
   audit: Database<OutboxEvent, number>
   meta: Database<unknown, string>
-  screens: Database<ScreenRecord, string>
+  screens: CachedTable<ScreenRecord>
   /** partner_id + NUL + device_id -> screen_id. */
   devices: Database<string, string>
   /** embed token -> screen_id. */
   embeds: Database<string, string>
-  fein: Database<FeinState, string>
+  fein: CachedTable<FeinState>
   status: Database<ScreenStatus, string>
   /** The adslots order: [source, quality rank, -vas, screen_id] -> filter tuple (src/inventory/index.ts). */
   adslotIndex: Database<IndexTuple, IndexKey>
   /** screen_id -> its current adslotIndex key. */
   adslotPos: Database<IndexKey, string>
   /** screen_id -> pre-encoded rows (src/inventory/rows.ts). */
-  rows: Database<string[], string>
-  creatives: Database<CreativeRecord, string>
+  rows: CachedTable<string[]>
+  creatives: CachedTable<CreativeRecord>
   /** [seat_id lower-cased, -created ms, creative_id] -> creative_id: a seat's creatives, newest first. */
   campaigns: Database<CampaignRecord, string>
   assignments: Database<AssignmentRecord, string>
@@ -59,7 +60,7 @@ export interface Store {
 /**
  * How commits reach the disk. `os`: a commit is in the operating system's page cache when transactionSync returns
  * (a process crash, kill -9 included, loses nothing acknowledged) and the file is fsynced every syncIntervalMs, so a
- * power loss can cost that much; about 10 us per small transaction here. `fsync`: every commit is flushed before it
+ * power loss can cost that much; about 3-10 us per small transaction here. `fsync`: every commit is flushed before it
  * is acknowledged (lmdb-js overlappingSync), about 220 us per transaction.
  */
 export interface Durability {
@@ -71,14 +72,18 @@ export interface Durability {
 export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }): Store {
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, 'oohbid.lmdb')
-  const root = open({ path, maxDbs: 64, ...(durability.mode === 'os' ? { noSync: true } : {}) })
-  // With noSync, LMDB writes through the page cache; an fsync of the file (any descriptor) makes it durable.
+  const root = open({ path, maxDbs: 64, ...(durability.mode === 'os' ? { noSync: true, useWritemap: true } : {}) })
+  // With noSync, LMDB writes through the page cache (here its own writable map: a small commit costs ~3 us instead of
+  // ~10 us through write calls); an fsync of the file, from any descriptor, makes it durable.
   const fd = durability.mode === 'os' ? openSync(path, 'r') : undefined
   const sync = () => { if (fd !== undefined) fsyncSync(fd) }
   const timer = fd !== undefined ? setInterval(sync, durability.syncIntervalMs) : undefined
   timer?.unref()
-  const db = <V, K extends string | number = string>(name: string, keyEncoding?: 'uint32' | 'ordered-binary', cache = false) =>
-    root.openDB<V, K>(name, { ...(keyEncoding ? { keyEncoding } : {}), ...(cache ? { cache: true } : {}) })
+  const db = <V, K extends string | number = string>(name: string, keyEncoding?: 'uint32' | 'ordered-binary') =>
+    root.openDB<V, K>(name, keyEncoding ? { keyEncoding } : {})
+  // Read on every adslots row or bid: decoded values stay in memory (a page of 200 rows costs ~20 us instead of
+  // ~220 us, bench/adslots), dropped by writes so that rollbacks cannot leave them wrong.
+  const cached = <V>(name: string) => new CachedTable<V>(db<V>(name))
   return {
     root,
     seats: db('seats'),
@@ -90,17 +95,15 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     outbox: db<OutboxEvent, number>('outbox', 'ordered-binary'),
     audit: db<OutboxEvent, number>('audit', 'ordered-binary'),
     meta: db('meta'),
-    screens: db('screens'),
+    screens: cached('screens'),
     devices: db('devices'),
     embeds: db('embeds'),
-    // Read on every adslots row: lmdb-js keeps decoded values in a weak LRU (a page of 200 rows costs ~20 us instead
-    // of ~220 us, bench/adslots), updated by our own writes and dropped when a transaction aborts.
-    fein: db('fein', undefined, true),
+    fein: cached('fein'),
     status: db('status'),
     adslotIndex: root.openDB<IndexTuple, IndexKey>('adslot_index', { keyEncoding: 'ordered-binary' }),
     adslotPos: db('adslot_pos'),
-    rows: db('rows', undefined, true),
-    creatives: db('creatives'),
+    rows: cached('rows'),
+    creatives: cached('creatives'),
     campaigns: db('campaigns'),
     assignments: db('assignments'),
     reservations: db('reservations'),

@@ -1,0 +1,70 @@
+// Benchmark: the full POST /openrtb/v2/bid path (auth, rate limit, schema validation, imp verification, scoring,
+// storage) of an approved seat, with and without pipelining, beside: a bare uWS constant reply (this machine's limit),
+// Fastify 5 doing the same parse + schema + floor check, and uWS handing the work to piscina one request at a time or
+// micro-batched (the design alternatives to scoring inline). Then oohbid's latency at 80% of its peak.
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { measure, type Measurement } from './lib/load.js'
+import { startBare, startBaseline, startOohbid, type ServerProcess } from './lib/processes.js'
+import { printTable, save } from './lib/report.js'
+import { benchSeat } from './lib/seat.js'
+
+const run = promisify(execFile)
+const seconds = Number(process.env.BENCH_SECONDS ?? 10)
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
+const simulator = fileURLToPath(new URL('../scripts/simulate-fleet.js', import.meta.url))
+
+const oohbid = await startOohbid({ BID_TTL_SECONDS: '86400' })
+await run(process.execPath, [simulator, '--screens', '50', '--base-url', oohbid.url, '--duration', '0', '--quiet'])
+const key = await benchSeat(oohbid.url, oohbid.adminToken, 'bench', ['bidding', 'inventory', 'creatives'])
+const admin = { authorization: `Bearer ${oohbid.adminToken}`, 'content-type': 'application/json' }
+const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
+await fetch(`${oohbid.url}/admin/v1/seats/bench/approve`, { method: 'POST', headers: admin, body: '{}' })
+// An approved creative the quick way an operator could make one: a URL that fails at once, approved on review.
+const creative = await fetch(`${oohbid.url}/openrtb/v2/creatives`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'Bench ad', content_type: 'image/png', creative_url: 'https://assets.invalid/bench.png' }) }).then((r) => r.json()) as { data: { creative_id: string } }
+for (let i = 0; i < 50; i++) {
+  const c = await fetch(`${oohbid.url}/openrtb/v2/creatives/${creative.data.creative_id}`, { headers: auth }).then((r) => r.json()) as { data: { status: string } }
+  if (c.data.status !== 'pending_moderation') break
+  await new Promise((r) => setTimeout(r, 100))
+}
+await fetch(`${oohbid.url}/admin/v1/creatives/${creative.data.creative_id}/review`, { method: 'POST', headers: admin, body: JSON.stringify({ decision: 'approved', reason: 'benchmark' }) })
+const offers = await fetch(`${oohbid.url}/openrtb/v2/adslots?format=openrtb&limit=1`, { headers: auth }).then((r) => r.json()) as { data: { bid_requests: Array<{ id: string, imp: Array<{ id: string, bidfloor: number }> }> } }
+const offer = offers.data.bid_requests[0]!
+const body = JSON.stringify({
+  id: offer.id,
+  cur: 'USD',
+  seatbid: [{ seat: 'bench-dsp', bid: [{ id: 'bench-bid-1', impid: offer.imp[0]!.id, price: offer.imp[0]!.bidfloor + 1, crid: creative.data.creative_id, adomain: ['brand.example'], nurl: 'https://dsp.example/win?p=${AUCTION_PRICE}', adm: `<a href="https://brand.example"><img src="https://cdn.example/${'x'.repeat(640)}.png"></a>`, ext: { dsp: { campaign: 'spring' } } }] }]
+})
+const sample = await fetch(`${oohbid.url}/openrtb/v2/bid`, { method: 'POST', headers: auth, body }).then((r) => r.text())
+if (!sample.includes('"accepted":1')) throw new Error(`the bench bid was not accepted: ${sample}`)
+console.log(`POST /openrtb/v2/bid, body ${body.length} bytes, ${connections} connections, ${seconds} s per run`)
+
+const post = (url: string, extraHeaders: Record<string, string> = {}) => ({ url: `${url}/openrtb/v2/bid`, method: 'POST' as const, body, headers: { 'content-type': 'application/json', ...extraHeaders } })
+const rows: Measurement[] = []
+const baselines: Array<[string, () => Promise<ServerProcess>]> = [
+  ['Fastify 5 (parse + Ajv + floor)', () => startBaseline('fastify-bid')],
+  ['uWS + piscina per request', () => startBaseline('uws-piscina', { PISCINA_MODE: 'single' })],
+  ['uWS + piscina micro-batched', () => startBaseline('uws-piscina', { PISCINA_MODE: 'batch' })]
+]
+for (const pipelining of [1, 10]) {
+  const bare = await startBare(sample)
+  rows.push(await measure('bare uWS (constant)', { ...post(bare.url), connections, pipelining, duration: seconds }))
+  await bare.stop()
+  rows.push(await measure('oohbid POST /bid', { ...post(oohbid.url, { authorization: `Bearer ${key}` }), connections, pipelining, duration: seconds }))
+  for (const [name, startServer] of baselines) {
+    const server = await startServer()
+    rows.push(await measure(name, { ...post(server.url), connections, pipelining, duration: seconds, timeout: 2 }))
+    await server.stop()
+  }
+}
+const peak = rows.find((r) => r.name === 'oohbid POST /bid' && r.pipelining === 1)!.rps
+const paced = await measure('oohbid POST /bid at 80% of peak', { ...post(oohbid.url, { authorization: `Bearer ${key}` }), connections, pipelining: 1, duration: seconds, overallRate: Math.round(peak * 0.8) })
+rows.push(paced)
+await oohbid.stop()
+const table = printTable('POST /openrtb/v2/bid vs baselines (same run, loopback)', rows)
+const ours = (p: number) => rows.find((r) => r.name === 'oohbid POST /bid' && r.pipelining === p)!.rps
+const fastify = (p: number) => rows.find((r) => r.name.startsWith('Fastify') && r.pipelining === p)!.rps
+const note = `vs Fastify 5: ${(ours(1) / fastify(1)).toFixed(2)}x at -p 1, ${(ours(10) / fastify(10)).toFixed(2)}x at -p 10; p99 at 80% of peak (${Math.round(peak * 0.8)} req/s): ${paced.p99} ms`
+console.log(note)
+save('bid', 'POST /openrtb/v2/bid vs bare uWS, Fastify and piscina offload', rows, table + '\n\n' + note)
