@@ -22,7 +22,7 @@ import { partnerRegistrationRoutes } from './control/partner/register.js'
 import { partnerScreenRoutes } from './control/partner/screens.js'
 import type { Deps } from './deps.js'
 import { adslotsRoute } from './hot/adslots/route.js'
-import { bidRoute } from './hot/bid/route.js'
+import { bidRoute, statsRoute } from './hot/bid/route.js'
 import type { Metrics } from './http/metrics.js'
 import type { RouteDef } from './http/route.js'
 
@@ -31,6 +31,7 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
   let openapi = ''
   const routes: RouteDef[] = [
     bidRoute(deps),
+    statsRoute(deps),
     adslotsRoute(deps),
     onboardRoute(deps),
     seatRoute(deps),

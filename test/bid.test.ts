@@ -104,3 +104,26 @@ t.test('OpenRTB 2.6 corpora: every real-world-shaped response is accepted, every
   t.same(svc.snapshot(), before, 'nothing written')
   t.equal((await svc.request('GET', '/healthz')).status, 200)
 })
+
+t.test('stats add up: 24 hours of bids, acceptance, reasons, latency and rates', async (t) => {
+  const svc = await startTestService(t)
+  const s = await setup(svc)
+  const ok = { id: 'a', impid: s.imp('floor-5'), price: 8, adm: 'x', crid: s.creative }
+  svc.clock.advance(40)
+  await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body: response([ok, { ...ok, id: 'b', price: 6 }, { ...ok, id: 'c', price: 2 }]) })
+  svc.clock.advance(60)
+  await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body: response([{ ...ok, id: 'd', impid: s.imp('floor-12'), price: 10 }, { ...ok, id: 'e', crid: 'unknown' }]) })
+  await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body: { id: 'malformed' } })
+  await svc.request('POST', '/openrtb/v2/bid', { key: s.key, raw: '{"not": "a bid response"}' })
+  const stats = (await svc.request('GET', '/openrtb/v2/stats', { key: s.key })).body.data
+  t.match(stats, {
+    bid_responses: 3, bids: 5, accepted: 2, rejected: 3, rejected_by_reason: { below_floor: 2, creative_blocked: 1 }, wins: 0, spend_usd: 0,
+    fill_rate: 0.4, win_rate: 0, avg_bid_cpm: 7, avg_latency_ms: 40, max_latency_ms: 40
+  })
+  t.equal(stats.hourly.length, 24)
+  t.equal(stats.hourly.reduce((n: number, h: { bids: number }) => n + h.bids, 0), 5, 'the hours add up to the total')
+  svc.clock.advance(25 * 3_600_000)
+  t.match((await svc.request('GET', '/openrtb/v2/stats', { key: s.key })).body.data, { bids: 0, fill_rate: null, avg_latency_ms: null }, 'a day later the window is empty')
+  const sandbox = await svc.onboard('nostats')
+  t.match((await svc.request('GET', '/openrtb/v2/stats', { key: sandbox.key })).body.data, { bids: 0 })
+})

@@ -137,6 +137,20 @@ export interface StoredBid {
   expires_at: number
 }
 
+/** One hour of a seat's bidding. */
+export interface HourStats {
+  bid_responses: number
+  bids: number
+  accepted: number
+  rejected: Record<string, number>
+  wins: number
+  spend_usd: number
+  accepted_cpm_sum: number
+  win_cpm_sum: number
+  latency_ms_sum: number
+  latency_max_ms: number
+}
+
 export type { FeinState }
 
 /** A domain event in the transactional outbox. */

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import { CachedTable } from './read-cache.js'
 import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
-import type { StoredBid, AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
+import type { HourStats, StoredBid, AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
 export interface Store {
@@ -45,6 +45,8 @@ export interface Store {
   placements: Database<string, [string, string, string]>
   /** [screen_id, impid, seat_id] -> the seat's latest bid on that spot. */
   bids: Database<StoredBid, [string, string, string]>
+  /** [seat_id lower-cased, hour start ms] -> that hour's bidding counters. */
+  stats: Database<HourStats, [string, number]>
   /** [expires ms, reservation_id] -> reservation_id: holds in expiry order. */
   holds: Database<string, [number, string]>
   /**
@@ -113,6 +115,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     placements: root.openDB<string, [string, string, string]>('placements', { keyEncoding: 'ordered-binary' }),
     holds: root.openDB<string, [number, string]>('holds', { keyEncoding: 'ordered-binary' }),
     bids: root.openDB<StoredBid, [string, string, string]>('bids', { keyEncoding: 'ordered-binary' }),
+    stats: root.openDB<HourStats, [string, number]>('stats', { keyEncoding: 'ordered-binary' }),
     write: (fn) => root.transactionSync(fn),
     async close () {
       if (timer !== undefined) clearInterval(timer)

@@ -3,7 +3,8 @@ import type { Deps } from '../../deps.js'
 import type { BidResponse, BidResult } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { StoredBid } from '../../store/records.js'
-import { scoreBid } from './score.js'
+import { scoreBid, type Outcome } from './score.js'
+import { countResponse, lastDay } from './stats.js'
 
 /** OpenRTB 2.6 no-bid reason given with invalid_bid_response: the response could not be read. */
 const NBR_INVALID = 2
@@ -35,6 +36,7 @@ export function bidRoute ({ store, impIds }: Deps): RouteDef {
       const deals = activeDealsFor(store, seat.seat_id)
       const cur = ctx.body.cur ?? 'USD'
       const result: BidResult = { id: ctx.body.id, sandbox: seat.status !== 'approved', accepted: 0, rejected: 0, results: [] }
+      const counted: Array<{ outcome: Outcome, latencyMs?: number }> = []
       for (const seatbid of ctx.body.seatbid ?? []) {
         for (const bid of seatbid.bid) {
           const { outcome, imp, creativeId } = scoreBid(bid, { store, impIds, seatId: seat.seat_id, deals, cur, now: ctx.now })
@@ -53,11 +55,30 @@ export function bidRoute ({ store, impIds }: Deps): RouteDef {
             outcome.stored = true
           }
           result.results.push(outcome)
+          counted.push(imp !== undefined ? { outcome, latencyMs: ctx.now - imp.issuedAt } : { outcome })
           if (outcome.status === 'accepted') result.accepted++
           else result.rejected++
         }
       }
+      countResponse(store, seat.seat_id, ctx.now, counted)
       return ok(result)
     }
+  })
+}
+
+/** GET /openrtb/v2/stats (spec, GET /stats): the seat's last 24 hours of bidding. */
+export function statsRoute ({ store }: Deps): RouteDef {
+  return route({
+    method: 'get',
+    path: '/openrtb/v2/stats',
+    summary: '24-hour bidding performance: bids, acceptance, wins, CPM, fill, latency, win rate',
+    description: 'From hourly counters written with each bid response. Wins and spend come from the auction.',
+    tag: 'Bidding',
+    envelope: 'flat',
+    auth: 'seat',
+    scope: 'stats:read',
+    rateGroup: 'bidding',
+    data: 'SeatStats',
+    handler: (ctx) => ok(lastDay(store, ctx.principal!.seat!.seat_id, ctx.now))
   })
 }
