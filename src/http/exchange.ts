@@ -34,6 +34,9 @@ export interface Lifecycle {
   onIdle: (() => void) | undefined
 }
 
+/** Shared by requests without a query string; nothing mutates a request's query. */
+const NO_QUERY = new URLSearchParams()
+
 /** Thrown inside a dry run's transaction to roll it back while keeping the handler's answer. */
 class Rollback {
   constructor (readonly result: Result) {}
@@ -92,13 +95,14 @@ export class Exchange {
     const params: Record<string, string> = {}
     for (let i = 0; i < paramNames.length; i++) params[paramNames[i]!] = decodeURIComponent(req.getParameter(i) ?? '')
     const socketIp = normalizeIp(Buffer.from(res.getRemoteAddressAsText()).toString())
+    const query = req.getQuery()
     const warnings = this.#warnings
     this.#ctx = {
       requestId: `req_${randomUUID()}`,
       method: req.getCaseSensitiveMethod().toLowerCase() as Method,
       path: req.getUrl(),
       params,
-      query: new URLSearchParams(req.getQuery() ?? ''),
+      query: query ? new URLSearchParams(query) : NO_QUERY,
       q: undefined,
       headers,
       ip: clientIp(socketIp, headers['x-forwarded-for'], deps.config.trustProxy),

@@ -20,6 +20,7 @@ export interface Ctx<B = unknown, Q = unknown> {
   method: Method
   path: string
   params: Record<string, string>
+  /** The raw query parameters (read-only). */
   query: URLSearchParams
   /** The query string validated and coerced by the route's querySchema. */
   q: Q
