@@ -1,8 +1,21 @@
 import type { DealRecord } from '../store/records.js'
 import type { Store } from '../store/store.js'
 
-/** Active deals a seat is invited to. */
+const derived = new WeakMap<Store, { at: string, bySeat: Map<string, DealRecord[]> }>()
+
+/** Active deals a seat is invited to; derived once per change of the deals table, since every bid may ask. */
 export function activeDealsFor (store: Store, seatId: string): DealRecord[] {
+  const at = `${store.deals.version}:${store.rollbacks}`
+  let cache = derived.get(store)
+  if (cache === undefined || cache.at !== at) {
+    cache = { at, bySeat: new Map() }
+    derived.set(store, cache)
+  }
   const seat = seatId.toLowerCase()
-  return [...store.deals.getRange()].map(({ value }) => value).filter((d) => d.status === 'active' && d.invited_seats.some((s) => s.toLowerCase() === seat))
+  let deals = cache.bySeat.get(seat)
+  if (deals === undefined) {
+    deals = [...store.deals.getRange()].map(({ value }) => value).filter((d) => d.status === 'active' && d.invited_seats.some((s) => s.toLowerCase() === seat))
+    cache.bySeat.set(seat, deals)
+  }
+  return deals
 }

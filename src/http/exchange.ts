@@ -9,7 +9,7 @@ import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
 import { flatError, nestedError, statusLine } from './envelope.js'
 import { Idempotency } from './idempotency.js'
-import type { Metrics } from './metrics.js'
+import type { Metrics, RouteSeries } from './metrics.js'
 import { limitFor, RATE_GROUPS, type RateDecision, type RateLimiter } from './rate-limit.js'
 import { isMutating, RawJson, type Ctx, type Method, type Principal, type Result, type RouteDef } from './route.js'
 import { validate, validateQuery } from './validate.js'
@@ -77,6 +77,7 @@ export class Exchange {
   readonly #route: RouteDef
   readonly #deps: HttpDeps
   readonly #ctx: Ctx
+  readonly #series: RouteSeries
   readonly #start = performance.now()
   readonly #warnings: string[] = []
   #rate: RateDecision | undefined
@@ -86,17 +87,19 @@ export class Exchange {
   #chunks: Buffer[] = []
   #size = 0
 
-  constructor (res: HttpResponse, req: HttpRequest, route: RouteDef, deps: HttpDeps, paramNames: string[]) {
+  constructor (res: HttpResponse, req: HttpRequest, route: RouteDef, deps: HttpDeps, paramNames: string[], series: RouteSeries) {
     this.#res = res
     this.#route = route
     this.#deps = deps
+    this.#series = series
     const headers: Record<string, string> = {}
     req.forEach((k, v) => { headers[k] = v })
     const params: Record<string, string> = {}
     for (let i = 0; i < paramNames.length; i++) params[paramNames[i]!] = decodeURIComponent(req.getParameter(i) ?? '')
-    const socketIp = normalizeIp(Buffer.from(res.getRemoteAddressAsText()).toString())
     const query = req.getQuery()
     const warnings = this.#warnings
+    const trusted = deps.config.trustProxy
+    let ip: string | undefined
     this.#ctx = {
       requestId: `req_${randomUUID()}`,
       method: req.getCaseSensitiveMethod().toLowerCase() as Method,
@@ -105,7 +108,11 @@ export class Exchange {
       query: query ? new URLSearchParams(query) : NO_QUERY,
       q: undefined,
       headers,
-      ip: clientIp(socketIp, headers['x-forwarded-for'], deps.config.trustProxy),
+      // Read when first asked (the rate limiter of address-keyed groups, the allowlists), while the response is open.
+      get ip () {
+        ip ??= clientIp(normalizeIp(Buffer.from(res.getRemoteAddressAsText()).toString()), headers['x-forwarded-for'], trusted)
+        return ip
+      },
       principal: undefined,
       body: undefined,
       dryRun: false,
@@ -326,7 +333,7 @@ export class Exchange {
     this.#done = true
     const { metrics, lifecycle, idempotency } = this.#deps
     if (this.#claim !== undefined) idempotency.release(this.#claim)
-    metrics.observe(this.#route.method, this.#route.path, status, (performance.now() - this.#start) / 1000)
+    this.#series.observe(status, (performance.now() - this.#start) / 1000)
     metrics.inFlight--
     if (--lifecycle.inFlight === 0 && lifecycle.onIdle !== undefined) lifecycle.onIdle()
   }

@@ -2,10 +2,22 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 
 const BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
 
-interface Series {
-  count: number
-  sum: number
-  buckets: number[]
+/** One route's counters: requests by status and the latency histogram. A request costs a few array writes. */
+export class RouteSeries {
+  readonly byStatus = new Map<number, number>()
+  count = 0
+  sum = 0
+  readonly buckets = BUCKETS.map(() => 0)
+
+  constructor (readonly method: string, readonly route: string) {}
+
+  /** Records one finished request. */
+  observe (status: number, seconds: number): void {
+    this.byStatus.set(status, (this.byStatus.get(status) ?? 0) + 1)
+    this.count++
+    this.sum += seconds
+    for (let i = BUCKETS.length - 1; i >= 0 && seconds <= BUCKETS[i]!; i--) this.buckets[i]!++
+  }
 }
 
 function escape (v: string): string {
@@ -17,8 +29,7 @@ function escape (v: string): string {
  * few map lookups, and text is built only when /metrics is scraped.
  */
 export class Metrics {
-  readonly #requests = new Map<string, number>()
-  readonly #latency = new Map<string, Series>()
+  readonly #series = new Map<string, RouteSeries>()
   readonly #rejections = new Map<string, number>()
   readonly #loop = monitorEventLoopDelay({ resolution: 10 })
   inFlight = 0
@@ -27,19 +38,15 @@ export class Metrics {
     this.#loop.enable()
   }
 
-  /** Records one finished request. route is the route pattern (never the raw path, to bound cardinality). */
-  observe (method: string, route: string, status: number, seconds: number): void {
-    const key = `${method.toUpperCase()}\u0000${route}\u0000${status}`
-    this.#requests.set(key, (this.#requests.get(key) ?? 0) + 1)
-    const lkey = `${method.toUpperCase()}\u0000${route}`
-    let s = this.#latency.get(lkey)
+  /** The series of a route pattern (never a raw path, which would make cardinality unbounded). */
+  route (method: string, route: string): RouteSeries {
+    const key = `${method.toUpperCase()}\u0000${route}`
+    let s = this.#series.get(key)
     if (s === undefined) {
-      s = { count: 0, sum: 0, buckets: BUCKETS.map(() => 0) }
-      this.#latency.set(lkey, s)
+      s = new RouteSeries(method.toUpperCase(), route)
+      this.#series.set(key, s)
     }
-    s.count++
-    s.sum += seconds
-    for (let i = 0; i < BUCKETS.length; i++) if (seconds <= BUCKETS[i]!) s.buckets[i]!++
+    return s
   }
 
   /** Records a request refused by the rate limiter. */
@@ -51,14 +58,13 @@ export class Metrics {
   render (extra: Record<string, number> = {}): string {
     const out: string[] = []
     out.push('# HELP oohbid_http_requests_total HTTP requests by method, route and status.', '# TYPE oohbid_http_requests_total counter')
-    for (const [key, n] of this.#requests) {
-      const [method, route, status] = key.split('\u0000') as [string, string, string]
-      out.push(`oohbid_http_requests_total{method="${method}",route="${escape(route)}",status="${status}"} ${n}`)
+    for (const s of this.#series.values()) {
+      for (const [status, n] of s.byStatus) out.push(`oohbid_http_requests_total{method="${s.method}",route="${escape(s.route)}",status="${status}"} ${n}`)
     }
     out.push('# HELP oohbid_http_request_duration_seconds Time from request arrival to the last byte written.', '# TYPE oohbid_http_request_duration_seconds histogram')
-    for (const [key, s] of this.#latency) {
-      const [method, route] = key.split('\u0000') as [string, string]
-      const labels = `method="${method}",route="${escape(route)}"`
+    for (const s of this.#series.values()) {
+      if (s.count === 0) continue
+      const labels = `method="${s.method}",route="${escape(s.route)}"`
       BUCKETS.forEach((le, i) => out.push(`oohbid_http_request_duration_seconds_bucket{${labels},le="${le}"} ${s.buckets[i]}`))
       out.push(`oohbid_http_request_duration_seconds_bucket{${labels},le="+Inf"} ${s.count}`)
       out.push(`oohbid_http_request_duration_seconds_sum{${labels}} ${s.sum}`, `oohbid_http_request_duration_seconds_count{${labels}} ${s.count}`)

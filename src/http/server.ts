@@ -32,7 +32,8 @@ function mount (app: uWS.TemplatedApp, routes: RouteDef[], deps: HttpDeps): void
   for (const route of routes) {
     const paramNames = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]!)
     const register = route.method === 'delete' ? app.del : app[route.method]
-    register.call(app, route.path, (res, req) => new Exchange(res, req, route, deps, paramNames).run())
+    const series = deps.metrics.route(route.method, route.path)
+    register.call(app, route.path, (res, req) => new Exchange(res, req, route, deps, paramNames, series).run())
   }
   app.any('/*', (res, req) => {
     const path = req.getUrl()
@@ -53,7 +54,7 @@ function mount (app: uWS.TemplatedApp, routes: RouteDef[], deps: HttpDeps): void
       rateGroup: 'unauthenticated',
       handler: () => { throw error }
     }
-    new Exchange(res, req, fallback, deps, []).run()
+    new Exchange(res, req, fallback, deps, [], deps.metrics.route(fallback.method, fallback.path)).run()
   })
 }
 

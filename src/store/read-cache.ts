@@ -10,6 +10,8 @@ export class CachedTable<V> {
   readonly #db: Database<V, string>
   readonly #max: number
   readonly #values = new Map<string, V>()
+  /** Moves on every write, so that whatever is derived from the whole table knows when to derive again. */
+  version = 0
 
   constructor (db: Database<V, string>, max = 250_000) {
     this.#db = db
@@ -31,11 +33,13 @@ export class CachedTable<V> {
   }
 
   putSync (key: string, value: V): void {
+    this.version++
     this.#values.delete(key)
     this.#db.putSync(key, value)
   }
 
   removeSync (key: string): void {
+    this.version++
     this.#values.delete(key)
     this.#db.removeSync(key)
   }
