@@ -43,6 +43,12 @@ export interface Config {
   uploadUrlTtlSeconds: number
   /** ALLOW_PRIVATE_ASSET_URLS: test escape hatch letting creative URLs point at loopback and private addresses; refused with NODE_ENV=production. */
   allowPrivateAssetUrls: boolean
+  /** ALLOW_PRIVATE_CALLBACK_URLS: test escape hatch letting notices (nurl, lurl, burl, legacy notifications) reach loopback and private addresses; refused with NODE_ENV=production. */
+  allowPrivateCallbackUrls: boolean
+  /** KEY_ENCRYPTION_KEY: 32 bytes (hex or base64) sealing API keys for signing legacy notifications; unset means one generated into DATA_DIR/secrets. */
+  keyEncryptionKey: string | undefined
+  /** NOTICE_TIMEOUT_MS: how long one outbound notice (nurl, lurl, burl, legacy notification) may take. */
+  noticeTimeoutMs: number
   /** PICKUP_SECONDS: how soon players show a new assignment (the spec's 30-60 s content refresh cycle). */
   pickupSeconds: number
   /** RESERVATION_HOLD_SECONDS: how long a reservation holds capacity (the spec's 15 minutes). */
@@ -82,9 +88,9 @@ function durabilityOf (env: Env): 'os' | 'fsync' {
   return raw
 }
 
-function privateUrls (env: Env): boolean {
-  const allowed = bool(env, 'ALLOW_PRIVATE_ASSET_URLS', false)
-  if (allowed && env.NODE_ENV === 'production') throw new Error('ALLOW_PRIVATE_ASSET_URLS is a test setting and is refused with NODE_ENV=production')
+function testOnly (env: Env, name: string): boolean {
+  const allowed = bool(env, name, false)
+  if (allowed && env.NODE_ENV === 'production') throw new Error(`${name} is a test setting and is refused with NODE_ENV=production`)
   return allowed
 }
 
@@ -126,7 +132,10 @@ export function loadConfig (env: Env = process.env): Config {
     maxCreativeBytes: int(env, 'MAX_CREATIVE_BYTES', 50 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     creativeFetchTimeoutMs: int(env, 'CREATIVE_FETCH_TIMEOUT_MS', 10_000, 100, 300_000),
     uploadUrlTtlSeconds: int(env, 'UPLOAD_URL_TTL_SECONDS', 900, 10, 86_400),
-    allowPrivateAssetUrls: privateUrls(env),
+    allowPrivateAssetUrls: testOnly(env, 'ALLOW_PRIVATE_ASSET_URLS'),
+    allowPrivateCallbackUrls: testOnly(env, 'ALLOW_PRIVATE_CALLBACK_URLS'),
+    keyEncryptionKey: str(env, 'KEY_ENCRYPTION_KEY'),
+    noticeTimeoutMs: int(env, 'NOTICE_TIMEOUT_MS', 2000, 100, 60_000),
     pickupSeconds: int(env, 'PICKUP_SECONDS', 30, 1, 3600),
     durability: durabilityOf(env),
     syncIntervalMs: int(env, 'SYNC_INTERVAL_MS', 1000, 10, 60_000),

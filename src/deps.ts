@@ -1,4 +1,7 @@
 import type { Authenticator } from './auth/authenticate.js'
+import type { KeySealer } from './auth/sealed-keys.js'
+import type { FunnelLog } from './events/funnel.js'
+import type { Notices } from './notify/notices.js'
 import type { Clock } from './clock.js'
 import type { ResolvedConfig } from './config.js'
 import type { ImpIds } from './hot/adslots/imp-ids.js'
@@ -21,4 +24,7 @@ export interface Deps {
   bookings: Bookings
   objects: ObjectStore
   moderator: Moderator
+  sealer: KeySealer
+  notices: Notices
+  funnel: FunnelLog
 }

@@ -23,6 +23,7 @@ import { partnerScreenRoutes } from './control/partner/screens.js'
 import type { Deps } from './deps.js'
 import { adslotsRoute } from './hot/adslots/route.js'
 import { bidRoute, statsRoute } from './hot/bid/route.js'
+import { playerRoutes } from './hot/player/routes.js'
 import type { Metrics } from './http/metrics.js'
 import type { RouteDef } from './http/route.js'
 
@@ -33,6 +34,7 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
     bidRoute(deps),
     statsRoute(deps),
     adslotsRoute(deps),
+    ...playerRoutes(deps),
     onboardRoute(deps),
     seatRoute(deps),
     ...keyRoutes(deps),

@@ -1,4 +1,10 @@
 import { Authenticator } from './auth/authenticate.js'
+import { KeySealer } from './auth/sealed-keys.js'
+import { FunnelLog } from './events/funnel.js'
+import { expireBids } from './hot/auction/expiry.js'
+import { LegacySigner } from './notify/legacy.js'
+import { Notices } from './notify/notices.js'
+import { NoticeSender } from './notify/sender.js'
 import { systemClock, type Clock } from './clock.js'
 import type { Config, ResolvedConfig } from './config.js'
 import { resolveAdminToken } from './control/admin/token.js'
@@ -32,8 +38,13 @@ export interface Service {
   routes: RouteDef[]
   /** Moderation of creatives, for tests that wait for it to finish. */
   moderator: Moderator
+  /** The funnel log, for tests and the analytics shipper. */
+  funnel: FunnelLog
+  /** Outbound notices and their sender, for tests that wait for deliveries. */
+  notices: Notices
+  sender: NoticeSender
   /** Runs the periodic jobs now (freshness expiry, offline detection); they also run every second on their own. */
-  runJobs (): { demoted: number, offline: number, expiredHolds: number, campaignMoves: number, expiredDeals: number }
+  runJobs (): { demoted: number, offline: number, expiredHolds: number, campaignMoves: number, expiredDeals: number, expiredBids: number }
   /** Graceful stop: refuse new requests, finish in-flight ones (up to SHUTDOWN_GRACE_MS), flush and close LMDB. */
   close (): Promise<void>
 }
@@ -63,10 +74,15 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const moderator = new Moderator(store, outbox, objects, clock, log, { maxBytes: config.maxCreativeBytes, timeoutMs: config.creativeFetchTimeoutMs, allowPrivate: config.allowPrivateAssetUrls })
   const bookings = new Bookings()
   bookings.register((screenId, date) => bookedOn(store, screenId, date))
-  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator }, metrics)
+  const sealer = KeySealer.open(config.keyEncryptionKey, config.dataDir)
+  const notices = new Notices(store)
+  const funnel = new FunnelLog(store)
+  const sender = new NoticeSender({ store, notices, clock, log, metrics, signer: new LegacySigner(store, sealer) }, { timeoutMs: config.noticeTimeoutMs, allowPrivate: config.allowPrivateCallbackUrls })
+  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator, sealer, notices, funnel }, metrics)
   server.mount(routes, deps)
   moderator.resume()
-  const runJobs = () => ({ ...inventory.runJobs(), ...runCampaignJobs(store, outbox, clock.now()) })
+  sender.start()
+  const runJobs = () => ({ ...inventory.runJobs(), ...runCampaignJobs(store, outbox, clock.now()), expiredBids: expireBids({ store, notices }, clock.now()) })
   const timers = [
     setInterval(runJobs, 1000),
     setInterval(() => deps.limiter.sweep(), 60_000),
@@ -86,6 +102,9 @@ export async function startService ({ config: given, clock = systemClock, log = 
     routes,
     runJobs,
     moderator,
+    funnel,
+    notices,
+    sender,
     close () {
       closing ??= (async () => {
         lifecycle.draining = true
@@ -101,6 +120,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
         server.closeAll()
         for (const t of timers) clearInterval(t)
         await moderator.close()
+        await sender.close()
         await store.close()
         log.info('stopped', { in_flight_abandoned: lifecycle.inFlight })
       })()

@@ -100,7 +100,7 @@ t.test('operators switch partner display and move a partner between owned and pa
   await registerDevices(svc, p, [deviceBody('m-1'), deviceBody('m-2')])
   const key = await buyer(svc)
   const count = async (source: string) => (await svc.request('GET', `/openrtb/v2/adslots?source=${source}`, { key })).body.data.total
-  t.same((await svc.admin('GET', '/admin/v1/settings')).body.data, { partner_display: false })
+  t.same((await svc.admin('GET', '/admin/v1/settings')).body.data, { partner_display: false, house_creative_id: null })
   t.equal(await count('owned'), 2)
   const moved = await svc.admin('PUT', `/admin/v1/partners/${p.id}/source`, { source: 'partner', reason: 'resold inventory' })
   t.match(moved.body.data, { id: p.id, source: 'partner' })

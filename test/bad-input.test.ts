@@ -11,8 +11,8 @@ function codeOf (envelope: 'flat' | 'nested', body: any): string | undefined {
 }
 
 /** A route path with its parameters set to the fixtures' ids. */
-function fill (path: string, f: { keyId: string, screenId: string, partnerId: string, creativeId: string, uploadToken: string, campaignId: string, reservationId: string, dealId: string }, keyId = f.keyId): string {
-  return path.replace(':seat_id', 'sweep').replace(':key_id', keyId).replace(':device_id', 'sweep-dev').replace(':token', f.uploadToken).replace(':dealId', f.dealId)
+function fill (path: string, f: { keyId: string, screenId: string, partnerId: string, creativeId: string, uploadToken: string, campaignId: string, reservationId: string, dealId: string, embedToken: string, spotId: string }, keyId = f.keyId): string {
+  return path.replace('/embed/:token', `/embed/${f.embedToken}`).replace(':spot_id', f.spotId).replace(':creative_id', f.creativeId).replace(':seat_id', 'sweep').replace(':key_id', keyId).replace(':device_id', 'sweep-dev').replace(':token', f.uploadToken).replace(':dealId', f.dealId)
     .replace('/partners/:id', `/partners/${f.partnerId}`).replace('/creatives/:id', `/creatives/${f.creativeId}`)
     .replace('/campaigns/:id', `/campaigns/${f.campaignId}`).replace('/reservations/:id', `/reservations/${f.reservationId}`).replace(':id', f.screenId)
 }
@@ -31,7 +31,9 @@ async function fixtures (svc: TestService) {
   const campaign = (await svc.request('POST', '/openrtb/v2/campaigns', { key, body: { creative_id: approved, name: 'Sweep campaign', budget_usd: 100, start_date: today, end_date: today } })).body.data
   const reservation = (await svc.request('POST', '/openrtb/v2/reservations', { key, body: { screen_ids: [device.body.data.screen_id], start_date: today, end_date: today, spots_per_day: 1 } })).body.data
   const deal = (await svc.request('POST', '/openrtb/v2/deals/propose', { key, body: { deal_id: 'sweep-deal', type: 'PMP', floor_cpm: 2, start_date: today, end_date: today } })).body.data
-  return { seatKey: key as string, keyId: keyId as string, partnerKey, partnerId: partner.body.data.partner.id as string, screenId: device.body.data.screen_id as string, creativeId: creative.creative_id as string, uploadToken, approvedCreativeId: approved, campaignId: campaign.campaign_id as string, reservationId: reservation.reservation_id as string, dealId: deal.deal_id as string }
+  const embedToken = new URL(device.body.data.embed_url).pathname.split('/').pop() as string
+  const spot = (await svc.request('POST', `/embed/${embedToken}/spots`, { body: {} })).body.data
+  return { embedToken, spotId: spot.spot_id as string, seatKey: key as string, keyId: keyId as string, partnerKey, partnerId: partner.body.data.partner.id as string, screenId: device.body.data.screen_id as string, creativeId: creative.creative_id as string, uploadToken, approvedCreativeId: approved, campaignId: campaign.campaign_id as string, reservationId: reservation.reservation_id as string, dealId: deal.deal_id as string }
 }
 
 t.test('every route with a body refuses bad bodies with its envelope and writes nothing', async (t) => {
@@ -127,7 +129,9 @@ t.test('every mutating route honours ?dry_run=true: the real checks run, nothing
     'POST /admin/v1/deals/:dealId/reject': { reason: 'dry' },
     'POST /admin/v1/deals/:dealId/pause': null, // needs an active deal; covered by the campaigns tests
     'POST /admin/v1/deals/:dealId/resume': null,
-    'POST /openrtb/v2/bid': { id: 'dry', seatbid: [{ bid: [{ id: 'b', impid: 'not-issued', price: 5, adm: 'x', crid: f.approvedCreativeId }] }] }
+    'POST /openrtb/v2/bid': { id: 'dry', seatbid: [{ bid: [{ id: 'b', impid: 'not-issued', price: 5, adm: 'x', crid: f.approvedCreativeId }] }] },
+    'POST /embed/:token/spots': {},
+    'POST /embed/:token/spots/:spot_id/events': { event: 'play_completed' }
   }
   const creds: Record<string, string | undefined> = { seat: f.seatKey, partner: f.partnerKey, admin: svc.adminToken }
   const mutating = svc.service.routes.filter((r) => isMutating(r.method))

@@ -145,7 +145,9 @@ export class Exchange {
     const ctx = this.#ctx
     if (lifecycle.draining) throw new ApiError('service_unavailable', 'The service is shutting down; retry shortly.')
     const group = RATE_GROUPS[route.rateGroup]
-    if (group.per === 'ip') this.#take(route.rateGroup, `ip:${ctx.ip}`, undefined)
+    const custom = route.rateLimit?.(ctx)
+    if (custom !== undefined) this.#take(route.rateGroup, custom.subject, undefined, custom.limit)
+    else if (group.per === 'ip') this.#take(route.rateGroup, `ip:${ctx.ip}`, undefined)
     let principal: Principal | undefined
     try {
       principal = auth.authenticate(route, ctx.headers)
@@ -177,8 +179,10 @@ export class Exchange {
     }
   }
 
-  #take (group: RouteDef['rateGroup'], subject: string, principal: Principal | undefined): void {
-    const { limit, windowMs } = limitFor(group, principal)
+  #take (group: RouteDef['rateGroup'], subject: string, principal: Principal | undefined, given?: number): void {
+    const policy = limitFor(group, principal)
+    const { windowMs } = policy
+    const limit = given ?? policy.limit
     const decision = this.#deps.limiter.take(group, subject, limit, windowMs)
     this.#rate = decision
     if (decision.allowed) return
@@ -259,7 +263,7 @@ export class Exchange {
         if (ctx.dryRun) throw new Rollback(result)
         if (claim !== undefined) {
           const { body, contentType, status } = this.#render(result)
-          this.#deps.idempotency.save(claim, fingerprint, status, body, { 'content-type': contentType, ...result.headers })
+          this.#deps.idempotency.save(claim, fingerprint, status, body.toString(), { 'content-type': contentType, ...result.headers })
         }
         return result
       })
@@ -274,7 +278,7 @@ export class Exchange {
     }
   }
 
-  #render (result: Result): { status: number, contentType: string, body: string } {
+  #render (result: Result): { status: number, contentType: string, body: string | Buffer } {
     if (result.kind === 'raw') return { status: result.status, contentType: result.contentType, body: result.body }
     if (this.#ctx.dryRun) return { status: 200, contentType: 'application/json', body: JSON.stringify({ dry_run: true, data: result.data, warnings: this.#warnings }) }
     const data = result.data instanceof RawJson ? result.data.json : JSON.stringify(result.data)
@@ -307,7 +311,7 @@ export class Exchange {
     this.#send(apiError.status, 'application/json', this.#errorBody(apiError), headers, mustClose && (this.#route.body !== undefined || this.#route.rawBody === true))
   }
 
-  #send (status: number, contentType: string, body: string, headers: Record<string, string> | undefined, close = false): void {
+  #send (status: number, contentType: string, body: string | Buffer, headers: Record<string, string> | undefined, close = false): void {
     if (this.#aborted || this.#done) return
     const res = this.#res
     const rate = this.#rate

@@ -31,6 +31,7 @@ function escape (v: string): string {
 export class Metrics {
   readonly #series = new Map<string, RouteSeries>()
   readonly #rejections = new Map<string, number>()
+  readonly #counters = new Map<string, { help: string, values: Map<string, number> }>()
   readonly #loop = monitorEventLoopDelay({ resolution: 10 })
   inFlight = 0
 
@@ -47,6 +48,16 @@ export class Metrics {
       this.#series.set(key, s)
     }
     return s
+  }
+
+  /** Adds to a counter of the service's own (notices sent, auctions run); labels as Prometheus text, e.g. kind="nurl". */
+  inc (name: string, help: string, labels = '', by = 1): void {
+    let c = this.#counters.get(name)
+    if (c === undefined) {
+      c = { help, values: new Map() }
+      this.#counters.set(name, c)
+    }
+    c.values.set(labels, (c.values.get(labels) ?? 0) + by)
   }
 
   /** Records a request refused by the rate limiter. */
@@ -71,6 +82,10 @@ export class Metrics {
     }
     out.push('# HELP oohbid_rate_limit_rejections_total Requests refused with 429, by rate group.', '# TYPE oohbid_rate_limit_rejections_total counter')
     for (const [group, n] of this.#rejections) out.push(`oohbid_rate_limit_rejections_total{group="${group}"} ${n}`)
+    for (const [name, c] of this.#counters) {
+      out.push(`# HELP ${name} ${c.help}`, `# TYPE ${name} counter`)
+      for (const [labels, n] of c.values) out.push(`${name}${labels ? `{${labels}}` : ''} ${n}`)
+    }
     out.push('# HELP oohbid_http_requests_in_flight Requests accepted and not yet answered.', '# TYPE oohbid_http_requests_in_flight gauge', `oohbid_http_requests_in_flight ${this.inFlight}`)
     out.push('# HELP oohbid_event_loop_delay_p99_seconds Event-loop delay, 99th percentile since the last scrape.', '# TYPE oohbid_event_loop_delay_p99_seconds gauge', `oohbid_event_loop_delay_p99_seconds ${this.#loop.percentile(99) / 1e9}`)
     this.#loop.reset()

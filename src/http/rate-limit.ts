@@ -15,7 +15,8 @@ const HOUR = 60 * MINUTE
 
 /**
  * The spec's Limits table, plus the groups the spec leaves unnamed (marked): partner and proof routes, the public
- * files, operations endpoints, and requests that fail authentication (counted per address to slow key guessing).
+ * files, operations endpoints, screen players, exchanges, and requests that fail authentication (counted per address
+ * to slow key guessing).
  */
 export const RATE_GROUPS: Record<RateGroup, GroupPolicy> = {
   onboarding: { sandbox: 5, production: 5, windowMs: HOUR, per: 'ip' },
@@ -31,7 +32,9 @@ export const RATE_GROUPS: Record<RateGroup, GroupPolicy> = {
   /* designed */ public: { sandbox: 600, production: 600, windowMs: MINUTE, per: 'ip' },
   /* designed */ ops: { sandbox: 6000, production: 6000, windowMs: MINUTE, per: 'ip' },
   /* designed */ uploads: { sandbox: 300, production: 300, windowMs: MINUTE, per: 'ip' },
-  /* designed */ unauthenticated: { sandbox: 60, production: 60, windowMs: MINUTE, per: 'ip' }
+  /* designed */ unauthenticated: { sandbox: 60, production: 60, windowMs: MINUTE, per: 'ip' },
+  /* designed */ player: { sandbox: 6000, production: 6000, windowMs: MINUTE, per: 'ip' },
+  /* designed: each bidder alias carries its own limit (operator API); this is the default */ exchange: { sandbox: 60000, production: 60000, windowMs: MINUTE, per: 'ip' }
 }
 
 /** The limit in force for a group and caller: the seat's custom limit, else the sandbox or production column. */

@@ -39,7 +39,7 @@ export interface Ctx<B = unknown, Q = unknown> {
 /** A handler's answer: a JSON envelope, a raw body, or a redirect. */
 export type Result =
   | { kind: 'json', status: number, data: unknown, headers?: Record<string, string> }
-  | { kind: 'raw', status: number, body: string, contentType: string, headers?: Record<string, string> }
+  | { kind: 'raw', status: number, body: string | Buffer, contentType: string, headers?: Record<string, string> }
 
 /** JSON text a handler assembled itself (from pre-encoded rows), placed into the envelope as is. */
 export class RawJson {
@@ -51,8 +51,8 @@ export function ok (data: unknown, status = 200, headers?: Record<string, string
   return headers ? { kind: 'json', status, data, headers } : { kind: 'json', status, data }
 }
 
-/** A body sent as is (discovery files, metrics). */
-export function raw (body: string, contentType: string, status = 200, headers?: Record<string, string>): Result {
+/** A body sent as is (discovery files, metrics, creative assets). */
+export function raw (body: string | Buffer, contentType: string, status = 200, headers?: Record<string, string>): Result {
   return headers ? { kind: 'raw', status, body, contentType, headers } : { kind: 'raw', status, body, contentType }
 }
 
@@ -84,6 +84,11 @@ export interface RouteDef<B = unknown, Q = unknown> {
   auth: AuthMode
   scope?: Scope
   rateGroup: RateGroup
+  /**
+   * Who is counted and against what limit when the route's callers are not keys or addresses (an exchange's bidder
+   * alias): decided from the path alone, before the body is read.
+   */
+  rateLimit?: (ctx: Ctx<B, Q>) => { subject: string, limit: number } | undefined
   /** Request body schema; JSON bodies are required exactly when this is set. */
   body?: SchemaTitle
   /** Schema of `data` in the success envelope (several: one of them, by query); omitted for raw results. */

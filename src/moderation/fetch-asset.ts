@@ -1,8 +1,6 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import http from 'node:http'
 import https from 'node:https'
-import type { LookupFunction } from 'node:net'
-import { isPublicAddress } from '../net/url-guard.js'
+import { guardedLookup } from '../net/guarded-lookup.js'
 
 /** Why a fetch was refused or failed; the message is shown to the buyer as the creative's failure. */
 export class FetchError extends Error {}
@@ -12,25 +10,6 @@ export interface FetchOptions {
   timeoutMs: number
   /** Test escape hatch: allow loopback and private addresses. */
   allowPrivate: boolean
-}
-
-/**
- * A DNS lookup that refuses private, loopback, link-local and reserved answers, used as the socket's lookup so the
- * check applies to the address actually connected to (a name that resolves publicly once and privately the next
- * time, DNS rebinding, is still refused).
- */
-function guardedLookup (allowPrivate: boolean): LookupFunction {
-  return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, '', 0)
-      const list = addresses as LookupAddress[]
-      const bad = list.find((a) => !allowPrivate && !isPublicAddress(a.address))
-      if (bad !== undefined) return callback(new FetchError(`${hostname} resolves to ${bad.address}, which is not a public address`), '', 0)
-      const first = list[0]!
-      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list)
-      callback(null, first.address, first.family)
-    })
-  }
 }
 
 /** Downloads an asset: http(s) only, public addresses only, no redirects, a size cap and a timeout. */
@@ -44,7 +23,7 @@ export function fetchAsset (raw: string, options: FetchOptions): Promise<{ bytes
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') return reject(new FetchError('only http and https URLs can be fetched'))
     const client = url.protocol === 'https:' ? https : http
-    const req = client.get(url, { lookup: guardedLookup(options.allowPrivate), timeout: options.timeoutMs, headers: { 'user-agent': 'oohbid-creative-fetcher/1.0', accept: 'image/*, video/*' } }, (res) => {
+    const req = client.get(url, { lookup: guardedLookup(options.allowPrivate, (m) => new FetchError(m)), timeout: options.timeoutMs, headers: { 'user-agent': 'oohbid-creative-fetcher/1.0', accept: 'image/*, video/*' } }, (res) => {
       const status = res.statusCode ?? 0
       if (status >= 300 && status < 400) { res.resume(); return reject(new FetchError(`the URL redirects (HTTP ${status}); give the final URL`)) }
       if (status !== 200) { res.resume(); return reject(new FetchError(`the URL answered HTTP ${status}`)) }

@@ -60,14 +60,14 @@ export function isPublicAddress (ip: string): boolean {
  * hex IPv4 forms (http://2130706433/, http://0x7f.1/) to dotted quads, so those are caught too. Names that resolve to
  * private addresses are refused again at connect time.
  */
-export function callbackUrlProblem (raw: string, allowLoopback = false): string | undefined {
+export function callbackUrlProblem (raw: string, allowLoopback = false, schemes: readonly string[] = ['https:']): string | undefined {
   let url: URL
   try {
     url = new URL(raw)
   } catch {
     return 'is not a valid URL'
   }
-  if (url.protocol !== 'https:') return 'must use https'
+  if (!schemes.includes(url.protocol)) return schemes.length === 1 ? `must use ${schemes[0]!.slice(0, -1)}` : `must use ${schemes.map((p) => p.slice(0, -1)).join(' or ')}`
   if (url.username !== '' || url.password !== '') return 'must not carry credentials'
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase()
   if (host === '') return 'needs a host'

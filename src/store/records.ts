@@ -36,6 +36,8 @@ export interface KeyRecord {
   created_at: string
   expires_at?: string
   revoked_at: string | null
+  /** Seat keys: the key sealed with the key-encryption key (src/auth/sealed-keys.ts), so that it can sign legacy notifications. */
+  sealed?: string
 }
 
 /** A screen-operator partner. */
@@ -135,6 +137,52 @@ export interface StoredBid {
   adm?: string
   received_at: number
   expires_at: number
+  /** The key that submitted it: legacy notifications are signed with it. */
+  key_id?: string
+  /** BidResponse.bidid, for ${AUCTION_BID_ID}. */
+  bidid?: string
+  adid?: string
+}
+
+/** Where a spot came from, in waterfall order. closed: outside operating hours, nothing plays. */
+export type Tier = 'guaranteed' | 'preferred' | 'pmp' | 'open_auction' | 'house' | 'closed'
+
+/** A spot the waterfall gave a screen's player, kept until its play is reported (and then for the proof). */
+export interface SpotRecord {
+  spot_id: string
+  screen_id: string
+  tier: Tier
+  decided_at: number
+  starts_at: number
+  duration_seconds: number
+  status: 'served' | 'started' | 'completed'
+  creative_id?: string
+  adm?: string
+  seat_id?: string
+  assignment_id?: string
+  campaign_id?: string
+  deal_id?: string
+  /** The winning bid: what the play is billed at and whom to tell. */
+  bid?: StoredBid & { clearing: number }
+  started_at?: number
+  completed_at?: number
+  /** Impressions the play counted (imp.qty.multiplier confirmed at render: live faces, at most what was offered). */
+  multiplier?: number
+  cost_micros?: number
+}
+
+/** An outbound notice: an OpenRTB nurl, lurl or burl (GET) or a legacy win/loss notification (signed POST). */
+export interface NoticeRecord {
+  id: string
+  kind: 'nurl' | 'lurl' | 'burl' | 'legacy'
+  url: string
+  seat_id?: string
+  /** legacy: the event, its JSON body and the key that signs it when it is sent. */
+  event?: 'bid.won' | 'bid.lost'
+  body?: string
+  key_id?: string
+  attempts: number
+  created_at: number
 }
 
 /** One hour of a seat's bidding. */

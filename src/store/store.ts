@@ -3,7 +3,8 @@ import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import { CachedTable } from './read-cache.js'
 import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
-import type { HourStats, StoredBid, AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
+import type { FunnelEvent } from '../generated/types.js'
+import type { HourStats, NoticeRecord, SpotRecord, StoredBid, AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
 export interface Store {
@@ -47,6 +48,16 @@ export interface Store {
   bids: Database<StoredBid, [string, string, string]>
   /** [seat_id lower-cased, hour start ms] -> that hour's bidding counters. */
   stats: Database<HourStats, [string, number]>
+  /** [expires ms, screen_id, impid, seat_id] -> 1: stored bids in expiry order, for their lurl with code 2. */
+  bidExpiry: Database<1, [number, string, string, string]>
+  /** spot_id -> the spot a player was given. */
+  spots: Database<SpotRecord, string>
+  /** [screen_id, local date, line] -> spots served today for an assignment or deal line: its pacing. */
+  plays: Database<number, [string, string, string]>
+  /** [due ms, notice id] -> an outbound notice waiting for its (next) attempt. */
+  notices: Database<NoticeRecord, [number, string]>
+  /** [ms, sequence] -> a funnel event for the analytics process. */
+  funnel: Database<FunnelEvent, [number, number]>
   /** [expires ms, reservation_id] -> reservation_id: holds in expiry order. */
   holds: Database<string, [number, string]>
   /**
@@ -148,6 +159,11 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     holds: root.openDB<string, [number, string]>('holds', { keyEncoding: 'ordered-binary' }),
     bids: root.openDB<StoredBid, [string, string, string]>('bids', { keyEncoding: 'ordered-binary', ...shared }),
     stats: root.openDB<HourStats, [string, number]>('stats', { keyEncoding: 'ordered-binary', ...shared }),
+    bidExpiry: root.openDB<1, [number, string, string, string]>('bid_expiry', { keyEncoding: 'ordered-binary' }),
+    spots: root.openDB<SpotRecord, string>('spots', { ...shared }),
+    plays: root.openDB<number, [string, string, string]>('plays', { keyEncoding: 'ordered-binary' }),
+    notices: root.openDB<NoticeRecord, [number, string]>('notices', { keyEncoding: 'ordered-binary', ...shared }),
+    funnel: root.openDB<FunnelEvent, [number, number]>('funnel', { keyEncoding: 'ordered-binary', ...shared }),
     write,
     get rollbacks () { return rollbacks },
     afterCommit (fn) {

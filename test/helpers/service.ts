@@ -114,7 +114,14 @@ export async function startTestService (t: { teardown (fn: () => unknown): void 
         assignments: s.assignments.getCount(),
         reservations: s.reservations.getCount(),
         deals: s.deals.getCount(),
-        booked: s.booked.getCount()
+        booked: s.booked.getCount(),
+        bids: s.bids.getCount(),
+        bidExpiry: s.bidExpiry.getCount(),
+        stats: s.stats.getCount(),
+        spots: s.spots.getCount(),
+        plays: s.plays.getCount(),
+        notices: s.notices.getCount(),
+        funnel: s.funnel.getCount()
       }
     }
   }

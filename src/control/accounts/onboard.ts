@@ -63,7 +63,7 @@ export function onboardRoute ({ config, store, outbox, auth }: Deps): RouteDef {
       for (const field of ['notification_url', 'webhook_url'] as const) {
         const url = body[field]
         if (url === undefined) continue
-        const problem = callbackUrlProblem(url)
+        const problem = callbackUrlProblem(url, config.allowPrivateCallbackUrls)
         if (problem !== undefined) throw new ApiError('invalid_webhook_url', `${field} ${problem}.`, { param: field })
         seat[field] = url
       }

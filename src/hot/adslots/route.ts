@@ -14,7 +14,7 @@ import { CountCache, decodeCursor, encodeCursor, hasFeinFilter, page, planFrom, 
  * pre-encoded screen summary (format=screens) or a bid request assembled from pre-encoded fragments, the live FEIN
  * block and a signed imp id (format=openrtb).
  */
-export function adslotsRoute ({ store, inventory, impIds, config }: Deps): RouteDef {
+export function adslotsRoute ({ store, inventory, impIds, config, funnel }: Deps): RouteDef {
   const counts = new CountCache()
 
   const totalCount = (plan: Plan, now: number): number => {
@@ -44,7 +44,7 @@ export function adslotsRoute ({ store, inventory, impIds, config }: Deps): Route
     const multiplier = impressionMultiplier(state, sensors, now)
     const impId = impIds.issue({ screenId: id, seatId, floor: tuple[10], multiplier, issuedAt: now, expiresAt: now + config.bidTtlSeconds * 1000 })
     return `{"id":"${randomUUID()}","imp":[{"id":"${impId}",${rows[1]}${pmp(deals, key, tuple, now)},"qty":{"multiplier":${multiplier},"sourcetype":2,"vendor":"oohbid-fein"},"dt":${now},"exp":${config.bidTtlSeconds}}],` +
-      `${rows[2]},"tmax":${config.tmaxMs},"cur":["USD"],"ext":{"trb":{${rows[3]},"fein":${JSON.stringify(present(state, sensors, now))}}}}`
+      `${rows[2]},"at":2,"tmax":${config.tmaxMs},"cur":["USD"],"ext":{"trb":{${rows[3]},"fein":${JSON.stringify(present(state, sensors, now))}}}}`
   }
 
   return route<undefined, AdslotsQuery>({
@@ -75,6 +75,10 @@ export function adslotsRoute ({ store, inventory, impIds, config }: Deps): Route
         const seatId = ctx.principal!.seat!.seat_id
         const deals = activeDealsFor(store, seatId)
         const requests = entries.map((e) => bidRequest(e.key, e.tuple!, seatId, ctx.now, deals)).join(',')
+        if (entries.length > 0) {
+          const seat = ctx.principal!.seat!
+          store.write(() => funnel.append({ stage: 'request', at: ctx.now, seat_id: seatId, sandbox: seat.status !== 'approved', screens: entries.map((e) => e.key[3]) }))
+        }
         const totals = sources.reduce((a, s) => { const c = inventory.counts(s); return { total: a.total + c.total, enriched: a.enriched + c.enriched } }, { total: 0, enriched: 0 })
         const filters = { venue_type: plan.tuple.venueType ?? null, country: plan.tuple.country ?? null, state: plan.tuple.state ?? null, city: q.city ?? null, min_vas: q.min_vas ?? null, min_attention: q.min_attention ?? null, emotion: q.emotion ?? null }
         const coverage = { total_screens: totals.total, fein_enriched: totals.enriched, after_filters: wantCount && !plan.refined ? totalCount(plan, ctx.now) : null }

@@ -1,3 +1,4 @@
+import { presentedKey } from '../../auth/keys.js'
 import { activeDealsFor } from '../../campaigns/deals.js'
 import type { Deps } from '../../deps.js'
 import type { BidResponse, BidResult } from '../../generated/types.js'
@@ -15,12 +16,12 @@ const NBR_INVALID = 2
  * pipelined request. Accepted bids of production seats are stored for the waterfall in the same transaction that
  * answers; sandbox seats are scored only.
  */
-export function bidRoute ({ store, impIds }: Deps): RouteDef {
+export function bidRoute ({ store, impIds, sealer, funnel, auth }: Deps): RouteDef {
   return route<BidResponse>({
     method: 'post',
     path: '/openrtb/v2/bid',
     summary: 'Submit an OpenRTB 2.6 bid response',
-    description: 'Each bid needs impid (an imp issued to this seat by GET /adslots?format=openrtb, before imp.exp), price in USD CPM, adm or nurl, and crid naming one of the seat\'s approved creatives. The answer gives a result per bid: accepted, or rejected with below_floor, creative_blocked, missing_adm_and_nurl (spec), unknown_imp, imp_expired, invalid_deal or currency_not_supported. A dealid prices the bid against the deal (fixed_cpm or floor_cpm). A payload that fails the OpenRTB 2.6 schema is 400 invalid_bid_response with nbr 2. Sandbox seats: scored only (stored false); approved seats: accepted bids enter the live waterfall, the seat\'s latest bid per imp replacing earlier ones.',
+    description: 'Each bid needs impid (an imp issued to this seat by GET /adslots?format=openrtb, before imp.exp), price in USD CPM, adm or nurl, and crid naming one of the seat\'s approved creatives. The answer gives a result per bid: accepted, or rejected with below_floor, creative_blocked, missing_adm_and_nurl (spec), unknown_imp, imp_expired, invalid_deal, currency_not_supported or invalid_notice_url. A dealid prices the bid against the deal (fixed_cpm or floor_cpm). A payload that fails the OpenRTB 2.6 schema is 400 invalid_bid_response with nbr 2. Sandbox seats: scored only (stored false); approved seats: accepted bids enter the live waterfall, the seat\'s latest bid per imp replacing earlier ones. Each stored bid is settled exactly once by the waterfall (docs/architecture.md): the auction it wins (nurl with ${AUCTION_PRICE}, burl when the play completes), the auction it loses (lurl with ${AUCTION_LOSS}), or its imp expiring first (lurl with ${AUCTION_LOSS}=2); seats with a notification_url also get the signed legacy bid.won / bid.lost POST (schema LegacyNotification).',
     tag: 'Bidding',
     envelope: 'flat',
     auth: 'seat',
@@ -31,7 +32,8 @@ export function bidRoute ({ store, impIds }: Deps): RouteDef {
     invalidBody: { code: 'invalid_bid_response', extras: { nbr: NBR_INVALID } },
     errors: ['invalid_bid_response'],
     handler: (ctx) => {
-      const seat = ctx.principal!.seat!
+      const { seat: maybeSeat, key } = ctx.principal!
+      const seat = maybeSeat!
       const live = seat.status === 'approved' && !ctx.dryRun
       const deals = activeDealsFor(store, seat.seat_id)
       const cur = ctx.body.cur ?? 'USD'
@@ -47,11 +49,15 @@ export function bidRoute ({ store, impIds }: Deps): RouteDef {
               received_at: ctx.now, expires_at: imp.expiresAt
             }
             if (bid.dealid !== undefined) stored.dealid = bid.dealid
+            stored.key_id = key.key_id
+            if (ctx.body.bidid !== undefined) stored.bidid = ctx.body.bidid
+            if (bid.adid !== undefined) stored.adid = bid.adid
             if (bid.nurl !== undefined) stored.nurl = bid.nurl
             if (bid.lurl !== undefined) stored.lurl = bid.lurl
             if (bid.burl !== undefined) stored.burl = bid.burl
             if (bid.adm !== undefined) stored.adm = bid.adm
             store.bids.putSync([imp.screenId, bid.impid, seat.seat_id], stored)
+            store.bidExpiry.putSync([imp.expiresAt, imp.screenId, bid.impid, seat.seat_id], 1)
             outcome.stored = true
           }
           result.results.push(outcome)
@@ -61,6 +67,18 @@ export function bidRoute ({ store, impIds }: Deps): RouteDef {
         }
       }
       countResponse(store, seat.seat_id, ctx.now, counted)
+      if (!ctx.dryRun) {
+        funnel.append({ stage: 'bid_received', at: ctx.now, seat_id: seat.seat_id, sandbox: result.sandbox, bids: result.results.length, screens: result.results.flatMap((r) => r.screen_id !== undefined ? [r.screen_id] : []), accepted: result.accepted })
+        // Legacy notifications are signed with the key that bid; a key minted before keys were sealed is sealed on
+        // its first bid, from the copy it presented.
+        if (result.accepted > 0 && live && key.sealed === undefined) {
+          const presented = presentedKey(ctx.headers)
+          if (presented !== undefined && presented !== '') {
+            store.keys.putSync(key.key_id, { ...key, sealed: sealer.seal(key.key_id, presented) })
+            store.afterCommit(() => auth.invalidate())
+          }
+        }
+      }
       return ok(result)
     }
   })

@@ -20,13 +20,26 @@ export interface ScoreContext {
   now: number
 }
 
+const MACRO = /\$\{AUCTION_[A-Z_]+\}/g
+
+/** Why one of a bid's notice URLs could not be called, or undefined when all can (checked with macros filled in). */
+function noticeProblem (bid: OrtbBid): string | undefined {
+  for (const field of ['nurl', 'lurl', 'burl'] as const) {
+    const template = bid[field]
+    if (template === undefined || template === '') continue
+    const url = template.replace(MACRO, '0')
+    if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) return `${field} is not an http(s) URL once its macros are substituted.`
+  }
+  return undefined
+}
+
 function reject (bid: OrtbBid, reason: Reason, detail: string, extra: Partial<Outcome> = {}): Outcome {
   return { bid_id: bid.id, impid: bid.impid, status: 'rejected', reason, detail, stored: false, ...extra }
 }
 
 /**
  * Scores one bid, in the order a buyer would want to be told: currency, the imp (issued to this seat, not expired),
- * adm or nurl, the creative (registered, approved, allowed on the screen; adomain and cat against the screen's
+ * adm or nurl, notice URLs that can be called, the creative (registered, approved, allowed on the screen; adomain and cat against the screen's
  * blocks), the deal, then the floor (the deal's price when a deal is named, else the screen's at issue time).
  */
 export function scoreBid (bid: OrtbBid, c: ScoreContext): { outcome: Outcome, imp?: IssuedImp, creativeId?: string } {
@@ -36,6 +49,8 @@ export function scoreBid (bid: OrtbBid, c: ScoreContext): { outcome: Outcome, im
   if (imp.expiresAt <= c.now) return { outcome: reject(bid, 'imp_expired', `The imp expired at ${new Date(imp.expiresAt).toISOString()}.`, { screen_id: imp.screenId }) }
   const at = { screen_id: imp.screenId }
   if ((bid.adm === undefined || bid.adm === '') && (bid.nurl === undefined || bid.nurl === '')) return { outcome: reject(bid, 'missing_adm_and_nurl', 'A bid needs inline markup (adm) or a win-notice URL (nurl).', at), imp }
+  const badUrl = noticeProblem(bid)
+  if (badUrl !== undefined) return { outcome: reject(bid, 'invalid_notice_url', badUrl, at), imp }
   const screen = c.store.screens.get(imp.screenId)
   const creative = bid.crid !== undefined ? c.store.creatives.get(bid.crid) : undefined
   if (screen === undefined) return { outcome: reject(bid, 'unknown_imp', 'The screen of this imp is no longer listed.', at) }

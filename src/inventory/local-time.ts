@@ -1,0 +1,72 @@
+import type { OperatingHours } from '../generated/types.js'
+
+const WEEKDAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const
+type Weekday = typeof WEEKDAYS[number]
+
+/** A moment as a screen's wall clock shows it. */
+export interface LocalTime {
+  /** YYYY-MM-DD in the screen's zone: the day its spots, pacing and capacity count against. */
+  date: string
+  weekday: Weekday
+  /** Minutes since local midnight. */
+  minute: number
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>()
+
+function formatter (timezone: string): Intl.DateTimeFormat {
+  let f = formatters.get(timezone)
+  if (f === undefined) {
+    f = new Intl.DateTimeFormat('en-US', { timeZone: timezone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' })
+    formatters.set(timezone, f)
+  }
+  return f
+}
+
+/** The local date, weekday and minute of a clock reading in an IANA zone. */
+export function localTime (timezone: string, ms: number): LocalTime {
+  const parts: Record<string, string> = {}
+  for (const p of formatter(timezone).formatToParts(ms)) parts[p.type] = p.value
+  const date = `${parts.year}-${parts.month}-${parts.day}`
+  return { date, weekday: WEEKDAYS[new Date(`${date}T12:00:00Z`).getUTCDay()]!, minute: Number(parts.hour) * 60 + Number(parts.minute) }
+}
+
+function minutes (hhmm: string): number {
+  const [h, m] = hhmm.split(':').map(Number) as [number, number]
+  return h * 60 + m
+}
+
+/** Today's open intervals in minutes; no hours means always on. */
+function intervals (hours: OperatingHours | undefined, weekday: Weekday): Array<[number, number]> {
+  if (hours === undefined) return [[0, 24 * 60]]
+  return (hours[weekday] ?? []).map(([open, close]) => [minutes(open), minutes(close)])
+}
+
+/** Whether the screen is within its operating hours at this local time. */
+export function isOpen (hours: OperatingHours | undefined, t: LocalTime): boolean {
+  return intervals(hours, t.weekday).some(([open, close]) => t.minute >= open && t.minute < close)
+}
+
+/** Open minutes of the local day already behind, and in the whole day: the fraction of a day's spots due by now. */
+export function openProgress (hours: OperatingHours | undefined, t: LocalTime): { elapsed: number, total: number } {
+  let elapsed = 0
+  let total = 0
+  for (const [open, close] of intervals(hours, t.weekday)) {
+    total += Math.max(0, close - open)
+    elapsed += Math.max(0, Math.min(close, t.minute + 1) - open)
+  }
+  return { elapsed: Math.min(elapsed, total), total }
+}
+
+/** Minutes until the screen next opens (within a week), for a closed screen's retry time; undefined when never open. */
+export function minutesUntilOpen (hours: OperatingHours | undefined, t: LocalTime): number | undefined {
+  const start = WEEKDAYS.indexOf(t.weekday)
+  for (let d = 0; d <= 7; d++) {
+    const day = WEEKDAYS[(start + d) % 7]!
+    for (const [open, close] of intervals(hours, day).sort((a, b) => a[0] - b[0])) {
+      const at = d * 24 * 60 + open
+      if (close > open && at > t.minute) return at - t.minute
+    }
+  }
+  return undefined
+}
