@@ -24,6 +24,9 @@ import type { Deps } from './deps.js'
 import { adslotsRoute } from './hot/adslots/route.js'
 import { bidRoute, statsRoute } from './hot/bid/route.js'
 import { playerRoutes } from './hot/player/routes.js'
+import { assetRoute } from './hot/assets/route.js'
+import { bidderRoutes } from './hot/bidder/route.js'
+import { adminBidderAliasRoutes } from './control/admin/bidder-aliases.js'
 import type { Metrics } from './http/metrics.js'
 import type { RouteDef } from './http/route.js'
 
@@ -35,6 +38,8 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
     statsRoute(deps),
     adslotsRoute(deps),
     ...playerRoutes(deps),
+    ...bidderRoutes(deps),
+    assetRoute(deps),
     onboardRoute(deps),
     seatRoute(deps),
     ...keyRoutes(deps),
@@ -53,6 +58,7 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
     ...adminPlatformRoutes(deps),
     ...adminCreativeRoutes(deps),
     ...adminDealRoutes(deps),
+    ...adminBidderAliasRoutes(deps),
     adminAuditRoute(deps),
     ...publicFileRoutes(deps),
     ...opsRoutes(deps, metrics, () => openapi)

@@ -2,6 +2,7 @@ import { Authenticator } from './auth/authenticate.js'
 import { KeySealer } from './auth/sealed-keys.js'
 import { FunnelLog } from './events/funnel.js'
 import { expireBids } from './hot/auction/expiry.js'
+import { expireExchangeBids } from './hot/bidder/route.js'
 import { LegacySigner } from './notify/legacy.js'
 import { Notices } from './notify/notices.js'
 import { NoticeSender } from './notify/sender.js'
@@ -44,7 +45,7 @@ export interface Service {
   notices: Notices
   sender: NoticeSender
   /** Runs the periodic jobs now (freshness expiry, offline detection); they also run every second on their own. */
-  runJobs (): { demoted: number, offline: number, expiredHolds: number, campaignMoves: number, expiredDeals: number, expiredBids: number }
+  runJobs (): { demoted: number, offline: number, expiredHolds: number, campaignMoves: number, expiredDeals: number, expiredBids: number, expiredExchangeBids: number }
   /** Graceful stop: refuse new requests, finish in-flight ones (up to SHUTDOWN_GRACE_MS), flush and close LMDB. */
   close (): Promise<void>
 }
@@ -82,7 +83,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   server.mount(routes, deps)
   moderator.resume()
   sender.start()
-  const runJobs = () => ({ ...inventory.runJobs(), ...runCampaignJobs(store, outbox, clock.now()), expiredBids: expireBids({ store, notices }, clock.now()) })
+  const runJobs = () => ({ ...inventory.runJobs(), ...runCampaignJobs(store, outbox, clock.now()), expiredBids: expireBids({ store, notices }, clock.now()), expiredExchangeBids: expireExchangeBids(store, clock.now()) })
   const timers = [
     setInterval(runJobs, 1000),
     setInterval(() => deps.limiter.sweep(), 60_000),

@@ -12,7 +12,7 @@ function codeOf (envelope: 'flat' | 'nested', body: any): string | undefined {
 
 /** A route path with its parameters set to the fixtures' ids. */
 function fill (path: string, f: { keyId: string, screenId: string, partnerId: string, creativeId: string, uploadToken: string, campaignId: string, reservationId: string, dealId: string, embedToken: string, spotId: string }, keyId = f.keyId): string {
-  return path.replace('/embed/:token', `/embed/${f.embedToken}`).replace(':spot_id', f.spotId).replace(':creative_id', f.creativeId).replace(':seat_id', 'sweep').replace(':key_id', keyId).replace(':device_id', 'sweep-dev').replace(':token', f.uploadToken).replace(':dealId', f.dealId)
+  return path.replace(':alias', 'sweep-exchange').replace('/embed/:token', `/embed/${f.embedToken}`).replace(':spot_id', f.spotId).replace(':creative_id', f.creativeId).replace(':seat_id', 'sweep').replace(':key_id', keyId).replace(':device_id', 'sweep-dev').replace(':token', f.uploadToken).replace(':dealId', f.dealId)
     .replace('/partners/:id', `/partners/${f.partnerId}`).replace('/creatives/:id', `/creatives/${f.creativeId}`)
     .replace('/campaigns/:id', `/campaigns/${f.campaignId}`).replace('/reservations/:id', `/reservations/${f.reservationId}`).replace(':id', f.screenId)
 }
@@ -32,6 +32,7 @@ async function fixtures (svc: TestService) {
   const reservation = (await svc.request('POST', '/openrtb/v2/reservations', { key, body: { screen_ids: [device.body.data.screen_id], start_date: today, end_date: today, spots_per_day: 1 } })).body.data
   const deal = (await svc.request('POST', '/openrtb/v2/deals/propose', { key, body: { deal_id: 'sweep-deal', type: 'PMP', floor_cpm: 2, start_date: today, end_date: today } })).body.data
   const embedToken = new URL(device.body.data.embed_url).pathname.split('/').pop() as string
+  await svc.admin('PUT', '/admin/v1/bidder-aliases/sweep-exchange', { name: 'Sweep Exchange', ip_allowlist: ['127.0.0.1', '198.51.0.0/16'] })
   const spot = (await svc.request('POST', `/embed/${embedToken}/spots`, { body: {} })).body.data
   return { embedToken, spotId: spot.spot_id as string, seatKey: key as string, keyId: keyId as string, partnerKey, partnerId: partner.body.data.partner.id as string, screenId: device.body.data.screen_id as string, creativeId: creative.creative_id as string, uploadToken, approvedCreativeId: approved, campaignId: campaign.campaign_id as string, reservationId: reservation.reservation_id as string, dealId: deal.deal_id as string }
 }
@@ -52,11 +53,11 @@ t.test('every route with a body refuses bad bodies with its envelope and writes 
     })
     const before = svc.snapshot()
     const cases: Array<[string, () => ReturnType<typeof send>, number, string[]]> = [
-      ['malformed JSON', () => send('{"a":'), 400, ['invalid_json', 'invalid_bid_response']],
+      ['malformed JSON', () => send('{"a":'), 400, ['invalid_json', 'invalid_bid_response', 'invalid_bid_request']],
       ['not JSON', () => send('a=1', 'application/x-www-form-urlencoded'), 415, ['unsupported_media_type']],
-      ['an array', () => send('[]'), 400, ['invalid_parameter', 'invalid_bid_response']],
-      ['an unknown field', () => send('{"__bogus":1}'), 400, ['invalid_parameter', 'missing_required_field', 'missing_name', 'missing_content_type', 'invalid_bid_response']],
-      ['a wrong type', () => send('{"name":7,"company_name":7,"scopes":"all","limits":[],"reason":7,"label":7}'), 400, ['invalid_parameter', 'missing_required_field', 'missing_content_type', 'invalid_bid_response']],
+      ['an array', () => send('[]'), 400, ['invalid_parameter', 'invalid_bid_response', 'invalid_bid_request']],
+      ['an unknown field', () => send('{"__bogus":1}'), 400, ['invalid_parameter', 'missing_required_field', 'missing_name', 'missing_content_type', 'invalid_bid_response', 'invalid_bid_request']],
+      ['a wrong type', () => send('{"name":7,"company_name":7,"scopes":"all","limits":[],"reason":7,"label":7}'), 400, ['invalid_parameter', 'missing_required_field', 'missing_content_type', 'invalid_bid_response', 'invalid_bid_request']],
       ['an oversized Idempotency-Key', () => send('{"id":"x"}', 'application/json', { 'idempotency-key': 'k'.repeat(300) }), 400, ['invalid_idempotency_key']]
     ]
     for (const [what, go, status, codes] of cases) {
@@ -131,7 +132,11 @@ t.test('every mutating route honours ?dry_run=true: the real checks run, nothing
     'POST /admin/v1/deals/:dealId/resume': null,
     'POST /openrtb/v2/bid': { id: 'dry', seatbid: [{ bid: [{ id: 'b', impid: 'not-issued', price: 5, adm: 'x', crid: f.approvedCreativeId }] }] },
     'POST /embed/:token/spots': {},
-    'POST /embed/:token/spots/:spot_id/events': { event: 'play_completed' }
+    'POST /embed/:token/spots/:spot_id/events': { event: 'play_completed' },
+    'PUT /admin/v1/bidder-aliases/:alias': { name: 'Dry Exchange', ip_allowlist: ['10.0.0.0/8'] },
+    'POST /admin/v1/bidder-aliases/:alias/rotate-secret': undefined,
+    'DELETE /admin/v1/bidder-aliases/:alias': undefined,
+    'POST /openrtb/bidder/:alias/bid': { id: 'dry-req', imp: [{ id: '1', banner: { w: 1920, h: 1080 }, bidfloor: 1 }] }
   }
   const creds: Record<string, string | undefined> = { seat: f.seatKey, partner: f.partnerKey, admin: svc.adminToken }
   const mutating = svc.service.routes.filter((r) => isMutating(r.method))

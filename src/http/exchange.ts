@@ -162,6 +162,7 @@ export class Exchange {
       this.#take(route.rateGroup, subject, principal)
     }
     auth.checkAccess(route, principal)
+    route.admit?.(ctx)
     if (route.querySchema !== undefined) {
       const q: Record<string, unknown> = Object.fromEntries(ctx.query)
       validateQuery(route.querySchema, q)
@@ -222,6 +223,7 @@ export class Exchange {
   #complete (raw: Buffer | undefined): void {
     const { route, ctx } = { route: this.#route, ctx: this.#ctx }
     try {
+      route.verifyRaw?.(ctx, raw ?? Buffer.alloc(0))
       if (route.rawBody === true) ctx.body = raw ?? Buffer.alloc(0)
       if (route.body !== undefined) {
         try {
@@ -279,6 +281,11 @@ export class Exchange {
   }
 
   #render (result: Result): { status: number, contentType: string, body: string | Buffer } {
+    if (this.#ctx.dryRun && result.kind === 'raw') {
+      const text = result.body.toString()
+      const data = text === '' ? null : result.contentType.startsWith('application/json') ? JSON.parse(text) as unknown : text
+      return { status: 200, contentType: 'application/json', body: JSON.stringify({ dry_run: true, data, warnings: this.#warnings }) }
+    }
     if (result.kind === 'raw') return { status: result.status, contentType: result.contentType, body: result.body }
     if (this.#ctx.dryRun) return { status: 200, contentType: 'application/json', body: JSON.stringify({ dry_run: true, data: result.data, warnings: this.#warnings }) }
     const data = result.data instanceof RawJson ? result.data.json : JSON.stringify(result.data)

@@ -89,12 +89,20 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * alias): decided from the path alone, before the body is read.
    */
   rateLimit?: (ctx: Ctx<B, Q>) => { subject: string, limit: number } | undefined
+  /** Checks from the path, headers and address alone, run before the body is read (an exchange's alias and allowlist). */
+  admit?: (ctx: Ctx<B, Q>) => void
+  /** Checks of the raw body before it is parsed (a request signature). */
+  verifyRaw?: (ctx: Ctx<B, Q>, raw: Buffer) => void
   /** Request body schema; JSON bodies are required exactly when this is set. */
   body?: SchemaTitle
   /** Schema of `data` in the success envelope (several: one of them, by query); omitted for raw results. */
   data?: SchemaTitle | SchemaTitle[]
   /** Media type of a raw result, for OpenAPI. */
   produces?: string
+  /** Schema of a raw JSON result that is not in the envelope (an OpenRTB bid response), for OpenAPI. */
+  rawSchema?: SchemaTitle
+  /** What a 204 answer means on this route (an exchange's no-bid), for OpenAPI. */
+  noContent?: string
   status?: number
   /** Query-string schema (x-query: true); validated and coerced into ctx.q before the handler runs. */
   querySchema?: SchemaTitle

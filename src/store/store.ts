@@ -4,7 +4,7 @@ import { open, type Database, type RootDatabase } from 'lmdb'
 import { CachedTable } from './read-cache.js'
 import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
 import type { FunnelEvent } from '../generated/types.js'
-import type { HourStats, NoticeRecord, SpotRecord, StoredBid, AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
+import type { BidderAliasRecord, CampaignLedger, ExchangeBidRecord, HourStats, NoticeRecord, SpotRecord, StoredBid, AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
 export interface Store {
@@ -34,7 +34,7 @@ export interface Store {
   rows: CachedTable<string[]>
   creatives: CachedTable<CreativeRecord>
   /** [seat_id lower-cased, -created ms, creative_id] -> creative_id: a seat's creatives, newest first. */
-  campaigns: Database<CampaignRecord, string>
+  campaigns: CachedTable<CampaignRecord>
   assignments: Database<AssignmentRecord, string>
   reservations: Database<ReservationRecord, string>
   deals: CachedTable<DealRecord>
@@ -58,6 +58,14 @@ export interface Store {
   notices: Database<NoticeRecord, [number, string]>
   /** [ms, sequence] -> a funnel event for the analytics process. */
   funnel: Database<FunnelEvent, [number, number]>
+  /** alias -> an exchange's bidder configuration. */
+  aliases: CachedTable<BidderAliasRecord>
+  /** bid_id -> a bid made to an exchange. */
+  exchangeBids: Database<ExchangeBidRecord, string>
+  /** [made ms, bid_id] -> 1: exchange bids still pending, oldest first, for releasing their budget. */
+  exchangePending: Database<1, [number, string]>
+  /** campaign_id -> its exchange-path spend and held budget. */
+  ledgers: Database<CampaignLedger, string>
   /** [expires ms, reservation_id] -> reservation_id: holds in expiry order. */
   holds: Database<string, [number, string]>
   /**
@@ -149,7 +157,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     adslotPos: db('adslot_pos'),
     rows: cached('rows'),
     creatives: cached('creatives'),
-    campaigns: db('campaigns'),
+    campaigns: cached('campaigns'),
     assignments: db('assignments'),
     reservations: db('reservations'),
     deals: cached('deals'),
@@ -164,6 +172,10 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     plays: root.openDB<number, [string, string, string]>('plays', { keyEncoding: 'ordered-binary' }),
     notices: root.openDB<NoticeRecord, [number, string]>('notices', { keyEncoding: 'ordered-binary', ...shared }),
     funnel: root.openDB<FunnelEvent, [number, number]>('funnel', { keyEncoding: 'ordered-binary', ...shared }),
+    aliases: cached('bidder_aliases'),
+    exchangeBids: root.openDB<ExchangeBidRecord, string>('exchange_bids', { ...shared }),
+    exchangePending: root.openDB<1, [number, string]>('exchange_pending', { keyEncoding: 'ordered-binary' }),
+    ledgers: root.openDB<CampaignLedger, string>('ledgers', { ...shared }),
     write,
     get rollbacks () { return rollbacks },
     afterCommit (fn) {

@@ -118,8 +118,9 @@ function operation (route: RouteDef): Json {
   const status = String(route.status ?? 200)
   const success: Json = route.data !== undefined
     ? { description: 'Success.', headers: COMMON_HEADERS, content: { 'application/json': { schema: route.data ? envelopeOf(route.data) : {} } } }
-    : { description: 'Success.', content: { [route.produces ?? 'application/json']: { schema: { type: 'string' } } } }
+    : { description: 'Success.', content: { [route.produces ?? 'application/json']: { schema: route.rawSchema !== undefined ? { $ref: `#/components/schemas/${route.rawSchema}` } : { type: 'string' } } } }
   const responses: Json = { [status]: success }
+  if (route.noContent !== undefined) responses['204'] = { description: route.noContent }
   if (isMutating(route.method)) responses['200'] ??= { description: 'Dry run (?dry_run=true): nothing persisted.', content: { 'application/json': { schema: { $ref: '#/components/schemas/DryRunResponse' } } } }
   const op: Json = {
     operationId: `${route.method}${route.path.replace(/[^a-zA-Z0-9]+(\w)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase())}`,

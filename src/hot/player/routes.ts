@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import { iso } from '../../clock.js'
 import { recordDelivery } from '../../campaigns/lifecycle.js'
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import type { Spot, SpotEventRequest, SpotEventResult, SpotRequest } from '../../generated/types.js'
-import { ok, raw, route, type RouteDef } from '../../http/route.js'
+import { ok, route, type RouteDef } from '../../http/route.js'
+import { serveAsset } from '../assets/route.js'
 import { impressionMultiplier } from '../../inventory/fein.js'
 import { localTime, minutesUntilOpen } from '../../inventory/local-time.js'
 import type { CreativeRecord, ScreenRecord, SpotRecord } from '../../store/records.js'
@@ -171,11 +171,7 @@ export function playerRoutes (deps: Deps): RouteDef[] {
       errors: ['screen_not_found', 'creative_not_found'],
       handler: (ctx) => {
         screenOf(ctx.params.token!)
-        const creative = store.creatives.get(ctx.params.creative_id!)
-        if (creative === undefined || creative.status !== 'approved' || creative.object === undefined) throw new ApiError('creative_not_found', `No approved creative ${ctx.params.creative_id}.`, { param: 'creative_id' })
-        const etag = `"${creative.asset?.sha256 ?? creative.creative_id}"`
-        if (ctx.headers['if-none-match'] === etag) return raw('', creative.asset?.media_type ?? creative.content_type, 304, { ETag: etag })
-        return raw(readFileSync(objects.path(creative.object)), creative.asset?.media_type ?? creative.content_type, 200, { ETag: etag })
+        return serveAsset(store, objects, ctx.params.creative_id!, ctx.headers['if-none-match'])
       }
     })
   ]
