@@ -96,10 +96,18 @@ t.test('pipelined requests are all answered, in order, on one connection', async
 t.test('autocannon -p 10 gets a correct answer to every request on every kind of route (public routes stay under their 600/min limit)', async (t) => {
   const svc = await startTestService(t)
   const { key } = await svc.onboard('cannon')
-  await svc.admin('PUT', '/admin/v1/seats/cannon/rate-limits', { limits: { account: 1_000_000, inventory: 1_000_000 } })
+  await svc.admin('PUT', '/admin/v1/seats/cannon/rate-limits', { limits: { account: 1_000_000, inventory: 1_000_000, bidding: 1_000_000 } })
   const { registerPartner, registerDevices, deviceBody } = await import('./helpers/fleet.js')
+  const { approvedCreative } = await import('./helpers/creatives.js')
   const partner = await registerPartner(svc)
   await registerDevices(svc, partner, Array.from({ length: 30 }, (_, i) => deviceBody(`cannon-${i}`)))
+  const device = await svc.request('GET', '/v1/partner/devices', { key: partner.key })
+  const embed = new URL(device.body.data.devices[0].embed_url).pathname
+  const creative = await approvedCreative(svc, key)
+  const imp = (await svc.request('GET', '/openrtb/v2/adslots?format=openrtb&limit=1', { key })).body.data.bid_requests[0].imp[0].id
+  const bid = JSON.stringify({ id: 'cannon', seatbid: [{ bid: [{ id: 'b1', impid: imp, price: 50, crid: creative, adm: '<img>' }] }] })
+  await svc.admin('PUT', '/admin/v1/bidder-aliases/cannon-x', { name: 'Cannon Exchange', ip_allowlist: ['127.0.0.1'] })
+  const ortb = JSON.stringify({ id: 'r', imp: [{ id: '1', banner: { w: 1920, h: 1080 }, bidfloor: 1 }], device: { geo: { country: 'USA' } } })
   const heartbeat = JSON.stringify({ heartbeats: [{ device_id: 'cannon-1' }, { device_id: 'cannon-2' }] })
   const run = (opts: autocannon.Options) => new Promise<autocannon.Result>((resolve, reject) => {
     autocannon({ connections: 4, pipelining: 10, amount: 2000, timeout: 5, ...opts }, (err, result) => err ? reject(err) : resolve(result))
@@ -113,7 +121,11 @@ t.test('autocannon -p 10 gets a correct answer to every request on every kind of
     ['GET adslots openrtb', { url: `${svc.url}/openrtb/v2/adslots?format=openrtb&limit=20`, headers: { authorization: `Bearer ${key}` } }],
     ['POST partner heartbeats', { url: `${svc.url}/v1/partner/heartbeats`, method: 'POST', headers: { authorization: `Bearer ${partner.key}`, 'content-type': 'application/json' }, body: heartbeat }],
     ['GET catalog', { url: `${svc.url}/inventory/v1/screens?limit=10`, headers: { 'x-forwarded-for': '192.0.2.77' }, amount: 500 }],
-    ['GET healthz', { url: `${svc.url}/healthz` }]
+    ['GET healthz', { url: `${svc.url}/healthz` }],
+    ['POST bid', { url: `${svc.url}/openrtb/v2/bid`, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: bid }],
+    ['GET stats', { url: `${svc.url}/openrtb/v2/stats`, headers: { authorization: `Bearer ${key}` } }],
+    ['POST player spots', { url: `${svc.url}${embed}/spots`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }],
+    ['POST exchange bid', { url: `${svc.url}/openrtb/bidder/cannon-x/bid`, method: 'POST', headers: { 'content-type': 'application/json' }, body: ortb }]
   ]
   for (const [name, opts] of targets) {
     const result = await run(opts)
