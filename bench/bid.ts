@@ -1,7 +1,8 @@
 // Benchmark: the full POST /openrtb/v2/bid path (auth, rate limit, schema validation, imp verification, scoring,
 // storage) of an approved seat, with and without pipelining, beside: a bare uWS constant reply (this machine's limit),
-// Fastify 5 doing the same parse + schema + floor check, and uWS handing the work to piscina one request at a time or
-// micro-batched (the design alternatives to scoring inline). Then oohbid's latency at 80% of its peak.
+// uWS doing parse + schema + floor check + one LMDB commit (the floor of any durable intake), Fastify 5 doing the same
+// parse + schema + floor check, and uWS handing the work to piscina one request at a time or micro-batched (the
+// design alternatives to scoring inline). Then oohbid's latency at 80% of its peak.
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
@@ -43,6 +44,7 @@ console.log(`POST /openrtb/v2/bid, body ${body.length} bytes, ${connections} con
 const post = (url: string, extraHeaders: Record<string, string> = {}) => ({ url: `${url}/openrtb/v2/bid`, method: 'POST' as const, body, headers: { 'content-type': 'application/json', ...extraHeaders } })
 const rows: Measurement[] = []
 const baselines: Array<[string, () => Promise<ServerProcess>]> = [
+  ['uWS + parse + Ajv + LMDB commit', () => startBaseline('uws-durable-bid')],
   ['Fastify 5 (parse + Ajv + floor)', () => startBaseline('fastify-bid')],
   ['uWS + piscina per request', () => startBaseline('uws-piscina', { PISCINA_MODE: 'single' })],
   ['uWS + piscina micro-batched', () => startBaseline('uws-piscina', { PISCINA_MODE: 'batch' })]

@@ -14,6 +14,10 @@ const USAGE = `Usage: npm run admin -- <command> [options]
   keys scopes <key_id> <scope,scope,...> [--reason TEXT]
   keys revoke <key_id> [--reason TEXT]
   audit [--subject seat:<id>|key:<id>] [--limit N]
+  aliases list
+  aliases set <alias> --name NAME --ips CIDR,CIDR,... [--signed] [--rpm N] [--tmax MS] [--seats a,b]
+                      [--no-win] [--no-loss] [--no-billing] [--disabled]
+  aliases rotate|delete <alias>
 
 Options: --json prints the response data as JSON.
 Environment: BASE_URL (default http://127.0.0.1:$PORT), ADMIN_TOKEN (default: DATA_DIR/admin-token).`
@@ -61,6 +65,10 @@ function seatLine (s: { seat_id: string, status: string, company_name: string, r
   return `${s.seat_id}\t${s.status}\t${s.company_name}${limits ? `\tlimits: ${limits}` : ''}`
 }
 
+function aliasLine (a: { alias: string, status: string, endpoint: string, ip_allowlist: string[], require_signature: boolean, rate_limit_per_minute: number }): string {
+  return `${a.alias}\t${a.status}\t${a.endpoint}\tips ${a.ip_allowlist.join(',')}\t${a.require_signature ? 'signed' : 'unsigned'}\t${a.rate_limit_per_minute}/min`
+}
+
 async function main (argv: string[]): Promise<void> {
   const { positional, flags } = parseArgs(argv)
   const [area, verb, id, ...rest] = positional
@@ -97,6 +105,23 @@ async function main (argv: string[]): Promise<void> {
   } else if (area === 'keys' && verb === 'revoke' && id) {
     data = await call('POST', `/admin/v1/keys/${encodeURIComponent(id)}/revoke`, reason(flags))
     text = `${data.key_id}\trevoked ${data.revoked_at}`
+  } else if (area === 'aliases' && verb === 'list') {
+    data = await call('GET', '/admin/v1/bidder-aliases')
+    text = data.aliases.map(aliasLine).join('\n') || '(no aliases)'
+  } else if (area === 'aliases' && verb === 'set' && id && typeof flags.name === 'string' && typeof flags.ips === 'string') {
+    const body: Record<string, unknown> = { name: flags.name, ip_allowlist: flags.ips.split(',').filter(Boolean), require_signature: flags.signed === true, status: flags.disabled === true ? 'disabled' : 'active' }
+    if (typeof flags.rpm === 'string') body.rate_limit_per_minute = Number(flags.rpm)
+    if (typeof flags.tmax === 'string') body.default_tmax_ms = Number(flags.tmax)
+    if (typeof flags.seats === 'string') body.seats = flags.seats.split(',').filter(Boolean)
+    body.notices = { win: flags['no-win'] !== true, loss: flags['no-loss'] !== true, billing: flags['no-billing'] !== true }
+    data = await call('PUT', `/admin/v1/bidder-aliases/${encodeURIComponent(id)}`, body)
+    text = aliasLine(data) + (data.signing_secret !== undefined ? `\nsigning secret (shown once): ${data.signing_secret}` : '')
+  } else if (area === 'aliases' && verb === 'rotate' && id) {
+    data = await call('POST', `/admin/v1/bidder-aliases/${encodeURIComponent(id)}/rotate-secret`, {})
+    text = `${aliasLine(data)}\nsigning secret (shown once): ${data.signing_secret}`
+  } else if (area === 'aliases' && verb === 'delete' && id) {
+    data = await call('DELETE', `/admin/v1/bidder-aliases/${encodeURIComponent(id)}`)
+    text = `${data.alias}\tdeleted`
   } else if (area === 'audit') {
     const q = new URLSearchParams()
     if (typeof flags.subject === 'string') q.set('subject', flags.subject)

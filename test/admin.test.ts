@@ -91,6 +91,13 @@ t.test('the CLI calls the operator API', async (t) => {
   t.match(failed?.stderr, /invalid_transition/)
   const help = await cli('--help')
   t.match(help.stdout, /Usage/)
+  const alias = await cli('aliases', 'set', 'cli-x', '--name', 'CLI Exchange', '--ips', '10.0.0.0/8,2001:db8::/32', '--signed', '--rpm', '5000')
+  t.match(alias.stdout, /cli-x\tactive\t.*\/openrtb\/bidder\/cli-x\/bid\tips 10\.0\.0\.0\/8,2001:db8::\/32\tsigned\t5000\/min/)
+  t.match(alias.stdout, /signing secret \(shown once\): xsec_/)
+  t.match((await cli('aliases', 'list')).stdout, /cli-x/)
+  t.match((await cli('aliases', 'rotate', 'cli-x')).stdout, /signing secret \(shown once\): xsec_/)
+  t.match((await cli('aliases', 'delete', 'cli-x')).stdout, /cli-x\tdeleted/)
+  t.match((await cli('audit')).stdout, /audit\.bidder_alias\.secret_rotated/)
 })
 
 t.test('operators switch partner display and move a partner between owned and partner inventory', async (t) => {

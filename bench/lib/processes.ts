@@ -25,8 +25,8 @@ function waitForUrl (child: ChildProcess): Promise<string> {
   })
 }
 
-async function start (script: string, env: Record<string, string>, cleanup?: () => void): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [join(root, script)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
+async function start (script: string, env: Record<string, string>, cleanup?: () => void, nodeArgs: string[] = []): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, join(root, script)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
   const url = await waitForUrl(child)
   return {
     url,
@@ -53,10 +53,11 @@ export function startBaseline (name: string, env: Record<string, string> = {}): 
   return start(`dist/bench/lib/${name}.js`, env)
 }
 
-/** oohbid as `npm start` runs it, over a fresh data directory. */
+/** oohbid as `npm start` runs it, over a fresh data directory; BENCH_CPU_PROF=<dir> writes its CPU profile there. */
 export function startOohbid (env: Record<string, string> = {}): Promise<ServerProcess & { adminToken: string, dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-bench-'))
   const adminToken = 'bench-admin-token'
-  return start('dist/src/main.js', { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', DEMO_FLEET: '0', ...env }, () => rmSync(dataDir, { recursive: true, force: true }))
+  const profile = process.env.BENCH_CPU_PROF
+  return start('dist/src/main.js', { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', DEMO_FLEET: '0', ...env }, () => rmSync(dataDir, { recursive: true, force: true }), profile !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [])
     .then((p) => ({ ...p, adminToken, dataDir }))
 }

@@ -56,6 +56,14 @@ function clientIp (socketIp: string, forwarded: string | undefined, trusted: str
   return hops[0] ?? socketIp
 }
 
+/** The socket's address: IPv4 clients (shown by uWS as IPv4-mapped IPv6) read straight from the 16 bytes. */
+function socketIp (res: HttpResponse): string {
+  const b = new Uint8Array(res.getRemoteAddress())
+  if (b.length === 16 && b[10] === 255 && b[11] === 255 && b.subarray(0, 10).every((x) => x === 0)) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`
+  if (b.length === 4) return `${b[0]}.${b[1]}.${b[2]}.${b[3]}`
+  return normalizeIp(Buffer.from(res.getRemoteAddressAsText()).toString())
+}
+
 function normalizeIp (text: string): string {
   // uWS reports IPv4 clients of a dual-stack socket as IPv4-mapped IPv6.
   const mapped = /^(?:0{1,4}:){5}ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(text)
@@ -110,7 +118,7 @@ export class Exchange {
       headers,
       // Read when first asked (the rate limiter of address-keyed groups, the allowlists), while the response is open.
       get ip () {
-        ip ??= clientIp(normalizeIp(Buffer.from(res.getRemoteAddressAsText()).toString()), headers['x-forwarded-for'], trusted)
+        ip ??= clientIp(socketIp(res), headers['x-forwarded-for'], trusted)
         return ip
       },
       principal: undefined,

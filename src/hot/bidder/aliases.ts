@@ -38,6 +38,8 @@ export function signRequest (secret: string, unixSeconds: number, body: string |
 interface Compiled {
   record: BidderAliasRecord
   allow: BlockList
+  /** Addresses already checked against allow: an exchange calls from a handful, and BlockList.check allocates. */
+  seen: Map<string, boolean>
   secret: string | undefined
 }
 
@@ -67,7 +69,7 @@ export class AliasGuard {
     if (c === undefined) {
       const record = this.#store.aliases.get(alias)
       if (record === undefined || record.status !== 'active') return undefined
-      c = { record, allow: blockList(record.ip_allowlist), secret: record.secret_sealed !== undefined ? this.#sealer.open(`alias:${alias}`, record.secret_sealed) : undefined }
+      c = { record, allow: blockList(record.ip_allowlist), seen: new Map(), secret: record.secret_sealed !== undefined ? this.#sealer.open(`alias:${alias}`, record.secret_sealed) : undefined }
       this.#compiled.set(alias, c)
     }
     return c
@@ -77,8 +79,14 @@ export class AliasGuard {
   admit (alias: string, ip: string): Compiled {
     const c = this.find(alias)
     if (c === undefined) throw new ApiError('alias_not_found', `No active bidder alias ${alias}.`, { param: 'alias' })
-    const family = isIP(ip)
-    if (family === 0 || !c.allow.check(ip, family === 4 ? 'ipv4' : 'ipv6')) throw new ApiError('ip_not_allowed', `${ip} is not in the allowlist of ${alias}.`)
+    let ok = c.seen.get(ip)
+    if (ok === undefined) {
+      const family = isIP(ip)
+      ok = family !== 0 && c.allow.check(ip, family === 4 ? 'ipv4' : 'ipv6')
+      if (c.seen.size >= 10_000) c.seen.clear()
+      c.seen.set(ip, ok)
+    }
+    if (!ok) throw new ApiError('ip_not_allowed', `${ip} is not in the allowlist of ${alias}.`)
     return c
   }
 

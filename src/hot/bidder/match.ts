@@ -28,6 +28,24 @@ for (const [type, v] of Object.entries(VENUES) as Array<[VenueType, typeof VENUE
   for (const id of v.openooh.slice(1)) venueByOpenOoh.set(id, [...(venueByOpenOoh.get(id) ?? []), type])
 }
 
+/** Geo lookups by their inputs: an exchange sends the same few places over and over, and each lookup scans tables. */
+const geoMemo = new Map<string, { country?: string, region?: string, timezone?: string }>()
+
+function geoOf (geo: NonNullable<NonNullable<ExchangeBidRequest['device']>['geo']>): { country?: string, region?: string, timezone?: string } {
+  const id = `${geo.country ?? ''}|${geo.region ?? ''}|${geo.lat ?? ''}|${geo.lon ?? ''}`
+  let out = geoMemo.get(id)
+  if (out === undefined) {
+    out = {}
+    const country = geo.country !== undefined ? countryCode(geo.country) : undefined
+    if (country !== undefined) out.country = country
+    if (geo.region !== undefined) out.region = (country !== undefined ? stateCode(country, geo.region) : undefined) ?? geo.region.toUpperCase()
+    if (geo.lat !== undefined && geo.lon !== undefined) out.timezone = timezoneAt(geo.lat, geo.lon)
+    if (geoMemo.size >= 50_000) geoMemo.clear()
+    geoMemo.set(id, out)
+  }
+  return out
+}
+
 /** The placement a bid request describes: our screen when it names one, else its geo and OpenOOH venue fields. */
 export function placementOf (req: ExchangeBidRequest, store: Store): Placement {
   for (const id of [req.dooh?.id, req.site?.id, req.device?.ifa]) {
@@ -42,11 +60,8 @@ export function placementOf (req: ExchangeBidRequest, store: Store): Placement {
   }
   const geo = req.device?.geo
   const p: Placement = { venueTypes: (req.dooh?.venuetype ?? []).flatMap((id) => venueByOpenOoh.get(id) ?? []) }
-  const country = geo?.country !== undefined ? countryCode(geo.country) : undefined
-  if (country !== undefined) p.country = country
-  if (geo?.region !== undefined) p.region = (country !== undefined ? stateCode(country, geo.region) : undefined) ?? geo.region.toUpperCase()
+  if (geo !== undefined) Object.assign(p, geoOf(geo))
   if (geo?.city !== undefined) p.city = geo.city
-  if (geo?.lat !== undefined && geo.lon !== undefined) p.timezone = timezoneAt(geo.lat, geo.lon)
   return p
 }
 

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import type { BidResponse, ExchangeBidRequest, OrtbBid, SeatBid } from '../../generated/types.js'
@@ -19,7 +19,7 @@ export const KEEP_MS = 86_400_000
 
 /** A bid id that sorts by when it was made (fixed-width base-36 milliseconds), so old bids are one range to delete. */
 function bidIdAt (now: number): string {
-  return `xb_${now.toString(36).padStart(9, '0')}${randomBytes(12).toString('base64url')}`
+  return `xb_${now.toString(36).padStart(9, '0')}${randomUUID().replace(/-/g, '')}`
 }
 
 const NO_BID = 'No bid: no campaign matches within budget, or tmax ran out.'
@@ -148,7 +148,7 @@ export function bidderRoutes (deps: Deps): RouteDef[] {
         if (group === undefined) seatbid.set(b.seat, { seat: b.seat, bid: [b.bid] })
         else group.bid.push(b.bid)
       }
-      const response: BidResponse = { id: req.id, bidid: `xr_${randomBytes(12).toString('base64url')}`, cur: 'USD', seatbid: [...seatbid.values()] }
+      const response: BidResponse = { id: req.id, bidid: `xr_${randomUUID()}`, cur: 'USD', seatbid: [...seatbid.values()] }
       return raw(JSON.stringify(response), 'application/json', 200, headers)
     }
   })
