@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import t from 'tap'
-import { approvedCreative } from './helpers/creatives.js'
+import { approvedCreative, unapprovedCreative } from './helpers/creatives.js'
 import { deviceBody, registerPartner, sendAudience } from './helpers/fleet.js'
 import { startReceiver, type Received } from './helpers/receiver.js'
 import { startTestService, type TestService } from './helpers/service.js'
@@ -289,4 +289,33 @@ t.test('a failing nurl receiver is retried on schedule, then given up', async (t
   const metrics = (await svc.request('GET', '/metrics')).text
   t.match(metrics, /oohbid_notices_total\{kind="nurl",result="dropped"\} 1/)
   t.match(metrics, /oohbid_notices_total\{kind="nurl",result="retrying"\} 5/)
+})
+
+t.test('production bids refused at intake get their lurl at once with the matching loss code', async (t) => {
+  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
+  const m = await market(t, svc)
+  const deal = await svc.request('POST', '/openrtb/v2/deals/propose', { key: m.seats.alpha.key, body: { deal_id: 'pmp-floor', type: 'PMP', floor_cpm: 6, start_date: '2026-11-23', end_date: '2026-11-23', targeting: { screen_ids: [m.screenId] } } })
+  await svc.admin('POST', `/admin/v1/deals/${deal.body.data.deal_id}/approve`, {})
+  m.seats.alpha.imp = (await svc.request('GET', '/openrtb/v2/adslots?format=openrtb&limit=10', { key: m.seats.alpha.key })).body.data.bid_requests.find((r: any) => r.ext.trb.screen_id === m.screenId).imp[0].id
+  const pending = await unapprovedCreative(svc, m.seats.alpha.key)
+  const rejectedCreative = (await svc.request('POST', '/openrtb/v2/creatives', { key: m.seats.alpha.key, body: { name: 'Broken', content_type: 'image/png', creative_url: 'https://assets.invalid/broken.png' } })).body.data.creative_id
+  await svc.service.moderator.idle()
+  const lurl = (id: string) => `${m.rx.url}/loss?seat=${id}&code=\${AUCTION_LOSS}&min=\${AUCTION_MIN_TO_WIN}`
+  const cases: Array<[string, Record<string, unknown>, string, string]> = [
+    ['below-floor', { price: 1 }, '100', '2'],
+    ['below-deal-floor', { price: 5, dealid: 'pmp-floor' }, '101', '6'],
+    ['pending-creative', { price: 5, crid: pending }, '201', ''],
+    ['rejected-creative', { price: 5, crid: rejectedCreative }, '202', ''],
+    ['foreign-creative', { price: 5, crid: m.seats.bravo.creative }, '202', ''],
+    ['no-markup', { price: 5, adm: undefined }, '7', ''],
+    ['bad-deal', { price: 9, dealid: 'nope' }, '4', '']
+  ]
+  const bids = cases.map(([id, over]) => ({ id, impid: m.seats.alpha.imp, crid: m.seats.alpha.creative, adm: '<b>x</b>', lurl: lurl(id), ...over }))
+  const r = await svc.request('POST', '/openrtb/v2/bid', { key: m.seats.alpha.key, body: { id: 'intake', seatbid: [{ bid: bids }] } })
+  t.match(r.body.data, { accepted: 0, rejected: cases.length })
+  const { rtb, legacy } = await m.delivered()
+  const codes = bySeat(rtb, '/loss')
+  for (const [id, , code, min] of cases) t.same(codes[id], { seat: id, code, min }, `${id}: lurl with AUCTION_LOSS ${code}`)
+  t.equal(legacy.length, cases.length, 'and a signed bid.lost each')
+  t.equal(svc.service.store.bids.getCount(), 0, 'nothing entered the book')
 })

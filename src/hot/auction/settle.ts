@@ -5,7 +5,8 @@ import type { ScreenRecord, SeatRecord, StoredBid, Tier } from '../../store/reco
 import type { Store } from '../../store/store.js'
 import { addToHour } from '../bid/stats.js'
 import { substitute, type MacroValues } from './macros.js'
-import { LOSS_TEXT, type Candidate, type Loss } from './waterfall.js'
+import { LOSS_TEXT } from './loss-codes.js'
+import type { Candidate, Loss } from './waterfall.js'
 
 /** What settling needs: the store and the notice queue, inside the caller's write transaction. */
 export interface SettleDeps {
@@ -13,13 +14,13 @@ export interface SettleDeps {
   notices: Notices
 }
 
-function macros (bid: StoredBid): MacroValues {
+function macros (bid: NoticeBid): MacroValues {
   const v: MacroValues = { auctionId: bid.response_id, bidId: bid.bidid ?? bid.bid_id, impId: bid.impid, seatId: bid.seat_id }
   if (bid.adid !== undefined) v.adId = bid.adid
   return v
 }
 
-function seatOf (store: Store, bid: StoredBid): SeatRecord | undefined {
+function seatOf (store: Store, bid: NoticeBid): SeatRecord | undefined {
   return store.seats.get(bid.seat_id.toLowerCase())
 }
 
@@ -28,7 +29,7 @@ function screenFacts (s: ScreenRecord): LegacyNotification['data']['screen'] {
   return { screen_id: s.screen_id, name: s.name, venue_type: s.location.venue_type, city: s.location.city, state: s.location.state, country: s.location.country, lat: s.location.lat, lng: s.location.lng, slot_duration_seconds: s.slot_duration_seconds }
 }
 
-function legacy (deps: SettleDeps, bid: StoredBid, payload: LegacyNotification, now: number): void {
+function legacy (deps: SettleDeps, bid: NoticeBid, payload: LegacyNotification, now: number): void {
   const seat = seatOf(deps.store, bid)
   if (seat?.notification_url === undefined) return
   const draft = { kind: 'legacy' as const, url: seat.notification_url, seat_id: bid.seat_id, event: payload.event, body: JSON.stringify(payload) }
@@ -41,23 +42,30 @@ function consume (store: Store, key: [string, string, string], bid: StoredBid): 
   store.bidExpiry.removeSync([bid.expires_at, ...key])
 }
 
-/** Settles a bid that did not win: out of the book, its lurl with ${AUCTION_LOSS}, and the legacy bid.lost. */
-export function settleLoss (deps: SettleDeps, screen: ScreenRecord | undefined, loss: Loss, tier: Tier | undefined, now: number): void {
-  const { bid } = loss.candidate
-  consume(deps.store, loss.candidate.key, bid)
-  const values: MacroValues = { ...macros(bid), loss: loss.code }
-  if (loss.minToWin !== undefined) values.minToWin = loss.minToWin
-  if (bid.lurl !== undefined) deps.notices.enqueue({ kind: 'lurl', url: substitute(bid.lurl, values), seat_id: bid.seat_id }, now)
+/** What loss notices need of a bid, stored or rejected at intake. */
+export type NoticeBid = Pick<StoredBid, 'bid_id' | 'response_id' | 'impid' | 'seat_id' | 'creative_id' | 'price' | 'lurl' | 'bidid' | 'adid' | 'key_id' | 'dealid'>
+
+/** A lost bid's lurl with ${AUCTION_LOSS} (and ${AUCTION_MIN_TO_WIN} when disclosed), and the legacy bid.lost. */
+export function lossNotices (deps: SettleDeps, bid: NoticeBid, screen: ScreenRecord | undefined, code: number, minToWin: number | undefined, tier: Tier | undefined, now: number): void {
+  const values: MacroValues = { ...macros(bid), loss: code }
+  if (minToWin !== undefined) values.minToWin = minToWin
+  if (bid.lurl !== undefined && bid.lurl !== '') deps.notices.enqueue({ kind: 'lurl', url: substitute(bid.lurl, values), seat_id: bid.seat_id }, now)
   // A screen deleted since the bid has nothing left to describe; the lurl still tells the buyer.
   if (screen === undefined) return
   const data: LegacyNotification['data'] = {
     bid_id: bid.bid_id, response_id: bid.response_id, impid: bid.impid, seat_id: bid.seat_id, creative_id: bid.creative_id,
-    bid_price_cpm: bid.price, loss_code: loss.code, loss_reason: LOSS_TEXT[loss.code] ?? 'lost', min_to_win_cpm: loss.minToWin ?? null,
+    bid_price_cpm: bid.price, loss_code: code, loss_reason: LOSS_TEXT[code] ?? 'lost', min_to_win_cpm: minToWin ?? null,
     screen: screenFacts(screen), at: iso(now)
   }
   if (bid.dealid !== undefined) data.deal_id = bid.dealid
   if (tier !== undefined) data.tier = tier
   legacy(deps, bid, { event: 'bid.lost', data }, now)
+}
+
+/** Settles a stored bid that did not win: out of the book, then its loss notices. */
+export function settleLoss (deps: SettleDeps, screen: ScreenRecord | undefined, loss: Loss, tier: Tier | undefined, now: number): void {
+  consume(deps.store, loss.candidate.key, loss.candidate.bid)
+  lossNotices(deps, loss.candidate.bid, screen, loss.code, loss.minToWin, tier, now)
 }
 
 /**

@@ -2,38 +2,7 @@ import { blockReason } from '../../moderation/eligibility.js'
 import { isOpen, localTime, openProgress, type LocalTime } from '../../inventory/local-time.js'
 import type { AssignmentRecord, CreativeRecord, DealRecord, ScreenRecord, StoredBid, Tier } from '../../store/records.js'
 import type { Store } from '../../store/store.js'
-
-/** OpenRTB 2.6 loss reason codes (list 5.25) the waterfall gives. */
-export const LOSS = {
-  expired: 2,
-  invalidDeal: 4,
-  belowAuctionFloor: 100,
-  belowDealFloor: 101,
-  outbid: 102,
-  lostToDeal: 103,
-  seatBlocked: 104,
-  creativeFiltered: 200,
-  creativePending: 201,
-  creativeDisapproved: 202,
-  advertiserExcluded: 205,
-  categoryExcluded: 209
-} as const
-
-/** Words for each loss code, as legacy notifications and logs give them. */
-export const LOSS_TEXT: Record<number, string> = {
-  2: 'impression opportunity expired',
-  4: 'invalid deal id',
-  100: 'bid was below auction floor',
-  101: 'bid was below deal floor',
-  102: 'lost to higher bid',
-  103: 'lost to a deal or direct placement',
-  104: 'buyer seat blocked',
-  200: 'creative filtered',
-  201: 'creative filtered: pending approval',
-  202: 'creative filtered: disapproved',
-  205: 'creative filtered: advertiser exclusions',
-  209: 'creative filtered: category exclusions'
-}
+import { LOSS, lossOfBlock } from './loss-codes.js'
 
 /** The bid increment of the second-price open auction, USD CPM. */
 export const INCREMENT = 0.01
@@ -77,7 +46,7 @@ function filter (c: Candidate, screen: ScreenRecord, store: Store, now: number, 
   if (creative === undefined || creative.status === 'rejected') return LOSS.creativeDisapproved
   if (creative.status !== 'approved') return LOSS.creativePending
   const blocked = blockReason(creative, screen)
-  if (blocked !== undefined) return blocked.startsWith('advertiser') ? LOSS.advertiserExcluded : blocked.startsWith('category') ? LOSS.categoryExcluded : LOSS.creativeFiltered
+  if (blocked !== undefined) return lossOfBlock(blocked)
   if (bid.adomain.some((d) => screen.blocked_advertisers.some((b) => d === b || d.endsWith(`.${b}`)))) return LOSS.advertiserExcluded
   if (bid.dealid !== undefined) {
     const deal = c.deal

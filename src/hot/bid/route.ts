@@ -4,6 +4,7 @@ import type { Deps } from '../../deps.js'
 import type { BidResponse, BidResult } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { StoredBid } from '../../store/records.js'
+import { lossNotices, type NoticeBid } from '../auction/settle.js'
 import { scoreBid, type Outcome } from './score.js'
 import { countResponse, lastDay } from './stats.js'
 
@@ -16,12 +17,12 @@ const NBR_INVALID = 2
  * pipelined request. Accepted bids of production seats are stored for the waterfall in the same transaction that
  * answers; sandbox seats are scored only.
  */
-export function bidRoute ({ store, impIds, sealer, funnel, auth }: Deps): RouteDef {
+export function bidRoute ({ store, impIds, sealer, funnel, auth, notices }: Deps): RouteDef {
   return route<BidResponse>({
     method: 'post',
     path: '/openrtb/v2/bid',
     summary: 'Submit an OpenRTB 2.6 bid response',
-    description: 'Each bid needs impid (an imp issued to this seat by GET /adslots?format=openrtb, before imp.exp), price in USD CPM, adm or nurl, and crid naming one of the seat\'s approved creatives. The answer gives a result per bid: accepted, or rejected with below_floor, creative_blocked, missing_adm_and_nurl (spec), unknown_imp, imp_expired, invalid_deal, currency_not_supported or invalid_notice_url. A dealid prices the bid against the deal (fixed_cpm or floor_cpm). A payload that fails the OpenRTB 2.6 schema is 400 invalid_bid_response with nbr 2. Sandbox seats: scored only (stored false); approved seats: accepted bids enter the live waterfall, the seat\'s latest bid per imp replacing earlier ones. Each stored bid is settled exactly once by the waterfall (docs/architecture.md): the auction it wins (nurl with ${AUCTION_PRICE}, burl when the play completes), the auction it loses (lurl with ${AUCTION_LOSS}), or its imp expiring first (lurl with ${AUCTION_LOSS}=2); seats with a notification_url also get the signed legacy bid.won / bid.lost POST (schema LegacyNotification).',
+    description: 'Each bid needs impid (an imp issued to this seat by GET /adslots?format=openrtb, before imp.exp), price in USD CPM, adm or nurl, and crid naming one of the seat\'s approved creatives. The answer gives a result per bid: accepted, or rejected with below_floor, creative_blocked, missing_adm_and_nurl (spec), unknown_imp, imp_expired, invalid_deal, currency_not_supported or invalid_notice_url. A dealid prices the bid against the deal (fixed_cpm or floor_cpm). A payload that fails the OpenRTB 2.6 schema is 400 invalid_bid_response with nbr 2. Sandbox seats: scored only (stored false); approved seats: accepted bids enter the live waterfall, the seat\'s latest bid per imp replacing earlier ones. Each stored bid is settled exactly once by the waterfall (docs/architecture.md): the auction it wins (nurl with ${AUCTION_PRICE}, burl when the play completes), the auction it loses (lurl with ${AUCTION_LOSS}), or its imp expiring first (lurl with ${AUCTION_LOSS}=2). A production bid refused at intake gets its lurl at once with the matching code (100/101 below floor, 201/202 creative pending or not approved, 205/209 advertiser or category blocked, 7 missing markup, 4 invalid deal, 2 expired imp, 3 otherwise). Seats with a notification_url also get the signed legacy bid.won / bid.lost POST (schema LegacyNotification).',
     tag: 'Bidding',
     envelope: 'flat',
     auth: 'seat',
@@ -41,7 +42,16 @@ export function bidRoute ({ store, impIds, sealer, funnel, auth }: Deps): RouteD
       const counted: Array<{ outcome: Outcome, latencyMs?: number }> = []
       for (const seatbid of ctx.body.seatbid ?? []) {
         for (const bid of seatbid.bid) {
-          const { outcome, imp, creativeId } = scoreBid(bid, { store, impIds, seatId: seat.seat_id, deals, cur, now: ctx.now })
+          const { outcome, imp, creativeId, loss } = scoreBid(bid, { store, impIds, seatId: seat.seat_id, deals, cur, now: ctx.now })
+          // A production bid refused at intake lost too: it gets its lurl and legacy bid.lost like an auction loss.
+          if (loss !== undefined && live && outcome.reason !== 'invalid_notice_url') {
+            const lost: NoticeBid = { bid_id: bid.id, response_id: ctx.body.id, impid: bid.impid, seat_id: seat.seat_id, creative_id: bid.crid ?? '', price: bid.price, key_id: key.key_id }
+            if (bid.lurl !== undefined) lost.lurl = bid.lurl
+            if (ctx.body.bidid !== undefined) lost.bidid = ctx.body.bidid
+            if (bid.adid !== undefined) lost.adid = bid.adid
+            if (bid.dealid !== undefined) lost.dealid = bid.dealid
+            lossNotices({ store, notices }, lost, imp !== undefined ? store.screens.get(imp.screenId) : undefined, loss, outcome.floor, undefined, ctx.now)
+          }
           if (outcome.status === 'accepted' && live && imp !== undefined && creativeId !== undefined) {
             const stored: StoredBid = {
               bid_id: bid.id, response_id: ctx.body.id, seat_id: seat.seat_id, impid: bid.impid, screen_id: imp.screenId,
@@ -71,7 +81,7 @@ export function bidRoute ({ store, impIds, sealer, funnel, auth }: Deps): RouteD
         funnel.append({ stage: 'bid_received', at: ctx.now, seat_id: seat.seat_id, sandbox: result.sandbox, bids: result.results.length, screens: result.results.flatMap((r) => r.screen_id !== undefined ? [r.screen_id] : []), accepted: result.accepted })
         // Legacy notifications are signed with the key that bid; a key minted before keys were sealed is sealed on
         // its first bid, from the copy it presented.
-        if (result.accepted > 0 && live && key.sealed === undefined) {
+        if (live && key.sealed === undefined) {
           const presented = presentedKey(ctx.headers)
           if (presented !== undefined && presented !== '') {
             store.keys.putSync(key.key_id, { ...key, sealed: sealer.seal(key.key_id, presented) })
