@@ -141,7 +141,8 @@ function operation (route: RouteDef): Json {
 }
 
 function limitsTable (): string {
-  const rows = Object.entries(RATE_GROUPS).map(([g, p]) => `| ${g} | ${p.sandbox} | ${p.production} | ${p.windowMs / 1000} s | per ${p.per === 'key' ? 'API key' : 'client address'} |`)
+  const counted = (g: string, per: string) => g === 'exchange' ? 'per bidder alias, at the limit its configuration sets (this default for unknown aliases)' : `per ${per === 'key' ? 'API key' : 'client address'}`
+  const rows = Object.entries(RATE_GROUPS).map(([g, p]) => `| ${g} | ${p.sandbox} | ${p.production} | ${p.windowMs / 1000} s | ${counted(g, p.per)} |`)
   return ['| Group | Sandbox | Production | Window | Counted |', '|---|---|---|---|---|', ...rows].join('\n')
 }
 
@@ -160,6 +161,15 @@ ${limitsTable()}
 
 ## Idempotency and dry run
 Every POST, PUT, PATCH and DELETE takes \`Idempotency-Key\` (1-256 characters, case-sensitive, scoped to the API key or, on routes without a key, to the client address). The first response (2xx, or a 4xx the route itself decided) is stored in the same transaction as the change and replayed for 24 hours with \`Idempotent-Replayed: true\`; the same key with a different method, path, query or body answers 422 idempotency_key_mismatch; a key whose first request is still arriving answers 409 idempotency_key_in_use. \`?dry_run=true\` runs validation, permission, rate-limit and uniqueness checks inside a transaction that is then rolled back, and answers \`{dry_run:true, data, warnings[]}\`; no key is minted and a dry run does not consume an Idempotency-Key.
+
+## Bidding, the waterfall and notices
+GET /openrtb/v2/adslots?format=openrtb issues OpenRTB 2.6 bid requests (at 2: the open auction is second price plus 0.01; deals carry at 1 for PMP, 3 for fixed-price Preferred and Guaranteed); POST /openrtb/v2/bid answers them. Stored bids are decided when a screen's player asks for its next spot (POST /embed/{token}/spots): guaranteed placements and Guaranteed deals behind their even daily pace, then Preferred deals, PMP deals (first price), the open auction (one bid per seat, at the floor in force at auction time), guaranteed lines ahead of pace, then the house creative. Every bid is settled exactly once. Notice macros (OpenRTB 2.6 section 4.4): \${AUCTION_ID} (BidResponse.id), \${AUCTION_BID_ID} (BidResponse.bidid, else Bid.id), \${AUCTION_IMP_ID}, \${AUCTION_SEAT_ID}, \${AUCTION_AD_ID}, \${AUCTION_PRICE} (clearing CPM), \${AUCTION_CURRENCY} (USD), \${AUCTION_MBR}, \${AUCTION_LOSS}, \${AUCTION_MIN_TO_WIN}, \${AUCTION_MULTIPLIER} (impressions counted: offered in nurl, confirmed at render in burl), \${AUCTION_IMP_TS} (play time, epoch ms, in burl); unknown macros become empty. nurl fires at the auction, burl when the play completes, lurl with the loss code: 2 expired, 3 invalid, 4 invalid deal, 7 missing markup, 100/101 below auction/deal floor, 102 outbid, 103 lost to a deal or placement, 104 seat blocked, 200/201/202/205/209 creative filtered (general, pending, disapproved, advertiser, category). Bids refused by POST /bid get their lurl too. Pricing (OpenRTB 2.6 DOOH): a play costs CPM / 1000 x multiplier, computed in integer micro-dollars (6 decimals), the declared precision of every price, cost and macro value. Notices are queued durably and retried after 1, 4, 15, 60 and 300 s; only public addresses are called; redirects are not followed.
+
+## Legacy notifications
+Seats onboarded with notification_url get a POST on every win and loss of their production bids (schema LegacyNotification): X-Service-Event bid.won or bid.lost, X-Service-Delivery-Id (stable across retries), X-Service-Timestamp, X-Service-Key-Prefix, and X-Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 keyed by the API key over "<t>.<raw body>">. Verify with the key named by the prefix, in constant time, and refuse timestamps older than 5 minutes. Keys are sealed with AES-256-GCM to sign; none is stored in the clear.
+
+## Exchanges
+Exchanges send OpenRTB 2.6 bid requests to POST /openrtb/bidder/{alias}/bid, configured by the operator under /admin/v1/bidder-aliases: an IP allowlist, optional request signatures (X-Exchange-Signature: t=<unix>,v1=<hex HMAC-SHA256 with the alias secret over "<t>.<raw body>">), a rate limit, a default tmax, notice URLs, seats. The answer is a BidResponse (X-OpenRTB-Version: 2.6) or 204 no-bid; win, loss and billing notices come back to /openrtb/bidder/{alias}/notices/{win,loss,bill} and settle the budget each bid held.
 
 ## Discovery
 /sellers.json (IAB sellers.json 1.0), /app-ads.txt and /ads.txt (301 to /app-ads.txt) are public and cached 24 hours; this document is cached 5 minutes.`
