@@ -1,4 +1,5 @@
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto'
+import { createHmac, randomUUID } from 'node:crypto'
+import { sameText } from '../../auth/same-text.js'
 import { secret } from '../../store/secrets.js'
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
@@ -33,9 +34,7 @@ export class UploadUrls {
   read (token: string): { creativeId: string, expires: number } {
     const [creativeId, exp, tag] = token.split('.')
     const expires = parseInt(exp ?? '', 36)
-    const given = Buffer.from(tag ?? '', 'base64url')
-    const expected = Buffer.from(creativeId && Number.isFinite(expires) ? this.#tag(creativeId, expires) : '', 'base64url')
-    if (!creativeId || given.length === 0 || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    if (!creativeId || !tag || !Number.isFinite(expires) || !sameText(tag, this.#tag(creativeId, expires))) {
       throw new ApiError('not_authorized', 'This upload URL is not valid; request a new creative to get one.')
     }
     return { creativeId, expires }

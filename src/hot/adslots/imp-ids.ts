@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto'
+import { sameText } from '../../auth/same-text.js'
 import { secret } from '../../store/secrets.js'
 import type { Store } from '../../store/store.js'
 
@@ -17,13 +18,6 @@ export interface IssuedImp {
 /** 12 bytes of tag: 16 base64url characters, a whole number of base64 groups, so the digest's prefix is the tag. */
 const TAG_CHARS = 16
 
-/** Compares the tag at the end of id with the expected one without an early exit. */
-function tagMatches (id: string, from: number, expected: string): boolean {
-  if (id.length - from !== expected.length) return false
-  let diff = 0
-  for (let i = 0; i < expected.length; i++) diff |= id.charCodeAt(from + i) ^ expected.charCodeAt(i)
-  return diff === 0
-}
 
 /**
  * Issued imp ids remember their own spot: each id is the spot's facts plus an HMAC-SHA256 tag under a secret kept in
@@ -63,7 +57,7 @@ export class ImpIds {
     const dot = id.lastIndexOf('.')
     if (dot <= 0) return undefined
     const encoded = id.slice(0, dot)
-    if (!tagMatches(id, dot + 1, this.#tag(encoded))) return undefined
+    if (!sameText(id.slice(dot + 1), this.#tag(encoded))) return undefined
     const [screenId, seatId, floor, multiplier, issued, expires] = Buffer.from(encoded, 'base64url').toString().split('~')
     return { screenId: screenId!, seatId: seatId!, floor: Number(floor), multiplier: Number(multiplier), issuedAt: parseInt(issued!, 36), expiresAt: parseInt(expires!, 36) }
   }
