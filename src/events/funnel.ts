@@ -1,38 +1,46 @@
 import type { FunnelEvent } from '../generated/types.js'
 import type { Store } from '../store/store.js'
 
+/** Events one millisecond can hold before ids borrow the next millisecond (ids stay unique and ordered). */
+const PER_MS = 1000
+
 /**
- * The funnel log: request, bid_received, render_started and play_completed events, appended inside the transaction
- * of what caused them (so a rolled-back request leaves none) and drained to ClickHouse by the analytics process.
- * Keys are [ms, sequence]: ordered by time, unique within this process, and later than anything before a restart,
- * so the log needs no high-water mark of its own.
+ * The funnel log: request, bid_received, auction, render_started and play_completed events, appended inside the
+ * transaction of what caused them (a rolled-back request leaves none) and shipped to ClickHouse by the analytics
+ * process, which deletes them once ClickHouse has them. Each event's id is ms x 1000 + a sequence: ordered by time,
+ * unique, later than anything before a restart (no high-water mark to write), and carried into ClickHouse so that a
+ * retried batch is recognized.
  */
 export class FunnelLog {
   readonly #store: Store
-  #lastMs = 0
-  #seq = 0
+  #last = 0
 
   constructor (store: Store) {
     this.#store = store
-    const [last] = [...store.funnel.getKeys({ reverse: true, limit: 1 })] as unknown as Array<[number, number]>
-    if (last !== undefined) {
-      this.#lastMs = last[0]
-      this.#seq = last[1] + 1
-    }
+    const [last] = [...store.funnel.getKeys({ reverse: true, limit: 1 })] as number[]
+    if (last !== undefined) this.#last = last
   }
 
-  /** Appends an event; call inside Store.write. */
-  append (event: FunnelEvent): void {
-    if (event.at > this.#lastMs) {
-      this.#lastMs = event.at
-      this.#seq = 0
-    }
-    this.#store.funnel.putSync([this.#lastMs, this.#seq++], event)
+  /** Appends an event; call inside Store.write. Returns its id. */
+  append (event: FunnelEvent): number {
+    const id = Math.max(this.#last + 1, event.at * PER_MS)
+    this.#last = id
+    this.#store.funnel.putSync(id, event)
+    return id
   }
 
-  /** Events from the oldest on (for the analytics shipper and tests). */
-  read (limit: number, after?: [number, number]): Array<{ key: [number, number], event: FunnelEvent }> {
-    const range = after === undefined ? { limit } : { start: after, exclusiveStart: true, limit }
-    return [...this.#store.funnel.getRange(range as never)].map(({ key, value }) => ({ key: key as unknown as [number, number], event: value }))
+  /** Up to limit events after `after` (an id), oldest first. */
+  read (limit: number, after = 0): Array<{ id: number, event: FunnelEvent }> {
+    return [...this.#store.funnel.getRange({ start: after + 1, limit })].map(({ key, value }) => ({ id: key, event: value }))
+  }
+
+  /** Deletes every event up to and including id (the shipper, once ClickHouse has them); call inside Store.write. */
+  trim (upTo: number): void {
+    for (const key of this.#store.funnel.getKeys({ end: upTo + 1 })) this.#store.funnel.removeSync(key)
+  }
+
+  /** Events waiting to be shipped. */
+  size (): number {
+    return this.#store.funnel.getCount()
   }
 }

@@ -56,8 +56,8 @@ export interface Store {
   plays: Database<number, [string, string, string]>
   /** [due ms, notice id] -> an outbound notice waiting for its (next) attempt. */
   notices: Database<NoticeRecord, [number, string]>
-  /** [ms, sequence] -> a funnel event for the analytics process. */
-  funnel: Database<FunnelEvent, [number, number]>
+  /** event id (ms x 1000 + sequence) -> a funnel event waiting for the analytics process. */
+  funnel: Database<FunnelEvent, number>
   /** alias -> an exchange's bidder configuration. */
   aliases: CachedTable<BidderAliasRecord>
   /** bid_id -> a bid made to an exchange. */
@@ -171,7 +171,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     spots: root.openDB<SpotRecord, string>('spots', { ...shared }),
     plays: root.openDB<number, [string, string, string]>('plays', { keyEncoding: 'ordered-binary' }),
     notices: root.openDB<NoticeRecord, [number, string]>('notices', { keyEncoding: 'ordered-binary', ...shared }),
-    funnel: root.openDB<FunnelEvent, [number, number]>('funnel', { keyEncoding: 'ordered-binary', ...shared }),
+    funnel: root.openDB<FunnelEvent, number>('funnel_events', { keyEncoding: 'ordered-binary', ...shared }),
     aliases: cached('bidder_aliases'),
     exchangeBids: root.openDB<ExchangeBidRecord, string>('exchange_bids', { ...shared }),
     exchangePending: root.openDB<1, [number, string]>('exchange_pending', { keyEncoding: 'ordered-binary' }),

@@ -1,7 +1,7 @@
 import { presentedKey } from '../../auth/keys.js'
 import { activeDealsFor } from '../../campaigns/deals.js'
 import type { Deps } from '../../deps.js'
-import type { BidResponse, BidResult } from '../../generated/types.js'
+import type { BidResponse, BidResult, FunnelEvent } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { StoredBid } from '../../store/records.js'
 import { lossNotices, type NoticeBid } from '../auction/settle.js'
@@ -40,6 +40,7 @@ export function bidRoute ({ store, impIds, sealer, funnel, auth, notices }: Deps
       const cur = ctx.body.cur ?? 'USD'
       const result: BidResult = { id: ctx.body.id, sandbox: seat.status !== 'approved', accepted: 0, rejected: 0, results: [] }
       const counted: Array<{ outcome: Outcome, latencyMs?: number }> = []
+      const events: NonNullable<FunnelEvent['bids']> = []
       for (const seatbid of ctx.body.seatbid ?? []) {
         for (const bid of seatbid.bid) {
           const { outcome, imp, creativeId, loss } = scoreBid(bid, { store, impIds, seatId: seat.seat_id, deals, cur, now: ctx.now })
@@ -72,13 +73,20 @@ export function bidRoute ({ store, impIds, sealer, funnel, auth, notices }: Deps
           }
           result.results.push(outcome)
           counted.push(imp !== undefined ? { outcome, latencyMs: ctx.now - imp.issuedAt } : { outcome })
+          const event: NonNullable<FunnelEvent['bids']>[number] = { screen_id: outcome.screen_id ?? '', price: bid.price, status: outcome.status }
+          if (outcome.reason !== undefined) event.reason = outcome.reason
+          if (bid.dealid !== undefined) event.deal_id = bid.dealid
+          if (bid.cat !== undefined) event.cat = bid.cat
+          if (bid.adomain !== undefined) event.adomain = bid.adomain
+          if (imp !== undefined) event.latency_ms = ctx.now - imp.issuedAt
+          events.push(event)
           if (outcome.status === 'accepted') result.accepted++
           else result.rejected++
         }
       }
       countResponse(store, seat.seat_id, ctx.now, counted)
       if (!ctx.dryRun) {
-        funnel.append({ stage: 'bid_received', at: ctx.now, seat_id: seat.seat_id, sandbox: result.sandbox, bids: result.results.length, screens: result.results.flatMap((r) => r.screen_id !== undefined ? [r.screen_id] : []), accepted: result.accepted })
+        funnel.append({ stage: 'bid_received', at: ctx.now, seat_id: seat.seat_id, sandbox: result.sandbox, screens: [], bids: events })
         // Legacy notifications are signed with the key that bid; a key minted before keys were sealed is sealed on
         // its first bid, from the copy it presented.
         if (live && key.sealed === undefined) {

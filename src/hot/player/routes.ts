@@ -92,6 +92,12 @@ export function playerRoutes (deps: Deps): RouteDef[] {
           store.plays.putSync(key, (store.plays.get(key) ?? 0) + 1)
         }
         store.spots.putSync(spotId, record)
+        funnel.append({
+          stage: 'auction', at: now, screens: [screen.screen_id], spot_id: spotId, tier: decision.tier, competitors: decision.losses.length + (decision.winner !== undefined ? 1 : 0),
+          ...(record.seat_id !== undefined ? { seat_id: record.seat_id } : {}),
+          ...(record.creative_id !== undefined ? { creative_id: record.creative_id } : {}),
+          ...(record.bid !== undefined ? { clearing_cpm: record.bid.clearing, multiplier: record.bid.multiplier } : {})
+        })
         const spot: Spot = {
           spot_id: spotId,
           screen_id: screen.screen_id,
