@@ -19,6 +19,15 @@ export interface Config {
   demoFleet: number
   /** CLICKHOUSE_URL: a ClickHouse server; unset means embedded chDB under DATA_DIR. */
   clickhouseUrl: string | undefined
+  /** CLICKHOUSE_USER, CLICKHOUSE_PASSWORD: credentials for CLICKHOUSE_URL. */
+  clickhouseUser: string | undefined
+  clickhousePassword: string | undefined
+  /** CLICKHOUSE_DATABASE: the database analytics tables live in (created if missing). */
+  clickhouseDatabase: string
+  /** CLICKHOUSE_CLUSTER: a cluster name; DDL then runs ON CLUSTER, over replicated local tables and Distributed ones. */
+  clickhouseCluster: string | undefined
+  /** REPORT_CACHE_SECONDS: how long a report, funnel or market answer is reused before ClickHouse is asked again. */
+  reportCacheSeconds: number
   /** TRUST_PROXY: comma-separated proxy addresses whose X-Forwarded-For is believed; empty trusts none. */
   trustProxy: string[]
   /** MAX_BODY_BYTES: default request body limit (413 above it). */
@@ -94,6 +103,12 @@ function testOnly (env: Env, name: string): boolean {
   return allowed
 }
 
+function identifier (env: Env, name: string, fallback: string): string {
+  const raw = str(env, name) ?? fallback
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(raw)) throw new Error(`${name} must be a ClickHouse identifier (letters, digits, _), got "${raw}"`)
+  return raw
+}
+
 function str (env: Env, name: string): string | undefined {
   const raw = env[name]
   return raw === undefined || raw.trim() === '' ? undefined : raw.trim()
@@ -116,6 +131,11 @@ export function loadConfig (env: Env = process.env): Config {
     adminToken: str(env, 'ADMIN_TOKEN'),
     demoFleet: int(env, 'DEMO_FLEET', 200, 0, 1_000_000),
     clickhouseUrl: str(env, 'CLICKHOUSE_URL'),
+    clickhouseUser: str(env, 'CLICKHOUSE_USER'),
+    clickhousePassword: env.CLICKHOUSE_PASSWORD,
+    clickhouseDatabase: identifier(env, 'CLICKHOUSE_DATABASE', 'oohbid'),
+    clickhouseCluster: str(env, 'CLICKHOUSE_CLUSTER') !== undefined ? identifier(env, 'CLICKHOUSE_CLUSTER', '') : undefined,
+    reportCacheSeconds: int(env, 'REPORT_CACHE_SECONDS', 300, 0, 86_400),
     trustProxy: (str(env, 'TRUST_PROXY') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),

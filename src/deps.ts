@@ -1,3 +1,5 @@
+import type { Analytics } from './analytics/client.js'
+import type { ResultCache } from './analytics/results.js'
 import type { Authenticator } from './auth/authenticate.js'
 import type { KeySealer } from './auth/sealed-keys.js'
 import type { FunnelLog } from './events/funnel.js'
@@ -27,4 +29,6 @@ export interface Deps {
   sealer: KeySealer
   notices: Notices
   funnel: FunnelLog
+  analytics: Analytics
+  reports: ResultCache
 }

@@ -27,6 +27,9 @@ import { playerRoutes } from './hot/player/routes.js'
 import { assetRoute } from './hot/assets/route.js'
 import { bidderRoutes } from './hot/bidder/route.js'
 import { adminBidderAliasRoutes } from './control/admin/bidder-aliases.js'
+import { forecastRoute } from './control/reporting/forecast.js'
+import { marketRoutes } from './control/reporting/market.js'
+import { reportRoutes } from './control/reporting/reports.js'
 import type { Metrics } from './http/metrics.js'
 import type { RouteDef } from './http/route.js'
 
@@ -53,6 +56,9 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
     ...deviceRoutes(deps),
     ...partnerScreenRoutes(deps),
     catalogRoute(deps),
+    forecastRoute(deps),
+    ...reportRoutes(deps),
+    ...marketRoutes(deps),
     ...adminSeatRoutes(deps),
     ...adminKeyRoutes(deps),
     ...adminPlatformRoutes(deps),

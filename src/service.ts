@@ -1,3 +1,5 @@
+import { Analytics } from './analytics/client.js'
+import { ResultCache } from './analytics/results.js'
 import { Authenticator } from './auth/authenticate.js'
 import { KeySealer } from './auth/sealed-keys.js'
 import { FunnelLog } from './events/funnel.js'
@@ -44,6 +46,9 @@ export interface Service {
   /** Outbound notices and their sender, for tests that wait for deliveries. */
   notices: Notices
   sender: NoticeSender
+  /** The analytics process (ClickHouse) and the report answers drawn from it. */
+  analytics: Analytics
+  reports: ResultCache
   /** Runs the periodic jobs now (freshness expiry, offline detection); they also run every second on their own. */
   runJobs (): { demoted: number, offline: number, expiredHolds: number, campaignMoves: number, expiredDeals: number, expiredBids: number, expiredExchangeBids: number }
   /** Graceful stop: refuse new requests, finish in-flight ones (up to SHUTDOWN_GRACE_MS), flush and close LMDB. */
@@ -79,10 +84,23 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const notices = new Notices(store)
   const funnel = new FunnelLog(store)
   const sender = new NoticeSender({ store, notices, clock, log, metrics, signer: new LegacySigner(store, sealer) }, { timeoutMs: config.noticeTimeoutMs, allowPrivate: config.allowPrivateCallbackUrls })
-  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator, sealer, notices, funnel }, metrics)
+  const analytics = new Analytics({
+    dataDir: config.dataDir,
+    durability: config.durability,
+    syncIntervalMs: config.syncIntervalMs,
+    logLevel: config.logLevel,
+    database: config.clickhouseDatabase,
+    ...(config.clickhouseCluster !== undefined ? { cluster: config.clickhouseCluster } : {}),
+    ...(config.clickhouseUrl !== undefined ? { url: config.clickhouseUrl } : {}),
+    ...(config.clickhouseUser !== undefined ? { user: config.clickhouseUser } : {}),
+    ...(config.clickhousePassword !== undefined ? { password: config.clickhousePassword } : {})
+  }, log)
+  const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000)
+  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator, sealer, notices, funnel, analytics, reports }, metrics)
   server.mount(routes, deps)
   moderator.resume()
   sender.start()
+  analytics.start()
   const runJobs = () => ({ ...inventory.runJobs(), ...runCampaignJobs(store, outbox, clock.now()), expiredBids: expireBids({ store, notices }, clock.now()), expiredExchangeBids: expireExchangeBids(store, clock.now()) })
   const timers = [
     setInterval(runJobs, 1000),
@@ -106,6 +124,8 @@ export async function startService ({ config: given, clock = systemClock, log = 
     funnel,
     notices,
     sender,
+    analytics,
+    reports,
     close () {
       closing ??= (async () => {
         lifecycle.draining = true
@@ -122,6 +142,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
         for (const t of timers) clearInterval(t)
         await moderator.close()
         await sender.close()
+        await analytics.close()
         await store.close()
         log.info('stopped', { in_flight_abandoned: lifecycle.inFlight })
       })()

@@ -14,11 +14,12 @@ const PER_MS = 1000
 export class FunnelLog {
   readonly #store: Store
   #last = 0
+  #committed = 0
 
   constructor (store: Store) {
     this.#store = store
     const [last] = [...store.funnel.getKeys({ reverse: true, limit: 1 })] as number[]
-    if (last !== undefined) this.#last = last
+    if (last !== undefined) this.#last = this.#committed = last
   }
 
   /** Appends an event; call inside Store.write. Returns its id. */
@@ -26,6 +27,7 @@ export class FunnelLog {
     const id = Math.max(this.#last + 1, event.at * PER_MS)
     this.#last = id
     this.#store.funnel.putSync(id, event)
+    this.#store.afterCommit(() => { if (id > this.#committed) this.#committed = id })
     return id
   }
 
@@ -37,6 +39,11 @@ export class FunnelLog {
   /** Deletes every event up to and including id (the shipper, once ClickHouse has them); call inside Store.write. */
   trim (upTo: number): void {
     for (const key of this.#store.funnel.getKeys({ end: upTo + 1 })) this.#store.funnel.removeSync(key)
+  }
+
+  /** The id of the last event committed (0 before any): it moves exactly when an append commits. */
+  get lastId (): number {
+    return this.#committed
   }
 
   /** Events waiting to be shipped. */

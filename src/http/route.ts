@@ -103,6 +103,8 @@ export interface RouteDef<B = unknown, Q = unknown> {
   rawSchema?: SchemaTitle
   /** What a 204 answer means on this route (an exchange's no-bid), for OpenAPI. */
   noContent?: string
+  /** The route answers 202 with ReportPending and Retry-After while ClickHouse computes its answer, for OpenAPI. */
+  computed?: boolean
   status?: number
   /** Query-string schema (x-query: true); validated and coerced into ctx.q before the handler runs. */
   querySchema?: SchemaTitle

@@ -32,6 +32,11 @@ export class CachedTable<V> {
     return value
   }
 
+  /** Reads LMDB itself, bypassing the cache: for another process sharing the environment, whose writes this cache cannot see. */
+  fresh (key: string): V | undefined {
+    return this.#db.get(key)
+  }
+
   putSync (key: string, value: V): void {
     this.version++
     this.#values.delete(key)

@@ -96,11 +96,15 @@ export interface Durability {
   syncIntervalMs: number
 }
 
-/** Opens (creating if needed) the environment under dataDir. */
-export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }): Store {
+/**
+ * Opens (creating if needed) the environment under dataDir. The service opens it with a writable map; another process
+ * sharing it (the analytics process) passes companion: true. LMDB sizes the file to its map when it opens with a
+ * writable map, so a second process doing so with a smaller map would cut the file under the first one (SIGBUS).
+ */
+export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, companion = false): Store {
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, 'oohbid.lmdb')
-  const root = open({ path, maxDbs: 64, ...(durability.mode === 'os' ? { noSync: true, useWritemap: true } : {}) })
+  const root = open({ path, maxDbs: 64, ...(durability.mode === 'os' ? { noSync: true, useWritemap: !companion } : {}) })
   // With noSync, LMDB writes through the page cache (here its own writable map: a small commit costs ~3 us instead of
   // ~10 us through write calls); an fsync of the file, from any descriptor, makes it durable.
   const fd = durability.mode === 'os' ? openSync(path, 'r') : undefined

@@ -121,6 +121,7 @@ function operation (route: RouteDef): Json {
     : { description: 'Success.', content: { [route.produces ?? 'application/json']: { schema: route.rawSchema !== undefined ? { $ref: `#/components/schemas/${route.rawSchema}` } : { type: 'string' } } } }
   const responses: Json = { [status]: success }
   if (route.noContent !== undefined) responses['204'] = { description: route.noContent }
+  if (route.computed === true) responses['202'] = { description: 'Being computed: ask again after Retry-After seconds.', headers: { ...COMMON_HEADERS, 'Retry-After': { $ref: '#/components/headers/RetryAfter' } }, content: { 'application/json': { schema: envelopeOf('ReportPending') } } }
   if (isMutating(route.method)) responses['200'] ??= { description: 'Dry run (?dry_run=true): nothing persisted.', content: { 'application/json': { schema: { $ref: '#/components/schemas/DryRunResponse' } } } }
   const op: Json = {
     operationId: `${route.method}${route.path.replace(/[^a-zA-Z0-9]+(\w)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase())}`,

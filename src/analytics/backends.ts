@@ -1,0 +1,73 @@
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+
+/** What the analytics process needs of ClickHouse, embedded or a server. */
+export interface Backend {
+  readonly name: 'chdb' | 'server'
+  /** Runs a statement (DDL). */
+  exec (sql: string): Promise<void>
+  /** Rows of a SELECT, numbers as numbers. */
+  query (sql: string): Promise<Array<Record<string, unknown>>>
+  /** Inserts JSONEachRow text into a table (database-qualified). */
+  insert (table: string, jsonLines: string): Promise<void>
+  close (): Promise<void>
+}
+
+export interface BackendConfig {
+  dataDir: string
+  url?: string
+  user?: string
+  password?: string
+}
+
+function parseRows (text: string): Array<Record<string, unknown>> {
+  const rows: Array<Record<string, unknown>> = []
+  for (const line of text.split('\n')) if (line !== '') rows.push(JSON.parse(line) as Record<string, unknown>)
+  return rows
+}
+
+/**
+ * Embedded chDB (a whole ClickHouse in this process), data under DATA_DIR/clickhouse. Its calls are synchronous; the
+ * analytics process is its own, so they block nothing but the shipper and queries queued behind them.
+ */
+async function chdb (dataDir: string): Promise<Backend> {
+  const { Session } = await import('chdb')
+  const dir = join(dataDir, 'clickhouse')
+  mkdirSync(dir, { recursive: true })
+  const session = new Session(dir)
+  session.query('SET output_format_json_quote_64bit_integers = 0')
+  return {
+    name: 'chdb',
+    async exec (sql) { session.query(sql) },
+    async query (sql) { return parseRows(session.query(sql, 'JSONEachRow')) },
+    async insert (table, jsonLines) { session.query(`INSERT INTO ${table} FORMAT JSONEachRow\n${jsonLines}`) },
+    async close () { session.close() }
+  }
+}
+
+/** A ClickHouse server or cluster over HTTP, through the official client. */
+async function server (config: BackendConfig): Promise<Backend> {
+  const { createClient } = await import('@clickhouse/client')
+  const client = createClient({
+    url: config.url!,
+    ...(config.user !== undefined ? { username: config.user } : {}),
+    ...(config.password !== undefined ? { password: config.password } : {}),
+    request_timeout: 60_000,
+    clickhouse_settings: { output_format_json_quote_64bit_integers: 0 }
+  })
+  return {
+    name: 'server',
+    async exec (sql) { await client.command({ query: sql }) },
+    async query (sql) {
+      const result = await client.query({ query: sql, format: 'JSONEachRow' })
+      return await result.json<Record<string, unknown>>()
+    },
+    async insert (table, jsonLines) { await client.command({ query: `INSERT INTO ${table} FORMAT JSONEachRow\n${jsonLines}` }) },
+    async close () { await client.close() }
+  }
+}
+
+/** The backend a configuration names: the server at url, else embedded chDB. */
+export function openBackend (config: BackendConfig): Promise<Backend> {
+  return config.url !== undefined ? server(config) : chdb(config.dataDir)
+}

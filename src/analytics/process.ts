@@ -1,0 +1,75 @@
+// The analytics process: forked by the service, it owns ClickHouse (embedded chDB must run in the main thread of a
+// process of its own) and the shipper that drains the LMDB funnel log into it. The service talks to it over IPC:
+// queries in, rows out. It dies with its parent.
+import { createLogger } from '../log.js'
+import { openStore } from '../store/store.js'
+import { openBackend, type Backend } from './backends.js'
+import type { AnalyticsRequest, AnalyticsReply, ProcessConfig } from './protocol.js'
+import { ddl } from './schema.js'
+import { Shipper } from './shipper.js'
+
+const config = JSON.parse(process.env.OOHBID_ANALYTICS_CONFIG ?? '{}') as ProcessConfig
+const log = createLogger(config.logLevel)
+const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: config.syncIntervalMs }, true)
+const target = { database: config.database, ...(config.cluster !== undefined ? { cluster: config.cluster } : {}) }
+let backend: Backend | undefined
+let shipper: Shipper | undefined
+let stopping = false
+
+function send (message: AnalyticsReply): void {
+  if (process.connected) process.send!(message)
+}
+
+/** Opens ClickHouse and its schema, retrying while it is unreachable; the funnel log waits in LMDB meanwhile. */
+async function connect (): Promise<void> {
+  let backoff = 500
+  while (!stopping) {
+    try {
+      const b = await openBackend({ dataDir: config.dataDir, ...(config.url !== undefined ? { url: config.url } : {}), ...(config.user !== undefined ? { user: config.user } : {}), ...(config.password !== undefined ? { password: config.password } : {}) })
+      for (const statement of ddl(target)) await b.exec(statement)
+      backend = b
+      shipper = new Shipper(store, b, target, log)
+      send({ op: 'ready', backend: b.name })
+      void shipper.run()
+      return
+    } catch (err) {
+      const error = err instanceof Error ? err.message : String(err)
+      send({ op: 'unavailable', error })
+      log.warn('ClickHouse unavailable; retrying', { error, retry_in_ms: backoff })
+      await new Promise((resolve) => setTimeout(resolve, backoff))
+      backoff = Math.min(30_000, backoff * 2)
+    }
+  }
+}
+
+async function handle (m: AnalyticsRequest): Promise<void> {
+  try {
+    if (backend === undefined || shipper === undefined) throw new Error('ClickHouse is not connected yet')
+    if (m.op === 'query') send({ op: 'result', id: m.id, rows: await backend.query(m.sql) })
+    else if (m.op === 'drain') {
+      await shipper.drain()
+      send({ op: 'result', id: m.id, rows: [] })
+    } else send({ op: 'result', id: m.id, rows: [{ pending: store.funnel.getCount(), shipped: shipper.shipped, backend: backend.name }] })
+  } catch (err) {
+    send({ op: 'error', id: m.id, error: err instanceof Error ? err.message : String(err) })
+  }
+}
+
+async function stop (): Promise<void> {
+  if (stopping) return
+  stopping = true
+  // Whatever hangs while closing, this process does not outlive its parent for long.
+  setTimeout(() => process.exit(1), 10_000).unref()
+  shipper?.stop()
+  await backend?.close()
+  await store.close()
+  process.exit(0)
+}
+
+process.on('message', (m: AnalyticsRequest) => { void handle(m) })
+process.on('disconnect', () => { void stop() })
+process.on('SIGTERM', () => { void stop() })
+process.on('SIGINT', () => { /* the parent decides when this process stops */ })
+// A parent that died while this process was still loading closed the channel before anyone listened for it.
+if (!process.connected) void stop()
+else void connect()

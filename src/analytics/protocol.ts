@@ -1,0 +1,25 @@
+/** What the service tells the analytics process at fork (as JSON in OOHBID_ANALYTICS_CONFIG). */
+export interface ProcessConfig {
+  dataDir: string
+  durability: 'os' | 'fsync'
+  syncIntervalMs: number
+  logLevel: 'error' | 'warn' | 'info' | 'debug'
+  database: string
+  cluster?: string
+  url?: string
+  user?: string
+  password?: string
+}
+
+/** Service -> analytics process. */
+export type AnalyticsRequest =
+  | { op: 'query', id: number, sql: string }
+  | { op: 'drain', id: number }
+  | { op: 'status', id: number }
+
+/** Analytics process -> service. */
+export type AnalyticsReply =
+  | { op: 'ready', backend: 'chdb' | 'server' }
+  | { op: 'unavailable', error: string }
+  | { op: 'result', id: number, rows: Array<Record<string, unknown>> }
+  | { op: 'error', id: number, error: string }

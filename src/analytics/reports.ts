@@ -1,0 +1,200 @@
+import { iso } from '../clock.js'
+import type { CpmBenchmarks, DemandAnalysis, FunnelReport, ReportSummary, ScreensReport, TimeseriesReport } from '../generated/types.js'
+import type { Analytics } from './client.js'
+import { num, str, time } from './sql.js'
+
+/** A report window: [from, to] in ms, inclusive. */
+export interface Window {
+  from: number
+  to: number
+}
+
+/** Segments with bids from fewer seats than this are not shown in market figures, so none reveals one seat. */
+export const MARKET_MIN_SEATS = 3
+
+const HOUR = 3_600_000
+const DAY = 24 * HOUR
+
+type Row = Record<string, unknown>
+const n = (v: unknown): number => (typeof v === 'number' ? v : Number(v ?? 0)) || 0
+const ratio = (a: number, b: number, digits = 4): number | null => (b > 0 ? Math.round((a / b) * 10 ** digits) / 10 ** digits : null)
+const money = (v: number): number => Math.round(v * 1e6) / 1e6
+const cpm = (v: number | null): number | null => (v === null || !Number.isFinite(v) ? null : Math.round(v * 1e4) / 1e4)
+
+/** What every report carries about itself; generated_at and stale are set when the answer is served. */
+function meta (w: Window): { from: string, to: string, generated_at: string, stale: boolean } {
+  return { from: iso(w.from), to: iso(w.to), generated_at: '', stale: false }
+}
+
+/** Asks ClickHouse for the seat's reports, from the rollups (never the raw tables). */
+export class Reports {
+  readonly #analytics: Analytics
+  readonly #db: string
+
+  constructor (analytics: Analytics, database: string) {
+    this.#analytics = analytics
+    this.#db = database
+  }
+
+  #hours (w: Window): string {
+    return `hour >= toStartOfHour(${time(w.from)}) AND hour <= ${time(w.to)}`
+  }
+
+  /** The funnel: totals, rates, the top 50 screens by requests, and a series. */
+  async funnel (seat: string, w: Window, granularity: 'hourly' | 'daily' | 'flight', screenId: string | undefined): Promise<FunnelReport> {
+    const where = `seat_id = ${str(seat)} AND ${this.#hours(w)}${screenId !== undefined ? ` AND screen_id = ${str(screenId)}` : ''}`
+    const measures = 'sumMerge(requests) AS request, sumMerge(bids) AS bid_received, sumMerge(starts) AS render_started, sumMerge(completes) AS play_completed'
+    const bucket = granularity === 'hourly' ? 'hour' : granularity === 'daily' ? 'toStartOfDay(hour)' : time(w.from)
+    const [totals, screens, series] = await Promise.all([
+      this.#analytics.query(`SELECT ${measures} FROM ${this.#db}.screen_hourly WHERE ${where}`),
+      this.#analytics.query(`SELECT screen_id, ${measures} FROM ${this.#db}.screen_hourly WHERE ${where} AND screen_id != '' GROUP BY screen_id ORDER BY request DESC, play_completed DESC, screen_id LIMIT 50`),
+      this.#analytics.query(`SELECT toUInt32(${bucket}) AS period, ${measures} FROM ${this.#db}.screen_hourly WHERE ${where} GROUP BY period ORDER BY period`)
+    ])
+    const stages = (r: Row | undefined) => ({ request: n(r?.request), bid_received: n(r?.bid_received), render_started: n(r?.render_started), play_completed: n(r?.play_completed) })
+    const rates = (s: ReturnType<typeof stages>) => ({ bid_rate: ratio(s.bid_received, s.request), fill_rate: ratio(s.render_started, s.bid_received), start_to_complete_rate: ratio(s.play_completed, s.render_started) })
+    const total = stages(totals[0])
+    return {
+      ...meta(w),
+      granularity,
+      stages: total,
+      rates: rates(total),
+      screens: screens.map((r) => { const s = stages(r); return { screen_id: String(r.screen_id), ...s, rates: rates(s) } }),
+      series: fill(series, w, granularity, (r) => stages(r), stages(undefined))
+    }
+  }
+
+  /** The seat's totals in the window. */
+  async summary (seat: string, w: Window): Promise<ReportSummary> {
+    const [totals, screens] = await Promise.all([
+      this.#analytics.query(`SELECT sumMerge(requests) AS requests, sumMerge(bids) AS bids, sumMerge(accepted) AS accepted, sumMerge(wins) AS wins, sumMerge(win_cpm) AS win_cpm, sumMerge(completes) AS plays, sumMerge(impressions) AS impressions, sumMerge(spend) AS spend FROM ${this.#db}.seat_hourly WHERE seat_id = ${str(seat)} AND ${this.#hours(w)}`),
+      this.#analytics.query(`SELECT count() AS unique_screens FROM (SELECT screen_id, sumMerge(completes) AS c FROM ${this.#db}.screen_hourly WHERE seat_id = ${str(seat)} AND ${this.#hours(w)} AND screen_id != '' GROUP BY screen_id) WHERE c > 0`)
+    ])
+    const t = totals[0] ?? {}
+    const spend = money(n(t.spend))
+    return {
+      ...meta(w),
+      requests: n(t.requests),
+      bids: n(t.bids),
+      accepted: n(t.accepted),
+      wins: n(t.wins),
+      plays: n(t.plays),
+      impressions: money(n(t.impressions)),
+      unique_screens: n(screens[0]?.unique_screens),
+      spend_usd: spend,
+      cpm: cpm(ratio(spend * 1000, n(t.impressions), 6)),
+      avg_win_cpm: cpm(ratio(n(t.win_cpm), n(t.wins), 6)),
+      fill_rate: ratio(n(t.wins), n(t.bids)),
+      win_rate: ratio(n(t.wins), n(t.accepted))
+    }
+  }
+
+  /** Per screen, sorted. */
+  async screens (seat: string, w: Window, sort: ScreensReport['sort'], limit: number): Promise<ScreensReport> {
+    const order = { impressions: 'impressions', plays: 'plays', spend: 'spend', bids: 'bids', requests: 'requests' }[sort as 'impressions']
+    const rows = await this.#analytics.query(
+      `SELECT screen_id, any(venue_type) AS venue_type, any(city) AS city, any(state) AS state, any(country) AS country, sum(r) AS requests, sum(b) AS bids, sum(wi) AS wins, sum(c) AS plays, sum(i) AS impressions, sum(sp) AS spend, countIf(c > 0) AS hours_active FROM (` +
+      `SELECT screen_id, hour, venue_type, city, state, country, sumMerge(requests) AS r, sumMerge(bids) AS b, sumMerge(wins) AS wi, sumMerge(completes) AS c, sumMerge(impressions) AS i, sumMerge(spend) AS sp FROM ${this.#db}.screen_hourly ` +
+      `WHERE seat_id = ${str(seat)} AND ${this.#hours(w)} AND screen_id != '' GROUP BY screen_id, hour, venue_type, city, state, country) GROUP BY screen_id ORDER BY ${order} DESC, screen_id LIMIT ${num(limit)}`)
+    return {
+      ...meta(w),
+      sort,
+      screens: rows.map((r) => ({
+        screen_id: String(r.screen_id), venue_type: String(r.venue_type), city: String(r.city), state: String(r.state), country: String(r.country),
+        requests: n(r.requests), bids: n(r.bids), wins: n(r.wins), plays: n(r.plays), impressions: money(n(r.impressions)), spend_usd: money(n(r.spend)),
+        cpm: cpm(ratio(n(r.spend) * 1000, n(r.impressions), 6)), hours_active: n(r.hours_active)
+      }))
+    }
+  }
+
+  /** The seat's delivery per bucket. */
+  async timeseries (seat: string, w: Window, granularity: 'hourly' | 'daily', screenId: string | undefined): Promise<TimeseriesReport> {
+    const table = screenId !== undefined ? 'screen_hourly' : 'seat_hourly'
+    const bucket = granularity === 'hourly' ? 'hour' : 'toStartOfDay(hour)'
+    const rows = await this.#analytics.query(`SELECT toUInt32(${bucket}) AS period, sumMerge(requests) AS requests, sumMerge(bids) AS bids, sumMerge(accepted) AS accepted, sumMerge(wins) AS wins, sumMerge(completes) AS plays, sumMerge(impressions) AS impressions, sumMerge(spend) AS spend FROM ${this.#db}.${table} WHERE seat_id = ${str(seat)} AND ${this.#hours(w)}${screenId !== undefined ? ` AND screen_id = ${str(screenId)}` : ''} GROUP BY period ORDER BY period`)
+    const point = (r: Row | undefined) => ({ requests: n(r?.requests), bids: n(r?.bids), accepted: n(r?.accepted), wins: n(r?.wins), plays: n(r?.plays), impressions: money(n(r?.impressions)), spend_usd: money(n(r?.spend)), cpm: cpm(ratio(n(r?.spend) * 1000, n(r?.impressions), 6)) })
+    return { ...meta(w), granularity, points: fill(rows, w, granularity, point, point(undefined)) }
+  }
+
+  /** CPM benchmarks across seats, with segments of fewer than MARKET_MIN_SEATS seats left out. */
+  async cpmBenchmarks (w: Window, filters: { venue_type?: string, country?: string, state?: string, daypart?: string }, supplyScreens: number): Promise<CpmBenchmarks> {
+    const where = [this.#hours(w), ...Object.entries(filters).filter(([, v]) => v !== undefined).map(([k, v]) => `${k} = ${str(v!)}`)].join(' AND ')
+    const measures = 'quantilesMerge(0.25, 0.5, 0.75)(bid_q) AS q, avgMerge(bid_avg) AS average, sumMerge(accepted) AS samples, uniqMerge(seats) AS seats'
+    const by = (keys: string) => this.#analytics.query(`SELECT ${keys}, ${measures} FROM ${this.#db}.market_hourly WHERE ${where} GROUP BY ${keys} HAVING seats >= ${MARKET_MIN_SEATS} ORDER BY samples DESC, ${keys}`)
+    const [overall, venues, countries, states, dayparts, overview] = await Promise.all([
+      this.#analytics.query(`SELECT ${measures} FROM ${this.#db}.market_hourly WHERE ${where}`),
+      by('venue_type'), by('country'), by('country, state'), by('daypart'),
+      this.#analytics.query(`SELECT sumMerge(spots) AS spots, sumMerge(wins) AS wins, sumMerge(starts) AS starts, sumMerge(completes) AS completes FROM ${this.#db}.market_hourly WHERE ${where}`)
+    ])
+    const bench = (r: Row) => {
+      const q = Array.isArray(r.q) ? r.q.map(Number) : []
+      return { p25: cpm(q[0] ?? null), median: cpm(q[1] ?? null), p75: cpm(q[2] ?? null), average: cpm(n(r.average)), samples: n(r.samples) }
+    }
+    const o = overview[0] ?? {}
+    const top = overall[0]
+    return {
+      ...meta(w),
+      filters,
+      overall: top !== undefined && n(top.seats) >= MARKET_MIN_SEATS ? bench(top) : null,
+      by_venue_type: venues.map((r) => ({ venue_type: String(r.venue_type), ...bench(r) })),
+      by_country: countries.map((r) => ({ country: String(r.country), ...bench(r) })),
+      by_state: states.map((r) => ({ country: String(r.country), state: String(r.state), ...bench(r) })),
+      by_daypart: dayparts.map((r) => ({ daypart: String(r.daypart), ...bench(r) })),
+      market_overview: { supply_screens: supplyScreens, avg_fill_rate: ratio(n(o.wins), n(o.spots)), avg_completion_rate: ratio(n(o.completes), n(o.starts)) }
+    }
+  }
+
+  /** Demand across seats: categories, daypart curves and segment premiums. */
+  async demand (w: Window, filters: { venue_type?: string, country?: string }, categoryName: (id: string) => string | null): Promise<DemandAnalysis> {
+    const dims = Object.entries(filters).filter(([, v]) => v !== undefined).map(([k, v]) => `${k} = ${str(v!)}`)
+    const hourWhere = [this.#hours(w), ...dims].join(' AND ')
+    const dayWhere = [`day >= toDate(${time(w.from)}) AND day <= toDate(${time(w.to)})`, ...dims].join(' AND ')
+    const [categories, totals, dayparts, venues, countries] = await Promise.all([
+      this.#analytics.query(`SELECT category, sumMerge(bids) AS bids, sumMerge(accepted) AS accepted, sumMerge(bid_cpm) AS cpm_sum, uniqMerge(seats) AS seats FROM ${this.#db}.category_daily WHERE ${dayWhere} GROUP BY category HAVING seats >= ${MARKET_MIN_SEATS} ORDER BY bids DESC, category LIMIT 20`),
+      this.#analytics.query(`SELECT sumMerge(bids) AS bids, avgMerge(bid_avg) AS average, uniqMerge(seats) AS seats FROM ${this.#db}.market_hourly WHERE ${hourWhere}`),
+      this.#analytics.query(`SELECT daypart, sumMerge(bids) AS bids, avgMerge(bid_avg) AS average, sumMerge(spots) AS spots, sumMerge(wins) AS wins, uniqMerge(seats) AS seats FROM ${this.#db}.market_hourly WHERE ${hourWhere} AND daypart != '' GROUP BY daypart HAVING seats >= ${MARKET_MIN_SEATS} ORDER BY daypart`),
+      this.#analytics.query(`SELECT venue_type AS value, sumMerge(bids) AS bids, avgMerge(bid_avg) AS average, uniqMerge(seats) AS seats FROM ${this.#db}.market_hourly WHERE ${hourWhere} AND venue_type != '' GROUP BY value HAVING seats >= ${MARKET_MIN_SEATS} ORDER BY bids DESC, value`),
+      this.#analytics.query(`SELECT country AS value, sumMerge(bids) AS bids, avgMerge(bid_avg) AS average, uniqMerge(seats) AS seats FROM ${this.#db}.market_hourly WHERE ${hourWhere} AND country != '' GROUP BY value HAVING seats >= ${MARKET_MIN_SEATS} ORDER BY bids DESC, value`)
+    ])
+    const t = totals[0] ?? {}
+    const baseline = n(t.seats) >= MARKET_MIN_SEATS ? cpm(n(t.average)) : null
+    const allBids = n(t.bids)
+    const premium = (dimension: 'venue_type' | 'country') => (r: Row) => {
+      const avg = cpm(n(r.average))
+      return { dimension, value: String(r.value), bids: n(r.bids), avg_cpm: avg, premium_pct: baseline !== null && baseline > 0 && avg !== null ? Math.round(((avg - baseline) / baseline) * 10_000) / 100 : null }
+    }
+    return {
+      ...meta(w),
+      filters,
+      baseline_cpm: baseline,
+      top_categories: categories.map((r) => ({ category: String(r.category), name: categoryName(String(r.category)), bids: n(r.bids), share: ratio(n(r.bids), allBids), avg_cpm: cpm(ratio(n(r.cpm_sum), n(r.accepted), 6)) })),
+      daypart_curves: dayparts.map((r) => ({ daypart: String(r.daypart), bids: n(r.bids), avg_cpm: cpm(n(r.average)), fill_rate: ratio(n(r.wins), n(r.spots)) })),
+      segment_premiums: [...venues.map(premium('venue_type')), ...countries.map(premium('country'))]
+    }
+  }
+
+  /** The last full days of activity on screens matching location filters, per screen (all seats, for the forecast). */
+  async screenHistory (w: Window, filters: { venue_type?: string, country?: string, state?: string, city?: string }): Promise<Array<{ screen_id: string, days: number, spots: number, wins: number, accepted: number, plays: number, impressions: number, win_cpm: number }>> {
+    const dims = Object.entries(filters).filter(([, v]) => v !== undefined).map(([k, v]) => k === 'city' ? `positionCaseInsensitive(city, ${str(v!)}) > 0` : `${k} = ${str(v!)}`)
+    const where = [this.#hours(w), "screen_id != ''", ...dims].join(' AND ')
+    const rows = await this.#analytics.query(
+      `SELECT screen_id, uniqExact(toDate(hour)) AS days, sum(s) AS spots, sum(wi) AS wins, sum(a) AS accepted, sum(c) AS plays, sum(i) AS impressions, sum(wc) AS win_cpm FROM (` +
+      `SELECT screen_id, hour, sumMerge(spots) AS s, sumMerge(wins) AS wi, sumMerge(accepted) AS a, sumMerge(completes) AS c, sumMerge(impressions) AS i, sumMerge(win_cpm) AS wc FROM ${this.#db}.screen_hourly WHERE ${where} GROUP BY screen_id, hour) ` +
+      'WHERE s > 0 OR c > 0 OR a > 0 GROUP BY screen_id')
+    return rows.map((r) => ({ screen_id: String(r.screen_id), days: n(r.days), spots: n(r.spots), wins: n(r.wins), accepted: n(r.accepted), plays: n(r.plays), impressions: n(r.impressions), win_cpm: n(r.win_cpm) }))
+  }
+}
+
+/** Every bucket of the window in order, zeros where ClickHouse had no row (a series a chart can plot as is). */
+function fill<T> (rows: Row[], w: Window, granularity: 'hourly' | 'daily' | 'flight', shape: (r: Row) => T, zero: T): Array<T & { period: string }> {
+  if (granularity === 'flight') return [{ period: iso(w.from), ...(rows[0] !== undefined ? shape(rows[0]) : zero) }]
+  const step = granularity === 'hourly' ? HOUR : DAY
+  const byPeriod = new Map(rows.map((r) => [n(r.period) * 1000, r]))
+  const out: Array<T & { period: string }> = []
+  for (let t = Math.floor(w.from / step) * step; t <= w.to; t += step) {
+    const r = byPeriod.get(t)
+    out.push({ period: iso(t), ...(r !== undefined ? shape(r) : zero) })
+  }
+  return out
+}
+
+export { DAY, HOUR }

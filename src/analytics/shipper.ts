@@ -1,0 +1,96 @@
+import type { Logger } from '../log.js'
+import type { Store } from '../store/store.js'
+import type { Backend } from './backends.js'
+import { RowBuilder } from './rows.js'
+import { tableName, type SchemaTarget } from './schema.js'
+
+/** Events per batch: large enough that ClickHouse gets big inserts, small enough to keep a batch under a second. */
+export const BATCH = 20_000
+const IDLE_MS = 200
+const MAX_BACKOFF_MS = 30_000
+
+/**
+ * Ships the LMDB funnel log to ClickHouse from the analytics process, oldest first, in batches. A batch is deleted
+ * from LMDB only after ClickHouse has every row of it. Inserts are idempotent: before inserting into a table, the
+ * shipper asks which event ids of the batch the table already holds (a batch that failed after some tables, or a
+ * process killed between insert and trim) and inserts only the rest. Each table's insert is one block, which ClickHouse
+ * writes whole or not at all, so an event is either entirely in a table or not in it. When ClickHouse is down the log
+ * grows and the shipper retries with backoff.
+ */
+export class Shipper {
+  readonly #store: Store
+  readonly #backend: Backend
+  readonly #target: SchemaTarget
+  readonly #log: Logger
+  readonly #rows: RowBuilder
+  #stopped = false
+  /** The batch being shipped: batches run one at a time, or two could read and insert the same events. */
+  #current: Promise<number> = Promise.resolve(0)
+  shipped = 0
+
+  constructor (store: Store, backend: Backend, target: SchemaTarget, log: Logger) {
+    this.#store = store
+    this.#backend = backend
+    this.#target = target
+    this.#log = log
+    this.#rows = new RowBuilder((id) => store.screens.fresh(id))
+  }
+
+  /** Ships one batch once any batch in progress is done; the number of events it moved (0 when the log is empty). */
+  shipOnce (): Promise<number> {
+    const next = this.#current.then(() => this.#ship(), () => this.#ship())
+    this.#current = next
+    return next
+  }
+
+  async #ship (): Promise<number> {
+    const events = [...this.#store.funnel.getRange({ limit: BATCH })]
+    if (events.length === 0) return 0
+    let minTs = Infinity
+    let maxTs = 0
+    for (const { key, value } of events) {
+      this.#rows.add(key, value)
+      minTs = Math.min(minTs, Math.floor(value.at / 1000))
+      maxTs = Math.max(maxTs, Math.floor(value.at / 1000))
+    }
+    const first = events[0]!.key
+    const last = events[events.length - 1]!.key
+    for (const [table, rows] of this.#rows.take()) {
+      const name = tableName(this.#target, table)
+      const present = await this.#backend.query(`SELECT DISTINCT event_id FROM ${name} WHERE ts BETWEEN toDateTime(${minTs}) AND toDateTime(${maxTs}) AND event_id BETWEEN ${first} AND ${last}`)
+      const have = new Set(present.map((r) => Number(r.event_id)))
+      const lines = have.size === 0 ? rows : rows.filter(([id]) => !have.has(id))
+      if (lines.length > 0) await this.#backend.insert(name, lines.map(([, line]) => line).join('\n'))
+    }
+    this.#store.write(() => {
+      for (const key of this.#store.funnel.getKeys({ end: last + 1 })) this.#store.funnel.removeSync(key)
+    })
+    this.shipped += events.length
+    return events.length
+  }
+
+  /** Ships until the log is empty. */
+  async drain (): Promise<void> {
+    while (await this.shipOnce() > 0);
+  }
+
+  /** Ships as events arrive until stopped, backing off while ClickHouse fails. */
+  async run (): Promise<void> {
+    let backoff = 500
+    while (!this.#stopped) {
+      try {
+        const moved = await this.shipOnce()
+        backoff = 500
+        if (moved < BATCH) await new Promise((resolve) => setTimeout(resolve, IDLE_MS))
+      } catch (err) {
+        this.#log.warn('shipping to ClickHouse failed; events wait in LMDB', { error: err instanceof Error ? err.message : String(err), retry_in_ms: backoff })
+        await new Promise((resolve) => setTimeout(resolve, backoff))
+        backoff = Math.min(MAX_BACKOFF_MS, backoff * 2)
+      }
+    }
+  }
+
+  stop (): void {
+    this.#stopped = true
+  }
+}
