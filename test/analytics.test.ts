@@ -44,10 +44,10 @@ async function report (svc: TestService, path: string, opts: { key: string, body
 
 type Seat = 'alpha' | 'bravo' | 'charlie'
 
-/** Two screens, three approved seats, and a day of bidding and plays two days ago, all over HTTP. */
-async function world (svc: TestService) {
+/** Two screens, three approved seats, and bidding and plays at a time (by default two days ago), all over HTTP. */
+async function world (svc: TestService, at?: number) {
   const now = Date.now()
-  const then = Math.floor(now / DAY) * DAY - 2 * DAY + 15 * 3_600_000 // 15:00 UTC two days ago: 09:00 in Austin
+  const then = at ?? Math.floor(now / DAY) * DAY - 2 * DAY + 15 * 3_600_000 // 15:00 UTC two days ago: 09:00 in Austin
   svc.clock.set(then)
   const p = await registerPartner(svc)
   const ids = await registerDevices(svc, p, [
@@ -146,6 +146,29 @@ for (const v of variants) {
       t.equal(forecast.budget_limited, false)
       const none = await report(svc, '/openrtb/v2/forecast', { key: alpha, body: { targeting: { venue_type: 'airport' }, budget_usd: 100 } })
       t.same(none.body.data, { message: 'No screen matches this targeting.' })
+    })
+
+    t.test('GET /stats: real-time counters at once, and the delivery ClickHouse adds once computed', async (t) => {
+      const svc = await start(t, v)
+      const w = await world(svc, Date.now() - 3_600_000)
+      svc.clock.advance(120)
+      t.equal(await w.bid('alpha', 'gym-1', 5, ['IAB1']), 'accepted')
+      t.equal(await w.bid('alpha', 'bar-1', 6, ['IAB8']), 'accepted')
+      t.equal(await w.bid('alpha', 'gym-1', 1, ['IAB1']), 'rejected')
+      await w.play('gym-1')
+      svc.clock.set(w.now)
+      await svc.service.analytics.drain()
+      const first = await svc.request('GET', '/openrtb/v2/stats', { key: w.seats.alpha.key })
+      t.match(first, { status: 200, body: { data: { bids: 3, accepted: 2, wins: 1, avg_latency_ms: 120, delivery: { status: 'pending' } } } }, 'the counters never wait for ClickHouse')
+      await svc.service.reports.settled()
+      const stats = (await svc.request('GET', '/openrtb/v2/stats', { key: w.seats.alpha.key })).body.data
+      t.match(stats.delivery, { status: 'ready', stale: false, requests: 2, render_started: 1, plays: 1, impressions: 4, latency_ms: { p50: 120, p95: 120, p99: 120 } }, 'two screens offered, the gym spot played to 4 faces, every bid 120 ms after its request')
+      const summary = (await report(svc, '/openrtb/v2/reports/summary?days=1', { key: w.seats.alpha.key })).body.data
+      t.match(summary, { bids: stats.bids, accepted: stats.accepted, wins: stats.wins, plays: stats.delivery.plays, requests: stats.delivery.requests }, '/stats and /reports/summary agree')
+      const bravo = (await svc.request('GET', '/openrtb/v2/stats', { key: w.seats.bravo.key })).body.data
+      await svc.service.reports.settled()
+      t.match(bravo, { bids: 0, delivery: { status: 'pending' } })
+      t.match((await svc.request('GET', '/openrtb/v2/stats', { key: w.seats.bravo.key })).body.data.delivery, { status: 'ready', requests: 2, plays: 0, latency_ms: { p50: null, p95: null, p99: null } }, 'another seat sees only its own')
     })
 
     t.test('answers are cached for 5 minutes, then served stale while they refresh', async (t) => {
@@ -249,6 +272,9 @@ for (const v of variants) {
         const failing = await svc.request('GET', '/openrtb/v2/reports/summary', { key })
         t.match(failing, { status: 503, body: { error_code: 'service_unavailable' } }, 'then 503 with Retry-After')
         t.equal(failing.headers.get('retry-after'), '5')
+        await svc.request('GET', '/openrtb/v2/stats', { key })
+        await svc.service.reports.settled()
+        t.match(await svc.request('GET', '/openrtb/v2/stats', { key }), { status: 200, body: { data: { delivery: { status: 'unavailable' } } } }, '/stats keeps answering its counters')
         await proxy.up()
         await svc.service.analytics.drain()
         svc.clock.advance(6_000)

@@ -53,11 +53,15 @@ export function startBaseline (name: string, env: Record<string, string> = {}): 
   return start(`dist/bench/lib/${name}.js`, env)
 }
 
-/** oohbid as `npm start` runs it, over a fresh data directory; BENCH_CPU_PROF=<dir> writes its CPU profile there. */
-export function startOohbid (env: Record<string, string> = {}): Promise<ServerProcess & { adminToken: string, dataDir: string }> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-bench-'))
+/**
+ * oohbid as `npm start` runs it, over a fresh data directory (or the one given, which stop() then keeps);
+ * BENCH_CPU_PROF=<dir> writes its CPU profile there.
+ */
+export function startOohbid (env: Record<string, string> = {}, existing?: string): Promise<ServerProcess & { adminToken: string, dataDir: string }> {
+  const dataDir = existing ?? mkdtempSync(join(tmpdir(), 'oohbid-bench-'))
   const adminToken = 'bench-admin-token'
   const profile = process.env.BENCH_CPU_PROF
-  return start('dist/src/main.js', { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', DEMO_FLEET: '0', ...env }, () => rmSync(dataDir, { recursive: true, force: true }), profile !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [])
+  const cleanup = existing === undefined ? () => rmSync(dataDir, { recursive: true, force: true }) : undefined
+  return start('dist/src/main.js', { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', DEMO_FLEET: '0', ...env }, cleanup, profile !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [])
     .then((p) => ({ ...p, adminToken, dataDir }))
 }

@@ -60,3 +60,15 @@ export function save (name: string, title: string, rows: Measurement[], table: s
   writeFileSync(join(resultsDir, `${name}.md`), table.trim() + '\n')
   console.log(`\nsaved bench/results/${name}.{json,svg,md}`)
 }
+
+/** Saves rows of any shape (a benchmark that is not one autocannon table) as JSON and as a Markdown table. */
+export function saveTable (name: string, title: string, rows: Array<Record<string, string | number>>, note: string): void {
+  const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))]
+  const format = (v: string | number | undefined) => (typeof v === 'number' ? v.toLocaleString('en-US') : v ?? '')
+  const table = [`${title}`, '', `| ${columns.join(' | ')} |`, `|${columns.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${columns.map((c) => format(r[c])).join(' | ')} |`)].join('\n')
+  console.log(`\n${table}\n\n${note}`)
+  mkdirSync(resultsDir, { recursive: true })
+  writeFileSync(join(resultsDir, `${name}.json`), JSON.stringify({ date: new Date().toISOString(), rows }, null, 2))
+  writeFileSync(join(resultsDir, `${name}.md`), `${table}\n\n${note}\n`)
+  console.log(`\nsaved bench/results/${name}.{json,md}`)
+}

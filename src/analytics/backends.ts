@@ -47,8 +47,10 @@ async function chdb (dataDir: string): Promise<Backend> {
 
 /** A ClickHouse server or cluster over HTTP, through the official client. */
 async function server (config: BackendConfig): Promise<Backend> {
-  const { createClient } = await import('@clickhouse/client')
+  const { createClient, ClickHouseLogLevel } = await import('@clickhouse/client')
   const client = createClient({
+    // Every failure reaches our caller, which logs it once as JSON; the client's own multi-line dumps would repeat it.
+    log: { level: ClickHouseLogLevel.OFF },
     url: config.url!,
     ...(config.user !== undefined ? { username: config.user } : {}),
     ...(config.password !== undefined ? { password: config.password } : {}),

@@ -1,5 +1,5 @@
 import { iso } from '../clock.js'
-import type { CpmBenchmarks, DemandAnalysis, FunnelReport, ReportSummary, ScreensReport, TimeseriesReport } from '../generated/types.js'
+import type { CpmBenchmarks, DemandAnalysis, FunnelReport, ReportSummary, ScreensReport, SeatStats, TimeseriesReport } from '../generated/types.js'
 import type { Analytics } from './client.js'
 import { num, str, time } from './sql.js'
 
@@ -86,6 +86,14 @@ export class Reports {
       fill_rate: ratio(n(t.wins), n(t.bids)),
       win_rate: ratio(n(t.wins), n(t.accepted))
     }
+  }
+
+  /** What ClickHouse adds to GET /stats: requests, plays, impressions and bid latency percentiles of the window. */
+  async delivery (seat: string, w: Window): Promise<Omit<SeatStats['delivery'], 'status' | 'generated_at' | 'stale'>> {
+    const rows = await this.#analytics.query(`SELECT sumMerge(requests) AS requests, sumMerge(starts) AS render_started, sumMerge(completes) AS plays, sumMerge(impressions) AS impressions, sumMerge(accepted) AS accepted, quantilesMerge(0.5, 0.95, 0.99)(latency_q) AS latency FROM ${this.#db}.seat_hourly WHERE seat_id = ${str(seat)} AND ${this.#hours(w)}`)
+    const r = rows[0] ?? {}
+    const q = n(r.accepted) > 0 && Array.isArray(r.latency) ? r.latency.map((v) => (Number.isFinite(Number(v)) && v !== null ? Math.round(Number(v) * 10) / 10 : null)) : [null, null, null]
+    return { requests: n(r.requests), render_started: n(r.render_started), plays: n(r.plays), impressions: money(n(r.impressions)), latency_ms: { p50: q[0] ?? null, p95: q[1] ?? null, p99: q[2] ?? null } }
   }
 
   /** Per screen, sorted. */

@@ -32,6 +32,7 @@ const COUNTERS: Measure[] = [
   ['completes', 'sum', 'UInt64'], ['impressions', 'sum', 'Float64'], ['spend', 'sum', 'Float64']
 ]
 const QUANTILES = 'quantiles(0.25, 0.5, 0.75)'
+const LATENCY_QUANTILES = 'quantiles(0.5, 0.95, 0.99)'
 
 interface Rollup {
   keys: Array<[string, string]>
@@ -57,8 +58,8 @@ function funnelFeeds (): Array<{ from: string, feeds: Record<string, [string, st
 export const ROLLUPS: Record<string, Rollup> = {
   seat_hourly: {
     keys: [['seat_id', 'String'], ['hour', "DateTime('UTC')"], ['sandbox', 'UInt8']],
-    measures: COUNTERS,
-    views: funnelFeeds().map((f) => ({ ...f, keys: { seat_id: 'seat_id', hour: HOUR, sandbox: f.from === 'bid_requests' || f.from === 'bids' ? 'sandbox' : 'toUInt8(0)' } }))
+    measures: [...COUNTERS, ['latency_q', LATENCY_QUANTILES, 'Float64']],
+    views: funnelFeeds().map((f) => ({ ...f, feeds: { ...f.feeds, ...(f.from === 'bids' ? { latency_q: ['latency_ms', "status = 'accepted'"] as [string, string] } : {}) }, keys: { seat_id: 'seat_id', hour: HOUR, sandbox: f.from === 'bid_requests' || f.from === 'bids' ? 'sandbox' : 'toUInt8(0)' } }))
   },
   screen_hourly: {
     keys: [['seat_id', 'String'], ['hour', "DateTime('UTC')"], ['screen_id', 'String'], ['venue_type', 'String'], ['country', 'String'], ['state', 'String'], ['city', 'String']],

@@ -4,8 +4,11 @@ import type { Backend } from './backends.js'
 import { RowBuilder } from './rows.js'
 import { tableName, type SchemaTarget } from './schema.js'
 
-/** Events per batch: large enough that ClickHouse gets big inserts, small enough to keep a batch under a second. */
-export const BATCH = 20_000
+/**
+ * Events per batch. Measured: 100k halves the insert time of 20k batches (fewer, larger blocks for the materialized
+ * views to fold), and a batch of 100k rows is tens of MB, shipped in about a second.
+ */
+export const BATCH = 100_000
 const IDLE_MS = 200
 const MAX_BACKOFF_MS = 30_000
 

@@ -46,7 +46,7 @@ export class FunnelLog {
     return this.#committed
   }
 
-  /** Events waiting to be shipped. */
+  /** Events waiting to be shipped (counts keys: about 20 ns each, 2 s with 100M waiting). */
   size (): number {
     return this.#store.funnel.getCount()
   }

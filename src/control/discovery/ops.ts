@@ -10,7 +10,7 @@ function escapeHtml (s: string): string {
 }
 
 /** Liveness, readiness, Prometheus metrics and the error-code reference that docs_url points at. */
-export function opsRoutes ({ clock, outbox }: Deps, metrics: Metrics, openapi: () => string): RouteDef[] {
+export function opsRoutes ({ clock, outbox, funnel, notices, analytics }: Deps, metrics: Metrics, openapi: () => string): RouteDef[] {
   const started = clock.now()
   const common = { tag: 'Operations', envelope: 'flat', auth: 'none', rateGroup: 'ops' } as const
   const errorsPage = '<!doctype html><meta charset="utf-8"><title>oohbid error codes</title><style>body{font:15px system-ui;margin:2em}td,th{padding:4px 10px;text-align:left;vertical-align:top}tr:target{background:#ffd}</style>' +
@@ -25,16 +25,16 @@ export function opsRoutes ({ clock, outbox }: Deps, metrics: Metrics, openapi: (
       summary: 'Readiness: 503 service_unavailable while draining',
       data: 'Health',
       errors: ['service_unavailable'],
-      handler: () => ok({ status: 'ok', version: VERSION, checks: { store: 'ok', outbox_pending: String(outbox.size()) } })
+      handler: () => ok({ status: 'ok', version: VERSION, checks: { store: 'ok', outbox_pending: String(outbox.size()), funnel_pending: String(funnel.size()), analytics: analytics.backend ?? `unavailable${analytics.lastError !== undefined ? `: ${analytics.lastError}` : ''}` } })
     }),
     route({
       ...common,
       method: 'get',
       path: '/metrics',
       summary: 'Prometheus metrics',
-      description: 'Requests by route and status, latency histograms, rate-limit rejections, event-loop delay, memory, outbox backlog.',
+      description: 'Requests by route and status, latency histograms, rate-limit rejections, event-loop delay, memory, the outbox, funnel-log and notice backlogs, notice attempts, and whether ClickHouse is connected.',
       produces: 'text/plain',
-      handler: () => raw(metrics.render({ oohbid_outbox_pending_events: outbox.size() }), 'text/plain; version=0.0.4; charset=utf-8')
+      handler: () => raw(metrics.render({ oohbid_outbox_pending_events: outbox.size(), oohbid_funnel_pending_events: funnel.size(), oohbid_notices_pending: notices.size(), oohbid_analytics_connected: analytics.backend !== undefined ? 1 : 0 }), 'text/plain; version=0.0.4; charset=utf-8')
     }),
     route({ tag: 'Discovery', envelope: 'flat', auth: 'none', rateGroup: 'public', cacheSeconds: 3600, method: 'get', path: '/docs/errors', summary: 'Error code reference', produces: 'text/html', handler: () => raw(errorsPage, 'text/html; charset=utf-8') }),
     route({ tag: 'Discovery', envelope: 'flat', auth: 'none', rateGroup: 'public', cacheSeconds: 300, method: 'get', path: '/openrtb/v2/openapi.json', summary: 'This OpenAPI 3.0 description', produces: 'application/json', handler: () => raw(openapi(), 'application/json') })

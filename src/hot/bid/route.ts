@@ -1,5 +1,7 @@
+import { Reports } from '../../analytics/reports.js'
 import { presentedKey } from '../../auth/keys.js'
 import { activeDealsFor } from '../../campaigns/deals.js'
+import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
 import type { BidResponse, BidResult, FunnelEvent } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
@@ -102,19 +104,29 @@ export function bidRoute ({ store, impIds, sealer, funnel, auth, notices }: Deps
   })
 }
 
-/** GET /openrtb/v2/stats (spec, GET /stats): the seat's last 24 hours of bidding. */
-export function statsRoute ({ store }: Deps): RouteDef {
+/**
+ * GET /openrtb/v2/stats (spec, GET /stats): the seat's last 24 hours of bidding from LMDB counters, real time, and
+ * what ClickHouse adds from the result cache without waiting for it.
+ */
+export function statsRoute ({ store, analytics, reports: cache, config, clock }: Deps): RouteDef {
+  const reports = new Reports(analytics, config.clickhouseDatabase)
   return route({
     method: 'get',
     path: '/openrtb/v2/stats',
     summary: '24-hour bidding performance: bids, acceptance, wins, CPM, fill, latency, win rate',
-    description: 'From hourly counters written with each bid response. Wins and spend come from the auction.',
+    description: 'Counters written with each bid response (wins and spend from the auction), real time. delivery: requests, plays, impressions and latency percentiles from ClickHouse, refreshed every 5 minutes; its status is pending until the first computation is done and unavailable while ClickHouse is down, and the counters are served either way.',
     tag: 'Bidding',
     envelope: 'flat',
     auth: 'seat',
     scope: 'stats:read',
     rateGroup: 'bidding',
     data: 'SeatStats',
-    handler: (ctx) => ok(lastDay(store, ctx.principal!.seat!.seat_id, ctx.now))
+    handler: (ctx) => {
+      const seat = ctx.principal!.seat!.seat_id
+      const counters = lastDay(store, seat, ctx.now)
+      const a = cache.get(`stats|${seat}`, () => reports.delivery(seat, { from: Date.parse(counters.from), to: clock.now() }))
+      const delivery = a.state === 'ready' ? { status: 'ready' as const, generated_at: iso(a.computedAt), stale: a.stale, ...a.data } : { status: a.state === 'pending' ? 'pending' as const : 'unavailable' as const }
+      return ok({ ...counters, delivery })
+    }
   })
 }

@@ -66,7 +66,7 @@ export function countResponse (store: Store, seatId: string, now: number, outcom
 const ratio = (a: number, b: number, digits = 4) => (b === 0 ? null : Math.round((a / b) * 10 ** digits) / 10 ** digits)
 
 /** The last 24 hours of a seat's bidding, hour by hour and in total. */
-export function lastDay (store: Store, seatId: string, now: number): SeatStats {
+export function lastDay (store: Store, seatId: string, now: number): Omit<SeatStats, 'delivery'> {
   const seat = seatId.toLowerCase()
   const last = Math.floor(now / HOUR) * HOUR
   const first = last - 23 * HOUR
