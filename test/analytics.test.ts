@@ -13,12 +13,14 @@ import { startTestService, type Reply, type TestService } from './helpers/servic
 
 const DAY = 86_400_000
 const server = process.env.OOHBID_TEST_CLICKHOUSE_URL
-const variants: Array<{ name: string, server?: string }> = [{ name: 'chDB (embedded)' }]
+const cluster = process.env.OOHBID_TEST_CLICKHOUSE_CLUSTER
+const variants: Array<{ name: string, server?: string, cluster?: string }> = [{ name: 'chDB (embedded)' }]
 if (server !== undefined) variants.push({ name: `ClickHouse server at ${server}`, server })
 else t.comment('OOHBID_TEST_CLICKHOUSE_URL is not set: the ClickHouse server variant runs in CI (.ci/run starts one)')
+if (server !== undefined && cluster !== undefined) variants.push({ name: `ClickHouse cluster ${cluster} (ON CLUSTER DDL, replicated and Distributed tables)`, server, cluster })
 
 /** A service on the variant's ClickHouse; on a server, in a database of its own that is dropped afterwards. */
-async function start (t: { teardown (fn: () => unknown): void }, v: { server?: string }, env: Record<string, string> = {}): Promise<TestService> {
+async function start (t: { teardown (fn: () => unknown): void }, v: { server?: string, cluster?: string }, env: Record<string, string> = {}): Promise<TestService> {
   if (v.server === undefined) return startTestService(t, env)
   const database = `oohbid_test_${randomBytes(6).toString('hex')}`
   t.teardown(async () => {
@@ -26,7 +28,7 @@ async function start (t: { teardown (fn: () => unknown): void }, v: { server?: s
     await client.command({ query: `DROP DATABASE IF EXISTS ${database}` })
     await client.close()
   })
-  return startTestService(t, { CLICKHOUSE_URL: v.server, CLICKHOUSE_DATABASE: database, ...env })
+  return startTestService(t, { CLICKHOUSE_URL: v.server, CLICKHOUSE_DATABASE: database, ...(v.cluster !== undefined ? { CLICKHOUSE_CLUSTER: v.cluster } : {}), ...env })
 }
 
 /** A report once ClickHouse has computed it (202 pending until then). */
@@ -146,6 +148,12 @@ for (const v of variants) {
       t.equal(forecast.budget_limited, false)
       const none = await report(svc, '/openrtb/v2/forecast', { key: alpha, body: { targeting: { venue_type: 'airport' }, budget_usd: 100 } })
       t.same(none.body.data, { message: 'No screen matches this targeting.' })
+      if (v.cluster !== undefined) {
+        const client = createClient({ url: v.server! })
+        const engines = await (await client.query({ query: `SELECT name, engine FROM system.tables WHERE database = '${svc.service.config.clickhouseDatabase}' AND name IN ('bids', 'bids_local', 'seat_hourly', 'seat_hourly_local')`, format: 'JSONEachRow' })).json<{ name: string, engine: string }>()
+        await client.close()
+        t.same(Object.fromEntries(engines.map((e) => [e.name, e.engine])), { bids: 'Distributed', bids_local: 'ReplicatedMergeTree', seat_hourly: 'Distributed', seat_hourly_local: 'ReplicatedAggregatingMergeTree' }, 'on a cluster: replicated local tables behind Distributed ones')
+      }
     })
 
     t.test('GET /stats: real-time counters at once, and the delivery ClickHouse adds once computed', async (t) => {
@@ -256,7 +264,7 @@ for (const v of variants) {
     if (v.server !== undefined) {
       t.test('a ClickHouse server that goes away: events wait in LMDB and flow when it returns', async (t) => {
         const proxy = await startTcpProxy(t, new URL(v.server!))
-        const svc = await start(t, { server: proxy.url })
+        const svc = await start(t, { server: proxy.url, ...(v.cluster !== undefined ? { cluster: v.cluster } : {}) })
         const { key } = await svc.onboard('outage')
         await svc.admin('PUT', '/admin/v1/seats/outage/rate-limits', { limits: { inventory: 100000, reporting: 100000 } })
         const p = await registerPartner(svc)

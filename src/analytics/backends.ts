@@ -18,6 +18,8 @@ export interface BackendConfig {
   url?: string
   user?: string
   password?: string
+  /** A cluster name: inserts through Distributed tables then return only once every shard has written them. */
+  cluster?: string
 }
 
 function parseRows (text: string): Array<Record<string, unknown>> {
@@ -55,7 +57,8 @@ async function server (config: BackendConfig): Promise<Backend> {
     ...(config.user !== undefined ? { username: config.user } : {}),
     ...(config.password !== undefined ? { password: config.password } : {}),
     request_timeout: 60_000,
-    clickhouse_settings: { output_format_json_quote_64bit_integers: 0 }
+    // The shipper deletes events once an insert returns, so on a cluster the insert must wait for the shards.
+    clickhouse_settings: { output_format_json_quote_64bit_integers: 0, ...(config.cluster !== undefined ? { insert_distributed_sync: 1 } : {}) }
   })
   return {
     name: 'server',
