@@ -95,6 +95,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     ...(config.clickhouseUser !== undefined ? { user: config.clickhouseUser } : {}),
     ...(config.clickhousePassword !== undefined ? { password: config.clickhousePassword } : {})
   }, log)
+  analytics.onShipped = (count) => funnel.shipped(count)
   const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000)
   const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator, sealer, notices, funnel, analytics, reports }, metrics)
   server.mount(routes, deps)

@@ -30,26 +30,42 @@ export function printTable (title: string, rows: Measurement[]): string {
   return text
 }
 
-function svgChart (title: string, rows: Measurement[]): string {
-  const ratio = ratios(rows)
+/** One bar of a chart: grey bars are baselines. */
+export interface Bar {
+  label: string
+  value: number
+  text: string
+  baseline?: boolean
+}
+
+/** A horizontal SVG bar chart. */
+export function barChart (title: string, bars: Bar[]): string {
   const barH = 22
   const gap = 8
   // Room for the longest label at ~7 px a character (13 px sans-serif).
-  const left = 20 + 7 * Math.max(...rows.map((r) => `${r.name} -p ${r.pipelining}`.length))
-  const width = left + 480
-  const max = Math.max(...rows.map((r) => r.rps))
-  const height = 50 + rows.length * (barH + gap)
-  const bars = rows.map((r, i) => {
-    const shown = isBaseline(r) ? '' : ` (${ratio[i]!.toFixed(2)}x)`
+  const left = 20 + 7 * Math.max(...bars.map((b) => b.label.length))
+  const width = left + 520
+  const max = Math.max(...bars.map((b) => b.value))
+  const height = 50 + bars.length * (barH + gap)
+  const body = bars.map((b, i) => {
     const y = 40 + i * (barH + gap)
-    const w = Math.max(1, Math.round((width - left - 110) * r.rps / max))
-    const colour = isBaseline(r) ? '#9aa5b1' : '#2f6fde'
-    return `<text x="${left - 8}" y="${y + 15}" text-anchor="end">${r.name} -p ${r.pipelining}</text>` +
-      `<rect x="${left}" y="${y}" width="${w}" height="${barH}" fill="${colour}"/>` +
-      `<text x="${left + w + 6}" y="${y + 15}">${r.rps.toLocaleString('en-US')} req/s${shown}</text>`
+    const w = Math.max(1, Math.round((width - left - 150) * b.value / max))
+    return `<text x="${left - 8}" y="${y + 15}" text-anchor="end">${b.label}</text>` +
+      `<rect x="${left}" y="${y}" width="${w}" height="${barH}" fill="${b.baseline === true ? '#9aa5b1' : '#2f6fde'}"/>` +
+      `<text x="${left + w + 6}" y="${y + 15}">${b.text}</text>`
   }).join('')
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="system-ui,sans-serif" font-size="13">` +
-    `<rect width="100%" height="100%" fill="#fff"/><text x="12" y="24" font-size="15" font-weight="bold">${title}</text>${bars}</svg>`
+    `<rect width="100%" height="100%" fill="#fff"/><text x="12" y="24" font-size="15" font-weight="bold">${title}</text>${body}</svg>`
+}
+
+function svgChart (title: string, rows: Measurement[]): string {
+  const ratio = ratios(rows)
+  return barChart(title, rows.map((r, i) => ({
+    label: `${r.name} -p ${r.pipelining}`,
+    value: r.rps,
+    text: `${r.rps.toLocaleString('en-US')} req/s${isBaseline(r) ? '' : ` (${ratio[i]!.toFixed(2)}x)`}`,
+    baseline: isBaseline(r)
+  })))
 }
 
 /** Saves the rows as JSON and as an SVG bar chart under bench/results/. */
@@ -61,8 +77,8 @@ export function save (name: string, title: string, rows: Measurement[], table: s
   console.log(`\nsaved bench/results/${name}.{json,svg,md}`)
 }
 
-/** Saves rows of any shape (a benchmark that is not one autocannon table) as JSON and as a Markdown table. */
-export function saveTable (name: string, title: string, rows: Array<Record<string, string | number>>, note: string): void {
+/** Saves rows of any shape (a benchmark that is not one autocannon table) as JSON, a Markdown table and SVG charts. */
+export function saveTable (name: string, title: string, rows: Array<Record<string, string | number>>, note: string, charts: Record<string, { title: string, bars: Bar[] }> = {}): void {
   const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))]
   const format = (v: string | number | undefined) => (typeof v === 'number' ? v.toLocaleString('en-US') : v ?? '')
   const table = [`${title}`, '', `| ${columns.join(' | ')} |`, `|${columns.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${columns.map((c) => format(r[c])).join(' | ')} |`)].join('\n')
@@ -70,5 +86,6 @@ export function saveTable (name: string, title: string, rows: Array<Record<strin
   mkdirSync(resultsDir, { recursive: true })
   writeFileSync(join(resultsDir, `${name}.json`), JSON.stringify({ date: new Date().toISOString(), rows }, null, 2))
   writeFileSync(join(resultsDir, `${name}.md`), `${table}\n\n${note}\n`)
-  console.log(`\nsaved bench/results/${name}.{json,md}`)
+  for (const [file, chart] of Object.entries(charts)) writeFileSync(join(resultsDir, `${file}.svg`), barChart(chart.title, chart.bars))
+  console.log(`\nsaved bench/results/${name}.{json,md}${Object.keys(charts).map((f) => ` and ${f}.svg`).join('')}`)
 }

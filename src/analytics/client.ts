@@ -32,6 +32,8 @@ export class Analytics {
   backend: 'chdb' | 'server' | undefined
   /** Why ClickHouse is unavailable, while it is. */
   lastError: string | undefined
+  /** Told how many events each shipped batch deleted from the funnel log. */
+  onShipped: (count: number) => void = () => {}
 
   constructor (config: ProcessConfig, log: Logger) {
     this.#config = config
@@ -71,6 +73,10 @@ export class Analytics {
     }
     if (m.op === 'unavailable') {
       this.lastError = m.error
+      return
+    }
+    if (m.op === 'shipped') {
+      this.onShipped(m.count)
       return
     }
     const p = this.#pending.get(m.id)

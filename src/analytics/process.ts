@@ -28,7 +28,7 @@ async function connect (): Promise<void> {
       const b = await openBackend({ dataDir: config.dataDir, ...(config.url !== undefined ? { url: config.url } : {}), ...(config.user !== undefined ? { user: config.user } : {}), ...(config.password !== undefined ? { password: config.password } : {}), ...(config.cluster !== undefined ? { cluster: config.cluster } : {}) })
       for (const statement of ddl(target)) await b.exec(statement)
       backend = b
-      shipper = new Shipper(store, b, target, log)
+      shipper = new Shipper(store, b, target, log, (count) => send({ op: 'shipped', count }))
       send({ op: 'ready', backend: b.name })
       void shipper.run()
       return

@@ -21,5 +21,6 @@ export type AnalyticsRequest =
 export type AnalyticsReply =
   | { op: 'ready', backend: 'chdb' | 'server' }
   | { op: 'unavailable', error: string }
+  | { op: 'shipped', count: number }
   | { op: 'result', id: number, rows: Array<Record<string, unknown>> }
   | { op: 'error', id: number, error: string }

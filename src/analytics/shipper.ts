@@ -31,8 +31,11 @@ export class Shipper {
   #current: Promise<number> = Promise.resolve(0)
   shipped = 0
 
-  constructor (store: Store, backend: Backend, target: SchemaTarget, log: Logger) {
+  readonly #onShipped: (count: number) => void
+
+  constructor (store: Store, backend: Backend, target: SchemaTarget, log: Logger, onShipped: (count: number) => void = () => {}) {
     this.#store = store
+    this.#onShipped = onShipped
     this.#backend = backend
     this.#target = target
     this.#log = log
@@ -69,6 +72,7 @@ export class Shipper {
       for (const key of this.#store.funnel.getKeys({ end: last + 1 })) this.#store.funnel.removeSync(key)
     })
     this.shipped += events.length
+    this.#onShipped(events.length)
     return events.length
   }
 
