@@ -10,6 +10,7 @@ import type { ImpIds } from './hot/adslots/imp-ids.js'
 import type { Bookings } from './inventory/bookings.js'
 import type { Inventory } from './inventory/inventory.js'
 import type { Moderator } from './moderation/moderator.js'
+import type { ProofSigner } from './proof/signer.js'
 import type { ObjectStore } from './store/objects.js'
 import type { Outbox } from './store/outbox.js'
 import type { Store } from './store/store.js'
@@ -27,6 +28,7 @@ export interface Deps {
   objects: ObjectStore
   moderator: Moderator
   sealer: KeySealer
+  proofSigner: ProofSigner
   notices: Notices
   funnel: FunnelLog
   analytics: Analytics

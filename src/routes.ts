@@ -23,6 +23,7 @@ import { partnerScreenRoutes } from './control/partner/screens.js'
 import type { Deps } from './deps.js'
 import { adslotsRoute } from './hot/adslots/route.js'
 import { bidRoute, statsRoute } from './hot/bid/route.js'
+import { proofRoutes } from './control/proof/routes.js'
 import { playerRoutes } from './hot/player/routes.js'
 import { assetRoute } from './hot/assets/route.js'
 import { bidderRoutes } from './hot/bidder/route.js'
@@ -41,6 +42,7 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
     statsRoute(deps),
     adslotsRoute(deps),
     ...playerRoutes(deps),
+    ...proofRoutes(deps),
     ...bidderRoutes(deps),
     assetRoute(deps),
     onboardRoute(deps),

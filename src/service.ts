@@ -11,6 +11,7 @@ import { NoticeSender } from './notify/sender.js'
 import { systemClock, type Clock } from './clock.js'
 import type { Config, ResolvedConfig } from './config.js'
 import { resolveAdminToken } from './control/admin/token.js'
+import { ProofSigner } from './proof/signer.js'
 import { allRoutes } from './routes.js'
 import { ImpIds } from './hot/adslots/imp-ids.js'
 import { Bookings } from './inventory/bookings.js'
@@ -97,7 +98,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   }, log)
   analytics.onShipped = (count) => funnel.shipped(count)
   const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000)
-  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator, sealer, notices, funnel, analytics, reports }, metrics)
+  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, funnel, analytics, reports }, metrics)
   server.mount(routes, deps)
   moderator.resume()
   sender.start()

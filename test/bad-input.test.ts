@@ -137,7 +137,8 @@ t.test('every mutating route honours ?dry_run=true: the real checks run, nothing
     'POST /admin/v1/bidder-aliases/:alias/rotate-secret': undefined,
     'DELETE /admin/v1/bidder-aliases/:alias': undefined,
     'POST /openrtb/bidder/:alias/bid': { id: 'dry-req', imp: [{ id: '1', banner: { w: 1920, h: 1080 }, bidfloor: 1 }] },
-    'POST /openrtb/v2/forecast': { budget_usd: 100, targeting: { venue_type: 'gym' } }
+    'POST /openrtb/v2/forecast': { budget_usd: 100, targeting: { venue_type: 'gym' } },
+    'POST /v1/advertiser/proof/verify-proof': { signature: 'ed25519=00', timestamp: 1, adId: 'a', impressionId: 'i', screenId: 's', deviceId: 'd' }
   }
   const creds: Record<string, string | undefined> = { seat: f.seatKey, partner: f.partnerKey, admin: svc.adminToken }
   const mutating = svc.service.routes.filter((r) => isMutating(r.method))

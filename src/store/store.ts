@@ -3,7 +3,8 @@ import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import { CachedTable } from './read-cache.js'
 import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
-import type { FunnelEvent } from '../generated/types.js'
+import type { FunnelEvent, ProofRecord } from '../generated/types.js'
+import type { ChainHead } from '../proof/chain.js'
 import type { BidderAliasRecord, CampaignLedger, ExchangeBidRecord, HourStats, NoticeRecord, SpotRecord, StoredBid, AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
@@ -58,6 +59,16 @@ export interface Store {
   notices: Database<NoticeRecord, [number, string]>
   /** event id (ms x 1000 + sequence) -> a funnel event waiting for the analytics process. */
   funnel: Database<FunnelEvent, number>
+  /** proof_id -> a signed proof of play. */
+  proofs: Database<ProofRecord, string>
+  /** screen_id -> the last proof of the screen's hash chain. */
+  proofHeads: Database<ChainHead, string>
+  /** [screen_id, seq] -> proof_id: each screen's chain in order. */
+  proofChain: Database<string, [string, number]>
+  /** impressionId -> proof_id: one proof per impression. */
+  proofByImpression: Database<string, string>
+  /** [seat_id lower-cased, timestamp, proof_id] -> proof_id: a buyer's proofs in time order. */
+  proofsBySeat: Database<string, [string, number, string]>
   /** alias -> an exchange's bidder configuration. */
   aliases: CachedTable<BidderAliasRecord>
   /** bid_id -> a bid made to an exchange. */
@@ -176,6 +187,11 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     plays: root.openDB<number, [string, string, string]>('plays', { keyEncoding: 'ordered-binary' }),
     notices: root.openDB<NoticeRecord, [number, string]>('notices', { keyEncoding: 'ordered-binary', ...shared }),
     funnel: root.openDB<FunnelEvent, number>('funnel_events', { keyEncoding: 'ordered-binary', ...shared }),
+    proofs: root.openDB<ProofRecord, string>('proofs', { ...shared }),
+    proofHeads: db('proof_heads'),
+    proofChain: root.openDB<string, [string, number]>('proof_chain', { keyEncoding: 'ordered-binary' }),
+    proofByImpression: db('proof_by_impression'),
+    proofsBySeat: root.openDB<string, [string, number, string]>('proofs_by_seat', { keyEncoding: 'ordered-binary' }),
     aliases: cached('bidder_aliases'),
     exchangeBids: root.openDB<ExchangeBidRecord, string>('exchange_bids', { ...shared }),
     exchangePending: root.openDB<1, [number, string]>('exchange_pending', { keyEncoding: 'ordered-binary' }),

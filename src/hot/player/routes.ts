@@ -8,6 +8,8 @@ import { ok, route, type RouteDef } from '../../http/route.js'
 import { serveAsset } from '../assets/route.js'
 import { impressionMultiplier } from '../../inventory/fein.js'
 import { localTime, minutesUntilOpen } from '../../inventory/local-time.js'
+import { issueProof } from '../../proof/chain.js'
+import { givtOf } from '../../proof/givt.js'
 import type { CreativeRecord, ScreenRecord, SpotRecord } from '../../store/records.js'
 import { addToHour } from '../bid/stats.js'
 import { fromMicros, playCostMicros } from '../auction/money.js'
@@ -27,7 +29,7 @@ const SKEW_MS = 60_000
  * carries.
  */
 export function playerRoutes (deps: Deps): RouteDef[] {
-  const { store, config, notices, funnel, objects, outbox } = deps
+  const { store, config, notices, funnel, objects, outbox, proofSigner } = deps
   const common = { tag: 'Player', envelope: 'flat', auth: 'none', rateGroup: 'player' } as const
   const base = (token: string) => `${config.baseUrl}/embed/${token}`
 
@@ -118,7 +120,7 @@ export function playerRoutes (deps: Deps): RouteDef[] {
       method: 'post',
       path: '/embed/:token/spots/:spot_id/events',
       summary: 'Report render_started or play_completed for a spot',
-      description: 'Funnel events render_started and play_completed. play_completed bills a bid spot once: spend = clearing CPM / 1000 x the multiplier confirmed at render (micro-USD precision), the buyer\'s burl fires, the seat\'s stats add the spend, and a campaign placement counts its delivery. Repeats answer duplicate: true and change nothing.',
+      description: 'Funnel events render_started and play_completed. play_completed bills a bid spot once: spend = clearing CPM / 1000 x the multiplier confirmed at render (micro-USD precision), the buyer\'s burl fires, the seat\'s stats add the spend, a campaign placement counts its delivery, and a played creative gets a signed proof of play (proof_id; GET /v1/advertiser/proof/proofs/{id}). Repeats answer duplicate: true and change nothing.',
       body: 'SpotEventRequest',
       data: 'SpotEventResult',
       errors: ['screen_not_found', 'spot_not_found'],
@@ -153,6 +155,19 @@ export function playerRoutes (deps: Deps): RouteDef[] {
             result.billed = true
           }
           if (spot.campaign_id !== undefined) recordDelivery(store, outbox, spot.campaign_id, Math.max(1, Math.round(multiplier)), 0, now)
+          if (spot.creative_id !== undefined) {
+            const durationMs = Math.round(ctx.body.duration_ms ?? at - next.started_at)
+            const proof = issueProof(store, proofSigner, { timestamp: at, adId: spot.creative_id, impressionId: spot.spot_id, screenId: screen.screen_id, deviceId: screen.device_id }, {
+              verification_tier: 'signed',
+              seat_id: spot.seat_id ?? null,
+              creative_id: spot.creative_id,
+              spot_id: spot.spot_id,
+              duration_ms: durationMs,
+              completed: true,
+              givt: givtOf({ timestamp: at, durationMs, completed: true, slotSeconds: spot.duration_seconds }, store.proofHeads.get(screen.screen_id))
+            }, now)
+            result.proof_id = proof.proof_id
+          }
           funnel.append({
             stage: 'play_completed', at, screens: [screen.screen_id], spot_id: spot.spot_id, tier: spot.tier, multiplier,
             ...(ctx.body.duration_ms !== undefined ? { duration_ms: ctx.body.duration_ms } : {}),

@@ -1,0 +1,96 @@
+import type { Deps } from '../../deps.js'
+import { ApiError } from '../../errors.js'
+import type { ProofListQuery, ProofRecord, VerifyProofRequest } from '../../generated/types.js'
+import { ok, raw, route, type RouteDef } from '../../http/route.js'
+import { PROOF_VERSION } from '../../proof/signer.js'
+
+const DAY = 86_400_000
+const TIERS = new Set(['signed', 'event_confirmed', 'impression_callback'])
+
+/** The proof verification API (spec, Proof verification): the public key, verification, and a buyer's proofs. */
+export function proofRoutes ({ store, proofSigner }: Deps): RouteDef[] {
+  const common = { tag: 'Proof of play', envelope: 'nested' } as const
+  return [
+    route({
+      ...common,
+      method: 'get',
+      path: '/v1/advertiser/proof/.well-known/public-key',
+      summary: 'The Ed25519 public key proofs are signed with (32 bytes, hex)',
+      auth: 'none',
+      rateGroup: 'public',
+      cacheSeconds: 3600,
+      data: 'ProofPublicKey',
+      handler: () => ok({ public_key: proofSigner.publicKeyHex, algorithm: 'ed25519', version: PROOF_VERSION, encoding: 'hex' })
+    }),
+    route<VerifyProofRequest>({
+      ...common,
+      method: 'post',
+      path: '/v1/advertiser/proof/verify-proof',
+      summary: 'Checks a proof\'s signature (no authentication)',
+      description: 'Rebuilds v2.<timestamp>.<adId>.<impressionId>.<screenId>.<deviceId> from the body and checks signature (ed25519=<hex>) against the service\'s key. A signature that is malformed or not ours is valid: false; a body without the six fields is 400.',
+      auth: 'none',
+      rateGroup: 'public',
+      body: 'VerifyProofRequest',
+      rawSchema: 'VerifyProofResult',
+      handler: (ctx) => {
+        const { signature, ...fields } = ctx.body
+        const valid = proofSigner.verify(signature, fields)
+        return raw(JSON.stringify({ success: true, verification: { valid, version: PROOF_VERSION } }), 'application/json')
+      }
+    }),
+    route<undefined, ProofListQuery>({
+      ...common,
+      method: 'get',
+      path: '/v1/advertiser/proof/proofs',
+      summary: 'The calling seat\'s proofs of play, oldest first',
+      description: 'Authenticated with the seat\'s API key (scope proof:read): a buyer sees the proofs of its own plays. With the public key in the answer, the list verifies offline (schema ProofRecord says how, including the per-screen hash chain).',
+      auth: 'seat',
+      scope: 'proof:read',
+      rateGroup: 'reporting',
+      querySchema: 'ProofListQuery',
+      data: 'ProofList',
+      errors: ['invalid_verification_tier'],
+      handler: (ctx) => {
+        const q = ctx.q
+        if (q.tier !== undefined && !TIERS.has(q.tier)) throw new ApiError('invalid_verification_tier', `tier must be one of ${[...TIERS].join(', ')}.`, { param: 'tier' })
+        const seat = ctx.principal!.seat!.seat_id.toLowerCase()
+        const to = q.to ?? ctx.now
+        const from = q.from ?? to - 7 * DAY
+        let after: [string, number, string] | undefined
+        if (q.cursor !== undefined) {
+          const [ts, id] = (() => { try { return JSON.parse(Buffer.from(q.cursor, 'base64url').toString()) as unknown[] } catch { return [] } })()
+          if (typeof ts !== 'number' || typeof id !== 'string') throw new ApiError('invalid_parameter', 'cursor is not valid.', { param: 'cursor' })
+          after = [seat, ts, id]
+        }
+        const limit = q.limit ?? 100
+        const proofs: ProofRecord[] = []
+        let more = false
+        for (const { key, value } of store.proofsBySeat.getRange({ start: after ?? [seat, from], end: [seat, to, '\uffff'], exclusiveStart: after !== undefined } as never)) {
+          const p = store.proofs.get(value)
+          if (p === undefined || (q.screen_id !== undefined && p.screenId !== q.screen_id) || (q.tier !== undefined && p.verification_tier !== q.tier)) continue
+          if (proofs.length === limit) { more = true; break }
+          proofs.push(p)
+          after = key as unknown as [string, number, string]
+        }
+        const next = more && after !== undefined ? Buffer.from(JSON.stringify([after[1], after[2]])).toString('base64url') : null
+        return ok({ proofs, cursor: { next, has_more: more }, public_key: proofSigner.publicKeyHex })
+      }
+    }),
+    route({
+      ...common,
+      method: 'get',
+      path: '/v1/advertiser/proof/proofs/:id',
+      summary: 'One proof of play of the calling seat',
+      auth: 'seat',
+      scope: 'proof:read',
+      rateGroup: 'reporting',
+      data: 'ProofRecord',
+      errors: ['proof_not_found'],
+      handler: (ctx) => {
+        const p = store.proofs.get(ctx.params.id!)
+        if (p === undefined || p.seat_id?.toLowerCase() !== ctx.principal!.seat!.seat_id.toLowerCase()) throw new ApiError('proof_not_found', `No proof ${ctx.params.id} of this seat.`, { param: 'id' })
+        return ok(p)
+      }
+    })
+  ]
+}

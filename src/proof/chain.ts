@@ -1,0 +1,49 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { iso } from '../clock.js'
+import type { ProofRecord } from '../generated/types.js'
+import type { Store } from '../store/store.js'
+import { PROOF_VERSION, proofPayload, type ProofSigner, type SignedFields } from './signer.js'
+
+/** The digest a screen's first proof chains from. */
+export const GENESIS = '0'.repeat(64)
+
+/** A screen's chain head: the last proof's sequence number and digest. */
+export interface ChainHead {
+  seq: number
+  digest: string
+  timestamp: number
+}
+
+/** chain.digest of a proof: SHA-256 over the previous digest, the signed payload and the signature. */
+export function chainDigest (prev: string, fields: SignedFields, signature: string): string {
+  return createHash('sha256').update(`${prev}\n${proofPayload(fields)}\n${signature}`).digest('hex')
+}
+
+/** What a proof records beyond the signed fields. */
+export type ProofFacts = Pick<ProofRecord, 'verification_tier' | 'seat_id' | 'creative_id' | 'spot_id' | 'duration_ms' | 'completed' | 'givt'>
+
+/**
+ * Signs a play and appends it to its screen's chain, inside the caller's write transaction (the play and its proof
+ * commit together). Indexed by impression (idempotency), by screen and sequence (the chain, in order) and by seat
+ * and time (a buyer's list).
+ */
+export function issueProof (store: Store, signer: ProofSigner, fields: SignedFields, facts: ProofFacts, now: number): ProofRecord {
+  const head = store.proofHeads.get(fields.screenId)
+  const prev = head?.digest ?? GENESIS
+  const signature = signer.sign(fields)
+  const proof: ProofRecord = {
+    proof_id: `prf_${randomBytes(12).toString('hex')}`,
+    version: PROOF_VERSION,
+    signature,
+    ...fields,
+    ...facts,
+    chain: { seq: (head?.seq ?? 0) + 1, prev_digest: prev, digest: chainDigest(prev, fields, signature) },
+    recorded_at: iso(now)
+  }
+  store.proofs.putSync(proof.proof_id, proof)
+  store.proofHeads.putSync(fields.screenId, { seq: proof.chain.seq, digest: proof.chain.digest, timestamp: fields.timestamp })
+  store.proofChain.putSync([fields.screenId, proof.chain.seq], proof.proof_id)
+  store.proofByImpression.putSync(fields.impressionId, proof.proof_id)
+  if (proof.seat_id !== null) store.proofsBySeat.putSync([proof.seat_id.toLowerCase(), fields.timestamp, proof.proof_id], proof.proof_id)
+  return proof
+}

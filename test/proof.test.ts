@@ -1,0 +1,146 @@
+import { createHash, createPublicKey, verify } from 'node:crypto'
+import { statSync } from 'node:fs'
+import { join } from 'node:path'
+import t from 'tap'
+import { ProofSigner } from '../src/proof/signer.js'
+import { approvedCreative } from './helpers/creatives.js'
+import { deviceBody, registerDevices, registerPartner } from './helpers/fleet.js'
+import { startTestService, type TestService } from './helpers/service.js'
+
+// Proof of play as a buyer checks it: every completed play of a creative gets an Ed25519-signed proof, verified
+// here with Node's own crypto (not the library that signed it); each screen's proofs chain by SHA-256; the verify
+// endpoint refuses tampered fields; GIVT rules mark impossible timing.
+
+const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex')
+
+interface Proof { proof_id: string, signature: string, timestamp: number, adId: string, impressionId: string, screenId: string, deviceId: string, chain: { seq: number, prev_digest: string, digest: string }, givt: { passed: boolean, reasons: string[] }, [k: string]: unknown }
+
+const payload = (p: Proof) => `v2.${p.timestamp}.${p.adId}.${p.impressionId}.${p.screenId}.${p.deviceId}`
+
+/** Node's own Ed25519 check of a proof against the published key. */
+function nodeVerifies (publicKeyHex: string, p: Proof): boolean {
+  const key = createPublicKey({ key: Buffer.concat([SPKI_ED25519, Buffer.from(publicKeyHex, 'hex')]), format: 'der', type: 'spki' })
+  return verify(null, Buffer.from(payload(p)), key, Buffer.from(p.signature.replace(/^ed25519=/, ''), 'hex'))
+}
+
+/** A screen, an approved seat with a creative, and a way to play one bid spot to completion. */
+async function setup (svc: TestService) {
+  const p = await registerPartner(svc)
+  const [screenId] = Object.values(await registerDevices(svc, p, [deviceBody('proof-1', { slot_duration_seconds: 15 })]))
+  const device = (await svc.request('GET', '/v1/partner/devices', { key: p.key })).body.data.devices[0] as { embed_url: string }
+  const embed = new URL(device.embed_url).pathname
+  const { key } = await svc.onboard('prover')
+  await svc.admin('POST', '/admin/v1/seats/prover/approve')
+  const creative = await approvedCreative(svc, key, 'proof ad')
+  /** Bids, takes the spot, renders and completes it (duration_ms as the player reports it); the event's answer. */
+  const play = async (durationMs = 15_000) => {
+    const req = (await svc.request('GET', '/openrtb/v2/adslots?format=openrtb&limit=1', { key })).body.data.bid_requests[0]
+    await svc.request('POST', '/openrtb/v2/bid', { key, body: { id: req.id, seatbid: [{ bid: [{ id: `b-${req.imp[0].id}`, impid: req.imp[0].id, price: 9, crid: creative, adm: '<b>ad</b>' }] }] } })
+    const spot = (await svc.request('POST', `${embed}/spots`, { body: {} })).body.data
+    await svc.request('POST', `${embed}/spots/${spot.spot_id}/events`, { body: { event: 'render_started' } })
+    return (await svc.request('POST', `${embed}/spots/${spot.spot_id}/events`, { body: { event: 'play_completed', duration_ms: durationMs } })).body.data
+  }
+  return { key, screenId: screenId!, creative, play }
+}
+
+t.test('every completed play is signed, verifiable with Node crypto, and chained per screen', async (t) => {
+  const svc = await startTestService(t)
+  const s = await setup(svc)
+  const keyReply = await svc.request('GET', '/v1/advertiser/proof/.well-known/public-key')
+  t.match(keyReply, { status: 200, body: { data: { algorithm: 'ed25519', version: 'v2', encoding: 'hex' } } })
+  const publicKey = keyReply.body.data.public_key as string
+  t.match(publicKey, /^[0-9a-f]{64}$/, '32 bytes, hex')
+
+  const proofs: Proof[] = []
+  for (let i = 0; i < 3; i++) {
+    const event = await s.play()
+    t.match(event, { status: 'completed', billed: true, proof_id: /^prf_[0-9a-f]{24}$/ })
+    const r = await svc.request('GET', `/v1/advertiser/proof/proofs/${event.proof_id}`, { key: s.key })
+    t.equal(r.status, 200)
+    proofs.push(r.body.data)
+    svc.clock.advance(15_000)
+  }
+  for (const [i, p] of proofs.entries()) {
+    t.match(p, { version: 'v2', adId: s.creative, screenId: s.screenId, deviceId: 'proof-1', verification_tier: 'signed', seat_id: 'prover', duration_ms: 15_000, completed: true, givt: { passed: true, reasons: [] } })
+    t.ok(nodeVerifies(publicKey, p), `proof ${i + 1} verifies with Node's crypto`)
+    const prev = i === 0 ? '0'.repeat(64) : proofs[i - 1]!.chain.digest
+    t.same(p.chain, { seq: i + 1, prev_digest: prev, digest: createHash('sha256').update(`${prev}\n${payload(p)}\n${p.signature}`).digest('hex') }, `proof ${i + 1} chains from the one before`)
+  }
+  const tampered = { ...proofs[1]!, timestamp: proofs[1]!.timestamp + 1 }
+  t.notOk(nodeVerifies(publicKey, tampered), 'a changed timestamp no longer verifies')
+  t.not(createHash('sha256').update(`${proofs[0]!.chain.digest}\n${payload(tampered)}\n${tampered.signature}`).digest('hex'), proofs[1]!.chain.digest, 'and no longer matches its link in the chain')
+
+  const list = await svc.request('GET', `/v1/advertiser/proof/proofs?screen_id=${s.screenId}&limit=2`, { key: s.key })
+  t.match(list.body.data, { public_key: publicKey, cursor: { has_more: true } })
+  t.same(list.body.data.proofs.map((p: Proof) => p.proof_id), proofs.slice(0, 2).map((p) => p.proof_id), 'oldest first')
+  const rest = await svc.request('GET', `/v1/advertiser/proof/proofs?screen_id=${s.screenId}&limit=2&cursor=${list.body.data.cursor.next}`, { key: s.key })
+  t.same(rest.body.data.proofs.map((p: Proof) => p.proof_id), [proofs[2]!.proof_id])
+  t.match(rest.body.data.cursor, { next: null, has_more: false })
+  t.equal((await svc.request('GET', '/v1/advertiser/proof/proofs?tier=impression_callback', { key: s.key })).body.data.proofs.length, 0)
+})
+
+t.test('verify-proof: valid for a real proof, false for anything tampered or malformed, 400 without the fields', async (t) => {
+  const svc = await startTestService(t)
+  const s = await setup(svc)
+  const event = await s.play()
+  const p = (await svc.request('GET', `/v1/advertiser/proof/proofs/${event.proof_id}`, { key: s.key })).body.data as Proof
+  const fields = { signature: p.signature, timestamp: p.timestamp, adId: p.adId, impressionId: p.impressionId, screenId: p.screenId, deviceId: p.deviceId }
+  const check = (body: unknown) => svc.request('POST', '/v1/advertiser/proof/verify-proof', { body })
+  t.same((await check(fields)).body, { success: true, verification: { valid: true, version: 'v2' } }, 'no key needed')
+  for (const [name, body] of Object.entries({
+    timestamp: { ...fields, timestamp: fields.timestamp + 1 },
+    adId: { ...fields, adId: 'cr_other' },
+    impressionId: { ...fields, impressionId: 'spt_other' },
+    screenId: { ...fields, screenId: 'scr_other' },
+    deviceId: { ...fields, deviceId: 'other' },
+    'signature bit': { ...fields, signature: fields.signature.slice(0, -1) + (fields.signature.endsWith('0') ? '1' : '0') },
+    'no prefix': { ...fields, signature: fields.signature.replace('ed25519=', '') },
+    'not hex': { ...fields, signature: 'ed25519=' + 'zz'.repeat(64) },
+    'short': { ...fields, signature: 'ed25519=abcd' },
+    'empty': { ...fields, signature: '' }
+  })) {
+    const r = await check(body)
+    t.match(r, { status: 200, body: { success: true, verification: { valid: false } } }, `${name}: not valid`)
+  }
+  const { deviceId: _, ...missing } = fields
+  t.match(await check(missing), { status: 400, body: { error: { code: 'MISSING_REQUIRED_FIELD' } } })
+  t.match(await check({ ...fields, timestamp: 'soon' }), { status: 400 })
+  t.match(await svc.request('POST', '/v1/advertiser/proof/verify-proof', { raw: '{"signature":', headers: { 'content-type': 'application/json' } }), { status: 400 })
+  t.same((await check(fields)).body.verification, { valid: true, version: 'v2' }, 'still serving')
+})
+
+t.test('GIVT: plays longer than the slot, impossibly short, or faster than the slot cadence are flagged', async (t) => {
+  const svc = await startTestService(t)
+  const s = await setup(svc)
+  const givt = async (durationMs: number) => {
+    const event = await s.play(durationMs)
+    return (await svc.request('GET', `/v1/advertiser/proof/proofs/${event.proof_id}`, { key: s.key })).body.data.givt
+  }
+  t.same(await givt(15_000), { passed: true, reasons: [] }, 'a full 15 s slot')
+  svc.clock.advance(15_000)
+  t.same(await givt(20_000), { passed: false, reasons: ['longer_than_slot'] }, '20 s in a 15 s slot')
+  svc.clock.advance(15_000)
+  t.same(await givt(900), { passed: false, reasons: ['too_short'] }, 'under a second')
+  svc.clock.advance(3_000)
+  t.same(await givt(15_000), { passed: false, reasons: ['burst'] }, 'completed 3 s after the previous play on a 15 s slot')
+})
+
+t.test('proofs belong to their seat: another seat gets 404 and an empty list; a bad tier is 400', async (t) => {
+  const svc = await startTestService(t)
+  const s = await setup(svc)
+  const event = await s.play()
+  const other = await svc.onboard('snoop')
+  t.match(await svc.request('GET', `/v1/advertiser/proof/proofs/${event.proof_id}`, { key: other.key }), { status: 404, body: { error: { code: 'PROOF_NOT_FOUND' } } })
+  t.equal((await svc.request('GET', '/v1/advertiser/proof/proofs', { key: other.key })).body.data.proofs.length, 0)
+  t.match(await svc.request('GET', '/v1/advertiser/proof/proofs?tier=gold', { key: s.key }), { status: 400, body: { error: { code: 'INVALID_VERIFICATION_TIER' } } })
+  t.match(await svc.request('GET', '/v1/advertiser/proof/proofs?cursor=nope', { key: s.key }), { status: 400 })
+  t.match(await svc.request('GET', '/v1/advertiser/proof/proofs'), { status: 401 })
+})
+
+t.test('the signing key is generated once into DATA_DIR/secrets (mode 0600) and kept across restarts', async (t) => {
+  const svc = await startTestService(t)
+  const first = (await svc.request('GET', '/v1/advertiser/proof/.well-known/public-key')).body.data.public_key
+  const path = join(svc.dataDir, 'secrets', 'proof-signing.key')
+  t.equal(statSync(path).mode & 0o777, 0o600)
+  t.equal(ProofSigner.open(svc.dataDir).publicKeyHex, first, 'opened again: the same key')
+})
