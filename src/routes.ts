@@ -23,6 +23,7 @@ import { partnerScreenRoutes } from './control/partner/screens.js'
 import type { Deps } from './deps.js'
 import { adslotsRoute } from './hot/adslots/route.js'
 import { bidRoute, statsRoute } from './hot/bid/route.js'
+import { impressionRoutes } from './control/partner/impressions.js'
 import { proofRoutes } from './control/proof/routes.js'
 import { playerRoutes } from './hot/player/routes.js'
 import { assetRoute } from './hot/assets/route.js'
@@ -56,6 +57,7 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
     ...dealRoutes(deps),
     ...partnerRegistrationRoutes(deps),
     ...deviceRoutes(deps),
+    ...impressionRoutes(deps),
     ...partnerScreenRoutes(deps),
     catalogRoute(deps),
     forecastRoute(deps),

@@ -138,6 +138,7 @@ t.test('every mutating route honours ?dry_run=true: the real checks run, nothing
     'DELETE /admin/v1/bidder-aliases/:alias': undefined,
     'POST /openrtb/bidder/:alias/bid': { id: 'dry-req', imp: [{ id: '1', banner: { w: 1920, h: 1080 }, bidfloor: 1 }] },
     'POST /openrtb/v2/forecast': { budget_usd: 100, targeting: { venue_type: 'gym' } },
+    'POST /v1/partner/impressions': { impressions: [{ adId: f.approvedCreativeId, impressionId: 'dry-1', deviceId: 'sweep-dev', duration: 15, completed: true, timestamp: Date.now() }] },
     'POST /v1/advertiser/proof/verify-proof': { signature: 'ed25519=00', timestamp: 1, adId: 'a', impressionId: 'i', screenId: 's', deviceId: 'd' }
   }
   const creds: Record<string, string | undefined> = { seat: f.seatKey, partner: f.partnerKey, admin: svc.adminToken }

@@ -144,3 +144,64 @@ t.test('the signing key is generated once into DATA_DIR/secrets (mode 0600) and 
   t.equal(statSync(path).mode & 0o777, 0o600)
   t.equal(ProofSigner.open(svc.dataDir).publicKeyHex, first, 'opened again: the same key')
 })
+
+t.test('impression batches: per-item results, a proof per accepted play, idempotent on impressionId, offline uploads within 72 h', async (t) => {
+  const svc = await startTestService(t)
+  const s = await setup(svc)
+  const p = await registerPartner(svc)
+  // Open 09:00-17:00 every day in Austin (UTC-6 in November): a play at 03:00 local is outside its hours.
+  const hours = Object.fromEntries(['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [['09:00', '17:00']]]))
+  const ids = await registerDevices(svc, p, [deviceBody('kiosk-1', { slot_duration_seconds: 10, operating_hours: hours })])
+  const other = await registerPartner(svc)
+  await registerDevices(svc, other, [deviceBody('foreign-1')])
+  const local = (h: number, dayOffset = 0) => { const d = new Date(svc.clock.now()); d.setUTCHours(h + 6, 0, 0, 0); return d.getTime() + dayOffset * 86_400_000 }
+  svc.clock.set(local(16))
+  const item = (over: Record<string, unknown>) => ({ adId: s.creative, deviceId: 'kiosk-1', duration: 10, completed: true, timestamp: local(12), ...over })
+  const send = (impressions: unknown[], key = p.key) => svc.request('POST', '/v1/partner/impressions', { key, body: { impressions } })
+  const first = await send([
+    item({ impressionId: 'imp-1', timestamp: local(12) }),
+    item({ impressionId: 'imp-2', timestamp: local(12, -2) }), // uploaded two days late: within 72 h
+    item({ impressionId: 'imp-3', timestamp: local(12, -4) }),
+    item({ impressionId: 'imp-4', timestamp: svc.clock.now() + 600_000 }),
+    item({ impressionId: 'imp-5', deviceId: 'foreign-1' }),
+    item({ impressionId: 'imp-6', adId: 'cr_missing' }),
+    item({ impressionId: 'imp-7', duration: -1 }),
+    { impressionId: 'imp-8' },
+    item({ impressionId: 'imp-9', timestamp: local(3) }),
+    item({ impressionId: 'imp-10', timestamp: local(12) + 4_000 }),
+    item({ impressionId: 'imp-11', timestamp: local(13), duration: 30 }),
+    item({ impressionId: 'imp-12', timestamp: local(14), duration: 0.5, completed: true }),
+    item({ impressionId: 'imp-1' })
+  ])
+  t.equal(first.status, 200)
+  const r = first.body.data
+  t.match(r, { accepted: 6, duplicates: 1, rejected: 6 })
+  const by = (i: number) => r.results[i]
+  t.match(by(0), { index: 0, impressionId: 'imp-1', status: 'accepted', proof_id: /^prf_/, givt: { passed: true, reasons: [] } })
+  t.match(by(1), { status: 'accepted', givt: { passed: true } }, 'an offline play two days old is accepted with its own timestamp')
+  t.match(by(2), { status: 'rejected', error: { code: 'INVALID_DATE', param: 'timestamp' } }, 'four days old: outside the 72-hour window')
+  t.match(by(3), { status: 'rejected', error: { code: 'INVALID_DATE' } }, 'ten minutes in the future')
+  t.match(by(4), { status: 'rejected', error: { code: 'DEVICE_NOT_FOUND' } }, 'another partner\'s device')
+  t.match(by(5), { status: 'rejected', error: { code: 'CREATIVE_NOT_FOUND', param: 'adId' } })
+  t.match(by(6), { status: 'rejected', impressionId: 'imp-7', error: { code: 'INVALID_PARAMETER' } })
+  t.match(by(7), { status: 'rejected', error: { code: 'MISSING_REQUIRED_FIELD' } })
+  t.match(by(8), { status: 'accepted', givt: { passed: false, reasons: ['screen_offline'] } }, '03:00 local: the screen is closed')
+  t.match(by(9), { status: 'accepted', givt: { passed: false, reasons: ['burst'] } }, '4 s after another play on a 10 s slot')
+  t.match(by(10), { status: 'accepted', givt: { passed: false, reasons: ['longer_than_slot'] } })
+  t.match(by(11), { status: 'accepted', givt: { passed: false, reasons: ['too_short'] } })
+  t.match(by(12), { index: 12, status: 'duplicate', proof_id: by(0).proof_id }, 'the same impressionId later in the batch')
+
+  const publicKey = (await svc.request('GET', '/v1/advertiser/proof/.well-known/public-key')).body.data.public_key
+  const proof = (await svc.request('GET', `/v1/advertiser/proof/proofs/${by(1).proof_id}`, { key: s.key })).body.data as Proof
+  t.match(proof, { verification_tier: 'impression_callback', impressionId: 'imp-2', deviceId: 'kiosk-1', screenId: ids['kiosk-1'], timestamp: local(12, -2), duration_ms: 10_000, seat_id: 'prover', spot_id: null })
+  t.ok(nodeVerifies(publicKey, proof), 'verifies with Node\'s crypto')
+  const chain = (await svc.request('GET', `/v1/advertiser/proof/proofs?screen_id=${ids['kiosk-1']}&from=${local(12, -3)}&tier=impression_callback`, { key: s.key })).body.data.proofs as Proof[]
+  t.equal(chain.length, 6)
+  t.same(chain.map((x) => x.chain.seq).sort((a, b) => a - b), [1, 2, 3, 4, 5, 6], 'one chain per screen, in the order the proofs were recorded')
+
+  const again = await send([item({ impressionId: 'imp-1' }), item({ impressionId: 'imp-2', timestamp: local(12, -2) })])
+  t.match(again.body.data, { accepted: 0, duplicates: 2, results: [{ status: 'duplicate', proof_id: by(0).proof_id }, { status: 'duplicate', proof_id: by(1).proof_id }] }, 'a retried batch changes nothing')
+  t.match(await send(Array.from({ length: 1001 }, (_, i) => item({ impressionId: `x-${i}` }))), { status: 400 })
+  t.match(await send([]), { status: 400 })
+  t.match(await send([item({ impressionId: 'imp-99' })], s.key), { status: 403 }, 'a seat key is not a partner key')
+})

@@ -11,7 +11,6 @@ export const GENESIS = '0'.repeat(64)
 export interface ChainHead {
   seq: number
   digest: string
-  timestamp: number
 }
 
 /** chain.digest of a proof: SHA-256 over the previous digest, the signed payload and the signature. */
@@ -24,8 +23,9 @@ export type ProofFacts = Pick<ProofRecord, 'verification_tier' | 'seat_id' | 'cr
 
 /**
  * Signs a play and appends it to its screen's chain, inside the caller's write transaction (the play and its proof
- * commit together). Indexed by impression (idempotency), by screen and sequence (the chain, in order) and by seat
- * and time (a buyer's list).
+ * commit together). The chain is in the order proofs were recorded (a device's offline plays arrive late, with their
+ * own timestamps). Indexed by impression (idempotency), by screen and sequence (the chain), by screen and time (GIVT)
+ * and by seat and time (a buyer's list).
  */
 export function issueProof (store: Store, signer: ProofSigner, fields: SignedFields, facts: ProofFacts, now: number): ProofRecord {
   const head = store.proofHeads.get(fields.screenId)
@@ -41,9 +41,10 @@ export function issueProof (store: Store, signer: ProofSigner, fields: SignedFie
     recorded_at: iso(now)
   }
   store.proofs.putSync(proof.proof_id, proof)
-  store.proofHeads.putSync(fields.screenId, { seq: proof.chain.seq, digest: proof.chain.digest, timestamp: fields.timestamp })
+  store.proofHeads.putSync(fields.screenId, { seq: proof.chain.seq, digest: proof.chain.digest })
   store.proofChain.putSync([fields.screenId, proof.chain.seq], proof.proof_id)
   store.proofByImpression.putSync(fields.impressionId, proof.proof_id)
+  store.proofTimes.putSync([fields.screenId, fields.timestamp, proof.proof_id], proof.proof_id)
   if (proof.seat_id !== null) store.proofsBySeat.putSync([proof.seat_id.toLowerCase(), fields.timestamp, proof.proof_id], proof.proof_id)
   return proof
 }

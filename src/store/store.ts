@@ -67,6 +67,8 @@ export interface Store {
   proofChain: Database<string, [string, number]>
   /** impressionId -> proof_id: one proof per impression. */
   proofByImpression: Database<string, string>
+  /** [screen_id, timestamp, proof_id] -> proof_id: a screen's plays in time order (GIVT burst checks). */
+  proofTimes: Database<string, [string, number, string]>
   /** [seat_id lower-cased, timestamp, proof_id] -> proof_id: a buyer's proofs in time order. */
   proofsBySeat: Database<string, [string, number, string]>
   /** alias -> an exchange's bidder configuration. */
@@ -191,6 +193,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     proofHeads: db('proof_heads'),
     proofChain: root.openDB<string, [string, number]>('proof_chain', { keyEncoding: 'ordered-binary' }),
     proofByImpression: db('proof_by_impression'),
+    proofTimes: root.openDB<string, [string, number, string]>('proof_times', { keyEncoding: 'ordered-binary' }),
     proofsBySeat: root.openDB<string, [string, number, string]>('proofs_by_seat', { keyEncoding: 'ordered-binary' }),
     aliases: cached('bidder_aliases'),
     exchangeBids: root.openDB<ExchangeBidRecord, string>('exchange_bids', { ...shared }),

@@ -164,7 +164,7 @@ export function playerRoutes (deps: Deps): RouteDef[] {
               spot_id: spot.spot_id,
               duration_ms: durationMs,
               completed: true,
-              givt: givtOf({ timestamp: at, durationMs, completed: true, slotSeconds: spot.duration_seconds }, store.proofHeads.get(screen.screen_id))
+              givt: givtOf(store, screen, { timestamp: at, durationMs, completed: true, slotSeconds: spot.duration_seconds })
             }, now)
             result.proof_id = proof.proof_id
           }

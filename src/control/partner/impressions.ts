@@ -1,0 +1,66 @@
+import type { Deps } from '../../deps.js'
+import { ApiError } from '../../errors.js'
+import type { ImpressionBatchRequest, ImpressionBatchResult, ImpressionItem } from '../../generated/types.js'
+import { ok, route, type RouteDef } from '../../http/route.js'
+import { validate } from '../../http/validate.js'
+import { issueProof } from '../../proof/chain.js'
+import { givtOf } from '../../proof/givt.js'
+
+/** How far back a device that was offline may report its plays (their original timestamps). */
+export const OFFLINE_WINDOW_MS = 72 * 3_600_000
+/** How far ahead of the service's clock a device clock may run. */
+const MAX_SKEW_MS = 5 * 60_000
+
+/** The partner's server-side impression intake (spec: impression batch operation, path not shown). */
+export function impressionRoutes ({ store, inventory, proofSigner }: Deps): RouteDef[] {
+  return [
+    route<ImpressionBatchRequest>({
+      tag: 'Partner',
+      envelope: 'nested',
+      auth: 'partner',
+      rateGroup: 'partner',
+      method: 'post',
+      path: '/v1/partner/impressions',
+      summary: 'Plays reported by devices, up to 1000 per call; each accepted play gets a signed proof',
+      description: 'Items are ImpressionItem and are judged one by one: accepted items get a proof (tier impression_callback, GIVT rules applied), an impressionId that already has a proof is a duplicate (the same proof_id, nothing changes: retries are safe), and a refused item carries the error a single call would give (DEVICE_NOT_FOUND, CREATIVE_NOT_FOUND, INVALID_DATE outside the 72-hour offline window or more than 5 minutes ahead, or a field error). The device must be the partner\'s and the ad one of the service\'s creatives.',
+      body: 'ImpressionBatchRequest',
+      data: 'ImpressionBatchResult',
+      handler: (ctx) => {
+        const partner = ctx.principal!.partner!
+        const out: ImpressionBatchResult = { accepted: 0, duplicates: 0, rejected: 0, results: [] }
+        ctx.body.impressions.forEach((raw, index) => {
+          const impressionId = typeof (raw as { impressionId?: unknown }).impressionId === 'string' ? (raw as { impressionId: string }).impressionId : undefined
+          try {
+            validate('ImpressionItem', raw)
+            const item = raw as ImpressionItem
+            const known = store.proofByImpression.get(item.impressionId)
+            if (known !== undefined) {
+              out.results.push({ index, impressionId: item.impressionId, status: 'duplicate', proof_id: known })
+              out.duplicates++
+              return
+            }
+            const screen = inventory.screenOfDevice(partner.id, item.deviceId)
+            if (screen === undefined) throw new ApiError('device_not_found', `No device ${item.deviceId} is registered by this partner.`, { param: 'deviceId' })
+            if (item.timestamp > ctx.now + MAX_SKEW_MS) throw new ApiError('invalid_date', 'timestamp is in the future.', { param: 'timestamp' })
+            if (item.timestamp < ctx.now - OFFLINE_WINDOW_MS) throw new ApiError('invalid_date', 'timestamp is older than the 72-hour window for plays uploaded after being offline.', { param: 'timestamp' })
+            const creative = store.creatives.get(item.adId)
+            if (creative === undefined) throw new ApiError('creative_not_found', `No creative ${item.adId}.`, { param: 'adId' })
+            const durationMs = Math.round(item.duration * 1000)
+            const givt = givtOf(store, screen, { timestamp: item.timestamp, durationMs, completed: item.completed, slotSeconds: screen.slot_duration_seconds })
+            const proof = issueProof(store, proofSigner, { timestamp: item.timestamp, adId: item.adId, impressionId: item.impressionId, screenId: screen.screen_id, deviceId: screen.device_id }, {
+              verification_tier: 'impression_callback', seat_id: creative.seat_id, creative_id: creative.creative_id, spot_id: null, duration_ms: durationMs, completed: item.completed, givt
+            }, ctx.now)
+            out.results.push({ index, impressionId: item.impressionId, status: 'accepted', proof_id: proof.proof_id, givt })
+            out.accepted++
+          } catch (err) {
+            if (!(err instanceof ApiError)) throw err
+            const error = { code: err.code.toUpperCase(), message: err.message, ...(err.extras.param !== undefined ? { param: err.extras.param } : {}) }
+            out.results.push({ index, ...(impressionId !== undefined ? { impressionId } : {}), status: 'rejected', error })
+            out.rejected++
+          }
+        })
+        return ok(out)
+      }
+    })
+  ]
+}
