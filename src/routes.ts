@@ -24,6 +24,7 @@ import type { Deps } from './deps.js'
 import { adslotsRoute } from './hot/adslots/route.js'
 import { bidRoute, statsRoute } from './hot/bid/route.js'
 import { impressionRoutes } from './control/partner/impressions.js'
+import { proofOfPlayRoute } from './control/proof/report.js'
 import { proofRoutes } from './control/proof/routes.js'
 import { playerRoutes } from './hot/player/routes.js'
 import { assetRoute } from './hot/assets/route.js'
@@ -44,6 +45,7 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
     adslotsRoute(deps),
     ...playerRoutes(deps),
     ...proofRoutes(deps),
+    proofOfPlayRoute(deps),
     ...bidderRoutes(deps),
     assetRoute(deps),
     onboardRoute(deps),

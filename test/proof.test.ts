@@ -77,6 +77,8 @@ t.test('every completed play is signed, verifiable with Node crypto, and chained
   t.same(rest.body.data.proofs.map((p: Proof) => p.proof_id), [proofs[2]!.proof_id])
   t.match(rest.body.data.cursor, { next: null, has_more: false })
   t.equal((await svc.request('GET', '/v1/advertiser/proof/proofs?tier=impression_callback', { key: s.key })).body.data.proofs.length, 0)
+  const date = (ms: number) => new Date(ms).toISOString().slice(0, 10)
+  t.match((await svc.request('GET', `/openrtb/v2/proof-of-play?start_date=${date(svc.clock.now() - 86_400_000)}&end_date=${date(svc.clock.now())}`, { key: s.key })).body.data, { counts: { total: 3, signed: 3 }, givt: { passed: 3, filtered: 0, pass_rate: 1 } })
 })
 
 t.test('verify-proof: valid for a real proof, false for anything tampered or malformed, 400 without the fields', async (t) => {
@@ -198,6 +200,26 @@ t.test('impression batches: per-item results, a proof per accepted play, idempot
   const chain = (await svc.request('GET', `/v1/advertiser/proof/proofs?screen_id=${ids['kiosk-1']}&from=${local(12, -3)}&tier=impression_callback`, { key: s.key })).body.data.proofs as Proof[]
   t.equal(chain.length, 6)
   t.same(chain.map((x) => x.chain.seq).sort((a, b) => a - b), [1, 2, 3, 4, 5, 6], 'one chain per screen, in the order the proofs were recorded')
+
+  const day = (offset: number) => new Date(svc.clock.now() + offset * 86_400_000).toISOString().slice(0, 10)
+  const report = (query: string) => svc.request('GET', `/openrtb/v2/proof-of-play?${query}`, { key: s.key })
+  const pop = await report(`start_date=${day(-3)}&end_date=${day(0)}&limit=4`)
+  t.match(pop, { status: 200, body: { data: { start_date: day(-3), end_date: day(0), counts: { total: 6, signed: 0, event_confirmed: 0, impression_callback: 6 }, givt: { passed: 2, filtered: 4, pass_rate: 0.3333, reasons: { screen_offline: 1, burst: 1, longer_than_slot: 1, too_short: 1 } }, cursor: { has_more: true }, public_key: publicKey } } })
+  t.equal(pop.body.data.proofs.length, 4)
+  t.equal(pop.body.data.proofs[0].impressionId, 'imp-2', 'oldest play first')
+  const next = await report(`start_date=${day(-3)}&end_date=${day(0)}&limit=4&cursor=${pop.body.data.cursor.next}`)
+  t.equal(next.body.data.proofs.length, 2)
+  const signedOnly = (await report(`start_date=${day(-3)}&end_date=${day(0)}&tier=signed`)).body.data
+  t.match(signedOnly, { counts: { total: 6 }, proofs: [] }, 'the tier filters the records; the counts cover every tier')
+  t.match((await report(`start_date=${day(-1)}&end_date=${day(0)}`)).body.data.counts, { total: 5 }, 'the play two days back is outside a two-day window')
+  for (const [query, code] of [
+    [`start_date=${day(-3)}&end_date=${day(0)}&tier=gold`, 'invalid_verification_tier'],
+    [`start_date=${day(-3)}`, 'missing_required_field'],
+    [`end_date=${day(0)}`, 'missing_required_field'],
+    [`start_date=${day(0)}&end_date=${day(-3)}`, 'invalid_date'],
+    [`start_date=${day(-90)}&end_date=${day(0)}`, 'invalid_date'],
+    [`start_date=yesterday&end_date=${day(0)}`, 'invalid_parameter']
+  ] as const) t.match(await report(query), { status: 400, body: { error_code: code } }, query)
 
   const again = await send([item({ impressionId: 'imp-1' }), item({ impressionId: 'imp-2', timestamp: local(12, -2) })])
   t.match(again.body.data, { accepted: 0, duplicates: 2, results: [{ status: 'duplicate', proof_id: by(0).proof_id }, { status: 'duplicate', proof_id: by(1).proof_id }] }, 'a retried batch changes nothing')

@@ -13,6 +13,16 @@ export interface ChainHead {
   digest: string
 }
 
+/** A seat's proofs of one UTC day: per tier, and how many passed GIVT or which rule filtered them. */
+export interface ProofDay {
+  tiers: Record<string, number>
+  passed: number
+  filtered: number
+  reasons: Record<string, number>
+}
+
+const DAY = 86_400_000
+
 /** chain.digest of a proof: SHA-256 over the previous digest, the signed payload and the signature. */
 export function chainDigest (prev: string, fields: SignedFields, signature: string): string {
   return createHash('sha256').update(`${prev}\n${proofPayload(fields)}\n${signature}`).digest('hex')
@@ -25,7 +35,8 @@ export type ProofFacts = Pick<ProofRecord, 'verification_tier' | 'seat_id' | 'cr
  * Signs a play and appends it to its screen's chain, inside the caller's write transaction (the play and its proof
  * commit together). The chain is in the order proofs were recorded (a device's offline plays arrive late, with their
  * own timestamps). Indexed by impression (idempotency), by screen and sequence (the chain), by screen and time (GIVT)
- * and by seat and time (a buyer's list).
+ * and by seat and time (a buyer's list), with the seat's day counts beside it so that the proof-of-play report
+ * never scans proofs to count them.
  */
 export function issueProof (store: Store, signer: ProofSigner, fields: SignedFields, facts: ProofFacts, now: number): ProofRecord {
   const head = store.proofHeads.get(fields.screenId)
@@ -45,6 +56,16 @@ export function issueProof (store: Store, signer: ProofSigner, fields: SignedFie
   store.proofChain.putSync([fields.screenId, proof.chain.seq], proof.proof_id)
   store.proofByImpression.putSync(fields.impressionId, proof.proof_id)
   store.proofTimes.putSync([fields.screenId, fields.timestamp, proof.proof_id], proof.proof_id)
-  if (proof.seat_id !== null) store.proofsBySeat.putSync([proof.seat_id.toLowerCase(), fields.timestamp, proof.proof_id], proof.proof_id)
+  if (proof.seat_id !== null) {
+    const seat = proof.seat_id.toLowerCase()
+    store.proofsBySeat.putSync([seat, fields.timestamp, proof.proof_id], proof.proof_id)
+    const day: [string, number] = [seat, Math.floor(fields.timestamp / DAY) * DAY]
+    const counts = store.proofDays.get(day) ?? { tiers: {}, passed: 0, filtered: 0, reasons: {} }
+    counts.tiers[proof.verification_tier] = (counts.tiers[proof.verification_tier] ?? 0) + 1
+    if (proof.givt.passed) counts.passed++
+    else counts.filtered++
+    for (const r of proof.givt.reasons) counts.reasons[r] = (counts.reasons[r] ?? 0) + 1
+    store.proofDays.putSync(day, counts)
+  }
   return proof
 }

@@ -4,7 +4,7 @@ import { open, type Database, type RootDatabase } from 'lmdb'
 import { CachedTable } from './read-cache.js'
 import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
 import type { FunnelEvent, ProofRecord } from '../generated/types.js'
-import type { ChainHead } from '../proof/chain.js'
+import type { ChainHead, ProofDay } from '../proof/chain.js'
 import type { BidderAliasRecord, CampaignLedger, ExchangeBidRecord, HourStats, NoticeRecord, SpotRecord, StoredBid, AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
@@ -69,6 +69,8 @@ export interface Store {
   proofByImpression: Database<string, string>
   /** [screen_id, timestamp, proof_id] -> proof_id: a screen's plays in time order (GIVT burst checks). */
   proofTimes: Database<string, [string, number, string]>
+  /** [seat_id lower-cased, UTC day ms] -> that day's proofs per tier and GIVT outcome. */
+  proofDays: Database<ProofDay, [string, number]>
   /** [seat_id lower-cased, timestamp, proof_id] -> proof_id: a buyer's proofs in time order. */
   proofsBySeat: Database<string, [string, number, string]>
   /** alias -> an exchange's bidder configuration. */
@@ -194,6 +196,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     proofChain: root.openDB<string, [string, number]>('proof_chain', { keyEncoding: 'ordered-binary' }),
     proofByImpression: db('proof_by_impression'),
     proofTimes: root.openDB<string, [string, number, string]>('proof_times', { keyEncoding: 'ordered-binary' }),
+    proofDays: root.openDB<ProofDay, [string, number]>('proof_days', { keyEncoding: 'ordered-binary' }),
     proofsBySeat: root.openDB<string, [string, number, string]>('proofs_by_seat', { keyEncoding: 'ordered-binary' }),
     aliases: cached('bidder_aliases'),
     exchangeBids: root.openDB<ExchangeBidRecord, string>('exchange_bids', { ...shared }),

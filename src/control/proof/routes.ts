@@ -1,11 +1,11 @@
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
-import type { ProofListQuery, ProofRecord, VerifyProofRequest } from '../../generated/types.js'
+import type { ProofListQuery, VerifyProofRequest } from '../../generated/types.js'
 import { ok, raw, route, type RouteDef } from '../../http/route.js'
+import { checkTier, seatProofs } from '../../proof/list.js'
 import { PROOF_VERSION } from '../../proof/signer.js'
 
 const DAY = 86_400_000
-const TIERS = new Set(['signed', 'event_confirmed', 'impression_callback'])
 
 /** The proof verification API (spec, Proof verification): the public key, verification, and a buyer's proofs. */
 export function proofRoutes ({ store, proofSigner }: Deps): RouteDef[] {
@@ -52,28 +52,10 @@ export function proofRoutes ({ store, proofSigner }: Deps): RouteDef[] {
       errors: ['invalid_verification_tier'],
       handler: (ctx) => {
         const q = ctx.q
-        if (q.tier !== undefined && !TIERS.has(q.tier)) throw new ApiError('invalid_verification_tier', `tier must be one of ${[...TIERS].join(', ')}.`, { param: 'tier' })
-        const seat = ctx.principal!.seat!.seat_id.toLowerCase()
+        checkTier(q.tier)
         const to = q.to ?? ctx.now
-        const from = q.from ?? to - 7 * DAY
-        let after: [string, number, string] | undefined
-        if (q.cursor !== undefined) {
-          const [ts, id] = (() => { try { return JSON.parse(Buffer.from(q.cursor, 'base64url').toString()) as unknown[] } catch { return [] } })()
-          if (typeof ts !== 'number' || typeof id !== 'string') throw new ApiError('invalid_parameter', 'cursor is not valid.', { param: 'cursor' })
-          after = [seat, ts, id]
-        }
-        const limit = q.limit ?? 100
-        const proofs: ProofRecord[] = []
-        let more = false
-        for (const { key, value } of store.proofsBySeat.getRange({ start: after ?? [seat, from], end: [seat, to, '\uffff'], exclusiveStart: after !== undefined } as never)) {
-          const p = store.proofs.get(value)
-          if (p === undefined || (q.screen_id !== undefined && p.screenId !== q.screen_id) || (q.tier !== undefined && p.verification_tier !== q.tier)) continue
-          if (proofs.length === limit) { more = true; break }
-          proofs.push(p)
-          after = key as unknown as [string, number, string]
-        }
-        const next = more && after !== undefined ? Buffer.from(JSON.stringify([after[1], after[2]])).toString('base64url') : null
-        return ok({ proofs, cursor: { next, has_more: more }, public_key: proofSigner.publicKeyHex })
+        const page = seatProofs(store, ctx.principal!.seat!.seat_id, { from: q.from ?? to - 7 * DAY, to, limit: q.limit ?? 100, ...(q.screen_id !== undefined ? { screenId: q.screen_id } : {}), ...(q.tier !== undefined ? { tier: q.tier } : {}), ...(q.cursor !== undefined ? { cursor: q.cursor } : {}) })
+        return ok({ ...page, public_key: proofSigner.publicKeyHex })
       }
     }),
     route({
