@@ -66,6 +66,9 @@ t.test('every completed play is signed, verifiable with Node crypto, and chained
     const prev = i === 0 ? '0'.repeat(64) : proofs[i - 1]!.chain.digest
     t.same(p.chain, { seq: i + 1, prev_digest: prev, digest: createHash('sha256').update(`${prev}\n${payload(p)}\n${p.signature}`).digest('hex') }, `proof ${i + 1} chains from the one before`)
   }
+  const verified = svc.service.outbox.read('test', 500).filter((e) => e.type === 'impression.verified')
+  t.same(verified.map((e) => [e.seat_id, e.data.proof_id, e.data.verification_tier]), proofs.map((p) => ['prover', p.proof_id, 'signed']), 'an impression.verified event per proof, for the seat')
+  t.match(verified[0]!.data, { impression_id: proofs[0]!.impressionId, ad_id: s.creative, screen_id: s.screenId, signature: proofs[0]!.signature, givt_passed: true })
   const tampered = { ...proofs[1]!, timestamp: proofs[1]!.timestamp + 1 }
   t.notOk(nodeVerifies(publicKey, tampered), 'a changed timestamp no longer verifies')
   t.not(createHash('sha256').update(`${proofs[0]!.chain.digest}\n${payload(tampered)}\n${tampered.signature}`).digest('hex'), proofs[1]!.chain.digest, 'and no longer matches its link in the chain')
@@ -221,6 +224,8 @@ t.test('impression batches: per-item results, a proof per accepted play, idempot
     [`start_date=yesterday&end_date=${day(0)}`, 'invalid_parameter']
   ] as const) t.match(await report(query), { status: 400, body: { error_code: code } }, query)
 
+  const delivered = svc.service.outbox.read('test', 500).filter((e) => e.type === 'impression.delivered')
+  t.same(delivered.map((e) => e.data.impression_id).sort(), ['imp-1', 'imp-10', 'imp-11', 'imp-12', 'imp-2', 'imp-9'], 'impression.delivered once per accepted callback, none for duplicates or refusals')
   const again = await send([item({ impressionId: 'imp-1' }), item({ impressionId: 'imp-2', timestamp: local(12, -2) })])
   t.match(again.body.data, { accepted: 0, duplicates: 2, results: [{ status: 'duplicate', proof_id: by(0).proof_id }, { status: 'duplicate', proof_id: by(1).proof_id }] }, 'a retried batch changes nothing')
   t.match(await send(Array.from({ length: 1001 }, (_, i) => item({ impressionId: `x-${i}` }))), { status: 400 })

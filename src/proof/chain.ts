@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { iso } from '../clock.js'
 import type { ProofRecord } from '../generated/types.js'
+import type { Outbox } from '../store/outbox.js'
 import type { Store } from '../store/store.js'
 import { PROOF_VERSION, proofPayload, type ProofSigner, type SignedFields } from './signer.js'
 
@@ -32,13 +33,26 @@ export function chainDigest (prev: string, fields: SignedFields, signature: stri
 export type ProofFacts = Pick<ProofRecord, 'verification_tier' | 'seat_id' | 'creative_id' | 'spot_id' | 'duration_ms' | 'completed' | 'givt'>
 
 /**
+ * The webhook events of a new proof (spec, Events): impression.verified when the service's player or a VAST complete
+ * confirmed the play, impression.delivered when a partner's impression callback reported it.
+ */
+function announce (outbox: Outbox, p: ProofRecord): void {
+  const data = {
+    proof_id: p.proof_id, impression_id: p.impressionId, ad_id: p.adId, screen_id: p.screenId, device_id: p.deviceId, timestamp: p.timestamp,
+    verification_tier: p.verification_tier, duration_ms: p.duration_ms, completed: p.completed, givt_passed: p.givt.passed, signature: p.signature
+  }
+  const type = p.verification_tier === 'impression_callback' ? 'impression.delivered' : 'impression.verified'
+  outbox.append(type, `proof:${p.proof_id}`, data, p.seat_id ?? undefined)
+}
+
+/**
  * Signs a play and appends it to its screen's chain, inside the caller's write transaction (the play and its proof
  * commit together). The chain is in the order proofs were recorded (a device's offline plays arrive late, with their
  * own timestamps). Indexed by impression (idempotency), by screen and sequence (the chain), by screen and time (GIVT)
  * and by seat and time (a buyer's list), with the seat's day counts beside it so that the proof-of-play report
  * never scans proofs to count them.
  */
-export function issueProof (store: Store, signer: ProofSigner, fields: SignedFields, facts: ProofFacts, now: number): ProofRecord {
+export function issueProof (store: Store, signer: ProofSigner, outbox: Outbox, fields: SignedFields, facts: ProofFacts, now: number): ProofRecord {
   const head = store.proofHeads.get(fields.screenId)
   const prev = head?.digest ?? GENESIS
   const signature = signer.sign(fields)
@@ -67,5 +81,6 @@ export function issueProof (store: Store, signer: ProofSigner, fields: SignedFie
     for (const r of proof.givt.reasons) counts.reasons[r] = (counts.reasons[r] ?? 0) + 1
     store.proofDays.putSync(day, counts)
   }
+  announce(outbox, proof)
   return proof
 }

@@ -157,7 +157,7 @@ export function playerRoutes (deps: Deps): RouteDef[] {
           if (spot.campaign_id !== undefined) recordDelivery(store, outbox, spot.campaign_id, Math.max(1, Math.round(multiplier)), 0, now)
           if (spot.creative_id !== undefined) {
             const durationMs = Math.round(ctx.body.duration_ms ?? at - next.started_at)
-            const proof = issueProof(store, proofSigner, { timestamp: at, adId: spot.creative_id, impressionId: spot.spot_id, screenId: screen.screen_id, deviceId: screen.device_id }, {
+            const proof = issueProof(store, proofSigner, outbox, { timestamp: at, adId: spot.creative_id, impressionId: spot.spot_id, screenId: screen.screen_id, deviceId: screen.device_id }, {
               verification_tier: 'signed',
               seat_id: spot.seat_id ?? null,
               creative_id: spot.creative_id,
