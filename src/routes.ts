@@ -27,6 +27,7 @@ import { impressionRoutes } from './control/partner/impressions.js'
 import { proofOfPlayRoute } from './control/proof/report.js'
 import { proofRoutes } from './control/proof/routes.js'
 import { playerRoutes } from './hot/player/routes.js'
+import { vastRoutes } from './hot/player/vast-routes.js'
 import { assetRoute } from './hot/assets/route.js'
 import { bidderRoutes } from './hot/bidder/route.js'
 import { adminBidderAliasRoutes } from './control/admin/bidder-aliases.js'
@@ -44,6 +45,7 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
     statsRoute(deps),
     adslotsRoute(deps),
     ...playerRoutes(deps),
+    ...vastRoutes(deps),
     ...proofRoutes(deps),
     proofOfPlayRoute(deps),
     ...bidderRoutes(deps),

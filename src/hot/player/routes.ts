@@ -1,27 +1,14 @@
-import { randomUUID } from 'node:crypto'
 import { iso } from '../../clock.js'
-import { recordDelivery } from '../../campaigns/lifecycle.js'
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
-import type { Spot, SpotEventRequest, SpotEventResult, SpotRequest } from '../../generated/types.js'
+import type { Spot, SpotEventRequest, SpotRequest } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
+import type { CreativeRecord } from '../../store/records.js'
 import { serveAsset } from '../assets/route.js'
-import { impressionMultiplier } from '../../inventory/fein.js'
-import { localTime, minutesUntilOpen } from '../../inventory/local-time.js'
-import { issueProof } from '../../proof/chain.js'
-import { givtOf } from '../../proof/givt.js'
-import type { CreativeRecord, ScreenRecord, SpotRecord } from '../../store/records.js'
-import { addToHour } from '../bid/stats.js'
-import { fromMicros, playCostMicros } from '../auction/money.js'
-import { settleBilling, settleLoss, settleWin } from '../auction/settle.js'
-import { decide } from '../auction/waterfall.js'
+import { screenOfToken, spotEvent, takeSpot } from './feed.js'
 
 /** How long before a spot ends its player should ask for the next one. */
 const LEAD_SECONDS = 3
-/** How long a closed screen waits before asking again, at most. */
-const CLOSED_RETRY_SECONDS = 300
-/** Clock skew tolerated between a player and the service. */
-const SKEW_MS = 60_000
 
 /**
  * The screen player's feed (src/hot: players ask at every slot): the next spot from the waterfall, the events that
@@ -29,16 +16,9 @@ const SKEW_MS = 60_000
  * carries.
  */
 export function playerRoutes (deps: Deps): RouteDef[] {
-  const { store, config, notices, funnel, objects, outbox, proofSigner } = deps
+  const { store, config, objects } = deps
   const common = { tag: 'Player', envelope: 'flat', auth: 'none', rateGroup: 'player' } as const
   const base = (token: string) => `${config.baseUrl}/embed/${token}`
-
-  const screenOf = (token: string): ScreenRecord => {
-    const id = store.embeds.get(token)
-    const screen = id !== undefined ? store.screens.get(id) : undefined
-    if (screen === undefined) throw new ApiError('screen_not_found', 'No screen has this embed token; use the embed_url its device registration returned.', { param: 'token' })
-    return screen
-  }
 
   const creativeView = (token: string, c: CreativeRecord): NonNullable<Spot['creative']> => {
     const view: NonNullable<Spot['creative']> = { creative_id: c.creative_id, content_type: c.asset?.media_type ?? c.content_type, url: `${base(token)}/assets/${c.creative_id}` }
@@ -61,53 +41,25 @@ export function playerRoutes (deps: Deps): RouteDef[] {
       errors: ['screen_not_found'],
       handler: (ctx) => {
         const token = ctx.params.token!
-        const screen = screenOf(token)
+        const screen = screenOfToken(store, token)
         const now = ctx.now
-        const house = store.meta.get('settings:house_creative_id') as string | undefined
-        const decision = decide(store, screen, now, house)
-        if (decision.tier === 'closed') {
-          const wait = Math.min(CLOSED_RETRY_SECONDS, (minutesUntilOpen(screen.operating_hours, localTime(screen.timezone, now)) ?? 60) * 60)
+        const taken = takeSpot(deps, screen, now)
+        if (taken.closed) {
+          const wait = taken.waitSeconds
           const spot: Spot = { spot_id: null, screen_id: screen.screen_id, tier: 'closed', starts_at: iso(now), ends_at: iso(now + wait * 1000), duration_seconds: wait, creative: null, next_request_at: iso(now + wait * 1000) }
           return ok(spot)
         }
-        const spotId = `spt_${randomUUID()}`
-        const duration = screen.slot_duration_seconds
-        const record: SpotRecord = { spot_id: spotId, screen_id: screen.screen_id, tier: decision.tier, decided_at: now, starts_at: now, duration_seconds: duration, status: 'served' }
-        if (decision.creative !== undefined) record.creative_id = decision.creative.creative_id
-        const settle = { store, notices }
-        for (const loss of decision.losses) settleLoss(settle, screen, loss, decision.tier, now)
-        if (decision.winner !== undefined) {
-          const { bid, clearing } = decision.winner
-          settleWin(settle, screen, decision.winner, decision.tier, spotId, now)
-          record.bid = { ...bid, clearing }
-          record.seat_id = bid.seat_id
-          if (bid.dealid !== undefined) record.deal_id = bid.dealid
-          if (bid.adm !== undefined) record.adm = bid.adm
-        }
-        if (decision.assignment !== undefined) {
-          record.assignment_id = decision.assignment.assignment_id
-          record.seat_id = decision.assignment.seat_id
-          if (decision.assignment.campaign_id !== undefined) record.campaign_id = decision.assignment.campaign_id
-        }
-        if (decision.line !== undefined) {
-          const key: [string, string, string] = [screen.screen_id, decision.local.date, decision.line]
-          store.plays.putSync(key, (store.plays.get(key) ?? 0) + 1)
-        }
-        store.spots.putSync(spotId, record)
-        funnel.append({
-          stage: 'auction', at: now, screens: [screen.screen_id], spot_id: spotId, tier: decision.tier, competitors: decision.losses.length + (decision.winner !== undefined ? 1 : 0),
-          ...(record.seat_id !== undefined ? { seat_id: record.seat_id } : {}),
-          ...(record.creative_id !== undefined ? { creative_id: record.creative_id } : {}),
-          ...(record.bid !== undefined ? { clearing_cpm: record.bid.clearing, multiplier: record.bid.multiplier } : {})
-        })
+        const { record } = taken
+        const spotId = record.spot_id
+        const duration = record.duration_seconds
         const spot: Spot = {
           spot_id: spotId,
           screen_id: screen.screen_id,
-          tier: decision.tier,
+          tier: record.tier,
           starts_at: iso(now),
           ends_at: iso(now + duration * 1000),
           duration_seconds: duration,
-          creative: decision.creative !== undefined ? creativeView(token, decision.creative) : null,
+          creative: taken.creative !== undefined ? creativeView(token, taken.creative) : null,
           events_url: `${base(token)}/spots/${spotId}/events`,
           next_request_at: iso(now + Math.max(1, duration - LEAD_SECONDS) * 1000)
         }
@@ -125,60 +77,10 @@ export function playerRoutes (deps: Deps): RouteDef[] {
       data: 'SpotEventResult',
       errors: ['screen_not_found', 'spot_not_found'],
       handler: (ctx) => {
-        const screen = screenOf(ctx.params.token!)
+        const screen = screenOfToken(store, ctx.params.token!)
         const spot = store.spots.get(ctx.params.spot_id!)
         if (spot === undefined || spot.screen_id !== screen.screen_id) throw new ApiError('spot_not_found', `No spot ${ctx.params.spot_id} was given to this screen.`, { param: 'spot_id' })
-        const now = ctx.now
-        const at = ctx.body.at ?? now
-        if (at < spot.decided_at - SKEW_MS || at > now + SKEW_MS) throw new ApiError('invalid_parameter', 'at must lie between the spot\'s decision and now (epoch ms).', { param: 'at' })
-        const event = ctx.body.event
-        const result: SpotEventResult = { spot_id: spot.spot_id, event, status: spot.status, duplicate: false }
-        const next: SpotRecord = { ...spot }
-        if (event === 'render_started') {
-          if (spot.started_at !== undefined) return ok({ ...result, duplicate: true })
-          next.started_at = at
-          if (spot.status === 'served') next.status = 'started'
-          if (spot.bid !== undefined) next.multiplier = Math.min(spot.bid.multiplier, impressionMultiplier(store.fein.get(screen.screen_id), screen.capabilities.fein, now))
-          funnel.append({ stage: 'render_started', at, screens: [screen.screen_id], spot_id: spot.spot_id, tier: spot.tier, ...(spot.seat_id !== undefined ? { seat_id: spot.seat_id } : {}), ...(spot.creative_id !== undefined ? { creative_id: spot.creative_id } : {}) })
-        } else {
-          if (spot.status === 'completed') return ok({ ...result, duplicate: true })
-          next.status = 'completed'
-          next.completed_at = at
-          next.started_at ??= at - (ctx.body.duration_ms ?? spot.duration_seconds * 1000)
-          const multiplier = next.multiplier ?? spot.bid?.multiplier ?? 1
-          next.multiplier = multiplier
-          if (spot.bid !== undefined) {
-            const cost = playCostMicros(spot.bid.clearing, multiplier)
-            next.cost_micros = cost
-            addToHour(store, spot.bid.seat_id, now, (h) => { h.spend_usd = fromMicros(Math.round(h.spend_usd * 1e6) + cost) })
-            settleBilling({ store, notices }, spot.bid, multiplier, at, now)
-            result.billed = true
-          }
-          if (spot.campaign_id !== undefined) recordDelivery(store, outbox, spot.campaign_id, Math.max(1, Math.round(multiplier)), 0, now)
-          if (spot.creative_id !== undefined) {
-            const durationMs = Math.round(ctx.body.duration_ms ?? at - next.started_at)
-            const proof = issueProof(store, proofSigner, outbox, { timestamp: at, adId: spot.creative_id, impressionId: spot.spot_id, screenId: screen.screen_id, deviceId: screen.device_id }, {
-              verification_tier: 'signed',
-              seat_id: spot.seat_id ?? null,
-              creative_id: spot.creative_id,
-              spot_id: spot.spot_id,
-              duration_ms: durationMs,
-              completed: true,
-              givt: givtOf(store, screen, { timestamp: at, durationMs, completed: true, slotSeconds: spot.duration_seconds })
-            }, now)
-            result.proof_id = proof.proof_id
-          }
-          funnel.append({
-            stage: 'play_completed', at, screens: [screen.screen_id], spot_id: spot.spot_id, tier: spot.tier, multiplier,
-            ...(ctx.body.duration_ms !== undefined ? { duration_ms: ctx.body.duration_ms } : {}),
-            ...(spot.seat_id !== undefined ? { seat_id: spot.seat_id } : {}),
-            ...(spot.creative_id !== undefined ? { creative_id: spot.creative_id } : {}),
-            ...(spot.bid !== undefined ? { clearing_cpm: spot.bid.clearing, cost_usd: fromMicros(next.cost_micros!) } : {})
-          })
-        }
-        store.spots.putSync(spot.spot_id, next)
-        result.status = next.status
-        return ok(result)
+        return ok(spotEvent(deps, screen, spot, { event: ctx.body.event, tier: 'signed', ...(ctx.body.at !== undefined ? { at: ctx.body.at } : {}), ...(ctx.body.duration_ms !== undefined ? { durationMs: ctx.body.duration_ms } : {}) }, ctx.now))
       }
     }),
     route({
@@ -191,7 +93,7 @@ export function playerRoutes (deps: Deps): RouteDef[] {
       cacheSeconds: 86_400,
       errors: ['screen_not_found', 'creative_not_found'],
       handler: (ctx) => {
-        screenOf(ctx.params.token!)
+        screenOfToken(store, ctx.params.token!)
         return serveAsset(store, objects, ctx.params.creative_id!, ctx.headers['if-none-match'])
       }
     })
