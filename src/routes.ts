@@ -23,6 +23,7 @@ import { partnerScreenRoutes } from './control/partner/screens.js'
 import type { Deps } from './deps.js'
 import { adslotsRoute } from './hot/adslots/route.js'
 import { bidRoute, statsRoute } from './hot/bid/route.js'
+import { partnerAnalyticsRoutes } from './control/partner/analytics.js'
 import { impressionRoutes } from './control/partner/impressions.js'
 import { proofOfPlayRoute } from './control/proof/report.js'
 import { proofRoutes } from './control/proof/routes.js'
@@ -62,6 +63,7 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
     ...partnerRegistrationRoutes(deps),
     ...deviceRoutes(deps),
     ...impressionRoutes(deps),
+    ...partnerAnalyticsRoutes(deps),
     ...partnerScreenRoutes(deps),
     catalogRoute(deps),
     forecastRoute(deps),

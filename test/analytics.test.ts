@@ -148,6 +148,15 @@ for (const v of variants) {
       t.equal(forecast.budget_limited, false)
       const none = await report(svc, '/openrtb/v2/forecast', { key: alpha, body: { targeting: { venue_type: 'airport' }, budget_usd: 100 } })
       t.same(none.body.data, { message: 'No screen matches this targeting.' })
+      const partner = (await report(svc, '/v1/partner/analytics', { key: w.p.key })).body.data
+      t.match(partner, { partner: { partner_id: w.p.id, screens: 2, total_plays: 2, total_impressions: 5, total_revenue_cents: 2, total_revenue_usd: 0.02305 }, stale: false }, 'the partner\'s two plays: 4 faces at 5.01 and 1 face at 3.01')
+      const earnings = (await report(svc, '/v1/partner/earnings', { key: w.p.key })).body.data
+      t.equal(earnings.days.length, 8, 'every UTC day of the window')
+      t.match(earnings.days.find((d: { plays: number }) => d.plays > 0), { date: new Date(w.then).toISOString().slice(0, 10), plays: 2, impressions: 5, revenue_cents: 2 })
+      t.same(earnings.screens.map((x: { device_id: string, revenue_cents: number }) => [x.device_id, x.revenue_cents]), [['gym-1', 2], ['bar-1', 0]])
+      const stranger = await registerPartner(svc)
+      t.match((await report(svc, '/v1/partner/analytics', { key: stranger.key })).body.data.partner, { screens: 0, total_plays: 0, total_revenue_cents: 0 }, 'another partner sees only its own screens')
+      t.match(await svc.request('GET', '/v1/partner/analytics?start_date=2000-01-01', { key: w.p.key }), { status: 400, body: { error: { code: 'INVALID_DATE' } } })
       if (v.cluster !== undefined) {
         const client = createClient({ url: v.server! })
         const engines = await (await client.query({ query: `SELECT name, engine FROM system.tables WHERE database = '${svc.service.config.clickhouseDatabase}' AND name IN ('bids', 'bids_local', 'seat_hourly', 'seat_hourly_local')`, format: 'JSONEachRow' })).json<{ name: string, engine: string }>()

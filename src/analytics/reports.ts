@@ -190,6 +190,22 @@ export class Reports {
       'WHERE s > 0 OR c > 0 OR a > 0 GROUP BY screen_id')
     return rows.map((r) => ({ screen_id: String(r.screen_id), days: n(r.days), spots: n(r.spots), wins: n(r.wins), accepted: n(r.accepted), plays: n(r.plays), impressions: n(r.impressions), win_cpm: n(r.win_cpm) }))
   }
+
+  /** A partner's delivery on its screens in the window: completed plays, impressions and gross spend, per UTC day and per screen. */
+  async partner (screenIds: string[], w: Window): Promise<{ plays: number, impressions: number, spend: number, days: Array<{ period: string, plays: number, impressions: number, spend: number }>, screens: Array<{ screen_id: string, plays: number, impressions: number, spend: number }> }> {
+    const zero = { plays: 0, impressions: 0, spend: 0 }
+    if (screenIds.length === 0) return { ...zero, days: fill([], w, 'daily', () => zero, zero), screens: [] }
+    // The partner's screens are known to LMDB, not to the rollups: one IN list (ClickHouse turns it into a set).
+    const where = `screen_id IN (${screenIds.map(str).join(', ')}) AND ${this.#hours(w)}`
+    const measures = 'sumMerge(completes) AS plays, sumMerge(impressions) AS impressions, sumMerge(spend) AS spend'
+    const [totals, days, screens] = await Promise.all([
+      this.#analytics.query(`SELECT ${measures} FROM ${this.#db}.screen_hourly WHERE ${where}`),
+      this.#analytics.query(`SELECT toUInt32(toStartOfDay(hour)) AS period, ${measures} FROM ${this.#db}.screen_hourly WHERE ${where} GROUP BY period ORDER BY period`),
+      this.#analytics.query(`SELECT screen_id, ${measures} FROM ${this.#db}.screen_hourly WHERE ${where} GROUP BY screen_id HAVING plays > 0 ORDER BY spend DESC, screen_id LIMIT 500`)
+    ])
+    const shape = (r: Row | undefined) => ({ plays: n(r?.plays), impressions: money(n(r?.impressions)), spend: money(n(r?.spend)) })
+    return { ...shape(totals[0]), days: fill(days, w, 'daily', shape, zero), screens: screens.map((r) => ({ screen_id: String(r.screen_id), ...shape(r) })) }
+  }
 }
 
 /** Every bucket of the window in order, zeros where ClickHouse had no row (a series a chart can plot as is). */
