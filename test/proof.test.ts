@@ -1,5 +1,7 @@
 import { createHash, createPublicKey, verify } from 'node:crypto'
-import { statSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { ProofSigner } from '../src/proof/signer.js'
@@ -231,4 +233,55 @@ t.test('impression batches: per-item results, a proof per accepted play, idempot
   t.match(await send(Array.from({ length: 1001 }, (_, i) => item({ impressionId: `x-${i}` }))), { status: 400 })
   t.match(await send([]), { status: 400 })
   t.match(await send([item({ impressionId: 'imp-99' })], s.key), { status: 403 }, 'a seat key is not a partner key')
+})
+
+t.test('a campaign\'s proof export verifies offline with scripts/verify-proofs, and tampering is caught', async (t) => {
+  const svc = await startTestService(t)
+  const s = await setup(svc)
+  const today = new Date(svc.clock.now()).toISOString().slice(0, 10)
+  const campaign = await svc.request('POST', '/openrtb/v2/campaigns', { key: s.key, body: { creative_id: s.creative, name: 'Proven', budget_usd: 100, start_date: today, end_date: today } })
+  t.equal(campaign.status, 201)
+  const rival = await svc.onboard('rival')
+  await svc.admin('POST', '/admin/v1/seats/rival/approve')
+  const rivalCreative = await approvedCreative(svc, rival.key, 'rival ad')
+  const rivalBids = async () => {
+    const req = (await svc.request('GET', '/openrtb/v2/adslots?format=openrtb&limit=1', { key: rival.key })).body.data.bid_requests[0]
+    await svc.request('POST', '/openrtb/v2/bid', { key: rival.key, body: { id: req.id, seatbid: [{ bid: [{ id: `r-${req.imp[0].id}`, impid: req.imp[0].id, price: 20, crid: rivalCreative, adm: '<b>r</b>' }] }] } })
+  }
+  for (let i = 0; i < 5; i++) {
+    if (i % 2 === 1) await rivalBids()
+    await s.play()
+    svc.clock.advance(15_000)
+  }
+  const r = await svc.request('GET', `/openrtb/v2/campaigns/${campaign.body.data.campaign_id}/proofs`, { key: s.key })
+  t.equal(r.status, 200)
+  const exp = r.body.data
+  t.match(exp, { creative_id: s.creative, seat_id: 'prover', proofs: 3, algorithm: 'ed25519' })
+  t.equal(exp.screens.length, 1)
+  t.same(exp.screens[0].chain.map((l: { redacted?: boolean, chain?: { seq: number }, seq?: number }) => [l.redacted === true ? 'other' : 'own', l.redacted === true ? l.seq : l.chain!.seq]), [['own', 1], ['other', 2], ['own', 3], ['other', 4], ['own', 5]], 'the rival\'s plays appear only as redacted links')
+  t.notOk(JSON.stringify(exp).includes(rivalCreative), 'nothing of the rival\'s proofs is revealed')
+
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-export-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const check = (doc: unknown, ...args: string[]) => {
+    const file = join(dir, `export-${Math.random().toString(36).slice(2)}.json`)
+    writeFileSync(file, JSON.stringify(doc))
+    return spawnSync(process.execPath, ['dist/scripts/verify-proofs.js', file, ...args], { encoding: 'utf8' })
+  }
+  const good = check(r.body, '--key', exp.public_key)
+  t.equal(good.status, 0, good.stdout)
+  t.match(good.stdout, /^OK: campaign .+, 3 proofs on 1 screens/m)
+  const clone = () => JSON.parse(JSON.stringify(exp))
+  const dropped = clone()
+  dropped.screens[0].chain.splice(2, 1)
+  t.match(check(dropped), { status: 1, stdout: /link 4 follows 2/ }, 'a dropped proof leaves a gap')
+  const altered = clone()
+  altered.screens[0].chain[2].timestamp += 1000
+  t.match(check(altered), { status: 1, stdout: /signature does not verify[\s\S]*chain digest does not match/ }, 'an altered proof no longer verifies')
+  const forged = clone()
+  forged.screens[0].chain[1].digest = 'f'.repeat(64)
+  t.match(check(forged), { status: 1, stdout: /link 3 does not chain from link 2/ }, 'a changed link breaks the chain')
+  t.match(check(exp, '--key', 'a'.repeat(64)), { status: 1, stdout: /is not the pinned/ }, 'a key other than the pinned one is refused')
+  const other = await svc.request('GET', `/openrtb/v2/campaigns/${campaign.body.data.campaign_id}/proofs`, { key: rival.key })
+  t.match(other, { status: 404, body: { error_code: 'campaign_not_found' } })
 })

@@ -2,6 +2,7 @@ import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import type { ProofListQuery, VerifyProofRequest } from '../../generated/types.js'
 import { ok, raw, route, type RouteDef } from '../../http/route.js'
+import { exportProofs } from '../../proof/export.js'
 import { checkTier, seatProofs } from '../../proof/list.js'
 import { PROOF_VERSION } from '../../proof/signer.js'
 
@@ -56,6 +57,24 @@ export function proofRoutes ({ store, proofSigner }: Deps): RouteDef[] {
         const to = q.to ?? ctx.now
         const page = seatProofs(store, ctx.principal!.seat!.seat_id, { from: q.from ?? to - 7 * DAY, to, limit: q.limit ?? 100, ...(q.screen_id !== undefined ? { screenId: q.screen_id } : {}), ...(q.tier !== undefined ? { tier: q.tier } : {}), ...(q.cursor !== undefined ? { cursor: q.cursor } : {}) })
         return ok({ ...page, public_key: proofSigner.publicKeyHex })
+      }
+    }),
+    route({
+      method: 'get',
+      path: '/openrtb/v2/campaigns/:id/proofs',
+      summary: 'Every proof of a campaign as evidence that verifies offline: signatures, per-screen chains, the public key',
+      description: 'The proofs of the campaign\'s creative played for the seat between its start_date and end_date, grouped by screen, each screen\'s chain complete between the campaign\'s first and last proof on it (other buyers\' links redacted to seq and digests). Schema ProofExport gives the verification procedure; scripts/verify-proofs.ts runs it with Node\'s crypto alone.',
+      tag: 'Proof of play',
+      envelope: 'flat',
+      auth: 'seat',
+      scope: 'proof:read',
+      rateGroup: 'reporting',
+      data: 'ProofExport',
+      errors: ['campaign_not_found'],
+      handler: (ctx) => {
+        const campaign = store.campaigns.get(ctx.params.id!)
+        if (campaign === undefined || campaign.seat_id.toLowerCase() !== ctx.principal!.seat!.seat_id.toLowerCase()) throw new ApiError('campaign_not_found', `No campaign ${ctx.params.id} belongs to this seat.`, { param: 'id' })
+        return ok(exportProofs(store, proofSigner, campaign, ctx.now))
       }
     }),
     route({
