@@ -42,7 +42,7 @@ async function setup (svc: TestService) {
     await svc.request('POST', `${embed}/spots/${spot.spot_id}/events`, { body: { event: 'render_started' } })
     return (await svc.request('POST', `${embed}/spots/${spot.spot_id}/events`, { body: { event: 'play_completed', duration_ms: durationMs } })).body.data
   }
-  return { key, screenId: screenId!, creative, play }
+  return { key, screenId: screenId!, creative, play, partner: p }
 }
 
 t.test('every completed play is signed, verifiable with Node crypto, and chained per screen', async (t) => {
@@ -209,7 +209,7 @@ t.test('impression batches: per-item results, a proof per accepted play, idempot
   const day = (offset: number) => new Date(svc.clock.now() + offset * 86_400_000).toISOString().slice(0, 10)
   const report = (query: string) => svc.request('GET', `/openrtb/v2/proof-of-play?${query}`, { key: s.key })
   const pop = await report(`start_date=${day(-3)}&end_date=${day(0)}&limit=4`)
-  t.match(pop, { status: 200, body: { data: { start_date: day(-3), end_date: day(0), counts: { total: 6, signed: 0, event_confirmed: 0, impression_callback: 6 }, givt: { passed: 2, filtered: 4, pass_rate: 0.3333, reasons: { screen_offline: 1, burst: 1, longer_than_slot: 1, too_short: 1 } }, cursor: { has_more: true }, public_key: publicKey } } })
+  t.match(pop, { status: 200, body: { data: { start_date: day(-3), end_date: day(0), counts: { total: 6, signed: 0, event_confirmed: 0, impression_callback: 6 }, givt: { passed: 2, filtered: 4, pass_rate: 0.3333, reasons: { screen_offline: 1, burst: 1, longer_than_slot: 1, too_short: 1, duplicate_impression: 1 } }, cursor: { has_more: true }, public_key: publicKey } } })
   t.equal(pop.body.data.proofs.length, 4)
   t.equal(pop.body.data.proofs[0].impressionId, 'imp-2', 'oldest play first')
   const next = await report(`start_date=${day(-3)}&end_date=${day(0)}&limit=4&cursor=${pop.body.data.cursor.next}`)
@@ -228,6 +228,7 @@ t.test('impression batches: per-item results, a proof per accepted play, idempot
 
   const delivered = svc.service.outbox.read('test', 500).filter((e) => e.type === 'impression.delivered')
   t.same(delivered.map((e) => e.data.impression_id).sort(), ['imp-1', 'imp-10', 'imp-11', 'imp-12', 'imp-2', 'imp-9'], 'impression.delivered once per accepted callback, none for duplicates or refusals')
+  t.match(delivered.find((e) => e.data.impression_id === 'imp-2'), { seat_id: 'prover', data: { partner_id: p.id, reconciled: false, verification_tier: 'impression_callback' } })
   const again = await send([item({ impressionId: 'imp-1' }), item({ impressionId: 'imp-2', timestamp: local(12, -2) })])
   t.match(again.body.data, { accepted: 0, duplicates: 2, results: [{ status: 'duplicate', proof_id: by(0).proof_id }, { status: 'duplicate', proof_id: by(1).proof_id }] }, 'a retried batch changes nothing')
   t.match(await send(Array.from({ length: 1001 }, (_, i) => item({ impressionId: `x-${i}` }))), { status: 400 })
@@ -284,4 +285,21 @@ t.test('a campaign\'s proof export verifies offline with scripts/verify-proofs, 
   t.match(check(exp, '--key', 'a'.repeat(64)), { status: 1, stdout: /is not the pinned/ }, 'a key other than the pinned one is refused')
   const other = await svc.request('GET', `/openrtb/v2/campaigns/${campaign.body.data.campaign_id}/proofs`, { key: rival.key })
   t.match(other, { status: 404, body: { error_code: 'campaign_not_found' } })
+})
+
+t.test('a partner\'s callback for a play the player already proved reconciles once: impression.delivered, reconciled', async (t) => {
+  const svc = await startTestService(t)
+  const s = await setup(svc)
+  const event = await s.play()
+  const proof = (await svc.request('GET', `/v1/advertiser/proof/proofs/${event.proof_id}`, { key: s.key })).body.data as Proof
+  const callback = { adId: s.creative, impressionId: proof.impressionId, deviceId: 'proof-1', duration: 15, completed: true, timestamp: proof.timestamp }
+  const send = () => svc.request('POST', '/v1/partner/impressions', { key: s.partner.key, body: { impressions: [callback] } })
+  t.match((await send()).body.data, { accepted: 0, duplicates: 1, results: [{ status: 'duplicate', proof_id: proof.proof_id }] }, 'no second proof')
+  t.match((await send()).body.data, { duplicates: 1 })
+  const delivered = svc.service.outbox.read('test', 500).filter((e) => e.type === 'impression.delivered')
+  t.equal(delivered.length, 1, 'announced once, however often the partner reports it')
+  t.match(delivered[0], { seat_id: 'prover', data: { proof_id: proof.proof_id, reconciled: true, partner_id: s.partner.id, partner_impressions_today: 1, verification_tier: 'signed' } })
+  const date = (ms: number) => new Date(ms).toISOString().slice(0, 10)
+  const pop = (await svc.request('GET', `/openrtb/v2/proof-of-play?start_date=${date(proof.timestamp)}&end_date=${date(proof.timestamp)}`, { key: s.key })).body.data
+  t.match(pop, { counts: { total: 1, signed: 1 }, givt: { passed: 1, pass_rate: 1, reasons: { duplicate_impression: 1 } } }, 'the repeat after reconciliation is a filtered duplicate; the play itself still passes')
 })

@@ -32,17 +32,20 @@ export function chainDigest (prev: string, fields: SignedFields, signature: stri
 /** What a proof records beyond the signed fields. */
 export type ProofFacts = Pick<ProofRecord, 'verification_tier' | 'seat_id' | 'creative_id' | 'spot_id' | 'duration_ms' | 'completed' | 'givt'>
 
-/**
- * The webhook events of a new proof (spec, Events): impression.verified when the service's player or a VAST complete
- * confirmed the play, impression.delivered when a partner's impression callback reported it.
- */
-function announce (outbox: Outbox, p: ProofRecord): void {
-  const data = {
+/** Counts a repeated impression id filtered out (no second proof) in the seat's day of the play, for GIVT reporting. */
+export function countDuplicate (store: Store, seatId: string, timestamp: number): void {
+  const day: [string, number] = [seatId.toLowerCase(), Math.floor(timestamp / DAY) * DAY]
+  const counts = store.proofDays.get(day) ?? { tiers: {}, passed: 0, filtered: 0, reasons: {} }
+  counts.reasons.duplicate_impression = (counts.reasons.duplicate_impression ?? 0) + 1
+  store.proofDays.putSync(day, counts)
+}
+
+/** What webhook events say of a proof. */
+export function proofEventData (p: ProofRecord): Record<string, unknown> {
+  return {
     proof_id: p.proof_id, impression_id: p.impressionId, ad_id: p.adId, screen_id: p.screenId, device_id: p.deviceId, timestamp: p.timestamp,
     verification_tier: p.verification_tier, duration_ms: p.duration_ms, completed: p.completed, givt_passed: p.givt.passed, signature: p.signature
   }
-  const type = p.verification_tier === 'impression_callback' ? 'impression.delivered' : 'impression.verified'
-  outbox.append(type, `proof:${p.proof_id}`, data, p.seat_id ?? undefined)
 }
 
 /**
@@ -81,6 +84,7 @@ export function issueProof (store: Store, signer: ProofSigner, outbox: Outbox, f
     for (const r of proof.givt.reasons) counts.reasons[r] = (counts.reasons[r] ?? 0) + 1
     store.proofDays.putSync(day, counts)
   }
-  announce(outbox, proof)
+  // A play the service saw itself is verified now; a partner's callback is announced by the intake, which knows the partner.
+  if (proof.verification_tier !== 'impression_callback') outbox.append('impression.verified', `proof:${proof.proof_id}`, proofEventData(proof), proof.seat_id ?? undefined)
   return proof
 }

@@ -3,7 +3,7 @@ import { ApiError } from '../../errors.js'
 import type { ImpressionBatchRequest, ImpressionBatchResult, ImpressionItem } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { validate } from '../../http/validate.js'
-import { issueProof } from '../../proof/chain.js'
+import { countDuplicate, issueProof, proofEventData } from '../../proof/chain.js'
 import { givtOf } from '../../proof/givt.js'
 
 /** How far back a device that was offline may report its plays (their original timestamps). */
@@ -13,6 +13,28 @@ const MAX_SKEW_MS = 5 * 60_000
 
 /** The partner's server-side impression intake (spec: impression batch operation, path not shown). */
 export function impressionRoutes ({ store, inventory, proofSigner, outbox }: Deps): RouteDef[] {
+  /** The partner's impressions reported for the UTC day of a play, this one included. */
+  const countDay = (partnerId: string, at: number): number => {
+    const key = `partner-impressions:${partnerId}:${new Date(at).toISOString().slice(0, 10)}`
+    const n = ((store.meta.get(key) as number | undefined) ?? 0) + 1
+    store.meta.putSync(key, n)
+    return n
+  }
+  /**
+   * A callback for an impression that already has a proof. The first callback for a play the service proved itself
+   * (its player or VAST reported it) reconciles the partner's count with ours: impression.delivered, reconciled: true.
+   * Any other repeat is a duplicate impression id, filtered (no second proof) and counted for the seat's GIVT report.
+   */
+  const reconcile = (partnerId: string, proofId: string, at: number): void => {
+    const proof = store.proofs.get(proofId)!
+    const mark = `reconciled:${proofId}`
+    if (proof.verification_tier === 'impression_callback' || store.meta.get(mark) !== undefined) {
+      if (proof.seat_id !== null) countDuplicate(store, proof.seat_id, proof.timestamp)
+      return
+    }
+    store.meta.putSync(mark, partnerId)
+    outbox.append('impression.delivered', `proof:${proof.proof_id}`, { ...proofEventData(proof), partner_id: partnerId, reconciled: true, partner_impressions_today: countDay(partnerId, at) }, proof.seat_id ?? undefined)
+  }
   return [
     route<ImpressionBatchRequest>({
       tag: 'Partner',
@@ -35,6 +57,7 @@ export function impressionRoutes ({ store, inventory, proofSigner, outbox }: Dep
             const item = raw as ImpressionItem
             const known = store.proofByImpression.get(item.impressionId)
             if (known !== undefined) {
+              reconcile(partner.id, known, item.timestamp)
               out.results.push({ index, impressionId: item.impressionId, status: 'duplicate', proof_id: known })
               out.duplicates++
               return
@@ -50,6 +73,7 @@ export function impressionRoutes ({ store, inventory, proofSigner, outbox }: Dep
             const proof = issueProof(store, proofSigner, outbox, { timestamp: item.timestamp, adId: item.adId, impressionId: item.impressionId, screenId: screen.screen_id, deviceId: screen.device_id }, {
               verification_tier: 'impression_callback', seat_id: creative.seat_id, creative_id: creative.creative_id, spot_id: null, duration_ms: durationMs, completed: item.completed, givt
             }, ctx.now)
+            outbox.append('impression.delivered', `proof:${proof.proof_id}`, { ...proofEventData(proof), partner_id: partner.id, reconciled: false, partner_impressions_today: countDay(partner.id, item.timestamp) }, creative.seat_id)
             out.results.push({ index, impressionId: item.impressionId, status: 'accepted', proof_id: proof.proof_id, givt })
             out.accepted++
           } catch (err) {
