@@ -97,6 +97,8 @@ for (const v of variants) {
       t.match(gym, { tier: 'open_auction', creative: { creative_id: w.seats.bravo.creative } })
       const bar = await w.play('bar-1')
       t.match(bar, { tier: 'open_auction', creative: { creative_id: w.seats.alpha.creative } })
+      const callback = await svc.request('POST', '/v1/partner/impressions', { key: w.p.key, body: { impressions: [{ adId: w.seats.alpha.creative, impressionId: 'cb-1', deviceId: 'gym-1', duration: 15, completed: true, timestamp: w.then + 120_000 }] } })
+      t.match(callback.body.data, { accepted: 1 })
       svc.clock.set(w.now)
       await svc.service.analytics.drain()
 
@@ -148,6 +150,9 @@ for (const v of variants) {
       t.equal(forecast.budget_limited, false)
       const none = await report(svc, '/openrtb/v2/forecast', { key: alpha, body: { targeting: { venue_type: 'airport' }, budget_usd: 100 } })
       t.same(none.body.data, { message: 'No screen matches this targeting.' })
+      const db = svc.service.config.clickhouseDatabase
+      t.same(await svc.service.analytics.query(`SELECT tier, count() AS n, sum(givt) AS passed FROM ${db}.proofs GROUP BY tier ORDER BY tier`), [{ tier: 'impression_callback', n: 1, passed: 1 }, { tier: 'signed', n: 2, passed: 2 }], 'every proof reached ClickHouse')
+      t.same(await svc.service.analytics.query(`SELECT impression_id, device_id, venue_type, duration_ms, completed FROM ${db}.impressions`), [{ impression_id: 'cb-1', device_id: 'gym-1', venue_type: 'gym', duration_ms: 15000, completed: 1 }], 'and the partner\'s impression callback')
       const partner = (await report(svc, '/v1/partner/analytics', { key: w.p.key })).body.data
       t.match(partner, { partner: { partner_id: w.p.id, screens: 2, total_plays: 2, total_impressions: 5, total_revenue_cents: 2, total_revenue_usd: 0.02305 }, stale: false }, 'the partner\'s two plays: 4 faces at 5.01 and 1 face at 3.01')
       const earnings = (await report(svc, '/v1/partner/earnings', { key: w.p.key })).body.data

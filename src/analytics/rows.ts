@@ -80,6 +80,12 @@ export class RowBuilder {
       }
     } else if (e.stage === 'auction') {
       this.#push('auctions', { event_id: id, ts, seat_id: seat, ...this.#dims(e.screens[0] ?? '', e.at), spot_id: e.spot_id ?? '', tier: e.tier ?? '', creative_id: e.creative_id ?? '', clearing_cpm: e.clearing_cpm ?? 0, multiplier: e.multiplier ?? 0, competitors: e.competitors ?? 0 })
+    } else if (e.stage === 'proof') {
+      const screen = e.screens[0] ?? ''
+      this.#push('proofs', { event_id: id, ts, proof_id: e.proof_id ?? '', screen_id: screen, impression_id: e.impression_id ?? '', ad_id: e.ad_id ?? '', device_id: e.device_id ?? '', tier: e.tier ?? '', givt: e.givt_passed === true ? 1 : 0 })
+      if (e.tier === 'impression_callback') {
+        this.#push('impressions', { event_id: id, ts, seat_id: seat, ...this.#dims(screen, e.at), impression_id: e.impression_id ?? '', ad_id: e.ad_id ?? '', device_id: e.device_id ?? '', duration_ms: e.duration_ms ?? 0, completed: e.completed === true ? 1 : 0, tier: e.tier })
+      }
     } else {
       this.#push('plays', { event_id: id, ts, stage: e.stage, seat_id: seat, ...this.#dims(e.screens[0] ?? '', e.at), spot_id: e.spot_id ?? '', tier: e.tier ?? '', creative_id: e.creative_id ?? '', clearing_cpm: e.clearing_cpm ?? 0, multiplier: e.multiplier ?? 0, cost_usd: e.cost_usd ?? 0, duration_ms: e.duration_ms ?? 0 })
     }

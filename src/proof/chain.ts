@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { iso } from '../clock.js'
 import type { ProofRecord } from '../generated/types.js'
-import type { Outbox } from '../store/outbox.js'
+import type { Deps } from '../deps.js'
 import type { Store } from '../store/store.js'
-import { PROOF_VERSION, proofPayload, type ProofSigner, type SignedFields } from './signer.js'
+import { PROOF_VERSION, proofPayload, type SignedFields } from './signer.js'
 
 /** The digest a screen's first proof chains from. */
 export const GENESIS = '0'.repeat(64)
@@ -28,6 +28,9 @@ const DAY = 86_400_000
 export function chainDigest (prev: string, fields: SignedFields, signature: string): string {
   return createHash('sha256').update(`${prev}\n${proofPayload(fields)}\n${signature}`).digest('hex')
 }
+
+/** What issuing a proof writes to: the store, the signing key, webhook events and the analytics log. */
+export type ProofDeps = Pick<Deps, 'store' | 'proofSigner' | 'outbox' | 'funnel'>
 
 /** What a proof records beyond the signed fields. */
 export type ProofFacts = Pick<ProofRecord, 'verification_tier' | 'seat_id' | 'creative_id' | 'spot_id' | 'duration_ms' | 'completed' | 'givt'>
@@ -55,7 +58,7 @@ export function proofEventData (p: ProofRecord): Record<string, unknown> {
  * and by seat and time (a buyer's list), with the seat's day counts beside it so that the proof-of-play report
  * never scans proofs to count them.
  */
-export function issueProof (store: Store, signer: ProofSigner, outbox: Outbox, fields: SignedFields, facts: ProofFacts, now: number): ProofRecord {
+export function issueProof ({ store, proofSigner: signer, outbox, funnel }: ProofDeps, fields: SignedFields, facts: ProofFacts, now: number): ProofRecord {
   const head = store.proofHeads.get(fields.screenId)
   const prev = head?.digest ?? GENESIS
   const signature = signer.sign(fields)
@@ -84,6 +87,10 @@ export function issueProof (store: Store, signer: ProofSigner, outbox: Outbox, f
     for (const r of proof.givt.reasons) counts.reasons[r] = (counts.reasons[r] ?? 0) + 1
     store.proofDays.putSync(day, counts)
   }
+  funnel.append({
+    stage: 'proof', at: fields.timestamp, screens: [fields.screenId], tier: proof.verification_tier, proof_id: proof.proof_id, impression_id: fields.impressionId, ad_id: fields.adId,
+    device_id: fields.deviceId, duration_ms: proof.duration_ms, completed: proof.completed, givt_passed: proof.givt.passed, ...(proof.seat_id !== null ? { seat_id: proof.seat_id } : {})
+  })
   // A play the service saw itself is verified now; a partner's callback is announced by the intake, which knows the partner.
   if (proof.verification_tier !== 'impression_callback') outbox.append('impression.verified', `proof:${proof.proof_id}`, proofEventData(proof), proof.seat_id ?? undefined)
   return proof

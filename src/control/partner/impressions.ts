@@ -12,7 +12,7 @@ export const OFFLINE_WINDOW_MS = 72 * 3_600_000
 const MAX_SKEW_MS = 5 * 60_000
 
 /** The partner's server-side impression intake (spec: impression batch operation, path not shown). */
-export function impressionRoutes ({ store, inventory, proofSigner, outbox }: Deps): RouteDef[] {
+export function impressionRoutes ({ store, inventory, proofSigner, outbox, funnel }: Deps): RouteDef[] {
   /** The partner's impressions reported for the UTC day of a play, this one included. */
   const countDay = (partnerId: string, at: number): number => {
     const key = `partner-impressions:${partnerId}:${new Date(at).toISOString().slice(0, 10)}`
@@ -70,7 +70,7 @@ export function impressionRoutes ({ store, inventory, proofSigner, outbox }: Dep
             if (creative === undefined) throw new ApiError('creative_not_found', `No creative ${item.adId}.`, { param: 'adId' })
             const durationMs = Math.round(item.duration * 1000)
             const givt = givtOf(store, screen, { timestamp: item.timestamp, durationMs, completed: item.completed, slotSeconds: screen.slot_duration_seconds })
-            const proof = issueProof(store, proofSigner, outbox, { timestamp: item.timestamp, adId: item.adId, impressionId: item.impressionId, screenId: screen.screen_id, deviceId: screen.device_id }, {
+            const proof = issueProof({ store, proofSigner, outbox, funnel }, { timestamp: item.timestamp, adId: item.adId, impressionId: item.impressionId, screenId: screen.screen_id, deviceId: screen.device_id }, {
               verification_tier: 'impression_callback', seat_id: creative.seat_id, creative_id: creative.creative_id, spot_id: null, duration_ms: durationMs, completed: item.completed, givt
             }, ctx.now)
             outbox.append('impression.delivered', `proof:${proof.proof_id}`, { ...proofEventData(proof), partner_id: partner.id, reconciled: false, partner_impressions_today: countDay(partner.id, item.timestamp) }, creative.seat_id)

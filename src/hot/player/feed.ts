@@ -115,7 +115,7 @@ export function spotEvent ({ store, notices, funnel, outbox, proofSigner }: Deps
     if (spot.campaign_id !== undefined) recordDelivery(store, outbox, spot.campaign_id, Math.max(1, Math.round(multiplier)), 0, now)
     if (spot.creative_id !== undefined) {
       const durationMs = Math.round(input.durationMs ?? at - next.started_at)
-      const proof = issueProof(store, proofSigner, outbox, { timestamp: at, adId: spot.creative_id, impressionId: spot.spot_id, screenId: screen.screen_id, deviceId: screen.device_id }, {
+      const proof = issueProof({ store, proofSigner, outbox, funnel }, { timestamp: at, adId: spot.creative_id, impressionId: spot.spot_id, screenId: screen.screen_id, deviceId: screen.device_id }, {
         verification_tier: input.tier,
         seat_id: spot.seat_id ?? null,
         creative_id: spot.creative_id,
