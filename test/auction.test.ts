@@ -111,7 +111,7 @@ t.test('the open auction: second price plus a cent, nurl and lurl with their mac
   t.match(alpha, { bids: 1, accepted: 1, wins: 0, win_rate: 0, spend_usd: 0 })
 
   const stages = svc.service.funnel.read(100).map((e) => e.event.stage)
-  t.same([...new Set(stages)].sort(), ['auction', 'bid_received', 'play_completed', 'render_started', 'request'], 'the funnel recorded each stage')
+  t.same([...new Set(stages)].sort(), ['auction', 'bid_received', 'play_completed', 'proof', 'render_started', 'request'], 'the funnel recorded each stage')
   const completed = svc.service.funnel.read(100).find((e) => e.event.stage === 'play_completed')!.event
   t.match(completed, { seat_id: 'bravo', screens: [m.screenId], tier: 'open_auction', clearing_cpm: 6.01, multiplier: 6, cost_usd: 0.03606 })
 })
