@@ -96,7 +96,7 @@ t.test('pipelined requests are all answered, in order, on one connection', async
 t.test('autocannon -p 10 gets a correct answer to every request on every kind of route (public routes stay under their 600/min limit)', async (t) => {
   const svc = await startTestService(t)
   const { key } = await svc.onboard('cannon')
-  await svc.admin('PUT', '/admin/v1/seats/cannon/rate-limits', { limits: { account: 1_000_000, inventory: 1_000_000, bidding: 1_000_000 } })
+  await svc.admin('PUT', '/admin/v1/seats/cannon/rate-limits', { limits: { account: 1_000_000, inventory: 1_000_000, bidding: 1_000_000, reporting: 1_000_000 } })
   const { registerPartner, registerDevices, deviceBody } = await import('./helpers/fleet.js')
   const { approvedCreative } = await import('./helpers/creatives.js')
   const partner = await registerPartner(svc)
@@ -109,6 +109,8 @@ t.test('autocannon -p 10 gets a correct answer to every request on every kind of
   await svc.admin('PUT', '/admin/v1/bidder-aliases/cannon-x', { name: 'Cannon Exchange', ip_allowlist: ['127.0.0.1'] })
   const ortb = JSON.stringify({ id: 'r', imp: [{ id: '1', banner: { w: 1920, h: 1080 }, bidfloor: 1 }], device: { geo: { country: 'USA' } } })
   const heartbeat = JSON.stringify({ heartbeats: [{ device_id: 'cannon-1' }, { device_id: 'cannon-2' }] })
+  const impressions = JSON.stringify({ impressions: [{ adId: creative, impressionId: 'cannon-imp', deviceId: 'cannon-1', duration: 15, completed: true, timestamp: svc.clock.now() }] })
+  const today = new Date(svc.clock.now()).toISOString().slice(0, 10)
   const run = (opts: autocannon.Options) => new Promise<autocannon.Result>((resolve, reject) => {
     autocannon({ connections: 4, pipelining: 10, amount: 2000, timeout: 5, ...opts }, (err, result) => err ? reject(err) : resolve(result))
   })
@@ -125,7 +127,14 @@ t.test('autocannon -p 10 gets a correct answer to every request on every kind of
     ['POST bid', { url: `${svc.url}/openrtb/v2/bid`, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: bid }],
     ['GET stats', { url: `${svc.url}/openrtb/v2/stats`, headers: { authorization: `Bearer ${key}` } }],
     ['POST player spots', { url: `${svc.url}${embed}/spots`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }],
-    ['POST exchange bid', { url: `${svc.url}/openrtb/bidder/cannon-x/bid`, method: 'POST', headers: { 'content-type': 'application/json' }, body: ortb }]
+    ['POST exchange bid', { url: `${svc.url}/openrtb/bidder/cannon-x/bid`, method: 'POST', headers: { 'content-type': 'application/json' }, body: ortb }],
+    ['GET player VAST', { url: `${svc.url}${embed}/vast` }],
+    ['POST partner impressions', { url: `${svc.url}/v1/partner/impressions`, method: 'POST', headers: { authorization: `Bearer ${partner.key}`, 'content-type': 'application/json' }, body: impressions }],
+    ['GET proof public key', { url: `${svc.url}/v1/advertiser/proof/.well-known/public-key`, headers: { 'x-forwarded-for': '192.0.2.78' }, amount: 500 }],
+    ['POST verify-proof', { url: `${svc.url}/v1/advertiser/proof/verify-proof`, method: 'POST', amount: 500, headers: { 'content-type': 'application/json', 'x-forwarded-for': '192.0.2.79' }, body: JSON.stringify({ signature: 'ed25519=00', timestamp: 1, adId: 'a', impressionId: 'i', screenId: 's', deviceId: 'd' }) }],
+    ['GET proofs', { url: `${svc.url}/v1/advertiser/proof/proofs?limit=10`, headers: { authorization: `Bearer ${key}` } }],
+    ['GET proof-of-play', { url: `${svc.url}/openrtb/v2/proof-of-play?start_date=${today}&end_date=${today}&limit=10`, headers: { authorization: `Bearer ${key}` } }],
+    ['GET reports summary (202 or 200)', { url: `${svc.url}/openrtb/v2/reports/summary`, headers: { authorization: `Bearer ${key}` } }]
   ]
   for (const [name, opts] of targets) {
     const result = await run(opts)
