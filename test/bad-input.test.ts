@@ -11,10 +11,10 @@ function codeOf (envelope: 'flat' | 'nested', body: any): string | undefined {
 }
 
 /** A route path with its parameters set to the fixtures' ids. */
-function fill (path: string, f: { keyId: string, screenId: string, partnerId: string, creativeId: string, uploadToken: string, campaignId: string, reservationId: string, dealId: string, embedToken: string, spotId: string }, keyId = f.keyId): string {
+function fill (path: string, f: { keyId: string, screenId: string, partnerId: string, creativeId: string, uploadToken: string, campaignId: string, reservationId: string, dealId: string, embedToken: string, spotId: string, webhookId: string }, keyId = f.keyId): string {
   return path.replace(':alias', 'sweep-exchange').replace('/embed/:token', `/embed/${f.embedToken}`).replace(':spot_id', f.spotId).replace(':creative_id', f.creativeId).replace(':seat_id', 'sweep').replace(':key_id', keyId).replace(':device_id', 'sweep-dev').replace(':token', f.uploadToken).replace(':dealId', f.dealId)
     .replace('/partners/:id', `/partners/${f.partnerId}`).replace('/creatives/:id', `/creatives/${f.creativeId}`)
-    .replace('/campaigns/:id', `/campaigns/${f.campaignId}`).replace('/reservations/:id', `/reservations/${f.reservationId}`).replace(':id', f.screenId)
+    .replace('/campaigns/:id', `/campaigns/${f.campaignId}`).replace('/reservations/:id', `/reservations/${f.reservationId}`).replace('/webhooks/:id', `/webhooks/${f.webhookId}`).replace(':id', f.screenId)
 }
 
 async function fixtures (svc: TestService) {
@@ -34,7 +34,8 @@ async function fixtures (svc: TestService) {
   const embedToken = new URL(device.body.data.embed_url).pathname.split('/').pop() as string
   await svc.admin('PUT', '/admin/v1/bidder-aliases/sweep-exchange', { name: 'Sweep Exchange', ip_allowlist: ['127.0.0.1', '198.51.0.0/16'] })
   const spot = (await svc.request('POST', `/embed/${embedToken}/spots`, { body: {} })).body.data
-  return { embedToken, spotId: spot.spot_id as string, seatKey: key as string, keyId: keyId as string, partnerKey, partnerId: partner.body.data.partner.id as string, screenId: device.body.data.screen_id as string, creativeId: creative.creative_id as string, uploadToken, approvedCreativeId: approved, campaignId: campaign.campaign_id as string, reservationId: reservation.reservation_id as string, dealId: deal.deal_id as string }
+  const webhook = (await svc.request('POST', '/openrtb/v2/webhooks', { key, body: { url: 'https://hooks.sweep.example/x', events: ['screen.offline'] } })).body.data.webhook
+  return { webhookId: webhook.webhook_id as string, embedToken, spotId: spot.spot_id as string, seatKey: key as string, keyId: keyId as string, partnerKey, partnerId: partner.body.data.partner.id as string, screenId: device.body.data.screen_id as string, creativeId: creative.creative_id as string, uploadToken, approvedCreativeId: approved, campaignId: campaign.campaign_id as string, reservationId: reservation.reservation_id as string, dealId: deal.deal_id as string }
 }
 
 t.test('every route with a body refuses bad bodies with its envelope and writes nothing', async (t) => {
@@ -138,6 +139,8 @@ t.test('every mutating route honours ?dry_run=true: the real checks run, nothing
     'DELETE /admin/v1/bidder-aliases/:alias': undefined,
     'POST /openrtb/bidder/:alias/bid': { id: 'dry-req', imp: [{ id: '1', banner: { w: 1920, h: 1080 }, bidfloor: 1 }] },
     'POST /openrtb/v2/forecast': { budget_usd: 100, targeting: { venue_type: 'gym' } },
+    'POST /openrtb/v2/webhooks': { url: 'https://hooks.sweep.example/dry', events: ['screen.online'] },
+    'DELETE /openrtb/v2/webhooks/:id': undefined,
     'POST /v1/partner/impressions': { impressions: [{ adId: f.approvedCreativeId, impressionId: 'dry-1', deviceId: 'sweep-dev', duration: 15, completed: true, timestamp: Date.now() }] },
     'POST /v1/advertiser/proof/verify-proof': { signature: 'ed25519=00', timestamp: 1, adId: 'a', impressionId: 'i', screenId: 's', deviceId: 'd' }
   }

@@ -1,4 +1,4 @@
-import type { Assignment, Campaign, Creative, Deal, Reservation, CustomRateLimits, Display, OperatingHours, Scope, SeatStatus, VenueType } from '../generated/types.js'
+import type { Assignment, Campaign, Creative, CustomRateLimits, Deal, Display, OperatingHours, Reservation, Scope, SeatStatus, VenueType, Webhook } from '../generated/types.js'
 import type { FeinState } from '../inventory/fein.js'
 
 // Storage shapes. These are not wire objects (those live in schemas/): they hold what the wire never shows, such as
@@ -105,6 +105,12 @@ export interface CampaignRecord extends Omit<Campaign, 'screens'> {
 
 export interface AssignmentRecord extends Assignment {
   seat_id: string
+}
+
+/** A webhook subscription: the wire view plus its owner and its secret, sealed (never stored in the clear). */
+export interface WebhookRecord extends Webhook {
+  seat_id: string
+  secret_sealed: string
 }
 
 export interface ReservationRecord extends Reservation {

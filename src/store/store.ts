@@ -5,7 +5,7 @@ import { CachedTable } from './read-cache.js'
 import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
 import type { FunnelEvent, ProofRecord } from '../generated/types.js'
 import type { ChainHead, ProofDay } from '../proof/chain.js'
-import type { BidderAliasRecord, CampaignLedger, ExchangeBidRecord, HourStats, NoticeRecord, SpotRecord, StoredBid, AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord } from './records.js'
+import type { BidderAliasRecord, CampaignLedger, ExchangeBidRecord, HourStats, NoticeRecord, SpotRecord, StoredBid, AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord, WebhookRecord } from './records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
 export interface Store {
@@ -59,6 +59,8 @@ export interface Store {
   notices: Database<NoticeRecord, [number, string]>
   /** event id (ms x 1000 + sequence) -> a funnel event waiting for the analytics process. */
   funnel: Database<FunnelEvent, number>
+  /** webhook_id -> a webhook subscription (listed per seat through bySeat, kind 'webhook'). */
+  webhooks: Database<WebhookRecord, string>
   /** proof_id -> a signed proof of play. */
   proofs: Database<ProofRecord, string>
   /** screen_id -> the last proof of the screen's hash chain. */
@@ -191,6 +193,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     plays: root.openDB<number, [string, string, string]>('plays', { keyEncoding: 'ordered-binary' }),
     notices: root.openDB<NoticeRecord, [number, string]>('notices', { keyEncoding: 'ordered-binary', ...shared }),
     funnel: root.openDB<FunnelEvent, number>('funnel_events', { keyEncoding: 'ordered-binary', ...shared }),
+    webhooks: db('webhooks'),
     proofs: root.openDB<ProofRecord, string>('proofs', { ...shared }),
     proofHeads: db('proof_heads'),
     proofChain: root.openDB<string, [string, number]>('proof_chain', { keyEncoding: 'ordered-binary' }),

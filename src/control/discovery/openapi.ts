@@ -180,6 +180,9 @@ Every completed play of a creative gets a proof signed with the service's Ed2551
 
 Partners: GET /v1/partner/analytics (data.partner.total_impressions, total_revenue_cents: gross buyer spend on the partner's screens in whole cents) and GET /v1/partner/earnings (per UTC day and per screen), over start_date..end_date (UTC days, at most 90 back; default the last 7 days), answered from ClickHouse like the reports (202 pending, then 200).
 
+## Webhooks
+POST /openrtb/v2/webhooks subscribes an https URL on a public host to events (impression.delivered, impression.verified, campaign.allocated, campaign.started, campaign.completed, creative.moderation.completed, screen.online, screen.offline) and returns its whsec_ secret once; GET lists the seat's subscriptions without secrets; DELETE removes one (404 webhook_not_found when unknown or another seat's). At most 10 active per seat.
+
 ## Discovery
 /sellers.json (IAB sellers.json 1.0), /app-ads.txt and /ads.txt (301 to /app-ads.txt) are public and cached 24 hours; this document is cached 5 minutes.`
 
