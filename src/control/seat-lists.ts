@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.js'
+import { decodeCursor, encodeCursor } from '../http/cursor.js'
 import type { ListQuery } from '../generated/types.js'
 import type { Store } from '../store/store.js'
 
@@ -12,16 +12,7 @@ export function indexForSeat (store: Store, kind: string, seatId: string, create
 /** One page of a seat's items of a kind, newest first, optionally by status. */
 export function seatPage<T extends { status: string }, V> (store: Store, kind: string, seatId: string, q: ListQuery, load: (id: string) => T | undefined, view: (item: T) => V): { items: V[], cursor: { next: string | null, has_more: boolean } } {
   const seat = seatId.toLowerCase()
-  let after: [string, string, number, string] | undefined
-  if (q.cursor !== undefined) {
-    try {
-      const [ms, id] = JSON.parse(Buffer.from(q.cursor, 'base64url').toString()) as [number, string]
-      if (typeof ms !== 'number' || typeof id !== 'string') throw new Error('shape')
-      after = [kind, seat, ms, id]
-    } catch {
-      throw new ApiError('invalid_parameter', 'cursor is not valid.', { param: 'cursor' })
-    }
-  }
+  const after: [string, string, number, string] | undefined = q.cursor !== undefined ? [kind, seat, ...decodeCursor(q.cursor)] : undefined
   const items: V[] = []
   let last: [string, string, number, string] | undefined
   let more = false
@@ -32,5 +23,5 @@ export function seatPage<T extends { status: string }, V> (store: Store, kind: s
     items.push(view(item))
     last = key as unknown as [string, string, number, string]
   }
-  return { items, cursor: { next: more && last ? Buffer.from(JSON.stringify([last[2], last[3]])).toString('base64url') : null, has_more: more } }
+  return { items, cursor: { next: more && last ? encodeCursor(last[2], last[3]) : null, has_more: more } }
 }

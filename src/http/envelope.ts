@@ -33,6 +33,11 @@ export function flatError (err: ApiError, requestId: string): string {
   return JSON.stringify({ success: false, error: err.message, error_code: err.code, request_id: requestId, ...err.extras })
 }
 
+/** The error of one refused item of a partner batch: the code, message and param a single call would answer. */
+export function itemError (err: ApiError): { code: string, message: string, param?: string } {
+  return { code: err.code.toUpperCase(), message: err.message, ...(err.extras.param !== undefined ? { param: err.extras.param } : {}) }
+}
+
 /** The nested envelope used on partner-style routes; code is the flat code in upper snake case. */
 export function nestedError (err: ApiError, requestId: string, baseUrl: string): string {
   const hint = HINTS[err.code] ?? { suggestion: 'Fix the request as the message says and retry.', related: [] }

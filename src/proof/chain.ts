@@ -35,12 +35,17 @@ export type ProofDeps = Pick<Deps, 'store' | 'proofSigner' | 'outbox' | 'funnel'
 /** What a proof records beyond the signed fields. */
 export type ProofFacts = Pick<ProofRecord, 'verification_tier' | 'seat_id' | 'creative_id' | 'spot_id' | 'duration_ms' | 'completed' | 'givt'>
 
-/** Counts a repeated impression id filtered out (no second proof) in the seat's day of the play, for GIVT reporting. */
-export function countDuplicate (store: Store, seatId: string, timestamp: number): void {
+/** Changes the seat's counts for the UTC day of a play; call inside Store.write. */
+function countDay (store: Store, seatId: string, timestamp: number, change: (counts: ProofDay) => void): void {
   const day: [string, number] = [seatId.toLowerCase(), Math.floor(timestamp / DAY) * DAY]
   const counts = store.proofDays.get(day) ?? { tiers: {}, passed: 0, filtered: 0, reasons: {} }
-  counts.reasons.duplicate_impression = (counts.reasons.duplicate_impression ?? 0) + 1
+  change(counts)
   store.proofDays.putSync(day, counts)
+}
+
+/** Counts a repeated impression id filtered out (no second proof) in the seat's day of the play, for GIVT reporting. */
+export function countDuplicate (store: Store, seatId: string, timestamp: number): void {
+  countDay(store, seatId, timestamp, (counts) => { counts.reasons.duplicate_impression = (counts.reasons.duplicate_impression ?? 0) + 1 })
 }
 
 /** What webhook events say of a proof. */
@@ -77,15 +82,13 @@ export function issueProof ({ store, proofSigner: signer, outbox, funnel }: Proo
   store.proofByImpression.putSync(fields.impressionId, proof.proof_id)
   store.proofTimes.putSync([fields.screenId, fields.timestamp, proof.proof_id], proof.proof_id)
   if (proof.seat_id !== null) {
-    const seat = proof.seat_id.toLowerCase()
-    store.proofsBySeat.putSync([seat, fields.timestamp, proof.proof_id], proof.proof_id)
-    const day: [string, number] = [seat, Math.floor(fields.timestamp / DAY) * DAY]
-    const counts = store.proofDays.get(day) ?? { tiers: {}, passed: 0, filtered: 0, reasons: {} }
-    counts.tiers[proof.verification_tier] = (counts.tiers[proof.verification_tier] ?? 0) + 1
-    if (proof.givt.passed) counts.passed++
-    else counts.filtered++
-    for (const r of proof.givt.reasons) counts.reasons[r] = (counts.reasons[r] ?? 0) + 1
-    store.proofDays.putSync(day, counts)
+    store.proofsBySeat.putSync([proof.seat_id.toLowerCase(), fields.timestamp, proof.proof_id], proof.proof_id)
+    countDay(store, proof.seat_id, fields.timestamp, (counts) => {
+      counts.tiers[proof.verification_tier] = (counts.tiers[proof.verification_tier] ?? 0) + 1
+      if (proof.givt.passed) counts.passed++
+      else counts.filtered++
+      for (const r of proof.givt.reasons) counts.reasons[r] = (counts.reasons[r] ?? 0) + 1
+    })
   }
   funnel.append({
     stage: 'proof', at: fields.timestamp, screens: [fields.screenId], tier: proof.verification_tier, proof_id: proof.proof_id, impression_id: fields.impressionId, ad_id: fields.adId,

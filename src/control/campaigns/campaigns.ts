@@ -10,6 +10,7 @@ import { ok, route, type RouteDef } from '../../http/route.js'
 import { qualityOf, vasOf } from '../../inventory/adslot-index.js'
 import { summaryOf } from '../../inventory/rows.js'
 import type { AssignmentRecord, CampaignRecord } from '../../store/records.js'
+import type { Store } from '../../store/store.js'
 import { indexForSeat, seatPage } from '../seat-lists.js'
 import { approvedCreative, checkFlight, usableScreens } from './common.js'
 
@@ -48,15 +49,17 @@ export function place (deps: Pick<Deps, 'store' | 'outbox' | 'config'>, seatId: 
   return a
 }
 
+/** The seat's campaign with this id; 404 campaign_not_found when it is unknown or another seat's. */
+export function seatCampaign (store: Store, seatId: string, id: string): CampaignRecord {
+  const c = store.campaigns.get(id)
+  if (c === undefined || c.seat_id.toLowerCase() !== seatId.toLowerCase()) throw new ApiError('campaign_not_found', `No campaign ${id} belongs to this seat.`, { param: 'id' })
+  return c
+}
+
 /** Campaigns and direct assignments (spec, Campaigns). */
 export function campaignRoutes (deps: Deps): RouteDef[] {
   const { store, outbox, inventory } = deps
   const common = { tag: 'Campaigns', envelope: 'flat', auth: 'seat', scope: 'campaigns:write', rateGroup: 'campaigns' } as const
-  const own = (seatId: string, id: string): CampaignRecord => {
-    const c = store.campaigns.get(id)
-    if (c === undefined || c.seat_id.toLowerCase() !== seatId.toLowerCase()) throw new ApiError('campaign_not_found', `No campaign ${id} belongs to this seat.`, { param: 'id' })
-    return c
-  }
   const move = (name: 'pause' | 'resume') => route<ActionRequest>({
     ...common,
     method: 'post',
@@ -67,7 +70,7 @@ export function campaignRoutes (deps: Deps): RouteDef[] {
     data: 'Campaign',
     errors: ['campaign_not_found', 'invalid_transition'],
     handler: (ctx) => {
-      const c = own(ctx.principal!.seat!.seat_id, ctx.params.id!)
+      const c = seatCampaign(store, ctx.principal!.seat!.seat_id, ctx.params.id!)
       const allowed = name === 'pause' ? c.status === 'scheduled' || c.status === 'active' : c.status === 'paused'
       if (!allowed) throw new ApiError('invalid_transition', `A ${c.status} campaign cannot be ${name}d.`, { status: c.status })
       const status = name === 'pause' ? 'paused' : datedStatus({ ...c, status: 'active' }, ctx.now)
@@ -153,7 +156,7 @@ export function campaignRoutes (deps: Deps): RouteDef[] {
       summary: 'One campaign with its delivery so far',
       data: 'Campaign',
       errors: ['campaign_not_found'],
-      handler: (ctx) => ok(campaignView(own(ctx.principal!.seat!.seat_id, ctx.params.id!)))
+      handler: (ctx) => ok(campaignView(seatCampaign(store, ctx.principal!.seat!.seat_id, ctx.params.id!)))
     }),
     move('pause'),
     move('resume'),
@@ -171,7 +174,7 @@ export function campaignRoutes (deps: Deps): RouteDef[] {
         const seatId = ctx.principal!.seat!.seat_id
         const body = ctx.body
         approvedCreative(store, seatId, body.creative_id)
-        if (body.campaign_id !== undefined) own(seatId, body.campaign_id)
+        if (body.campaign_id !== undefined) seatCampaign(store, seatId, body.campaign_id)
         checkFlight(body.start_date, body.end_date, ctx.now)
         const screens = usableScreens(inventory, body.screen_ids)
         return ok(assignmentView(place(deps, seatId, body, screens, ctx.now, 'assignment')), 201)

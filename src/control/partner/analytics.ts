@@ -1,4 +1,4 @@
-import { Reports } from '../../analytics/reports.js'
+import { Reports, type Window } from '../../analytics/reports.js'
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
 import type { PartnerAnalyticsQuery } from '../../generated/types.js'
@@ -20,17 +20,18 @@ export function partnerAnalyticsRoutes ({ store, analytics, reports: cache, cloc
     for (const { key, value } of store.devices.getRange({ start: `${partnerId}\u0000`, end: `${partnerId}\u0001` })) out.set(value, key.slice(partnerId.length + 1))
     return out
   }
-  /** The cache key of a query (checked now: a bad window is a 400 at once) and the report over the window at compute time. */
-  const ask = (kind: string, partnerId: string, q: PartnerAnalyticsQuery, now: number) => {
+  /**
+   * The partner's delivery in the query's window (checked now: a bad window is a 400 at once, computed over the
+   * window at compute time), computed once for both routes and shown by each in its own shape.
+   */
+  type Delivery = { w: Window, screens: Map<string, string>, r: Awaited<ReturnType<Reports['partner']>> }
+  const delivery = <V extends object>(partnerId: string, q: PartnerAnalyticsQuery, now: number, shape: (d: Delivery) => V) => {
     const { key } = windowOf(q, now, MAX_DAYS, DEFAULT_DAYS)
-    return {
-      cacheKey: [kind, partnerId, key].join('|'),
-      compute: async () => {
-        const w = windowOf(q, clock.now(), MAX_DAYS, DEFAULT_DAYS).window
-        const screens = screensOf(partnerId)
-        return { w, screens, r: await reports.partner([...screens.keys()], w) }
-      }
-    }
+    return answer(cache, ['partner', partnerId, key].join('|'), async (): Promise<Delivery> => {
+      const w = windowOf(q, clock.now(), MAX_DAYS, DEFAULT_DAYS).window
+      const screens = screensOf(partnerId)
+      return { w, screens, r: await reports.partner([...screens.keys()], w) }
+    }, shape)
   }
   return [
     route<undefined, PartnerAnalyticsQuery>({
@@ -42,11 +43,9 @@ export function partnerAnalyticsRoutes ({ store, analytics, reports: cache, cloc
       data: 'PartnerAnalytics',
       handler: (ctx) => {
         const partnerId = ctx.principal!.partner!.id
-        const a = ask('partner-analytics', partnerId, ctx.q, ctx.now)
-        return answer(cache, a.cacheKey, async () => {
-          const { w, screens, r } = await a.compute()
-          return { from: iso(w.from), to: iso(w.to), partner: { partner_id: partnerId, screens: screens.size, total_plays: r.plays, total_impressions: r.impressions, total_revenue_cents: cents(r.spend), total_revenue_usd: r.spend } }
-        })
+        return delivery(partnerId, ctx.q, ctx.now, ({ w, screens, r }) => ({
+          from: iso(w.from), to: iso(w.to), partner: { partner_id: partnerId, screens: screens.size, total_plays: r.plays, total_impressions: r.impressions, total_revenue_cents: cents(r.spend), total_revenue_usd: r.spend }
+        }))
       }
     }),
     route<undefined, PartnerAnalyticsQuery>({
@@ -56,20 +55,13 @@ export function partnerAnalyticsRoutes ({ store, analytics, reports: cache, cloc
       summary: 'The partner\'s gross earnings per day and per screen',
       description: `Every UTC day of the window (zeros included) and the screens that played, highest revenue first (at most 500). ${async}`,
       data: 'PartnerEarnings',
-      handler: (ctx) => {
-        const partnerId = ctx.principal!.partner!.id
-        const a = ask('partner-earnings', partnerId, ctx.q, ctx.now)
-        return answer(cache, a.cacheKey, async () => {
-          const { w, screens, r } = await a.compute()
-          return {
-            from: iso(w.from),
-            to: iso(w.to),
-            total_revenue_cents: cents(r.spend),
-            days: r.days.map((d) => ({ date: d.period.slice(0, 10), plays: d.plays, impressions: d.impressions, revenue_cents: cents(d.spend) })),
-            screens: r.screens.map((s) => ({ screen_id: s.screen_id, device_id: screens.get(s.screen_id) ?? '', plays: s.plays, impressions: s.impressions, revenue_cents: cents(s.spend) }))
-          }
-        })
-      }
+      handler: (ctx) => delivery(ctx.principal!.partner!.id, ctx.q, ctx.now, ({ w, screens, r }) => ({
+        from: iso(w.from),
+        to: iso(w.to),
+        total_revenue_cents: cents(r.spend),
+        days: r.days.map((d) => ({ date: d.period.slice(0, 10), plays: d.plays, impressions: d.impressions, revenue_cents: cents(d.spend) })),
+        screens: r.screens.map((s) => ({ screen_id: s.screen_id, device_id: screens.get(s.screen_id) ?? '', plays: s.plays, impressions: s.impressions, revenue_cents: cents(s.spend) }))
+      }))
     })
   ]
 }

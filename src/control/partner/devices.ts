@@ -2,6 +2,7 @@ import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import type { AudienceBatchRequest, AudienceUpdate, BatchResult, Device, DeviceBatchRequest, DeviceRegisterRequest, HeartbeatBatchRequest, HeartbeatRequest, PartnerListQuery } from '../../generated/types.js'
+import { itemError } from '../../http/envelope.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { validate } from '../../http/validate.js'
 import type { Inventory } from '../../inventory/inventory.js'
@@ -64,8 +65,7 @@ function judgeEach (items: unknown[], handle: (item: unknown) => Omit<ItemResult
     } catch (err) {
       if (!(err instanceof ApiError)) throw err
       const deviceId = (item as { device_id?: unknown } | null)?.device_id
-      const error = { code: err.code.toUpperCase(), message: err.message, ...(err.extras.param !== undefined ? { param: err.extras.param } : {}) }
-      result.results.push({ index, ...(typeof deviceId === 'string' ? { device_id: deviceId } : {}), status: 'rejected', error })
+      result.results.push({ index, ...(typeof deviceId === 'string' ? { device_id: deviceId } : {}), status: 'rejected', error: itemError(err) })
       result.rejected++
     }
   })

@@ -1,6 +1,7 @@
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import type { ImpressionBatchRequest, ImpressionBatchResult, ImpressionItem } from '../../generated/types.js'
+import { itemError } from '../../http/envelope.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { validate } from '../../http/validate.js'
 import { countDuplicate, issueProof, proofEventData } from '../../proof/chain.js'
@@ -78,8 +79,7 @@ export function impressionRoutes ({ store, inventory, proofSigner, outbox, funne
             out.accepted++
           } catch (err) {
             if (!(err instanceof ApiError)) throw err
-            const error = { code: err.code.toUpperCase(), message: err.message, ...(err.extras.param !== undefined ? { param: err.extras.param } : {}) }
-            out.results.push({ index, ...(impressionId !== undefined ? { impressionId } : {}), status: 'rejected', error })
+            out.results.push({ index, ...(impressionId !== undefined ? { impressionId } : {}), status: 'rejected', error: itemError(err) })
             out.rejected++
           }
         })

@@ -43,7 +43,7 @@ export function proofOfPlayRoute ({ store, proofSigner }: Deps): RouteDef {
         for (const [r, n] of Object.entries(value.reasons)) givt.reasons[r] = (givt.reasons[r] ?? 0) + n
       }
       if (counts.total > 0) givt.pass_rate = Math.round((givt.passed / counts.total) * 10_000) / 10_000
-      const page = seatProofs(store, seat, { from, to: last + DAY - 1, limit: q.limit ?? 100, ...(q.screen_id !== undefined ? { screenId: q.screen_id } : {}), ...(q.tier !== undefined ? { tier: q.tier } : {}), ...(q.cursor !== undefined ? { cursor: q.cursor } : {}) })
+      const page = seatProofs(store, seat, from, last + DAY - 1, q)
       return ok({ start_date: q.start_date, end_date: q.end_date, counts, givt, ...page, public_key: proofSigner.publicKeyHex })
     }
   })

@@ -3,6 +3,7 @@ import { ApiError } from '../../errors.js'
 import type { ProofListQuery, VerifyProofRequest } from '../../generated/types.js'
 import { ok, raw, route, type RouteDef } from '../../http/route.js'
 import { exportProofs } from '../../proof/export.js'
+import { seatCampaign } from '../campaigns/campaigns.js'
 import { checkTier, seatProofs } from '../../proof/list.js'
 import { PROOF_VERSION } from '../../proof/signer.js'
 
@@ -55,7 +56,7 @@ export function proofRoutes ({ store, proofSigner }: Deps): RouteDef[] {
         const q = ctx.q
         checkTier(q.tier)
         const to = q.to ?? ctx.now
-        const page = seatProofs(store, ctx.principal!.seat!.seat_id, { from: q.from ?? to - 7 * DAY, to, limit: q.limit ?? 100, ...(q.screen_id !== undefined ? { screenId: q.screen_id } : {}), ...(q.tier !== undefined ? { tier: q.tier } : {}), ...(q.cursor !== undefined ? { cursor: q.cursor } : {}) })
+        const page = seatProofs(store, ctx.principal!.seat!.seat_id, q.from ?? to - 7 * DAY, to, q)
         return ok({ ...page, public_key: proofSigner.publicKeyHex })
       }
     }),
@@ -72,9 +73,7 @@ export function proofRoutes ({ store, proofSigner }: Deps): RouteDef[] {
       data: 'ProofExport',
       errors: ['campaign_not_found'],
       handler: (ctx) => {
-        const campaign = store.campaigns.get(ctx.params.id!)
-        if (campaign === undefined || campaign.seat_id.toLowerCase() !== ctx.principal!.seat!.seat_id.toLowerCase()) throw new ApiError('campaign_not_found', `No campaign ${ctx.params.id} belongs to this seat.`, { param: 'id' })
-        return ok(exportProofs(store, proofSigner, campaign, ctx.now))
+        return ok(exportProofs(store, proofSigner, seatCampaign(store, ctx.principal!.seat!.seat_id, ctx.params.id!), ctx.now))
       }
     }),
     route({

@@ -33,11 +33,12 @@ export function windowOf (q: WindowQuery, now: number, maxDays: number, defaultD
 
 /**
  * A cached report answer as HTTP: 200 with the report (generated_at, stale), 202 with status pending and
- * Retry-After while ClickHouse computes it, 503 when ClickHouse is unavailable.
+ * Retry-After while ClickHouse computes it, 503 when ClickHouse is unavailable. shape turns what was computed into
+ * the answer, so that routes showing one computation differently share its cache entry.
  */
-export function answer<T extends object> (cache: ResultCache, key: string, compute: () => Promise<T>): Result {
+export function answer<T extends object, V extends object = T> (cache: ResultCache, key: string, compute: () => Promise<T>, shape: (data: T) => V = (data) => data as unknown as V): Result {
   const a = cache.get(key, compute)
-  if (a.state === 'ready') return ok({ ...a.data, generated_at: iso(a.computedAt), stale: a.stale }, 200, { 'X-Cache': a.stale ? 'stale' : 'fresh' })
+  if (a.state === 'ready') return ok({ ...shape(a.data), generated_at: iso(a.computedAt), stale: a.stale }, 200, { 'X-Cache': a.stale ? 'stale' : 'fresh' })
   if (a.state === 'pending') return ok({ status: 'pending', retry_after_seconds: RETRY_SECONDS }, 202, { 'Retry-After': String(RETRY_SECONDS) })
   throw new ApiError('service_unavailable', `Analytics is unavailable (${a.error}); retry shortly.`, { retry_after_seconds: 5 }, { 'Retry-After': '5' })
 }

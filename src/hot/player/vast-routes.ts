@@ -63,9 +63,8 @@ export function vastRoutes (deps: Deps): RouteDef[] {
         store.write(() => {
           if (event === 'impression' || event === 'start') spotEvent(deps, screen, spot, { event: 'render_started', tier: 'event_confirmed' }, ctx.now)
           else if (event === 'complete') {
-            const started = store.spots.get(spot.spot_id)!
-            const durationMs = started.started_at !== undefined ? ctx.now - started.started_at : spot.duration_seconds * 1000
-            spotEvent(deps, screen, started, { event: 'play_completed', tier: 'event_confirmed', durationMs }, ctx.now)
+            const durationMs = spot.started_at !== undefined ? ctx.now - spot.started_at : spot.duration_seconds * 1000
+            spotEvent(deps, screen, spot, { event: 'play_completed', tier: 'event_confirmed', durationMs }, ctx.now)
           }
         })
         return raw('', 'text/plain', 204)
