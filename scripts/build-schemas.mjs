@@ -19,7 +19,7 @@ const schemaDir = join(root, 'schemas')
 const outDir = join(root, 'src', 'generated')
 
 /** Annotation keywords of ours that Ajv must accept but not evaluate. */
-export const ANNOTATIONS = ['x-error-code', 'x-missing-code', 'x-error-codes', 'x-query']
+export const ANNOTATIONS = ['x-error-code', 'x-missing-code', 'x-error-codes', 'x-query', 'x-events']
 
 function walk (dir) {
   return readdirSync(dir).flatMap((name) => {

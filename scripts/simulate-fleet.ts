@@ -86,8 +86,17 @@ function progress (label: string, done: number, all: number, started: number): v
 
 async function call (method: string, path: string, body: unknown, key?: string): Promise<any> {
   for (let attempt = 0; ; attempt++) {
-    const res = await fetch(base + path, { method, headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify(body) })
-    const json = await res.json() as any
+    let res: Response
+    let json: any
+    try {
+      res = await fetch(base + path, { method, headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify(body) })
+      json = await res.json()
+    } catch (err) {
+      // A restarting service resets or refuses connections: a real screen retries, and so does this one.
+      if (attempt >= 5) throw err
+      await new Promise((r) => setTimeout(r, 2 ** attempt * 1000))
+      continue
+    }
     if (res.status === 429 && attempt < 5) {
       await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 1)))
       continue
@@ -229,6 +238,8 @@ async function stream (ps: Partner[], screens: Screen[]): Promise<void> {
   }
 }
 
+// Forked as the demo fleet of `npm start`: it goes when the service that started it goes, kill -9 included.
+process.once('disconnect', () => process.exit(0))
 const ps = await partners()
 const screens = await register(ps)
 await stream(ps, screens)

@@ -52,12 +52,16 @@ export interface Config {
   uploadUrlTtlSeconds: number
   /** ALLOW_PRIVATE_ASSET_URLS: test escape hatch letting creative URLs point at loopback and private addresses; refused with NODE_ENV=production. */
   allowPrivateAssetUrls: boolean
-  /** ALLOW_PRIVATE_CALLBACK_URLS: test escape hatch letting notices (nurl, lurl, burl, legacy notifications) reach loopback and private addresses; refused with NODE_ENV=production. */
+  /** ALLOW_PRIVATE_CALLBACK_URLS: test escape hatch letting notices (nurl, lurl, burl, legacy notifications) and webhooks (subscriptions and webhook_url) reach loopback and private addresses; refused with NODE_ENV=production. */
   allowPrivateCallbackUrls: boolean
   /** KEY_ENCRYPTION_KEY: 32 bytes (hex or base64) sealing API keys for signing legacy notifications; unset means one generated into DATA_DIR/secrets. */
   keyEncryptionKey: string | undefined
   /** NOTICE_TIMEOUT_MS: how long one outbound notice (nurl, lurl, burl, legacy notification) may take. */
   noticeTimeoutMs: number
+  /** DNS_SERVERS: comma-separated DNS servers (ip or ip:port) that resolve the hosts of outbound calls (notices, webhooks, creative assets) instead of the system resolver; every answer is still checked for private addresses. */
+  dnsServers: string[]
+  /** WEBHOOK_TIMEOUT_MS: how long one webhook delivery attempt may take before it counts as failed. */
+  webhookTimeoutMs: number
   /** PICKUP_SECONDS: how soon players show a new assignment (the spec's 30-60 s content refresh cycle). */
   pickupSeconds: number
   /** RESERVATION_HOLD_SECONDS: how long a reservation holds capacity (the spec's 15 minutes). */
@@ -156,6 +160,8 @@ export function loadConfig (env: Env = process.env): Config {
     allowPrivateCallbackUrls: testOnly(env, 'ALLOW_PRIVATE_CALLBACK_URLS'),
     keyEncryptionKey: str(env, 'KEY_ENCRYPTION_KEY'),
     noticeTimeoutMs: int(env, 'NOTICE_TIMEOUT_MS', 2000, 100, 60_000),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 5000, 100, 30_000),
+    dnsServers: (str(env, 'DNS_SERVERS') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''),
     pickupSeconds: int(env, 'PICKUP_SECONDS', 30, 1, 3600),
     durability: durabilityOf(env),
     syncIntervalMs: int(env, 'SYNC_INTERVAL_MS', 1000, 10, 60_000),

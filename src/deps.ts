@@ -14,6 +14,7 @@ import type { ProofSigner } from './proof/signer.js'
 import type { ObjectStore } from './store/objects.js'
 import type { Outbox } from './store/outbox.js'
 import type { Store } from './store/store.js'
+import type { DeliveryLog } from './webhooks/delivery-log.js'
 
 /** What route modules (hot and control) are built from. */
 export interface Deps {
@@ -30,6 +31,7 @@ export interface Deps {
   sealer: KeySealer
   proofSigner: ProofSigner
   notices: Notices
+  deliveries: DeliveryLog
   funnel: FunnelLog
   analytics: Analytics
   reports: ResultCache

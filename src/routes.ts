@@ -27,6 +27,7 @@ import { partnerAnalyticsRoutes } from './control/partner/analytics.js'
 import { impressionRoutes } from './control/partner/impressions.js'
 import { proofOfPlayRoute } from './control/proof/report.js'
 import { proofRoutes } from './control/proof/routes.js'
+import { deliveryRoutes } from './control/webhooks/deliveries.js'
 import { webhookRoutes } from './control/webhooks/subscriptions.js'
 import { playerRoutes } from './hot/player/routes.js'
 import { vastRoutes } from './hot/player/vast-routes.js'
@@ -49,6 +50,7 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
     ...playerRoutes(deps),
     ...vastRoutes(deps),
     ...proofRoutes(deps),
+    ...deliveryRoutes(deps),
     ...webhookRoutes(deps),
     proofOfPlayRoute(deps),
     ...bidderRoutes(deps),

@@ -5,7 +5,7 @@ import { KeySealer } from './auth/sealed-keys.js'
 import { FunnelLog } from './events/funnel.js'
 import { expireBids } from './hot/auction/expiry.js'
 import { expireExchangeBids } from './hot/bidder/route.js'
-import { LegacySigner } from './notify/legacy.js'
+import { biddingKinds } from './notify/kinds.js'
 import { Notices } from './notify/notices.js'
 import { NoticeSender } from './notify/sender.js'
 import { systemClock, type Clock } from './clock.js'
@@ -29,6 +29,9 @@ import { listen } from './http/server.js'
 import { createLogger, type Logger } from './log.js'
 import { Outbox } from './store/outbox.js'
 import { openStore, type Store } from './store/store.js'
+import { DeliveryLog } from './webhooks/delivery-log.js'
+import { WebhookDispatcher } from './webhooks/dispatcher.js'
+import { webhookKind } from './webhooks/kind.js'
 
 /** A running service. */
 export interface Service {
@@ -47,6 +50,9 @@ export interface Service {
   /** Outbound notices and their sender, for tests that wait for deliveries. */
   notices: Notices
   sender: NoticeSender
+  /** Outbox events fanned out to webhook deliveries, and their log. */
+  webhooks: WebhookDispatcher
+  deliveries: DeliveryLog
   /** The analytics process (ClickHouse) and the report answers drawn from it. */
   analytics: Analytics
   reports: ResultCache
@@ -78,13 +84,16 @@ export async function startService ({ config: given, clock = systemClock, log = 
   if (store.meta.get('settings:partner_display') === undefined) store.write(() => store.meta.putSync('settings:partner_display', config.partnerDisplay))
   const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain })
   const objects = new ObjectStore(config.dataDir)
-  const moderator = new Moderator(store, outbox, objects, clock, log, { maxBytes: config.maxCreativeBytes, timeoutMs: config.creativeFetchTimeoutMs, allowPrivate: config.allowPrivateAssetUrls })
+  const moderator = new Moderator(store, outbox, objects, clock, log, { maxBytes: config.maxCreativeBytes, timeoutMs: config.creativeFetchTimeoutMs, allowPrivate: config.allowPrivateAssetUrls, dnsServers: config.dnsServers })
   const bookings = new Bookings()
   bookings.register((screenId, date) => bookedOn(store, screenId, date))
   const sealer = KeySealer.open(config.keyEncryptionKey, config.dataDir)
   const notices = new Notices(store)
   const funnel = new FunnelLog(store)
-  const sender = new NoticeSender({ store, notices, clock, log, metrics, signer: new LegacySigner(store, sealer) }, { timeoutMs: config.noticeTimeoutMs, allowPrivate: config.allowPrivateCallbackUrls })
+  const deliveries = new DeliveryLog(store)
+  const kinds = { ...biddingKinds(store, sealer, config.noticeTimeoutMs), webhook: webhookKind({ store, sealer, notices, outbox, log: deliveries }, config.webhookTimeoutMs) }
+  const sender = new NoticeSender({ store, notices, clock, log, metrics, kinds }, { allowPrivate: config.allowPrivateCallbackUrls, dnsServers: config.dnsServers })
+  const webhooks = new WebhookDispatcher({ store, outbox, notices, deliveries, clock, log })
   const analytics = new Analytics({
     dataDir: config.dataDir,
     durability: config.durability,
@@ -98,16 +107,18 @@ export async function startService ({ config: given, clock = systemClock, log = 
   }, log)
   analytics.onShipped = (count) => funnel.shipped(count)
   const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000)
-  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, funnel, analytics, reports }, metrics)
+  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, analytics, reports }, metrics)
   server.mount(routes, deps)
   moderator.resume()
   sender.start()
+  webhooks.start()
   analytics.start()
   const runJobs = () => ({ ...inventory.runJobs(), ...runCampaignJobs(store, outbox, clock.now()), expiredBids: expireBids({ store, notices }, clock.now()), expiredExchangeBids: expireExchangeBids(store, clock.now()) })
   const timers = [
     setInterval(runJobs, 1000),
     setInterval(() => deps.limiter.sweep(), 60_000),
-    setInterval(() => deps.idempotency.sweep(), 3_600_000)
+    setInterval(() => deps.idempotency.sweep(), 3_600_000),
+    setInterval(() => deliveries.sweep(clock.now()), 3_600_000)
   ]
   for (const t of timers) t.unref()
   log.info('listening', { url, base_url: config.baseUrl, data_dir: config.dataDir })
@@ -126,6 +137,8 @@ export async function startService ({ config: given, clock = systemClock, log = 
     funnel,
     notices,
     sender,
+    webhooks,
+    deliveries,
     analytics,
     reports,
     close () {
@@ -143,6 +156,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
         server.closeAll()
         for (const t of timers) clearInterval(t)
         await moderator.close()
+        webhooks.close()
         await sender.close()
         await analytics.close()
         await store.close()

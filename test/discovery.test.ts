@@ -1,6 +1,7 @@
 import { Validator } from '@seriousme/openapi-schema-validator'
 import t from 'tap'
 import { errorTable } from '../src/errors.js'
+import { schemas } from '../src/generated/schemas.js'
 import { freshIp, startTestService } from './helpers/service.js'
 
 t.test('openapi.json: public, cached 5 minutes, valid OpenAPI 3.0, describing every route', async (t) => {
@@ -31,6 +32,11 @@ t.test('openapi.json: public, cached 5 minutes, valid OpenAPI 3.0, describing ev
   t.equal(doc.components.schemas.KeySummary.properties.revoked_at.nullable, true, 'JSON Schema null unions become nullable')
   t.same(doc.components.schemas.ErrorCode.enum, errorTable().map((e) => e.code), 'the error-code enum is the error table')
   t.match(doc.info.description, /dry_run=true/)
+  const hooks = doc['x-webhooks'] as Record<string, any>
+  t.same(Object.keys(hooks).sort(), [...new Set([...schemas.WebhookEventType.enum, ...schemas.GeneralEventType.enum])].sort(), 'x-webhooks documents every event sent')
+  t.match(hooks['screen.offline'].post.requestBody.content['application/json'].schema.allOf[1].properties.data.properties.object, { $ref: '#/components/schemas/ScreenStatusEvent' })
+  const asPaths = await new Validator().validate({ ...doc, paths: Object.fromEntries(Object.entries(hooks).map(([event, item]) => [`/${event}`, item])) })
+  t.same(asPaths.errors ?? [], [], 'each x-webhooks entry is a valid path item')
 })
 
 t.test('sellers.json, app-ads.txt and ads.txt: public, cached 24 hours, listing partners', async (t) => {

@@ -96,7 +96,7 @@ t.test('pipelined requests are all answered, in order, on one connection', async
 t.test('autocannon -p 10 gets a correct answer to every request on every kind of route (public routes stay under their 600/min limit)', async (t) => {
   const svc = await startTestService(t)
   const { key } = await svc.onboard('cannon')
-  await svc.admin('PUT', '/admin/v1/seats/cannon/rate-limits', { limits: { account: 1_000_000, inventory: 1_000_000, bidding: 1_000_000, reporting: 1_000_000 } })
+  await svc.admin('PUT', '/admin/v1/seats/cannon/rate-limits', { limits: { account: 1_000_000, inventory: 1_000_000, bidding: 1_000_000, reporting: 1_000_000, campaigns: 1_000_000 } })
   const { registerPartner, registerDevices, deviceBody } = await import('./helpers/fleet.js')
   const { approvedCreative } = await import('./helpers/creatives.js')
   const partner = await registerPartner(svc)
@@ -134,6 +134,7 @@ t.test('autocannon -p 10 gets a correct answer to every request on every kind of
     ['POST verify-proof', { url: `${svc.url}/v1/advertiser/proof/verify-proof`, method: 'POST', amount: 500, headers: { 'content-type': 'application/json', 'x-forwarded-for': '192.0.2.79' }, body: JSON.stringify({ signature: 'ed25519=00', timestamp: 1, adId: 'a', impressionId: 'i', screenId: 's', deviceId: 'd' }) }],
     ['GET proofs', { url: `${svc.url}/v1/advertiser/proof/proofs?limit=10`, headers: { authorization: `Bearer ${key}` } }],
     ['GET proof-of-play', { url: `${svc.url}/openrtb/v2/proof-of-play?start_date=${today}&end_date=${today}&limit=10`, headers: { authorization: `Bearer ${key}` } }],
+    ['GET webhook deliveries', { url: `${svc.url}/openrtb/v2/webhooks/deliveries?limit=20`, headers: { authorization: `Bearer ${key}` } }],
     ['GET reports summary (202 or 200)', { url: `${svc.url}/openrtb/v2/reports/summary`, headers: { authorization: `Bearer ${key}` } }]
   ]
   for (const [name, opts] of targets) {

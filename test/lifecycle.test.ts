@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
+import { startProcess } from './helpers/process.js'
 import { parseResponses, rawExchange, startTestService } from './helpers/service.js'
 
 t.test('graceful shutdown: stop accepting, finish in-flight requests, then close', async (t) => {
@@ -29,29 +29,11 @@ t.test('graceful shutdown: stop accepting, finish in-flight requests, then close
   t.ok(JSON.parse(reply!.body).data.key, 'and its answer is whole')
 })
 
-function startProcess (dataDir: string, durability = 'os'): Promise<{ child: ChildProcess, url: string }> {
-  // The service runs as users run it: without the test runner's loaders and variables.
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TAP') && k !== 'NODE_OPTIONS'))
-  const child = spawn(process.execPath, ['dist/src/main.js'], {
-    env: { ...env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN: 'crash-admin', TRUST_PROXY: '127.0.0.1', LOG_LEVEL: 'error', DURABILITY: durability },
-    stdio: ['ignore', 'pipe', 'inherit']
-  })
-  return new Promise((resolve, reject) => {
-    let out = ''
-    child.stdout!.on('data', (d) => {
-      out += d
-      const m = /listening on (\S+)/.exec(out)
-      if (m) resolve({ child, url: m[1]! })
-    })
-    child.once('exit', (code) => reject(new Error(`exited with ${code}`)))
-  })
-}
-
 for (const durability of ['os', 'fsync']) {
 t.test(`kill -9 during writes loses no acknowledged write (DURABILITY=${durability})`, async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-crash-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
-  const first = await startProcess(dataDir, durability)
+  const first = await startProcess(dataDir, { DURABILITY: durability })
   const firstExit = new Promise((resolve) => first.child.once('exit', resolve))
   const acknowledged: string[] = []
   let n = 0
@@ -78,7 +60,7 @@ t.test(`kill -9 during writes loses no acknowledged write (DURABILITY=${durabili
   await Promise.all(Array.from({ length: 16 }, worker))
   await firstExit
   t.ok(acknowledged.length >= 150, `${acknowledged.length} writes acknowledged before the kill`)
-  const second = await startProcess(dataDir, durability)
+  const second = await startProcess(dataDir, { DURABILITY: durability })
   t.teardown(() => { second.child.kill('SIGKILL') })
   const missing: string[] = []
   for (const seat of acknowledged) {

@@ -30,7 +30,7 @@ t.test('URLs that are not https on a public host are invalid_webhook_url, and no
   const { key } = await svc.onboard('guarded')
   const refused = [
     'http://hooks.example.com/x', 'ftp://hooks.example.com/x', 'not a url', 'https://user:pw@hooks.example.com/x',
-    'https://localhost/x', 'https://api.localhost/x', 'https://printer.local/x', 'https://metadata.internal/x', 'https://intranet/x',
+    'https://localhost/x', 'https://localhost./x', 'https://api.localhost/x', 'https://printer.local/x', 'https://metadata.internal/x', 'https://intranet/x',
     'https://127.0.0.1/x', 'https://10.1.2.3/x', 'https://172.16.0.9/x', 'https://192.168.1.1/x', 'https://169.254.169.254/latest', 'https://100.64.0.1/x', 'https://0.0.0.0/x', 'https://224.0.0.1/x',
     'https://2130706433/x', 'https://0x7f000001/x', 'https://0177.0.0.1/x', 'https://127.1/x',
     'https://[::1]/x', 'https://[fd00::1]/x', 'https://[fe80::1]/x', 'https://[::ffff:127.0.0.1]/x', 'https://[::ffff:10.0.0.1]/x', 'https://[64:ff9b::a00:1]/x'

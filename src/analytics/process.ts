@@ -17,7 +17,8 @@ let shipper: Shipper | undefined
 let stopping = false
 
 function send (message: AnalyticsReply): void {
-  if (process.connected) process.send!(message)
+  // With a callback a write to a parent that just died is an ignored error, not an 'error' event that crashes this.
+  if (process.connected) process.send!(message, undefined, undefined, () => {})
 }
 
 /** Opens ClickHouse and its schema, retrying while it is unreachable; the funnel log waits in LMDB meanwhile. */

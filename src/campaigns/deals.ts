@@ -19,3 +19,8 @@ export function activeDealsFor (store: Store, seatId: string): DealRecord[] {
   }
   return deals
 }
+
+/** The data of a deal.* event (schema DealEvent): the deal's status now and before. */
+export function dealEvent (d: DealRecord, previous: DealRecord['status'] | null): Record<string, unknown> {
+  return { deal_id: d.deal_id, type: d.type, status: d.status, previous_status: previous, proposed_by: d.proposed_by ?? null }
+}

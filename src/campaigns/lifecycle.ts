@@ -1,8 +1,9 @@
 import { iso } from '../clock.js'
 import type { Outbox } from '../store/outbox.js'
-import type { CampaignRecord } from '../store/records.js'
+import type { CampaignRecord, DealRecord } from '../store/records.js'
 import type { Store } from '../store/store.js'
 import { give } from './ledger.js'
+import { dealEvent } from './deals.js'
 
 /** Today's date (UTC) of a clock reading. */
 export function today (ms: number): string {
@@ -47,8 +48,9 @@ export function runCampaignJobs (store: Store, outbox: Outbox, now: number): { e
       result.campaignMoves++
     }
     for (const { key, value } of deals) {
-      store.deals.putSync(key, { ...value, status: 'expired', updated_at: iso(now) })
-      outbox.append('deal.expired', `deal:${key}`, { deal_id: key, from: value.status })
+      const expired: DealRecord = { ...value, status: 'expired', updated_at: iso(now) }
+      store.deals.putSync(key, expired)
+      outbox.append('deal.expired', `deal:${key}`, dealEvent(expired, value.status), value.proposed_by)
       result.expiredDeals++
     }
   })

@@ -240,7 +240,7 @@ export class Inventory {
     this.#heartbeatDeadline.add(at + this.#options.heartbeatTimeoutMs, screen.screen_id)
     if (!status.online) this.#place(screen, this.store.fein.get(screen.screen_id), true)
     if (wasOffline) {
-      this.#outbox.append('screen.online', `screen:${screen.screen_id}`, { screen_id: screen.screen_id, partner_id: screen.partner_id, offline_since: status.last_heartbeat !== null ? iso(status.last_heartbeat + this.#options.heartbeatTimeoutMs) : null, at: iso(at) })
+      this.#outbox.append('screen.online', `screen:${screen.screen_id}`, { screen_id: screen.screen_id, partner_id: screen.partner_id, status: 'online', at: iso(at), last_heartbeat_at: status.last_heartbeat !== null ? iso(status.last_heartbeat) : null, offline_since: status.last_heartbeat !== null ? iso(status.last_heartbeat + this.#options.heartbeatTimeoutMs) : null })
     }
   }
 
@@ -272,7 +272,7 @@ export class Inventory {
         if (deadline > now) { this.#heartbeatDeadline.add(deadline, id); continue }
         this.store.status.putSync(id, { ...status, online: false })
         this.#place(screen, this.store.fein.get(id), false)
-        this.#outbox.append('screen.offline', `screen:${id}`, { screen_id: id, partner_id: screen.partner_id, last_heartbeat_at: iso(status.last_heartbeat), at: iso(now) })
+        this.#outbox.append('screen.offline', `screen:${id}`, { screen_id: id, partner_id: screen.partner_id, status: 'offline', at: iso(now), last_heartbeat_at: iso(status.last_heartbeat), offline_since: iso(deadline) })
         offline++
       }
     })

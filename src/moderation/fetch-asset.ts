@@ -10,6 +10,8 @@ export interface FetchOptions {
   timeoutMs: number
   /** Test escape hatch: allow loopback and private addresses. */
   allowPrivate: boolean
+  /** DNS servers to resolve with instead of the system resolver. */
+  dnsServers?: string[]
 }
 
 /** Downloads an asset: http(s) only, public addresses only, no redirects, a size cap and a timeout. */
@@ -23,7 +25,7 @@ export function fetchAsset (raw: string, options: FetchOptions): Promise<{ bytes
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') return reject(new FetchError('only http and https URLs can be fetched'))
     const client = url.protocol === 'https:' ? https : http
-    const req = client.get(url, { lookup: guardedLookup(options.allowPrivate, (m) => new FetchError(m)), timeout: options.timeoutMs, headers: { 'user-agent': 'oohbid-creative-fetcher/1.0', accept: 'image/*, video/*' } }, (res) => {
+    const req = client.get(url, { lookup: guardedLookup(options.allowPrivate, (m) => new FetchError(m), options.dnsServers), timeout: options.timeoutMs, headers: { 'user-agent': 'oohbid-creative-fetcher/1.0', accept: 'image/*, video/*' } }, (res) => {
       const status = res.statusCode ?? 0
       if (status >= 300 && status < 400) { res.resume(); return reject(new FetchError(`the URL redirects (HTTP ${status}); give the final URL`)) }
       if (status !== 200) { res.resume(); return reject(new FetchError(`the URL answered HTTP ${status}`)) }

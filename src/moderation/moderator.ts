@@ -9,6 +9,9 @@ import type { Store } from '../store/store.js'
 import { fetchAsset, FetchError, type FetchOptions } from './fetch-asset.js'
 import type { ModerationReply, ModerationTask } from './types.js'
 
+/** Creatives moderated at once (fetch and analysis); the rest wait their turn. */
+const CONCURRENT = 4
+
 /**
  * Runs creatives through moderation off the request path: fetch (URL mode), then the moderation worker, then one
  * transaction that stores the outcome and emits creative.moderation.completed. The pool has one thread, so moderation
@@ -22,6 +25,8 @@ export class Moderator {
   readonly #log: Logger
   readonly #fetch: FetchOptions
   readonly #inFlight = new Map<string, Promise<void>>()
+  readonly #waiting: Array<() => void> = []
+  #running = 0
   #pool: Piscina<ModerationTask, ModerationReply> | undefined
 
   constructor (store: Store, outbox: Outbox, objects: ObjectStore, clock: Clock, log: Logger, fetch: FetchOptions) {
@@ -42,10 +47,31 @@ export class Moderator {
   schedule (creativeId: string): void {
     if (this.#inFlight.has(creativeId)) return
     const work = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.#turn())
       .then(() => this.#process(creativeId))
+      .finally(() => this.#release())
       .catch((err: unknown) => this.#log.error('moderation failed', { creative_id: creativeId, error: err instanceof Error ? err.stack : String(err) }))
       .finally(() => this.#inFlight.delete(creativeId))
     this.#inFlight.set(creativeId, work)
+  }
+
+  /**
+   * Waits for one of the CONCURRENT slots. Each moderation starts with a DNS lookup, run on libuv's small thread pool
+   * that webhook and notice deliveries share: hundreds left pending by a crash, resumed at once, held every thread
+   * for seconds when the resolver was slow.
+   */
+  #turn (): Promise<void> {
+    if (this.#running < CONCURRENT) {
+      this.#running++
+      return Promise.resolve()
+    }
+    return new Promise((resolve) => this.#waiting.push(resolve))
+  }
+
+  #release (): void {
+    const next = this.#waiting.shift()
+    if (next !== undefined) next()
+    else this.#running--
   }
 
   /** Resolves when nothing is being moderated. */

@@ -69,7 +69,8 @@ export function callbackUrlProblem (raw: string, allowLoopback = false, schemes:
   }
   if (!schemes.includes(url.protocol)) return schemes.length === 1 ? `must use ${schemes[0]!.slice(0, -1)}` : `must use ${schemes.map((p) => p.slice(0, -1)).join(' or ')}`
   if (url.username !== '' || url.password !== '') return 'must not carry credentials'
-  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase()
+  // A trailing dot names the same host (localhost. is localhost).
+  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.+$/, '').toLowerCase()
   if (host === '') return 'needs a host'
   if (allowLoopback) return undefined
   if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.local') || host.endsWith('.internal')) return 'must not point at a local host name'

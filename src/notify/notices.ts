@@ -5,23 +5,54 @@ import type { Store } from '../store/store.js'
 /** What a caller says about a notice; the queue adds its id, attempt count and time. */
 export type NoticeDraft = Omit<NoticeRecord, 'id' | 'attempts' | 'created_at'>
 
+/** A queued notice's key: the receiver's origin, when it is due (ms), its id. */
+export type NoticeKey = [string, number, string]
+
+/** scheme://host:port of a URL, without parsing it (a malformed URL still has a queue to wait in until it is refused). */
+export function originOf (url: string): string {
+  const start = url.indexOf('//')
+  const end = url.indexOf('/', start === -1 ? 0 : start + 2)
+  return end === -1 ? url : url.slice(0, end)
+}
+
 /**
- * The durable queue of outbound notices (win, loss and billing URLs, legacy notifications). A notice is enqueued in
- * the transaction of the auction or play that caused it, so it exists exactly when that outcome does; the sender
- * (src/notify/sender.ts) deletes it only once it was delivered or finally given up. Rows are keyed [due ms, id].
+ * The durable queue of outbound notices (win, loss and billing URLs, legacy notifications, webhook deliveries). A
+ * notice is enqueued in the transaction of the auction, play or event that caused it, so it exists exactly when that
+ * outcome does; the sender (src/notify/sender.ts) deletes it only once it was delivered or finally given up. Rows are
+ * keyed by receiver first ([origin, due ms, id]), so the sender reads each receiver's next due notices directly: a
+ * receiver with a large backlog costs no scan and delays no other receiver.
  */
 export class Notices {
   readonly #store: Store
+  /** Origins that may have queued notices; an origin found empty is forgotten. */
+  readonly #origins = new Set<string>()
   #wake: (() => void) | undefined
 
   constructor (store: Store) {
     this.#store = store
+    // A queue written before rows were keyed by origin ([due ms, id]; numbers sort before strings) moves over once.
+    const old = [...store.notices.getRange({ end: [''] } as never)]
+    if (old.length > 0) {
+      store.write(() => {
+        for (const { key, value } of old) {
+          store.notices.removeSync(key)
+          store.notices.putSync([originOf(value.url), (key as unknown as [number, string])[0], value.id], value)
+        }
+      })
+    }
+    for (let origin = this.#nextOrigin(''); origin !== undefined; origin = this.#nextOrigin(origin + '\u0000')) this.#origins.add(origin)
   }
 
-  /** Enqueues a notice, due at `at`; call inside Store.write. */
-  enqueue (draft: NoticeDraft, at: number): NoticeRecord {
-    const notice: NoticeRecord = { ...draft, id: `ntf_${randomUUID()}`, attempts: 0, created_at: at }
-    this.#store.notices.putSync([at, notice.id], notice)
+  #nextOrigin (from: string): string | undefined {
+    for (const key of this.#store.notices.getKeys({ start: [from], limit: 1 } as never)) return (key as unknown as NoticeKey)[0]
+    return undefined
+  }
+
+  /** Enqueues a notice, due at `at`, under the given id (webhook deliveries bring their del_ id); call inside Store.write. */
+  enqueue (draft: NoticeDraft, at: number, id = `ntf_${randomUUID()}`): NoticeRecord {
+    const notice: NoticeRecord = { ...draft, id, attempts: 0, created_at: at }
+    this.#store.notices.putSync([originOf(notice.url), at, notice.id], notice)
+    this.#origins.add(originOf(notice.url))
     const wake = this.#wake
     if (wake !== undefined) this.#store.afterCommit(wake)
     return notice
@@ -32,15 +63,39 @@ export class Notices {
     this.#wake = wake
   }
 
-  /** Notices due by `now`, oldest first, skipping ids already being sent. */
-  due (now: number, limit: number, skip: ReadonlySet<string>): Array<{ key: [number, string], notice: NoticeRecord }> {
-    const out: Array<{ key: [number, string], notice: NoticeRecord }> = []
-    for (const { key, value } of this.#store.notices.getRange({ end: [now, '\uffff'] } as never)) {
+  /** The origins that may have queued notices, in the order they were first seen. */
+  origins (): string[] {
+    return [...this.#origins]
+  }
+
+  /** Up to `limit` notices of one origin due by `now`, oldest first, passing over the ids in `skip`; forgets an origin with nothing queued. */
+  due (origin: string, now: number, limit: number, skip: ReadonlySet<string>): Array<{ key: NoticeKey, notice: NoticeRecord }> {
+    const out: Array<{ key: NoticeKey, notice: NoticeRecord }> = []
+    let any = false
+    for (const { key, value } of this.#store.notices.getRange({ start: [origin], end: [origin, now, '\uffff'] } as never)) {
+      any = true
       if (skip.has(value.id)) continue
-      out.push({ key: key as unknown as [number, string], notice: value })
+      out.push({ key: key as unknown as NoticeKey, notice: value })
       if (out.length >= limit) break
     }
+    if (!any && this.#nextOrigin(origin) !== origin) this.#origins.delete(origin)
     return out
+  }
+
+  /** Puts a notice back for its next attempt at `at`; call inside Store.write. */
+  reschedule (key: NoticeKey, notice: NoticeRecord, at: number): void {
+    this.#store.notices.removeSync(key)
+    this.#store.notices.putSync([key[0], at, notice.id], notice)
+  }
+
+  /** Removes a notice; call inside Store.write. */
+  remove (key: NoticeKey): void {
+    this.#store.notices.removeSync(key)
+  }
+
+  /** Every queued notice of one origin (to cancel some), oldest first. */
+  queued (origin: string): Array<{ key: NoticeKey, notice: NoticeRecord }> {
+    return [...this.#store.notices.getRange({ start: [origin], end: [origin + '\u0000'] } as never)].map(({ key, value }) => ({ key: key as unknown as NoticeKey, notice: value }))
   }
 
   /** How many notices wait, for /metrics and tests. */

@@ -5,35 +5,65 @@ import type { Metrics } from '../http/metrics.js'
 import type { Logger } from '../log.js'
 import { guardedLookup } from '../net/guarded-lookup.js'
 import { callbackUrlProblem } from '../net/url-guard.js'
+import { onNextTurn } from '../next-turn.js'
 import type { NoticeRecord } from '../store/records.js'
 import type { Store } from '../store/store.js'
-import type { LegacySigner } from './legacy.js'
-import type { Notices } from './notices.js'
+import type { NoticeKey, Notices } from './notices.js'
 
-/** Seconds before each retry; a notice is dropped after the last. OpenRTB notices are worthless after minutes. */
-const RETRIES: Record<NoticeRecord['kind'], number[]> = {
-  nurl: [1, 4, 15, 60, 300],
-  lurl: [1, 4, 15, 60, 300],
-  burl: [1, 4, 15, 60, 300, 1800],
-  legacy: [1, 4, 15, 60, 300, 1800, 7200]
+/** The request one attempt makes, or why the notice is given up without trying (canceled). */
+export type Prepared = { headers: Record<string, string>, body?: string } | { cancel: string }
+
+/** What one attempt came to, as a kind's `recorded` hook sees it (inside the transaction that records it). */
+export interface Attempt {
+  at: number
+  result: 'delivered' | 'retrying' | 'dropped' | 'canceled'
+  /** The answer's status; undefined when there was none (connect error, timeout, refused address). */
+  status?: number
+  reason?: string
+  durationMs: number
+  /** retrying: when the next attempt is due. */
+  nextAt?: number
 }
+
+/** How one kind of notice is sent: method, schemes, what acknowledges, the retry schedule, signing and bookkeeping. */
+export interface NoticeKind {
+  method: 'GET' | 'POST'
+  schemes: readonly string[]
+  /** How long one attempt may take, connect to last byte. */
+  timeoutMs: number
+  /** Seconds before each retry; the notice is given up after the last. */
+  retries: readonly number[]
+  /** Each wait is spread by up to this fraction either way, so receivers that failed together are not retried together. */
+  jitter: number
+  /** Whether an answer with this status acknowledges the notice. */
+  delivered (status: number): boolean
+  /** Whether a 4xx other than 408 and 429 ends the notice at once (the request itself is wrong) instead of being retried. */
+  finalOn4xx: boolean
+  /** Headers and body of an attempt, built when it is made (signatures carry its time). */
+  prepare (notice: NoticeRecord, nowMs: number): Prepared
+  /** Runs inside the transaction that records the attempt. */
+  recorded? (notice: NoticeRecord, attempt: Attempt): void
+}
+
 const MAX_IN_FLIGHT = 64
+/** One slow receiver may not hold every connection: the rest of the queue keeps moving. */
+const MAX_PER_ORIGIN = 16
 const POLL_MS = 250
 
 export interface SenderOptions {
-  timeoutMs: number
   /** Test escape hatch: loopback and private receivers. */
   allowPrivate: boolean
+  /** DNS servers to resolve with instead of the system resolver. */
+  dnsServers?: string[]
 }
 
-type Outcome = { delivered: true, status: number } | { delivered: false, retry: boolean, reason: string }
+type Outcome = { delivered: true, status: number } | { delivered: false, retry: boolean, reason: string, status?: number, canceled?: true }
 
 /**
- * Delivers queued notices: OpenRTB nurl, lurl and burl as GET (any status below 400 counts, redirects are not
- * followed) and legacy notifications as signed POSTs (2xx counts). Only public addresses are reached, checked on the
- * literal host and again on every resolved address (DNS rebinding). Failures are retried on the RETRIES schedule;
- * a 4xx other than 408 and 429 is final. Nothing here blocks a request: the queue is read on a timer and whenever a
- * transaction enqueues.
+ * Delivers queued notices of every kind (src/notify/kinds.ts, src/webhooks/kind.ts). Only public addresses are
+ * reached, checked on the literal host and again on every resolved address at connect time (DNS rebinding); redirects
+ * are not followed. Failures are retried on the kind's schedule. Nothing here blocks a request: the queue is read on a
+ * timer and whenever a transaction enqueues.
  */
 export class NoticeSender {
   readonly #store: Store
@@ -41,26 +71,27 @@ export class NoticeSender {
   readonly #clock: Clock
   readonly #log: Logger
   readonly #metrics: Metrics
-  readonly #signer: LegacySigner
+  readonly #kinds: Record<NoticeRecord['kind'], NoticeKind>
   readonly #options: SenderOptions
   readonly #inFlight = new Map<string, Promise<void>>()
+  readonly #perOrigin = new Map<string, number>()
   readonly #agents: { http: http.Agent, https: https.Agent }
   #timer: NodeJS.Timeout | undefined
-  #scheduled = false
   #closed = false
+  #turn = 0
 
-  constructor (deps: { store: Store, notices: Notices, clock: Clock, log: Logger, metrics: Metrics, signer: LegacySigner }, options: SenderOptions) {
+  constructor (deps: { store: Store, notices: Notices, clock: Clock, log: Logger, metrics: Metrics, kinds: Record<NoticeRecord['kind'], NoticeKind> }, options: SenderOptions) {
     this.#store = deps.store
     this.#notices = deps.notices
     this.#clock = deps.clock
     this.#log = deps.log
     this.#metrics = deps.metrics
-    this.#signer = deps.signer
+    this.#kinds = deps.kinds
     this.#options = options
-    const lookup = guardedLookup(options.allowPrivate)
+    const lookup = guardedLookup(options.allowPrivate, undefined, options.dnsServers)
     this.#agents = {
-      http: new http.Agent({ keepAlive: true, maxSockets: 16, lookup } as http.AgentOptions),
-      https: new https.Agent({ keepAlive: true, maxSockets: 16, lookup } as https.AgentOptions)
+      http: new http.Agent({ keepAlive: true, maxSockets: MAX_PER_ORIGIN, lookup } as http.AgentOptions),
+      https: new https.Agent({ keepAlive: true, maxSockets: MAX_PER_ORIGIN, lookup } as https.AgentOptions)
     }
     deps.notices.onEnqueue(() => this.kick())
   }
@@ -73,31 +104,47 @@ export class NoticeSender {
   }
 
   /** Looks at the queue soon (coalesced: many enqueues in one tick make one pass). */
-  kick (): void {
-    if (this.#scheduled || this.#closed) return
-    this.#scheduled = true
-    setImmediate(() => {
-      this.#scheduled = false
-      this.#pass()
-    })
-  }
+  readonly kick = onNextTurn(() => this.#pass())
 
   #pass (): void {
     if (this.#closed) return
-    const room = MAX_IN_FLIGHT - this.#inFlight.size
-    if (room <= 0) return
-    for (const { key, notice } of this.#notices.due(this.#clock.now(), room, new Set(this.#inFlight.keys()))) {
-      const job = this.#deliver(notice).then((outcome) => this.#settle(key, notice, outcome), (err: unknown) => this.#settle(key, notice, { delivered: false, retry: true, reason: String(err) }))
-        .finally(() => { this.#inFlight.delete(notice.id); if (!this.#closed) this.kick() })
-      this.#inFlight.set(notice.id, job)
+    const now = this.#clock.now()
+    const skip = new Set(this.#inFlight.keys())
+    // Receivers take turns at the head of the pass, so none is always served last.
+    const origins = this.#notices.origins()
+    const first = origins.length > 0 ? this.#turn++ % origins.length : 0
+    for (let i = 0; i < origins.length; i++) {
+      const room = MAX_IN_FLIGHT - this.#inFlight.size
+      if (room <= 0) return
+      const origin = origins[(first + i) % origins.length]!
+      const free = Math.min(room, MAX_PER_ORIGIN - (this.#perOrigin.get(origin) ?? 0))
+      if (free <= 0) continue
+      for (const { key, notice } of this.#notices.due(origin, now, free, skip)) this.#start(origin, key, notice)
     }
+  }
+
+  #start (origin: string, key: NoticeKey, notice: NoticeRecord): void {
+    this.#perOrigin.set(origin, (this.#perOrigin.get(origin) ?? 0) + 1)
+    const started = performance.now()
+    const job = this.#deliver(notice)
+      .catch((err: unknown): Outcome => ({ delivered: false, retry: true, reason: String(err) }))
+      .then((outcome) => this.#settle(key, notice, outcome, started))
+      .finally(() => {
+        this.#inFlight.delete(notice.id)
+        const left = (this.#perOrigin.get(origin) ?? 1) - 1
+        if (left === 0) this.#perOrigin.delete(origin)
+        else this.#perOrigin.set(origin, left)
+        if (!this.#closed) this.kick()
+      })
+    this.#inFlight.set(notice.id, job)
   }
 
   /** Resolves once nothing due is queued or in flight (tests and shutdown). */
   async idle (): Promise<void> {
     for (;;) {
       this.#pass()
-      if (this.#inFlight.size === 0 && this.#notices.due(this.#clock.now(), 1, new Set()).length === 0) return
+      const now = this.#clock.now()
+      if (this.#inFlight.size === 0 && this.#notices.origins().every((o) => this.#notices.due(o, now, 1, new Set()).length === 0)) return
       await Promise.all([...this.#inFlight.values()])
       await new Promise((resolve) => setImmediate(resolve))
     }
@@ -113,44 +160,46 @@ export class NoticeSender {
   }
 
   #deliver (notice: NoticeRecord): Promise<Outcome> {
-    const schemes = notice.kind === 'legacy' ? ['https:'] : ['http:', 'https:']
-    const problem = callbackUrlProblem(notice.url, this.#options.allowPrivate, schemes)
+    const kind = this.#kinds[notice.kind]
+    const problem = callbackUrlProblem(notice.url, this.#options.allowPrivate, kind.schemes)
     if (problem !== undefined) return Promise.resolve({ delivered: false, retry: false, reason: `the URL ${problem}` })
-    let headers: Record<string, string> = { 'user-agent': 'oohbid-notifier/1.0' }
-    if (notice.kind === 'legacy') {
-      const signed = this.#signer.headers(notice, this.#clock.now())
-      if (signed === undefined) return Promise.resolve({ delivered: false, retry: false, reason: 'the seat has no live API key to sign with' })
-      headers = { ...headers, ...signed, 'content-length': String(Buffer.byteLength(notice.body!)) }
-    }
+    const prepared = kind.prepare(notice, this.#clock.now())
+    if ('cancel' in prepared) return Promise.resolve({ delivered: false, retry: false, reason: prepared.cancel, canceled: true })
+    const headers: Record<string, string> = { ...prepared.headers }
+    if (prepared.body !== undefined) headers['content-length'] = String(Buffer.byteLength(prepared.body))
     const url = new URL(notice.url)
     const client = url.protocol === 'https:' ? https : http
     const agent = url.protocol === 'https:' ? this.#agents.https : this.#agents.http
     return new Promise((resolve) => {
-      const req = client.request(url, { method: notice.kind === 'legacy' ? 'POST' : 'GET', headers, agent, timeout: this.#options.timeoutMs }, (res) => {
+      const req = client.request(url, { method: kind.method, headers, agent, timeout: kind.timeoutMs }, (res) => {
         res.resume()
         const status = res.statusCode ?? 0
-        const delivered = notice.kind === 'legacy' ? status >= 200 && status < 300 : status >= 200 && status < 400
-        if (delivered) return resolve({ delivered: true, status })
-        resolve({ delivered: false, retry: status >= 500 || status === 408 || status === 429, reason: `HTTP ${status}` })
+        if (kind.delivered(status)) return resolve({ delivered: true, status })
+        const final = kind.finalOn4xx && status >= 400 && status < 500 && status !== 408 && status !== 429
+        resolve({ delivered: false, retry: !final, reason: `HTTP ${status}`, status })
       })
-      req.on('timeout', () => req.destroy(new Error(`no answer within ${this.#options.timeoutMs} ms`)))
+      req.on('timeout', () => req.destroy(new Error(`no answer within ${kind.timeoutMs} ms`)))
       req.on('error', (err) => resolve({ delivered: false, retry: true, reason: err.message }))
-      req.end(notice.kind === 'legacy' ? notice.body : undefined)
+      req.end(prepared.body)
     })
   }
 
-  #settle (key: [number, string], notice: NoticeRecord, outcome: Outcome): void {
-    const schedule = RETRIES[notice.kind]
-    const retryIn = !outcome.delivered && outcome.retry ? schedule[notice.attempts] : undefined
+  #settle (key: NoticeKey, notice: NoticeRecord, outcome: Outcome, started: number): void {
+    const kind = this.#kinds[notice.kind]
+    const wait = !outcome.delivered && outcome.retry ? kind.retries[notice.attempts] : undefined
+    const now = this.#clock.now()
+    const nextAt = wait !== undefined ? now + Math.round(wait * 1000 * (1 + kind.jitter * (2 * Math.random() - 1))) : undefined
+    const result: Attempt['result'] = outcome.delivered ? 'delivered' : outcome.canceled === true ? 'canceled' : nextAt !== undefined ? 'retrying' : 'dropped'
+    const attempt: Attempt = { at: now, result, durationMs: Math.round(performance.now() - started) }
+    if (outcome.status !== undefined) attempt.status = outcome.status
+    if (!outcome.delivered) attempt.reason = outcome.reason
+    if (nextAt !== undefined) attempt.nextAt = nextAt
     this.#store.write(() => {
-      this.#store.notices.removeSync(key)
-      if (retryIn !== undefined) {
-        const due = this.#clock.now() + retryIn * 1000
-        this.#store.notices.putSync([due, notice.id], { ...notice, attempts: notice.attempts + 1 })
-      }
+      if (nextAt !== undefined) this.#notices.reschedule(key, { ...notice, attempts: notice.attempts + 1 }, nextAt)
+      else this.#notices.remove(key)
+      kind.recorded?.(notice, attempt)
     })
-    const result = outcome.delivered ? 'delivered' : retryIn !== undefined ? 'retrying' : 'dropped'
     this.#metrics.inc('oohbid_notices_total', 'Outbound notice attempts by kind and result.', `kind="${notice.kind}",result="${result}"`)
-    if (result === 'dropped') this.#log.warn('notice dropped', { id: notice.id, kind: notice.kind, seat_id: notice.seat_id, attempts: notice.attempts + 1, reason: outcome.delivered ? '' : outcome.reason })
+    if (result === 'dropped') this.#log.warn('notice dropped', { id: notice.id, kind: notice.kind, seat_id: notice.seat_id, attempts: notice.attempts + 1, reason: attempt.reason ?? '' })
   }
 }

@@ -13,6 +13,7 @@ export class Outbox {
   readonly #store: Store
   readonly #clock: Clock
   #seq: number
+  #wake: (() => void) | undefined
 
   constructor (store: Store, clock: Clock) {
     this.#store = store
@@ -31,7 +32,14 @@ export class Outbox {
     // The high-water mark survives compaction, so sequence numbers are never reused.
     this.#store.meta.putSync('outbox:seq', seq)
     if (type.startsWith('audit.')) this.#store.audit.putSync(seq, event)
+    const wake = this.#wake
+    if (wake !== undefined) this.#store.afterCommit(wake)
     return event
+  }
+
+  /** Lets a consumer start as soon as an append commits, instead of polling. */
+  onAppend (wake: () => void): void {
+    this.#wake = wake
   }
 
   /** Declares a consumer; events are kept until it acknowledges them. */

@@ -1,4 +1,4 @@
-import type { Assignment, Campaign, Creative, CustomRateLimits, Deal, Display, OperatingHours, Reservation, Scope, SeatStatus, VenueType, Webhook } from '../generated/types.js'
+import type { Assignment, Campaign, Creative, CustomRateLimits, Deal, Display, OperatingHours, Reservation, Scope, SeatStatus, VenueType, Webhook, WebhookDelivery } from '../generated/types.js'
 import type { FeinState } from '../inventory/fein.js'
 
 // Storage shapes. These are not wire objects (those live in schemas/): they hold what the wire never shows, such as
@@ -113,6 +113,11 @@ export interface WebhookRecord extends Webhook {
   secret_sealed: string
 }
 
+/** A webhook delivery as the log keeps it for 7 days: the wire view plus its owner. */
+export interface DeliveryRecord extends WebhookDelivery {
+  seat_id: string
+}
+
 export interface ReservationRecord extends Reservation {
   seat_id: string
   expires_ms: number
@@ -177,16 +182,23 @@ export interface SpotRecord {
   cost_micros?: number
 }
 
-/** An outbound notice: an OpenRTB nurl, lurl or burl (GET) or a legacy win/loss notification (signed POST). */
+/**
+ * An outbound notice: an OpenRTB nurl, lurl or burl (GET), a legacy win/loss notification or a webhook delivery
+ * (signed POSTs). A webhook delivery's id is its delivery id (del_...).
+ */
 export interface NoticeRecord {
   id: string
-  kind: 'nurl' | 'lurl' | 'burl' | 'legacy'
+  kind: 'nurl' | 'lurl' | 'burl' | 'legacy' | 'webhook'
   url: string
   seat_id?: string
-  /** legacy: the event, its JSON body and the key that signs it when it is sent. */
-  event?: 'bid.won' | 'bid.lost'
+  /** legacy and webhook: the event name. */
+  event?: string
+  /** legacy: the JSON body. webhook: the JSON of its data; the envelope is built at each attempt, with its delivered_at. */
   body?: string
+  /** legacy: the key that signs it when it is sent. */
   key_id?: string
+  /** webhook: the subscription; absent for a delivery to the seat's webhook_url (signed with the seat's API key). */
+  webhook_id?: string
   attempts: number
   created_at: number
 }

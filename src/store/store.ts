@@ -5,7 +5,7 @@ import { CachedTable } from './read-cache.js'
 import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
 import type { FunnelEvent, ProofRecord } from '../generated/types.js'
 import type { ChainHead, ProofDay } from '../proof/chain.js'
-import type { BidderAliasRecord, CampaignLedger, ExchangeBidRecord, HourStats, NoticeRecord, SpotRecord, StoredBid, AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord, WebhookRecord } from './records.js'
+import type { BidderAliasRecord, CampaignLedger, ExchangeBidRecord, HourStats, NoticeRecord, SpotRecord, StoredBid, AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord, WebhookRecord, DeliveryRecord } from './records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
 export interface Store {
@@ -55,12 +55,14 @@ export interface Store {
   spots: Database<SpotRecord, string>
   /** [screen_id, local date, line] -> spots served today for an assignment or deal line: its pacing. */
   plays: Database<number, [string, string, string]>
-  /** [due ms, notice id] -> an outbound notice waiting for its (next) attempt. */
-  notices: Database<NoticeRecord, [number, string]>
+  /** [receiver origin, due ms, notice id] -> an outbound notice waiting for its (next) attempt. */
+  notices: Database<NoticeRecord, [string, number, string]>
   /** event id (ms x 1000 + sequence) -> a funnel event waiting for the analytics process. */
   funnel: Database<FunnelEvent, number>
   /** webhook_id -> a webhook subscription (listed per seat through bySeat, kind 'webhook'). */
   webhooks: Database<WebhookRecord, string>
+  /** [seat_id lower-cased, -created ms, delivery_id] -> a webhook delivery and its attempts, newest first, 7 days. */
+  deliveries: Database<DeliveryRecord, [string, number, string]>
   /** proof_id -> a signed proof of play. */
   proofs: Database<ProofRecord, string>
   /** screen_id -> the last proof of the screen's hash chain. */
@@ -191,9 +193,10 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     bidExpiry: root.openDB<1, [number, string, string, string]>('bid_expiry', { keyEncoding: 'ordered-binary' }),
     spots: root.openDB<SpotRecord, string>('spots', { ...shared }),
     plays: root.openDB<number, [string, string, string]>('plays', { keyEncoding: 'ordered-binary' }),
-    notices: root.openDB<NoticeRecord, [number, string]>('notices', { keyEncoding: 'ordered-binary', ...shared }),
+    notices: root.openDB<NoticeRecord, [string, number, string]>('notices', { keyEncoding: 'ordered-binary', ...shared }),
     funnel: root.openDB<FunnelEvent, number>('funnel_events', { keyEncoding: 'ordered-binary', ...shared }),
     webhooks: db('webhooks'),
+    deliveries: root.openDB<DeliveryRecord, [string, number, string]>('webhook_deliveries', { keyEncoding: 'ordered-binary', ...shared }),
     proofs: root.openDB<ProofRecord, string>('proofs', { ...shared }),
     proofHeads: db('proof_heads'),
     proofChain: root.openDB<string, [string, number]>('proof_chain', { keyEncoding: 'ordered-binary' }),

@@ -10,7 +10,7 @@ import { keyView } from './views.js'
  * Self-service key rotation for a seat (the spec leaves rotation unnamed): mint a second key, deploy it, revoke the
  * old one. A seat always keeps one live key, so it cannot lock itself out.
  */
-export function keyRoutes ({ store, outbox, auth }: Deps): RouteDef[] {
+export function keyRoutes ({ store, outbox, auth, sealer }: Deps): RouteDef[] {
   const liveKeys = (seatKeyIds: string[], now: number) => seatKeyIds
     .map((id) => store.keys.get(id))
     .filter((k) => k !== undefined && k.revoked_at === null && (k.expires_at === undefined || Date.parse(k.expires_at) > now))
@@ -45,6 +45,8 @@ export function keyRoutes ({ store, outbox, auth }: Deps): RouteDef[] {
         if (ctx.dryRun) {
           ctx.warn('Dry run: no key was minted.')
         } else {
+          // Sealed so that it can sign the seat's notifications and webhook_url events.
+          record.sealed = sealer.seal(record.key_id, key)
           saveKey(store, record)
           store.seats.putSync(seat!.seat_id.toLowerCase(), { ...seat!, key_ids: [...seat!.key_ids, record.key_id], updated_at: now })
           outbox.append('key.created', `key:${record.key_id}`, { key_id: record.key_id, prefix: record.prefix, scopes }, seat!.seat_id)

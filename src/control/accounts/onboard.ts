@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { DSP_SCOPES, KEY_PREFIX, mintKey, saveKey } from '../../auth/keys.js'
+import { DSP_SCOPES, KEY_PREFIX, mintKey, presentedKey, saveKey } from '../../auth/keys.js'
 import { iso } from '../../clock.js'
 import type { ResolvedConfig } from '../../config.js'
 import { ApiError } from '../../errors.js'
@@ -26,7 +26,7 @@ function sandboxBlock (config: ResolvedConfig): SandboxInfo {
  * to the new seat and gains the DSP scopes; an invalid key is refused before anything is minted (401, by the auth
  * layer). Seat and key commit in one transaction, so a seat never exists without its key.
  */
-export function onboardRoute ({ config, store, outbox, auth }: Deps): RouteDef {
+export function onboardRoute ({ config, store, outbox, auth, sealer }: Deps): RouteDef {
   return route<OnboardRequest>({
     method: 'post',
     path: '/openrtb/v2/onboard',
@@ -76,7 +76,9 @@ export function onboardRoute ({ config, store, outbox, auth }: Deps): RouteDef {
           throw new ApiError('already_exists', `This key is already linked to seat ${linked.seat_id}. Onboard without a key, or with a new platform key.`)
         }
         const scopes = [...new Set([...linked.scopes, ...DSP_SCOPES])]
-        store.keys.putSync(linked.key_id, { ...linked, seat_id: seat.seat_id, scopes })
+        const presented = presentedKey(ctx.headers)
+        // Sealed so that it can sign the seat's notifications and webhook_url events.
+        store.keys.putSync(linked.key_id, { ...linked, seat_id: seat.seat_id, scopes, ...(presented !== undefined && presented !== '' ? { sealed: sealer.seal(linked.key_id, presented) } : {}) })
         seat.key_ids.push(linked.key_id)
         credential = { key_id: linked.key_id, reused_platform_key: true, prefix: linked.prefix, scopes, rate_limit_rpm: RATE_GROUPS.bidding.sandbox }
       } else if (ctx.dryRun) {
@@ -84,6 +86,7 @@ export function onboardRoute ({ config, store, outbox, auth }: Deps): RouteDef {
         credential = { reused_platform_key: false, prefix: KEY_PREFIX.legacy, scopes: DSP_SCOPES, rate_limit_rpm: RATE_GROUPS.bidding.sandbox }
       } else {
         const { key, record } = mintKey('legacy', DSP_SCOPES, now, { seat_id: seat.seat_id })
+        record.sealed = sealer.seal(record.key_id, key)
         saveKey(store, record)
         seat.key_ids.push(record.key_id)
         credential = { reused_platform_key: false, key, prefix: record.prefix, scopes: record.scopes, rate_limit_rpm: RATE_GROUPS.bidding.sandbox }

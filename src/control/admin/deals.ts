@@ -1,4 +1,5 @@
 import { give, take } from '../../campaigns/ledger.js'
+import { dealEvent } from '../../campaigns/deals.js'
 import { matchingScreens } from '../../campaigns/targeting.js'
 import { datesBetween } from '../../inventory/hours.js'
 import { iso } from '../../clock.js'
@@ -50,7 +51,7 @@ export function adminDealRoutes ({ store, outbox, inventory }: Deps): RouteDef[]
       }
       if (name === 'reject' && d.booked_screens !== undefined) give(store, d.booked_screens, d.start_date, d.end_date, d.booked_per_day!)
       store.deals.putSync(d.deal_id, next)
-      outbox.append(`deal.${move.past}`, `deal:${d.deal_id}`, { deal_id: d.deal_id, status: next.status }, d.proposed_by)
+      outbox.append(`deal.${move.past}`, `deal:${d.deal_id}`, dealEvent(next, d.status), d.proposed_by)
       outbox.append(`audit.deal.${move.past}`, `deal:${d.deal_id}`, { actor: 'operator', from: d.status, to: next.status, reason: ctx.body.reason ?? null })
       return ok(dealView(next))
     }

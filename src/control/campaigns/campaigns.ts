@@ -45,7 +45,7 @@ export function place (deps: Pick<Deps, 'store' | 'outbox' | 'config'>, seatId: 
   store.assignments.putSync(id, a)
   for (const s of a.screen_ids) store.placements.putSync([s, a.start_date, id], id)
   indexForSeat(store, 'assignment', seatId, now, id)
-  outbox.append('campaign.allocated', `assignment:${id}`, { assignment_id: id, campaign_id: a.campaign_id ?? null, creative_id: a.creative_id, screen_ids: a.screen_ids, start_date: a.start_date, end_date: a.end_date, effective_at: a.effective_at }, seatId)
+  outbox.append('campaign.allocated', `assignment:${id}`, { campaign_id: a.campaign_id ?? null, assignment_id: id, creative_id: a.creative_id, screen_ids: a.screen_ids, matching_screens: a.screen_ids.length, start_date: a.start_date, end_date: a.end_date, effective_at: a.effective_at }, seatId)
   return a
 }
 
@@ -128,7 +128,7 @@ export function campaignRoutes (deps: Deps): RouteDef[] {
         if (body.goal_impressions !== undefined) c.goal_impressions = body.goal_impressions
         store.campaigns.putSync(id, c)
         indexForSeat(store, 'campaign', seatId, ctx.now, id)
-        outbox.append('campaign.allocated', `campaign:${id}`, { campaign_id: id, creative_id: c.creative_id, matching_screens: count, start_date: c.start_date, end_date: c.end_date }, seatId)
+        outbox.append('campaign.allocated', `campaign:${id}`, { campaign_id: id, assignment_id: null, creative_id: c.creative_id, screen_ids: null, matching_screens: count, start_date: c.start_date, end_date: c.end_date, effective_at: null }, seatId)
         const screens = ids.map((sid) => {
           const s = store.screens.get(sid)!
           const pos = store.adslotPos.get(sid)!

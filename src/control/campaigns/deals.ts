@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { normalizeTargeting } from '../../campaigns/targeting.js'
+import { dealEvent } from '../../campaigns/deals.js'
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
@@ -97,7 +98,7 @@ export function dealRoutes ({ store, outbox }: Deps): RouteDef[] {
         if (b.impressions_goal !== undefined) d.impressions_goal = b.impressions_goal
         if (b.daily_impression_cap !== undefined) d.daily_impression_cap = b.daily_impression_cap
         store.deals.putSync(id, d)
-        outbox.append('deal.proposed', `deal:${id}`, { deal_id: id, type: d.type, proposed_by: seatId }, seatId)
+        outbox.append('deal.proposed', `deal:${id}`, dealEvent(d, null), seatId)
         return ok(dealView(d), 201)
       }
     })

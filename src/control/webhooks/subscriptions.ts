@@ -7,6 +7,7 @@ import { schemas } from '../../generated/schemas.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { callbackUrlProblem } from '../../net/url-guard.js'
 import type { WebhookRecord } from '../../store/records.js'
+import { cancelQueued } from '../../webhooks/health.js'
 import { indexForSeat } from '../seat-lists.js'
 
 /** Active subscriptions a seat may have (spec, Webhook subscriptions). */
@@ -19,7 +20,7 @@ function view ({ seat_id: _seat, secret_sealed: _secret, ...webhook }: WebhookRe
 }
 
 /** Webhook subscriptions (spec, Webhook subscriptions): create with a secret shown once, list, delete. */
-export function webhookRoutes ({ store, config, sealer }: Deps): RouteDef[] {
+export function webhookRoutes ({ store, config, sealer, notices, deliveries }: Deps): RouteDef[] {
   const common = { tag: 'Webhooks', envelope: 'flat', auth: 'seat', scope: 'campaigns:write', rateGroup: 'campaigns' } as const
   /** The seat's subscriptions, newest first. */
   const ofSeat = (seatId: string): WebhookRecord[] => {
@@ -60,6 +61,8 @@ export function webhookRoutes ({ store, config, sealer }: Deps): RouteDef[] {
           created_at: iso(ctx.now),
           disabled_at: null,
           disabled_reason: null,
+          last_success_at: null,
+          failing_since: null,
           seat_id: seat.seat_id,
           secret_sealed: sealer.seal(id, secret)
         }
@@ -81,12 +84,14 @@ export function webhookRoutes ({ store, config, sealer }: Deps): RouteDef[] {
       method: 'delete',
       path: '/openrtb/v2/webhooks/:id',
       summary: 'Removes a subscription: nothing more is delivered to it',
+      description: 'Deliveries still queued for it are canceled (GET /webhooks/deliveries shows them canceled); an attempt already under way finishes.',
       data: 'Webhook',
       errors: ['webhook_not_found'],
       handler: (ctx) => {
         const w = store.webhooks.get(ctx.params.id!)
         if (w === undefined || w.seat_id.toLowerCase() !== ctx.principal!.seat!.seat_id.toLowerCase()) throw new ApiError('webhook_not_found', `No webhook ${ctx.params.id} belongs to this seat.`, { param: 'id' })
         store.webhooks.removeSync(w.webhook_id)
+        cancelQueued(notices, deliveries, w, 'the subscription was deleted')
         store.bySeat.removeSync(['webhook', w.seat_id.toLowerCase(), -Date.parse(w.created_at), w.webhook_id])
         return ok(view(w))
       }
