@@ -5,7 +5,15 @@ import { loadConfig } from './config.js'
 import { createLogger } from './log.js'
 import { startService } from './service.js'
 
-const config = loadConfig()
+const config = (() => {
+  try {
+    return loadConfig()
+  } catch (err) {
+    // A configuration mistake is the operator's to fix: say what it is, without a stack trace.
+    process.stderr.write(`oohbid: ${err instanceof Error ? err.message : String(err)}\n`)
+    process.exit(1)
+  }
+})()
 const log = createLogger(config.logLevel)
 const service = await startService({ config, log })
 // The line scripts and tests wait for: the port is known only after listen when PORT=0.

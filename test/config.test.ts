@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { loadConfig } from '../src/config.js'
 import { resolveAdminToken } from '../src/control/admin/token.js'
+import { startProcess } from './helpers/process.js'
 import { startTestService } from './helpers/service.js'
 
 t.test('defaults and parsing', async (t) => {
@@ -16,6 +17,16 @@ t.test('defaults and parsing', async (t) => {
   t.throws(() => loadConfig({ PORT: '70000' }), /PORT/)
   t.throws(() => loadConfig({ LOG_LEVEL: 'loud' }), /LOG_LEVEL/)
   t.throws(() => loadConfig({ BASE_URL: 'ftp://x' }), /BASE_URL/)
+})
+
+t.test('the test escape hatches are off by default and refused in production, where the service will not start', async (t) => {
+  t.match(loadConfig({}), { allowPrivateCallbackUrls: false, allowPrivateAssetUrls: false })
+  t.match(loadConfig({ ALLOW_PRIVATE_CALLBACK_URLS: '1' }), { allowPrivateCallbackUrls: true })
+  t.throws(() => loadConfig({ ALLOW_PRIVATE_CALLBACK_URLS: '1', NODE_ENV: 'production' }), /ALLOW_PRIVATE_CALLBACK_URLS is a test setting and is refused with NODE_ENV=production/)
+  t.throws(() => loadConfig({ ALLOW_PRIVATE_ASSET_URLS: 'true', NODE_ENV: 'production' }), /refused with NODE_ENV=production/)
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-prod-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  await t.rejects(startProcess(dir, { NODE_ENV: 'production', ALLOW_PRIVATE_CALLBACK_URLS: '1' }), /exited with 1/, 'the process exits instead of serving')
 })
 
 t.test('an unset ADMIN_TOKEN is generated once into DATA_DIR with mode 0600', async (t) => {
