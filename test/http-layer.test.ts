@@ -129,6 +129,9 @@ t.test('autocannon -p 10 gets a correct answer to every request on every kind of
     ['POST player spots', { url: `${svc.url}${embed}/spots`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }],
     ['POST exchange bid', { url: `${svc.url}/openrtb/bidder/cannon-x/bid`, method: 'POST', headers: { 'content-type': 'application/json' }, body: ortb }],
     ['GET player VAST', { url: `${svc.url}${embed}/vast` }],
+    // The player group is limited per address (6000 a minute): these two come from other screens' addresses.
+    ['GET player page', { url: `${svc.url}${embed}?fp=cannon-fp`, headers: { 'x-forwarded-for': '192.0.2.80' } }],
+    ['POST player heartbeat', { url: `${svc.url}${embed}/heartbeat`, method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '192.0.2.81' }, body: '{"fp":"cannon-fp"}' }],
     ['POST partner impressions', { url: `${svc.url}/v1/partner/impressions`, method: 'POST', headers: { authorization: `Bearer ${partner.key}`, 'content-type': 'application/json' }, body: impressions }],
     ['GET proof public key', { url: `${svc.url}/v1/advertiser/proof/.well-known/public-key`, headers: { 'x-forwarded-for': '192.0.2.78' }, amount: 500 }],
     ['POST verify-proof', { url: `${svc.url}/v1/advertiser/proof/verify-proof`, method: 'POST', amount: 500, headers: { 'content-type': 'application/json', 'x-forwarded-for': '192.0.2.79' }, body: JSON.stringify({ signature: 'ed25519=00', timestamp: 1, adId: 'a', impressionId: 'i', screenId: 's', deviceId: 'd' }) }],

@@ -235,13 +235,46 @@ export class Inventory {
     if (bucket) bucket[1]++
     else hours.push([hourStart, 1])
     const wasOffline = status.last_heartbeat !== null && !status.online
-    const next: ScreenStatus = { last_heartbeat: at, online: true, hours }
-    this.store.status.putSync(screen.screen_id, next)
+    const { offline_at: offlineAt, ...kept } = status
+    this.store.status.putSync(screen.screen_id, { ...kept, last_heartbeat: at, online: true, hours })
     this.#heartbeatDeadline.add(at + this.#options.heartbeatTimeoutMs, screen.screen_id)
     if (!status.online) this.#place(screen, this.store.fein.get(screen.screen_id), true)
     if (wasOffline) {
-      this.#outbox.append('screen.online', `screen:${screen.screen_id}`, { screen_id: screen.screen_id, partner_id: screen.partner_id, status: 'online', at: iso(at), last_heartbeat_at: status.last_heartbeat !== null ? iso(status.last_heartbeat) : null, offline_since: status.last_heartbeat !== null ? iso(status.last_heartbeat + this.#options.heartbeatTimeoutMs) : null })
+      const since = offlineAt ?? (status.last_heartbeat !== null ? status.last_heartbeat + this.#options.heartbeatTimeoutMs : null)
+      this.#outbox.append('screen.online', `screen:${screen.screen_id}`, { screen_id: screen.screen_id, partner_id: screen.partner_id, status: 'online', at: iso(at), last_heartbeat_at: status.last_heartbeat !== null ? iso(status.last_heartbeat) : null, offline_since: since !== null ? iso(since) : null })
     }
+  }
+
+  /** Takes an online screen offline now (its player page closed); event screen.offline. Call inside Store.write. */
+  leave (screen: ScreenRecord, at: number): void {
+    const status = this.statusOf(screen.screen_id)
+    if (status.online && status.last_heartbeat !== null) this.#goOffline(screen, status, at, at)
+  }
+
+  #goOffline (screen: ScreenRecord, status: ScreenStatus, now: number, since: number): void {
+    this.store.status.putSync(screen.screen_id, { ...status, online: false, offline_at: since })
+    this.#place(screen, this.store.fein.get(screen.screen_id), false)
+    this.#outbox.append('screen.offline', `screen:${screen.screen_id}`, { screen_id: screen.screen_id, partner_id: screen.partner_id, status: 'offline', at: iso(now), last_heartbeat_at: status.last_heartbeat !== null ? iso(status.last_heartbeat) : null, offline_since: iso(since) })
+  }
+
+  /**
+   * Binds a screen's player page to the device fingerprint it was first opened with (embed_url?fp=...), so a copied
+   * embed_url cannot play, and count plays, elsewhere: another fingerprint is 409 device_mismatch until the partner
+   * releases the binding. A page without fp is refused once the screen is bound. Call inside Store.write.
+   */
+  bindPlayer (screen: ScreenRecord, fp: string | undefined): void {
+    const status = this.statusOf(screen.screen_id)
+    if (status.player === undefined) {
+      if (fp !== undefined) this.store.status.putSync(screen.screen_id, { ...status, player: fp })
+      return
+    }
+    if (fp !== status.player) throw new ApiError('device_mismatch', 'This embed_url is bound to another device: open it with the fp it was first opened with, or have the partner release the binding (DELETE /v1/partner/devices/{device_id}/player).', { param: 'fp' })
+  }
+
+  /** Releases a screen's player binding: the next page opened binds it again. Call inside Store.write. */
+  releasePlayer (screen: ScreenRecord): void {
+    const { player: _player, ...status } = this.statusOf(screen.screen_id)
+    this.store.status.putSync(screen.screen_id, status)
   }
 
   /**
@@ -270,9 +303,7 @@ export class Inventory {
         if (status === undefined || screen === undefined || !status.online || status.last_heartbeat === null) continue
         const deadline = status.last_heartbeat + this.#options.heartbeatTimeoutMs
         if (deadline > now) { this.#heartbeatDeadline.add(deadline, id); continue }
-        this.store.status.putSync(id, { ...status, online: false })
-        this.#place(screen, this.store.fein.get(id), false)
-        this.#outbox.append('screen.offline', `screen:${id}`, { screen_id: id, partner_id: screen.partner_id, status: 'offline', at: iso(now), last_heartbeat_at: iso(status.last_heartbeat), offline_since: iso(deadline) })
+        this.#goOffline(screen, status, now, deadline)
         offline++
       }
     })

@@ -83,6 +83,10 @@ export interface ScreenRecord {
 export interface ScreenStatus {
   last_heartbeat: number | null
   online: boolean
+  /** When it last went offline (heartbeats stopped, or its player page closed). */
+  offline_at?: number
+  /** The device fingerprint its player page is bound to (the fp of the first page that opened embed_url). */
+  player?: string
   /** Heartbeats per hour over the last day: [hour start ms, count]. */
   hours: Array<[number, number]>
 }

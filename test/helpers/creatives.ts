@@ -19,3 +19,19 @@ export async function unapprovedCreative (svc: TestService, key: string): Promis
   const r = await svc.request('POST', '/openrtb/v2/creatives', { key, body: { name: 'Not yet', content_type: 'image/png', mode: 'upload' } })
   return r.body.data.creative_id as string
 }
+
+/**
+ * A creative uploaded the way a buyer uploads one (presigned PUT, confirm) and moderated by the real models; returns
+ * its id and the status moderation gave it.
+ */
+export async function uploadedCreative (svc: TestService, key: string, bytes: Buffer, name: string, extra: Record<string, unknown> = {}, contentType = 'image/png'): Promise<{ id: string, status: string }> {
+  const r = await svc.request('POST', '/openrtb/v2/creatives', { key, body: { name, content_type: contentType, mode: 'upload', ...extra } })
+  if (r.status !== 201) throw new Error(r.text)
+  const id = r.body.data.creative_id as string
+  const put = await fetch(r.body.data.upload.url, { method: 'PUT', headers: { 'content-type': contentType }, body: bytes })
+  if (put.status !== 200) throw new Error(`upload: ${put.status}`)
+  await svc.request('POST', `/openrtb/v2/creatives/${id}/confirm`, { key })
+  await svc.service.moderator.idle()
+  const c = await svc.request('GET', `/openrtb/v2/creatives/${id}`, { key })
+  return { id, status: c.body.data.status }
+}

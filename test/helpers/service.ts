@@ -48,11 +48,22 @@ export function freshIp (): string {
   return `198.51.${(ipCounter >> 8) & 255}.${ipCounter & 255}`
 }
 
-/** Starts the real service on a free loopback port over a fresh LMDB in a temp dir; stopped at teardown. */
-export async function startTestService (t: { teardown (fn: () => unknown): void }, env: Record<string, string> = {}): Promise<TestService> {
+/** A clock that runs with real time (for a browser on the other side) and can still be moved ahead. */
+class RunningClock extends ManualClock {
+  #offset = 0
+  override now (): number { return Date.now() + this.#offset }
+  override advance (ms: number): void { this.#offset += ms }
+  override set (ms: number): void { this.#offset = ms - Date.now() }
+}
+
+/**
+ * Starts the real service on a free loopback port over a fresh LMDB in a temp dir; stopped at teardown. Its clock
+ * stands still unless moved, or with running: true runs with real time (a browser test's player keeps real time).
+ */
+export async function startTestService (t: { teardown (fn: () => unknown): void }, env: Record<string, string> = {}, options: { running?: boolean } = {}): Promise<TestService> {
   const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-test-'))
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'error', TRUST_PROXY: '127.0.0.1', ADMIN_TOKEN: 'test-admin-token', ...env })
-  const clock = new ManualClock(Date.now())
+  const clock = options.running === true ? new RunningClock() : new ManualClock(Date.now())
   const logs: string[] = []
   const service = await startService({ config, clock, log: createLogger('error', (line) => { logs.push(line) }) })
   // Tests read the events they caused from the outbox: their own consumer keeps them from being compacted.

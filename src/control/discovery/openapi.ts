@@ -192,6 +192,9 @@ GET /openrtb/v2/webhooks/deliveries shows the last 7 days of deliveries, failure
 
 The webhook_url given at onboarding receives the general events without subscribing (schema GeneralEventType: creative moderation results, campaign updates including campaign.paused and campaign.resumed, deal status changes, webhook.disabled) the same way, signed with the seat's API key instead of a whsec_ secret: X-Service-Key-Prefix names the key, and v1 is HMAC-SHA256 keyed by that key over "<t>.<raw body>", as for legacy notifications.
 
+## Screen player
+A device's embed_url (GET /embed/{token}?fp=<device fingerprint>) is the player page: one small HTML page that plays the screen's feed full screen, one spot per slot (POST /embed/{token}/spots), reports render_started and play_completed (billing, notices, proof of play), heartbeats (POST /embed/{token}/heartbeat, every heartbeat_seconds) and leaves when closed (POST /embed/{token}/leave: offline at once). The first fp binds the screen to that device; another is 409 device_mismatch until the partner calls DELETE /v1/partner/devices/{device_id}/player. When the feed cannot be reached the page replays the last five creatives it played, unbilled, and sends the reports it owes when the feed returns. In the page, window dispatches service:ad_started (detail: type image, video or html; spot_id, creative_id, tier, duration_seconds, offline), service:ad_ended (spot_id, creative_id, completed, duration_ms, offline) and service:overlay_clicked (spot_id, creative_id, click_url); window.oohbid offers hide() (a spot cut short is not counted; nothing plays until show()), show() and status().
+
 ## Discovery
 /sellers.json (IAB sellers.json 1.0), /app-ads.txt and /ads.txt (301 to /app-ads.txt) are public and cached 24 hours; this document is cached 5 minutes.`
 

@@ -24,6 +24,7 @@ export function deviceView (inventory: Inventory, s: ScreenRecord): Device {
     location,
     capabilities: s.capabilities,
     embed_url: inventory.embedUrl(s),
+    player_bound: status.player !== undefined,
     status: inventory.statusName(status),
     last_heartbeat_at: status.last_heartbeat !== null ? iso(status.last_heartbeat) : null,
     created_at: s.created_at,
@@ -146,6 +147,20 @@ export function deviceRoutes ({ inventory }: Deps): RouteDef[] {
       handler: (ctx) => {
         const screen = device(ctx.principal!.partner!, ctx.params.device_id!)
         inventory.heartbeat(screen, ctx.now)
+        return ok(deviceView(inventory, screen))
+      }
+    }),
+    route({
+      ...common,
+      method: 'delete',
+      path: '/v1/partner/devices/:device_id/player',
+      summary: 'Releases the device\'s player binding',
+      description: 'The player page binds to the fp it is first opened with; after a device is replaced, release the binding and the next page opened binds again.',
+      data: 'Device',
+      errors: ['device_not_found'],
+      handler: (ctx) => {
+        const screen = device(ctx.principal!.partner!, ctx.params.device_id!)
+        inventory.releasePlayer(screen)
         return ok(deviceView(inventory, screen))
       }
     }),

@@ -1,11 +1,12 @@
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
-import type { Spot, SpotEventRequest, SpotRequest } from '../../generated/types.js'
-import { ok, route, type RouteDef } from '../../http/route.js'
-import type { CreativeRecord } from '../../store/records.js'
+import type { PlayerHeartbeat, PlayerHeartbeatRequest, Spot, SpotEventRequest, SpotRequest } from '../../generated/types.js'
+import { ok, raw, route, type RouteDef } from '../../http/route.js'
+import type { CreativeRecord, ScreenRecord } from '../../store/records.js'
 import { serveAsset } from '../assets/route.js'
 import { screenOfToken, spotEvent, takeSpot } from './feed.js'
+import { playerPage } from './page.js'
 
 /** How long before a spot ends its player should ask for the next one. */
 const LEAD_SECONDS = 3
@@ -16,9 +17,15 @@ const LEAD_SECONDS = 3
  * carries.
  */
 export function playerRoutes (deps: Deps): RouteDef[] {
-  const { store, config, objects } = deps
+  const { store, config, objects, inventory } = deps
   const common = { tag: 'Player', envelope: 'flat', auth: 'none', rateGroup: 'player' } as const
   const base = (token: string) => `${config.baseUrl}/embed/${token}`
+  const page = playerPage()
+  const heartbeatSeconds = Math.max(1, Math.floor(config.heartbeatTimeoutSeconds / 3))
+  const heartbeatView = (screen: ScreenRecord): PlayerHeartbeat => {
+    const status = inventory.statusOf(screen.screen_id)
+    return { screen_id: screen.screen_id, status: status.online ? 'online' : 'offline', heartbeat_seconds: heartbeatSeconds, bound: status.player !== undefined }
+  }
 
   const creativeView = (token: string, c: CreativeRecord): NonNullable<Spot['creative']> => {
     const view: NonNullable<Spot['creative']> = { creative_id: c.creative_id, content_type: c.asset?.media_type ?? c.content_type, url: `${base(token)}/assets/${c.creative_id}` }
@@ -29,7 +36,41 @@ export function playerRoutes (deps: Deps): RouteDef[] {
     return view
   }
 
+  /** A route by which the page says it is there (heartbeat) or going (leave), as the device its fp names. */
+  const presence = (name: 'heartbeat' | 'leave', summary: string, description: string, act: (screen: ScreenRecord, now: number) => void) => route<PlayerHeartbeatRequest>({
+    ...common,
+    method: 'post',
+    path: `/embed/:token/${name}`,
+    summary,
+    description,
+    body: 'PlayerHeartbeatRequest',
+    data: 'PlayerHeartbeat',
+    errors: ['screen_not_found', 'device_mismatch'],
+    handler: (ctx) => {
+      const screen = screenOfToken(store, ctx.params.token!)
+      inventory.bindPlayer(screen, ctx.body.fp)
+      act(screen, ctx.now)
+      return ok(heartbeatView(screen))
+    }
+  })
+
   return [
+    route({
+      ...common,
+      method: 'get',
+      path: '/embed/:token',
+      summary: 'The screen player page (embed_url?fp=<device fingerprint>)',
+      description: `Full-screen playback of the screen's feed in one small HTML page (script and style inline, no framework). It asks for a spot at every slot, plays images and video for the slot's duration, reports render_started and play_completed (billing the spot and signing its proof), heartbeats every ${heartbeatSeconds} s (a third of HEARTBEAT_TIMEOUT_SECONDS) and takes the screen offline when closed. The first fp it is opened with binds the screen to that device (another: 409 device_mismatch). When the feed cannot be reached it keeps playing the last five creatives it played (not billed) and sends the reports it owes when the feed is back. Embedding: window events service:ad_started (detail: type image, video or html, spot_id, creative_id, tier, duration_seconds, offline), service:ad_ended (spot_id, creative_id, completed, duration_ms, offline) and service:overlay_clicked (spot_id, creative_id, click_url); window.oohbid.hide() stops playback at once (a spot cut short is not counted), show() resumes, status() answers {state, online, screen_id, spot_id, creative_id, tier, plays, offline_plays, pending_reports, first_frame_ms, last_feed_at, error}.`,
+      produces: 'text/html',
+      cacheSeconds: 300,
+      errors: ['screen_not_found'],
+      handler: (ctx) => {
+        screenOfToken(store, ctx.params.token!)
+        return raw(page.html, 'text/html; charset=utf-8', 200, page.headers)
+      }
+    }),
+    presence('heartbeat', 'The player page\'s heartbeat: keeps the screen online', 'Same effect as a partner heartbeat: a screen offline comes back (screen.online). Binds the screen to fp on first use (another fp: 409 device_mismatch).', (screen, now) => inventory.heartbeat(screen, now)),
+    presence('leave', 'The player page closed: the screen goes offline now', 'Sent by the page as it closes (a keepalive request), so the screen goes offline (screen.offline) at once instead of after HEARTBEAT_TIMEOUT_SECONDS. The fp must be the bound one.', (screen, now) => inventory.leave(screen, now)),
     route<SpotRequest>({
       ...common,
       method: 'post',
@@ -38,10 +79,11 @@ export function playerRoutes (deps: Deps): RouteDef[] {
       description: 'Guaranteed lines behind pace, then Preferred deals (fixed price), PMP deals (first price), the open auction (second price plus 0.01 among stored production bids, one per seat), guaranteed lines ahead of pace, then the house creative. Every stored bid on the screen is settled by the decision: the winner\'s nurl fires with the clearing price, losers get their lurl with ${AUCTION_LOSS} (100/101 below floor, 102 outbid with ${AUCTION_MIN_TO_WIN}, 103 lost to a deal or placement, 104 seat blocked, 200-209 creative filtered, 2 expired). Outside operating hours the tier is closed and nothing is settled. ?dry_run=true shows the decision without settling anything.',
       body: 'SpotRequest',
       data: 'Spot',
-      errors: ['screen_not_found'],
+      errors: ['screen_not_found', 'device_mismatch'],
       handler: (ctx) => {
         const token = ctx.params.token!
         const screen = screenOfToken(store, token)
+        inventory.bindPlayer(screen, ctx.body.fp)
         const now = ctx.now
         const taken = takeSpot(deps, screen, now)
         if (taken.closed) {

@@ -1,0 +1,195 @@
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import sharp from 'sharp'
+import t from 'tap'
+import { startBrowser } from './helpers/browser.js'
+import { startReceiver } from './helpers/receiver.js'
+import { uploadedCreative } from './helpers/creatives.js'
+import { deviceBody, registerDevices, registerPartner } from './helpers/fleet.js'
+import { adImage } from './helpers/media.js'
+import { startTestService, type TestService } from './helpers/service.js'
+
+// The screen player as a screen runs it: the page at embed_url in headless Chromium, against the real service.
+
+const SLOT_SECONDS = 5
+const PICKUP_SECONDS = 5
+const ARTIFACTS = join(process.cwd(), 'artifacts')
+
+interface PlayerEvent { name: string, detail: any, at: number }
+
+/** Records the page's service:* events from its first script on. */
+const RECORD = `window.__events = [];
+for (const name of ['service:ad_started', 'service:ad_ended', 'service:overlay_clicked']) addEventListener(name, (e) => window.__events.push({ name, detail: e.detail, at: Date.now() }))`
+
+/** A screen with a player page open on it. */
+async function screenWithPlayer (t: Parameters<typeof startTestService>[0], svc: TestService, fp = 'device-fp-1') {
+  const partner = await registerPartner(svc)
+  const [screenId] = Object.values(await registerDevices(svc, partner, [deviceBody('player-1', { slot_duration_seconds: SLOT_SECONDS })]))
+  const device = (await svc.request('GET', '/v1/partner/devices', { key: partner.key })).body.data.devices[0]
+  const browser = await startBrowser(t)
+  const page = await browser.newPage({ viewport: { width: 960, height: 540 } })
+  await page.addInitScript(RECORD)
+  const response = await page.goto(`${device.embed_url}?fp=${fp}`)
+  const events = () => page.evaluate(() => (globalThis as any).__events) as Promise<PlayerEvent[]>
+  const status = () => page.evaluate(() => (globalThis as any).oohbid.status())
+  return { partner, screenId: screenId!, device, browser, page, response, events, status }
+}
+
+t.test('the player page plays an assigned creative within the pickup window, with events, hide(), proofs and outages', async (t) => {
+  const svc = await startTestService(t, { PICKUP_SECONDS: String(PICKUP_SECONDS), HEARTBEAT_TIMEOUT_SECONDS: '30' }, { running: true })
+  const { key } = await svc.onboard('player_buyer')
+  await svc.admin('POST', '/admin/v1/seats/player_buyer/approve')
+  const creative = await uploadedCreative(svc, key, await adImage('SPRING SALE', 'Running shoes 30% off', '#248'), 'Spring sale', { click_url: 'https://brand.example/spring' })
+  if (creative.status !== 'approved') await svc.admin('POST', `/admin/v1/creatives/${creative.id}/review`, { decision: 'approved', reason: 'checked for the player test' })
+  const s = await screenWithPlayer(t, svc)
+  t.equal(s.response?.status(), 200)
+  t.match(s.response?.headers()['content-type'], /text\/html/)
+  t.match(s.response?.headers()['content-security-policy'], /default-src 'none'; script-src 'sha256-/)
+  const html = await s.response!.text()
+  t.ok(html.length < 20_000, `the page is small: ${html.length} bytes, one request`)
+  await s.page.waitForFunction(() => (globalThis as any).oohbid.status().online === true)
+  const device = async () => (await svc.request('GET', '/v1/partner/devices', { key: s.partner.key })).body.data.devices[0]
+  t.match(await device(), { status: 'online', player_bound: true }, 'the page\'s heartbeat brought the screen online and bound it to its fp')
+
+  const today = new Date().toISOString().slice(0, 10)
+  const assigned = await svc.request('POST', '/openrtb/v2/campaigns/assign', { key, body: { creative_id: creative.id, screen_ids: [s.screenId], start_date: today, end_date: today, spots_per_day: 5000 } })
+  t.equal(assigned.status, 201)
+  const assignedAt = Date.now()
+  await s.page.waitForFunction((id) => (globalThis as any).__events.some((e: PlayerEvent) => e.name === 'service:ad_started' && e.detail.creative_id === id), creative.id, { timeout: 30_000 })
+  const startedAt = (await s.events()).find((e) => e.name === 'service:ad_started' && e.detail.creative_id === creative.id)!.at
+  const pickup = (startedAt - assignedAt) / 1000
+  t.ok(pickup <= PICKUP_SECONDS + SLOT_SECONDS + 2, `on screen ${pickup.toFixed(1)} s after the assignment (pickup ${PICKUP_SECONDS} s + one slot of ${SLOT_SECONDS} s)`)
+
+  mkdirSync(ARTIFACTS, { recursive: true })
+  const shot = join(ARTIFACTS, 'player-playing.png')
+  await s.page.screenshot({ path: shot })
+  const { channels } = await sharp(shot).stats()
+  t.ok(channels.slice(0, 3).some((c) => c.mean > 40), `the screenshot shows the creative, not a black screen (${shot})`)
+  t.equal((await s.status()).state, 'playing')
+
+  // Events: each spot starts then ends, in order, with its details; a whole slot is a completed play.
+  await s.page.waitForFunction((id) => (globalThis as any).__events.some((e: PlayerEvent) => e.name === 'service:ad_ended' && e.detail.creative_id === id), creative.id, { timeout: 15_000 })
+  const events = await s.events()
+  const lifecycle = events.filter((e) => e.name !== 'service:overlay_clicked')
+  t.ok(lifecycle.every((e, i) => e.name === (i % 2 === 0 ? 'service:ad_started' : 'service:ad_ended') && (i % 2 === 0 || e.detail.spot_id === lifecycle[i - 1]!.detail.spot_id)), 'ad_started and ad_ended alternate, each pair one spot')
+  const ours = events.filter((e) => e.detail.creative_id === creative.id)
+  t.match(ours[0], { name: 'service:ad_started', detail: { type: 'image', spot_id: /^spt_/, tier: 'guaranteed', duration_seconds: SLOT_SECONDS, offline: false } })
+  t.match(ours[1], { name: 'service:ad_ended', detail: { spot_id: ours[0]!.detail.spot_id, completed: true, offline: false } })
+  t.ok(Math.abs(ours[1]!.detail.duration_ms - SLOT_SECONDS * 1000) < 500, `played its slot (${ours[1]!.detail.duration_ms} ms)`)
+
+  // The overlay: the creative has a click_url, so the page shows it and reports a click.
+  await s.page.waitForSelector('#overlay:not([hidden])')
+  await s.page.click('#overlay')
+  const click = (await s.events()).find((e) => e.name === 'service:overlay_clicked')
+  t.match(click?.detail, { creative_id: creative.id, click_url: 'https://brand.example/spring', spot_id: /^spt_/ })
+
+  // Impressions: each completed play has a proof of play that verifies.
+  let proofs: any[] = []
+  for (let i = 0; i < 50 && proofs.length === 0; i++) {
+    proofs = (await svc.request('GET', `/v1/advertiser/proof/proofs?screen_id=${s.screenId}`, { key })).body.data.proofs
+    if (proofs.length === 0) await new Promise((r) => setTimeout(r, 100))
+  }
+  t.match(proofs[0], { adId: creative.id, screenId: s.screenId, verification_tier: 'signed', completed: true, givt: { passed: true } }, 'the play has a signed proof')
+  t.ok(Math.abs(proofs[0].duration_ms - SLOT_SECONDS * 1000) < 500, 'with the duration the page reported')
+  const { signature, timestamp, adId, impressionId, screenId, deviceId } = proofs[0]
+  t.match((await svc.request('POST', '/v1/advertiser/proof/verify-proof', { body: { signature, timestamp, adId, impressionId, screenId, deviceId } })).body, { success: true, verification: { valid: true } })
+
+  // hide(): the spot on screen ends at once and is not counted; nothing plays until show().
+  const before = (await s.events()).length
+  await s.page.evaluate(() => (globalThis as any).oohbid.hide())
+  t.equal((await s.status()).state, 'hidden')
+  t.equal(await s.page.evaluate(() => (globalThis as any).getComputedStyle((globalThis as any).document.getElementById('stage')).display), 'none', 'the stage is hidden')
+  const cut = (await s.events()).slice(before)
+  t.ok(cut.every((e) => e.name === 'service:ad_ended' && e.detail.completed === false), 'a spot cut short ends, not completed')
+  await new Promise((r) => setTimeout(r, (SLOT_SECONDS + 1) * 1000))
+  t.equal((await s.events()).filter((e, i) => i >= before && e.name === 'service:ad_started').length, 0, 'nothing started while hidden')
+  await s.page.evaluate(() => (globalThis as any).oohbid.show())
+  await s.page.waitForFunction((n) => (globalThis as any).__events.slice(n).some((e: PlayerEvent) => e.name === 'service:ad_started'), before, { timeout: 5_000 })
+  t.pass('show() resumes at once')
+
+  // A feed outage: the page keeps playing what it has, unbilled, and is back on the feed when it returns.
+  await s.page.route('**/spots', (route) => route.abort('internetdisconnected'))
+  const outageFrom = (await s.events()).length
+  await s.page.waitForFunction((n) => (globalThis as any).__events.slice(n).filter((e: PlayerEvent) => e.name === 'service:ad_started' && e.detail.offline).length >= 2, outageFrom, { timeout: 20_000 })
+  const outage = (await s.events()).slice(outageFrom).filter((e) => e.name === 'service:ad_started' && e.detail.offline)
+  t.match(outage[0]!.detail, { creative_id: creative.id, spot_id: null, offline: true }, 'the last good creative keeps playing through the outage')
+  t.equal((await s.status()).online, false)
+  await s.page.unroute('**/spots')
+  const backFrom = (await s.events()).length
+  await s.page.waitForFunction((n) => (globalThis as any).__events.slice(n).some((e: PlayerEvent) => e.name === 'service:ad_started' && !e.detail.offline), backFrom, { timeout: 20_000 })
+  t.match(await s.status(), { online: true, pending_reports: 0 }, 'back on the feed')
+
+  // Another device opening the same embed_url is refused; closing the page takes the screen offline at once.
+  const other = await svc.request('POST', `${new URL(s.device.embed_url).pathname}/spots`, { body: { fp: 'copied-elsewhere' } })
+  t.match(other, { status: 409, body: { error_code: 'device_mismatch', param: 'fp' } })
+  await s.page.close({ runBeforeUnload: true })
+  let state = ''
+  for (let i = 0; i < 50 && state !== 'offline'; i++) {
+    state = (await device()).status
+    if (state !== 'offline') await new Promise((r) => setTimeout(r, 100))
+  }
+  t.equal(state, 'offline', 'closing the page took the screen offline (no heartbeat timeout waited for)')
+  const offline = svc.service.outbox.read('test', 1000).filter((e) => e.type === 'screen.offline' && e.data.screen_id === s.screenId)
+  t.equal(offline.length, 1, 'with one screen.offline event')
+})
+
+t.test('a bid the page plays is billed: nurl at the auction, burl with the price once the page reports the play', async (t) => {
+  const receiver = await startReceiver(t)
+  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: '1' }, { running: true })
+  const { key } = await svc.onboard('player_bidder')
+  await svc.admin('POST', '/admin/v1/seats/player_bidder/approve')
+  const creative = await uploadedCreative(svc, key, await adImage('COFFEE', 'Two for one until noon', '#630'), 'Coffee')
+  if (creative.status !== 'approved') await svc.admin('POST', `/admin/v1/creatives/${creative.id}/review`, { decision: 'approved', reason: 'checked for the player test' })
+  const partner = await registerPartner(svc)
+  await registerDevices(svc, partner, [deviceBody('bid-screen', { slot_duration_seconds: SLOT_SECONDS, floor_price_cpm: 4 })])
+  const request = (await svc.request('GET', '/openrtb/v2/adslots?format=openrtb&limit=1', { key })).body.data.bid_requests[0]
+  const bid = { id: 'b-1', impid: request.imp[0].id, price: 9, crid: creative.id, adm: '<b>coffee</b>', nurl: `${receiver.url}/win?p=\${AUCTION_PRICE}`, burl: `${receiver.url}/bill?p=\${AUCTION_PRICE}&ts=\${AUCTION_IMP_TS}` }
+  t.match((await svc.request('POST', '/openrtb/v2/bid', { key, body: { id: request.id, seatbid: [{ bid: [bid] }] } })).body.data, { accepted: 1 })
+  const device = (await svc.request('GET', '/v1/partner/devices', { key: partner.key })).body.data.devices[0]
+  const browser = await startBrowser(t)
+  const page = await browser.newPage()
+  await page.addInitScript(RECORD)
+  await page.goto(`${device.embed_url}?fp=bid-screen-fp`)
+  await page.waitForFunction((id) => (globalThis as any).__events.some((e: PlayerEvent) => e.name === 'service:ad_ended' && e.detail.creative_id === id && e.detail.completed), creative.id, { timeout: 20_000 })
+  await svc.service.sender.idle()
+  const win = receiver.received.find((r) => r.path === '/win')
+  const bill = receiver.received.find((r) => r.path === '/bill')
+  t.equal(win?.query.get('p'), '4.01', 'the win notice carries the clearing price (second price: the floor plus 0.01)')
+  t.equal(bill?.query.get('p'), '4.01', 'the billing notice fires once the page reported the completed play')
+  t.ok(Number(bill?.query.get('ts')) > 0, 'with the play time')
+})
+
+t.test('zero to serving, end to end: onboard, browse, upload, moderation, campaign, assign, play', async (t) => {
+  const svc = await startTestService(t, { PICKUP_SECONDS: String(PICKUP_SECONDS) }, { running: true })
+  // A screen operator's device is up, its player page open.
+  const s = await screenWithPlayer(t, svc, 'lobby-screen-fp')
+  await s.page.waitForFunction(() => (globalThis as any).oohbid.status().online === true)
+  // A buyer onboards and browses inventory.
+  const { reply, key } = await svc.onboard('zero_to_serving')
+  t.equal(reply.status, 201)
+  const slots = (await svc.request('GET', '/openrtb/v2/adslots?limit=50', { key })).body.data
+  t.ok(slots.screens.some((x: any) => x.screen_id === s.screenId), 'the screen is in /adslots')
+  // Uploads a creative, which the models moderate.
+  const creative = await uploadedCreative(svc, key, await adImage('FRESH BREAD', 'Baked daily on Main St', '#a52'), 'Bakery')
+  t.equal(creative.status, 'approved', 'moderation approved the creative on its own')
+  // Creates a campaign and assigns the creative to the screen.
+  const today = new Date().toISOString().slice(0, 10)
+  const campaign = await svc.request('POST', '/openrtb/v2/campaigns', { key, body: { creative_id: creative.id, name: 'Bakery launch', budget_usd: 50, start_date: today, end_date: today } })
+  t.equal(campaign.status, 201)
+  const assign = await svc.request('POST', '/openrtb/v2/campaigns/assign', { key, body: { creative_id: creative.id, campaign_id: campaign.body.data.campaign_id, screen_ids: [s.screenId], start_date: today, end_date: today, spots_per_day: 2000 } })
+  t.equal(assign.status, 201)
+  const assignedAt = Date.now()
+  // The screen plays it within the pickup window, and the play counts for the campaign.
+  await s.page.waitForFunction((id) => (globalThis as any).__events.some((e: PlayerEvent) => e.name === 'service:ad_ended' && e.detail.creative_id === id && e.detail.completed), creative.id, { timeout: 30_000 })
+  const started = (await s.events()).find((e) => e.name === 'service:ad_started' && e.detail.creative_id === creative.id)!
+  t.ok((started.at - assignedAt) / 1000 <= PICKUP_SECONDS + SLOT_SECONDS + 2, `playing ${((started.at - assignedAt) / 1000).toFixed(1)} s after the assignment`)
+  let impressions = 0
+  for (let i = 0; i < 50 && impressions === 0; i++) {
+    impressions = (await svc.request('GET', `/openrtb/v2/campaigns/${campaign.body.data.campaign_id}`, { key })).body.data.impressions
+    if (impressions === 0) await new Promise((r) => setTimeout(r, 100))
+  }
+  t.ok(impressions >= 1, 'the campaign counts the play')
+  const proofs = (await svc.request('GET', `/v1/advertiser/proof/proofs?screen_id=${s.screenId}`, { key })).body.data.proofs
+  t.match(proofs[0], { adId: creative.id, verification_tier: 'signed', completed: true }, 'with its proof of play')
+  t.ok(svc.service.outbox.read('test', 1000).some((e) => e.type === 'campaign.started' && e.data.campaign_id === campaign.body.data.campaign_id), 'campaign.started')
+})
