@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import sharp from 'sharp'
 import t from 'tap'
@@ -6,7 +7,7 @@ import { startBrowser } from './helpers/browser.js'
 import { startReceiver } from './helpers/receiver.js'
 import { uploadedCreative } from './helpers/creatives.js'
 import { deviceBody, registerDevices, registerPartner } from './helpers/fleet.js'
-import { adImage } from './helpers/media.js'
+import { adImage, adVideo } from './helpers/media.js'
 import { startTestService, type TestService } from './helpers/service.js'
 
 // The screen player as a screen runs it: the page at embed_url in headless Chromium, against the real service.
@@ -22,9 +23,9 @@ const RECORD = `window.__events = [];
 for (const name of ['service:ad_started', 'service:ad_ended', 'service:overlay_clicked']) addEventListener(name, (e) => window.__events.push({ name, detail: e.detail, at: Date.now() }))`
 
 /** A screen with a player page open on it. */
-async function screenWithPlayer (t: Parameters<typeof startTestService>[0], svc: TestService, fp = 'device-fp-1') {
+async function screenWithPlayer (t: Parameters<typeof startTestService>[0], svc: TestService, fp = 'device-fp-1', settings: Record<string, unknown> = {}) {
   const partner = await registerPartner(svc)
-  const [screenId] = Object.values(await registerDevices(svc, partner, [deviceBody('player-1', { slot_duration_seconds: SLOT_SECONDS })]))
+  const [screenId] = Object.values(await registerDevices(svc, partner, [deviceBody('player-1', { slot_duration_seconds: SLOT_SECONDS, ...settings })]))
   const device = (await svc.request('GET', '/v1/partner/devices', { key: partner.key })).body.data.devices[0]
   const browser = await startBrowser(t)
   const page = await browser.newPage({ viewport: { width: 960, height: 540 } })
@@ -192,4 +193,39 @@ t.test('zero to serving, end to end: onboard, browse, upload, moderation, campai
   const proofs = (await svc.request('GET', `/v1/advertiser/proof/proofs?screen_id=${s.screenId}`, { key })).body.data.proofs
   t.match(proofs[0], { adId: creative.id, verification_tier: 'signed', completed: true }, 'with its proof of play')
   t.ok(svc.service.outbox.read('test', 1000).some((e) => e.type === 'campaign.started' && e.data.campaign_id === campaign.body.data.campaign_id), 'campaign.started')
+})
+
+t.test('video plays too, muted and inline, for its slot', async (t) => {
+  const svc = await startTestService(t, { PICKUP_SECONDS: '1' }, { running: true })
+  const { key } = await svc.onboard('player_video')
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-player-video-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'card.png'), await adImage('SUMMER FILM', 'In cinemas Friday', '#135'))
+  await adVideo(join(dir, 'card.png'), join(dir, 'ad.mp4'), 5)
+  const creative = await uploadedCreative(svc, key, readFileSync(join(dir, 'ad.mp4')), 'Film trailer', {}, 'video/mp4')
+  if (creative.status !== 'approved') await svc.admin('POST', `/admin/v1/creatives/${creative.id}/review`, { decision: 'approved', reason: 'checked for the player test' })
+  const s = await screenWithPlayer(t, svc, 'video-screen-fp')
+  const today = new Date().toISOString().slice(0, 10)
+  t.equal((await svc.request('POST', '/openrtb/v2/campaigns/assign', { key, body: { creative_id: creative.id, screen_ids: [s.screenId], start_date: today, end_date: today, spots_per_day: 2000 } })).status, 201)
+  await s.page.waitForFunction((id) => (globalThis as any).__events.some((e: PlayerEvent) => e.name === 'service:ad_started' && e.detail.creative_id === id), creative.id, { timeout: 20_000 })
+  const started = (await s.events()).find((e) => e.name === 'service:ad_started' && e.detail.creative_id === creative.id)!
+  t.match(started.detail, { type: 'video', tier: 'guaranteed' })
+  await new Promise((r) => setTimeout(r, 1500))
+  const video = await s.page.evaluate(() => { const v = (globalThis as any).document.querySelector('#stage video'); return v === null ? null : { time: v.currentTime, paused: v.paused, muted: v.muted } })
+  t.ok(video !== null && video.time > 0.5 && !video.paused && video.muted, `the video is playing (${JSON.stringify(video)})`)
+  await s.page.waitForFunction((id) => (globalThis as any).__events.some((e: PlayerEvent) => e.name === 'service:ad_ended' && e.detail.creative_id === id && e.detail.completed), creative.id, { timeout: 15_000 })
+  t.pass('and ends with its slot, completed')
+})
+
+t.test('outside its operating hours the screen stays dark and says closed', async (t) => {
+  const svc = await startTestService(t, {}, { running: true })
+  // Open one hour a day, six hours from now in Austin.
+  const hour = (Number(new Intl.DateTimeFormat('en-US', { hour: 'numeric', hourCycle: 'h23', timeZone: 'America/Chicago' }).format(new Date())) + 6) % 24
+  const open = Math.min(hour, 22)
+  const window = [[`${String(open).padStart(2, '0')}:00`, `${String(open + 1).padStart(2, '0')}:00`]]
+  const s = await screenWithPlayer(t, svc, 'closed-fp', { operating_hours: Object.fromEntries(['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, window])) })
+  await s.page.waitForFunction(() => (globalThis as any).oohbid.status().state === 'closed', undefined, { timeout: 10_000 })
+  t.match(await s.status(), { state: 'closed', online: true, spot_id: null })
+  t.equal(await s.page.evaluate(() => (globalThis as any).document.querySelector('#stage').children.length), 0, 'nothing on screen')
+  t.equal((await s.events()).length, 0, 'and no ad events')
 })

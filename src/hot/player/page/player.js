@@ -130,6 +130,8 @@
       const video = document.createElement('video')
       video.muted = true
       video.playsInline = true
+      // A video shorter than the slot plays again until the slot ends.
+      video.loop = true
       video.src = src
       stage.append(video)
       await video.play()
