@@ -134,9 +134,11 @@ t.test('the player page plays an assigned creative within the pickup window, wit
   t.equal(offline.length, 1, 'with one screen.offline event')
 })
 
-t.test('a bid the page plays is billed: nurl at the auction, burl with the price once the page reports the play', async (t) => {
+t.test('a bid the page plays is billed: nurl at the auction, burl with the price once the page reports the play, whatever the screen\'s clock says', async (t) => {
   const receiver = await startReceiver(t)
   const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: '1' }, { running: true })
+  // This screen's clock is ten minutes behind the service's: its reports must still land.
+  svc.clock.advance(10 * 60_000)
   const { key } = await svc.onboard('player_bidder')
   await svc.admin('POST', '/admin/v1/seats/player_bidder/approve')
   const creative = await uploadedCreative(svc, key, await adImage('COFFEE', 'Two for one until noon', '#630'), 'Coffee')

@@ -17,7 +17,7 @@
 
   /**
    * @typedef {{ creative_id: string, content_type: string, url: string, click_url?: string, duration_seconds?: number }} Creative
-   * @typedef {{ spot_id: string | null, screen_id: string, tier: string, duration_seconds: number, creative: Creative | null, adm?: string, events_url?: string }} Spot
+   * @typedef {{ spot_id: string | null, screen_id: string, tier: string, starts_at: string, duration_seconds: number, creative: Creative | null, adm?: string, events_url?: string }} Spot
    * @typedef {{ url: string, body: Record<string, unknown> }} Pending
    */
 
@@ -44,6 +44,9 @@
   /** @type {(() => void) | null} */
   let resume = null
   let heartbeatSeconds = 30
+  /** The service's clock minus this device's, from each spot's starts_at: reports carry the service's time even when a signage box's clock is off. */
+  let skew = 0
+  const serviceNow = () => Date.now() + skew
 
   /** @param {string} name @param {Record<string, unknown>} detail */
   const emit = (name, detail) => window.dispatchEvent(new CustomEvent(name, { detail }))
@@ -168,7 +171,7 @@
     const click = spot.creative?.click_url
     overlay.hidden = click === undefined
     emit('service:ad_started', { type, spot_id: spot.spot_id, creative_id: creativeId, tier: spot.tier, duration_seconds: spot.duration_seconds, offline })
-    if (!offline && spot.events_url !== undefined) void report(spot.events_url, { event: 'render_started', at: Date.now() })
+    if (!offline && spot.events_url !== undefined) void report(spot.events_url, { event: 'render_started', at: serviceNow() })
     const whole = await wait(slotMs)
     const durationMs = Math.round(performance.now() - shownAt)
     stage.replaceChildren()
@@ -178,7 +181,7 @@
     else state.plays++
     emit('service:ad_ended', { spot_id: spot.spot_id, creative_id: creativeId, completed: whole, duration_ms: durationMs, offline })
     // Only a spot that played its whole slot counts; one cut short by hide() is not an impression.
-    if (whole && !offline && spot.events_url !== undefined) void report(spot.events_url, { event: 'play_completed', duration_ms: durationMs, at: Date.now() })
+    if (whole && !offline && spot.events_url !== undefined) void report(spot.events_url, { event: 'play_completed', duration_ms: durationMs, at: serviceNow() })
   }
 
   /** The next spot from the feed, or one of the kept creatives (not billed) when the feed cannot be reached. */
@@ -186,6 +189,7 @@
     try {
       /** @type {Spot} */
       const spot = await post(`${base}/spots`, fp !== undefined ? { fp } : {})
+      skew = Date.parse(spot.starts_at) - Date.now()
       state.online = true
       state.error = null
       state.screen_id = spot.screen_id
