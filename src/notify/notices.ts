@@ -24,8 +24,8 @@ export function originOf (url: string): string {
  */
 export class Notices {
   readonly #store: Store
-  /** Origins that may have queued notices; an origin found empty is forgotten. */
-  readonly #origins = new Set<string>()
+  /** Origins with queued notices, each with when its earliest is due (as far as known); an origin found empty is forgotten. */
+  readonly #origins = new Map<string, number>()
   #wake: (() => void) | undefined
 
   constructor (store: Store) {
@@ -40,7 +40,7 @@ export class Notices {
         }
       })
     }
-    for (let origin = this.#nextOrigin(''); origin !== undefined; origin = this.#nextOrigin(origin + '\u0000')) this.#origins.add(origin)
+    for (let origin = this.#nextOrigin(''); origin !== undefined; origin = this.#nextOrigin(origin + '\u0000')) this.#origins.set(origin, 0)
   }
 
   #nextOrigin (from: string): string | undefined {
@@ -52,7 +52,7 @@ export class Notices {
   enqueue (draft: NoticeDraft, at: number, id = `ntf_${randomUUID()}`): NoticeRecord {
     const notice: NoticeRecord = { ...draft, id, attempts: 0, created_at: at }
     this.#store.notices.putSync([originOf(notice.url), at, notice.id], notice)
-    this.#origins.add(originOf(notice.url))
+    this.#soonest(originOf(notice.url), at)
     const wake = this.#wake
     if (wake !== undefined) this.#store.afterCommit(wake)
     return notice
@@ -63,14 +63,24 @@ export class Notices {
     this.#wake = wake
   }
 
-  /** The origins that may have queued notices, in the order they were first seen. */
-  origins (): string[] {
-    return [...this.#origins]
+  #soonest (origin: string, at: number): void {
+    this.#origins.set(origin, Math.min(this.#origins.get(origin) ?? Infinity, at))
   }
 
-  /** Up to `limit` notices of one origin due by `now`, oldest first, passing over the ids in `skip`; forgets an origin with nothing queued. */
+  /** The origins that may have notices due by `now`, in the order they were first seen. */
+  origins (now: number): string[] {
+    const out: string[] = []
+    for (const [origin, due] of this.#origins) if (due <= now) out.push(origin)
+    return out
+  }
+
+  /**
+   * Up to `limit` notices of one origin due by `now`, oldest first, passing over the ids in `skip`. With none due, it
+   * notes when the origin's next notice is, so that passes skip it until then, or forgets an origin with nothing queued.
+   */
   due (origin: string, now: number, limit: number, skip: ReadonlySet<string>): Array<{ key: NoticeKey, notice: NoticeRecord }> {
     const out: Array<{ key: NoticeKey, notice: NoticeRecord }> = []
+    if ((this.#origins.get(origin) ?? Infinity) > now) return out
     let any = false
     for (const { key, value } of this.#store.notices.getRange({ start: [origin], end: [origin, now, '\uffff'] } as never)) {
       any = true
@@ -78,7 +88,12 @@ export class Notices {
       out.push({ key: key as unknown as NoticeKey, notice: value })
       if (out.length >= limit) break
     }
-    if (!any && this.#nextOrigin(origin) !== origin) this.#origins.delete(origin)
+    if (!any) {
+      let next: number | undefined
+      for (const key of this.#store.notices.getKeys({ start: [origin], end: [origin + '\u0000'], limit: 1 } as never)) next = (key as unknown as NoticeKey)[1]
+      if (next === undefined) this.#origins.delete(origin)
+      else this.#origins.set(origin, next)
+    }
     return out
   }
 
@@ -86,6 +101,7 @@ export class Notices {
   reschedule (key: NoticeKey, notice: NoticeRecord, at: number): void {
     this.#store.notices.removeSync(key)
     this.#store.notices.putSync([key[0], at, notice.id], notice)
+    this.#soonest(key[0], at)
   }
 
   /** Removes a notice; call inside Store.write. */

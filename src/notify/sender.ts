@@ -111,7 +111,7 @@ export class NoticeSender {
     const now = this.#clock.now()
     const skip = new Set(this.#inFlight.keys())
     // Receivers take turns at the head of the pass, so none is always served last.
-    const origins = this.#notices.origins()
+    const origins = this.#notices.origins(now)
     const first = origins.length > 0 ? this.#turn++ % origins.length : 0
     for (let i = 0; i < origins.length; i++) {
       const room = MAX_IN_FLIGHT - this.#inFlight.size
@@ -144,7 +144,7 @@ export class NoticeSender {
     for (;;) {
       this.#pass()
       const now = this.#clock.now()
-      if (this.#inFlight.size === 0 && this.#notices.origins().every((o) => this.#notices.due(o, now, 1, new Set()).length === 0)) return
+      if (this.#inFlight.size === 0 && this.#notices.origins(now).every((o) => this.#notices.due(o, now, 1, new Set()).length === 0)) return
       await Promise.all([...this.#inFlight.values()])
       await new Promise((resolve) => setImmediate(resolve))
     }
