@@ -215,6 +215,8 @@
         continue
       }
       const { spot, offline } = await next()
+      // hide() while the spot was on its way: it is not shown (nor reported, so not billed).
+      if (state.hidden) continue
       if (spot === null) {
         state.state = 'idle'
         await wait(5000)
