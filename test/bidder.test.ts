@@ -1,6 +1,6 @@
 import { connect } from 'node:net'
 import t from 'tap'
-import { signRequest } from '../src/hot/bidder/aliases.js'
+import { signRequest } from '../src/auth/hmac.js'
 import { approvedCreative } from './helpers/creatives.js'
 import { deviceBody, registerPartner } from './helpers/fleet.js'
 import { parseResponses, startTestService, type TestService } from './helpers/service.js'

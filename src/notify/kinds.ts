@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto'
+import { signRequest } from '../auth/hmac.js'
 import type { KeySealer } from '../auth/sealed-keys.js'
 import type { Store } from '../store/store.js'
 import { seatSigningKey } from './seat-key.js'
@@ -48,7 +48,7 @@ function legacyNotice (store: Store, sealer: KeySealer, timeoutMs: number): Noti
           'x-service-delivery-id': notice.id,
           'x-service-timestamp': String(t),
           'x-service-key-prefix': signing.record.prefix,
-          'x-service-signature': `t=${t},v1=${createHmac('sha256', signing.key).update(`${t}.${notice.body}`).digest('hex')}`
+          'x-service-signature': signRequest(signing.key, t, notice.body)
         }
       }
     }

@@ -40,11 +40,12 @@ export class Notices {
         }
       })
     }
-    for (let origin = this.#nextOrigin(''); origin !== undefined; origin = this.#nextOrigin(origin + '\u0000')) this.#origins.set(origin, 0)
+    for (let key = this.#firstKey(''); key !== undefined; key = this.#firstKey(key[0] + '\u0000')) this.#origins.set(key[0], 0)
   }
 
-  #nextOrigin (from: string): string | undefined {
-    for (const key of this.#store.notices.getKeys({ start: [from], limit: 1 } as never)) return (key as unknown as NoticeKey)[0]
+  /** The first queued key from [from] on, before [end] when given. */
+  #firstKey (from: string, end?: string): NoticeKey | undefined {
+    for (const key of this.#store.notices.getKeys({ start: [from], ...(end !== undefined ? { end: [end] } : {}), limit: 1 } as never)) return key as unknown as NoticeKey
     return undefined
   }
 
@@ -89,10 +90,9 @@ export class Notices {
       if (out.length >= limit) break
     }
     if (!any) {
-      let next: number | undefined
-      for (const key of this.#store.notices.getKeys({ start: [origin], end: [origin + '\u0000'], limit: 1 } as never)) next = (key as unknown as NoticeKey)[1]
+      const next = this.#firstKey(origin, origin + '\u0000')
       if (next === undefined) this.#origins.delete(origin)
-      else this.#origins.set(origin, next)
+      else this.#origins.set(origin, next[1])
     }
     return out
   }

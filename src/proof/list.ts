@@ -1,5 +1,5 @@
 import { ApiError } from '../errors.js'
-import { decodeCursor, encodeCursor } from '../http/cursor.js'
+import { cursorOfKey, decodeCursor, pageOf, type Page } from '../http/cursor.js'
 import { schemas } from '../generated/schemas.js'
 import type { ProofRecord } from '../generated/types.js'
 import type { Store } from '../store/store.js'
@@ -21,17 +21,13 @@ export function checkTier (tier: string | undefined): void {
 }
 
 /** A page of a seat's proofs played in [from, to], oldest first, and the cursor of the next page. */
-export function seatProofs (store: Store, seatId: string, from: number, to: number, f: ProofFilter): { proofs: ProofRecord[], cursor: { next: string | null, has_more: boolean } } {
+export function seatProofs (store: Store, seatId: string, from: number, to: number, f: ProofFilter): { proofs: ProofRecord[], cursor: Page<ProofRecord>['cursor'] } {
   const seat = seatId.toLowerCase()
-  let after: [string, number, string] | undefined = f.cursor !== undefined ? [seat, ...decodeCursor(f.cursor)] : undefined
-  const proofs: ProofRecord[] = []
-  let more = false
-  for (const { key, value } of store.proofsBySeat.getRange({ start: after ?? [seat, from], end: [seat, to, '\uffff'], exclusiveStart: after !== undefined } as never)) {
-    const p = store.proofs.get(value)
-    if (p === undefined || (f.screen_id !== undefined && p.screenId !== f.screen_id) || (f.tier !== undefined && p.verification_tier !== f.tier)) continue
-    if (proofs.length === (f.limit ?? 100)) { more = true; break }
-    proofs.push(p)
-    after = key as unknown as [string, number, string]
-  }
-  return { proofs, cursor: { next: more && after !== undefined ? encodeCursor(after[1], after[2]) : null, has_more: more } }
+  const after: [string, number, string] | undefined = f.cursor !== undefined ? [seat, ...decodeCursor(f.cursor)] : undefined
+  const entries = store.proofsBySeat.getRange({ start: after ?? [seat, from], end: [seat, to, '\uffff'], exclusiveStart: after !== undefined } as never)
+  const page = pageOf(entries, f.limit ?? 100, (id) => {
+    const p = store.proofs.get(id)
+    return p === undefined || (f.screen_id !== undefined && p.screenId !== f.screen_id) || (f.tier !== undefined && p.verification_tier !== f.tier) ? undefined : p
+  }, cursorOfKey)
+  return { proofs: page.items, cursor: page.cursor }
 }

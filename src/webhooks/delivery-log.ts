@@ -1,6 +1,6 @@
 import { iso } from '../clock.js'
 import type { WebhookDeliveryQuery } from '../generated/types.js'
-import { decodeCursor, encodeCursor } from '../http/cursor.js'
+import { cursorOfKey, decodeCursor, pageOf, type Page } from '../http/cursor.js'
 import type { Attempt } from '../notify/sender.js'
 import type { DeliveryRecord, NoticeRecord } from '../store/records.js'
 import type { Store } from '../store/store.js'
@@ -78,23 +78,15 @@ export class DeliveryLog {
   }
 
   /** One page of a seat's deliveries, newest first, within the retention window. */
-  page (seatId: string, q: WebhookDeliveryQuery, now: number): { deliveries: DeliveryRecord[], cursor: { next: string | null, has_more: boolean } } {
+  page (seatId: string, q: WebhookDeliveryQuery, now: number): { deliveries: DeliveryRecord[], cursor: Page<DeliveryRecord>['cursor'] } {
     const seat = seatId.toLowerCase()
     const oldest = Math.max(now - LOG_DAYS * 86_400_000, q.since !== undefined ? Date.parse(q.since) : -Infinity)
     const after: Key | undefined = q.cursor !== undefined ? [seat, ...decodeCursor(q.cursor)] : undefined
     const start: Key | [string, number] | [string] = after ?? (q.until !== undefined ? [seat, -Date.parse(q.until) + 1] : [seat])
-    const limit = q.limit ?? 50
-    const out: DeliveryRecord[] = []
-    let last: Key | undefined
-    let more = false
-    for (const { key, value } of this.#store.deliveries.getRange({ start, end: [seat, -oldest + 1], exclusiveStart: after !== undefined } as never)) {
-      if (q.webhook_id !== undefined && (value.webhook_id ?? 'webhook_url') !== q.webhook_id) continue
-      if ((q.event !== undefined && value.event !== q.event) || (q.status !== undefined && value.status !== q.status)) continue
-      if (out.length === limit) { more = true; break }
-      out.push(value)
-      last = key as unknown as Key
-    }
-    return { deliveries: out, cursor: { next: more && last ? encodeCursor(last[1], last[2]) : null, has_more: more } }
+    const entries = this.#store.deliveries.getRange({ start, end: [seat, -oldest + 1], exclusiveStart: after !== undefined } as never)
+    const page = pageOf(entries, q.limit ?? 50, (d) =>
+      (q.webhook_id !== undefined && (d.webhook_id ?? 'webhook_url') !== q.webhook_id) || (q.event !== undefined && d.event !== q.event) || (q.status !== undefined && d.status !== q.status) ? undefined : d, cursorOfKey)
+    return { deliveries: page.items, cursor: page.cursor }
   }
 
   /** Deletes entries older than the retention window; returns how many. */

@@ -15,6 +15,11 @@ import { webhookSignature } from './signature.js'
  */
 export const WEBHOOK_RETRIES = [10, 40, 160, 640, 2560, 10240, 40960, 86400, 86400]
 
+/** The retry schedule in words, for the documents that state it. */
+export function retrySchedule (): string {
+  return WEBHOOK_RETRIES.map((s) => s < 60 ? `${s} s` : s < 3600 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`).join(', ')
+}
+
 /**
  * Webhook deliveries (spec, Events: Delivery): an https POST of {event, delivered_at, data}, signed per attempt. A
  * subscription's deliveries are signed with its whsec_ secret (unsealed for the moment of signing); deliveries to a

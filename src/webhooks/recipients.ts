@@ -1,9 +1,20 @@
 import { schemas } from '../generated/schemas.js'
-import type { OutboxEvent } from '../store/records.js'
+import type { OutboxEvent, WebhookRecord } from '../store/records.js'
 import type { Store } from '../store/store.js'
 
 const SUBSCRIBABLE: ReadonlySet<string> = new Set(schemas.WebhookEventType.enum)
 const GENERAL: ReadonlySet<string> = new Set(schemas.GeneralEventType.enum)
+
+/** A seat's webhook subscriptions, newest first. */
+export function seatWebhooks (store: Store, seatId: string): WebhookRecord[] {
+  const seat = seatId.toLowerCase()
+  const out: WebhookRecord[] = []
+  for (const { value } of store.bySeat.getRange({ start: ['webhook', seat], end: ['webhook', seat + '\u0000'] } as never)) {
+    const w = store.webhooks.get(value)
+    if (w !== undefined) out.push(w)
+  }
+  return out
+}
 
 /** One endpoint an event goes to: a subscription, or the seat's webhook_url (webhookId undefined). */
 export interface Recipient {
@@ -45,16 +56,12 @@ export function recipients (store: Store, event: OutboxEvent): Recipient[] {
   if (!subscribable && !general) return []
   const out: Recipient[] = []
   for (const seatId of seatsOf(store, event)) {
-    const lower = seatId.toLowerCase()
-    const seat = store.seats.get(lower)
+    const seat = store.seats.get(seatId.toLowerCase())
     if (seat === undefined || seat.status === 'revoked') continue
     if (general && seat.webhook_url !== undefined) out.push({ seatId: seat.seat_id, url: seat.webhook_url })
     if (!subscribable) continue
-    for (const { value } of store.bySeat.getRange({ start: ['webhook', lower], end: ['webhook', lower + '\u0000'] } as never)) {
-      const w = store.webhooks.get(value)
-      if (w !== undefined && w.status === 'active' && w.created_at <= event.at && (w.events as string[]).includes(event.type)) {
-        out.push({ seatId: seat.seat_id, url: w.url, webhookId: w.webhook_id })
-      }
+    for (const w of seatWebhooks(store, seat.seat_id)) {
+      if (w.status === 'active' && w.created_at <= event.at && (w.events as string[]).includes(event.type)) out.push({ seatId: seat.seat_id, url: w.url, webhookId: w.webhook_id })
     }
   }
   return out

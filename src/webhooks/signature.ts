@@ -1,6 +1,4 @@
-import { createHmac } from 'node:crypto'
-
-const hmac = (secret: string, text: string): string => createHmac('sha256', secret).update(text).digest('hex')
+import { hmacHex } from '../auth/hmac.js'
 
 /**
  * X-Service-Signature of a webhook attempt: t=<unix seconds>,v0=<hex>,v1=<hex>. v1 is the Stripe-style signature,
@@ -9,5 +7,5 @@ const hmac = (secret: string, text: string): string => createHmac('sha256', secr
  * deduplicates on the id can trust it too.
  */
 export function webhookSignature (secret: string, t: number, deliveryId: string, body: string): string {
-  return `t=${t},v0=${hmac(secret, `${t}.${deliveryId}.${body}`)},v1=${hmac(secret, `${t}.${body}`)}`
+  return `t=${t},v0=${hmacHex(secret, String(t), deliveryId, body)},v1=${hmacHex(secret, String(t), body)}`
 }

@@ -1,5 +1,6 @@
 import { ApiError } from '../../errors.js'
 import type { AuditEvent } from '../../generated/types.js'
+import { pageOf } from '../../http/cursor.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { OutboxEvent } from '../../store/records.js'
 import type { Deps } from '../../deps.js'
@@ -27,18 +28,11 @@ export function adminAuditRoute ({ store }: Deps): RouteDef {
     handler: (ctx) => {
       const { limit, after } = pageParams(ctx.query)
       const subject = ctx.query.get('subject')
-      const events: AuditEvent[] = []
-      let last: number | undefined
-      let more = false
       const start = after !== undefined ? Number(after) : undefined
       if (start !== undefined && !Number.isInteger(start)) throw new ApiError('invalid_parameter', 'cursor is not valid.', { param: 'cursor' })
-      for (const { key, value } of store.audit.getRange({ reverse: true, ...(start !== undefined ? { start, exclusiveStart: true } : {}) })) {
-        if (subject !== null && value.subject !== subject) continue
-        if (events.length === limit) { more = true; break }
-        events.push(auditView(value))
-        last = key
-      }
-      return ok({ events, cursor: { next: more && last !== undefined ? Buffer.from(String(last)).toString('base64url') : null, has_more: more } })
+      const entries = store.audit.getRange({ reverse: true, ...(start !== undefined ? { start, exclusiveStart: true } : {}) })
+      const page = pageOf(entries, limit, (event) => subject !== null && event.subject !== subject ? undefined : event, (key) => Buffer.from(String(key)).toString('base64url'))
+      return ok({ events: page.items.map(auditView), cursor: page.cursor })
     }
   })
 }

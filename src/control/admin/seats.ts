@@ -1,6 +1,7 @@
 import { iso } from '../../clock.js'
 import { ApiError } from '../../errors.js'
 import type { AdminSeat, RateLimitsRequest, SeatActionRequest, SeatStatus } from '../../generated/types.js'
+import { pageOf } from '../../http/cursor.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { SeatRecord } from '../../store/records.js'
 import type { Deps } from '../../deps.js'
@@ -86,16 +87,9 @@ export function adminSeatRoutes ({ store, outbox, auth }: Deps): RouteDef[] {
         const status = ctx.query.get('status')
         if (status !== null && !['sandbox', 'approved', 'suspended', 'revoked'].includes(status)) throw new ApiError('invalid_parameter', 'status must be sandbox, approved, suspended or revoked.', { param: 'status' })
         const { limit, after } = pageParams(ctx.query)
-        const seats: AdminSeat[] = []
-        let last: string | undefined
-        let more = false
-        for (const { key, value } of store.seats.getRange(after !== undefined ? { start: after, exclusiveStart: true } : {})) {
-          if (status !== null && value.status !== status) continue
-          if (seats.length === limit) { more = true; break }
-          seats.push(adminSeatView(value))
-          last = key
-        }
-        return ok({ seats, cursor: { next: more && last !== undefined ? Buffer.from(last).toString('base64url') : null, has_more: more } })
+        const entries = store.seats.getRange(after !== undefined ? { start: after, exclusiveStart: true } : {})
+        const page = pageOf(entries, limit, (seat) => status !== null && seat.status !== status ? undefined : seat, (key) => Buffer.from(key).toString('base64url'))
+        return ok({ seats: page.items.map(adminSeatView), cursor: page.cursor })
       }
     }),
     route({

@@ -1,5 +1,5 @@
 import { schemas } from '../../generated/schemas.js'
-import { WEBHOOK_RETRIES } from '../../webhooks/kind.js'
+import { retrySchedule } from '../../webhooks/kind.js'
 
 type Json = Record<string, unknown>
 
@@ -7,11 +7,6 @@ const ref = (title: string): Json => ({ $ref: `#/components/schemas/${title}` })
 
 const header = (name: string, description: string, pattern?: string): Json =>
   ({ name, in: 'header', required: true, description, schema: { type: 'string', ...(pattern !== undefined ? { pattern } : {}) } })
-
-/** The retry schedule in words, for the documents that state it. */
-export function retrySchedule (): string {
-  return WEBHOOK_RETRIES.map((s) => s < 60 ? `${s} s` : s < 3600 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`).join(', ')
-}
 
 /**
  * x-webhooks (the OpenAPI 3.1 `webhooks` object, as an extension of this 3.0 document): every event the service

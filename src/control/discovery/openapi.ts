@@ -2,7 +2,8 @@ import { errorTable } from '../../errors.js'
 import { schemas } from '../../generated/schemas.js'
 import { RATE_GROUPS } from '../../http/rate-limit.js'
 import { isMutating, type RouteDef } from '../../http/route.js'
-import { retrySchedule, webhookDocs } from './openapi-webhooks.js'
+import { retrySchedule } from '../../webhooks/kind.js'
+import { webhookDocs } from './openapi-webhooks.js'
 
 type Json = Record<string, unknown>
 

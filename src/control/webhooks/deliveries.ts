@@ -2,7 +2,7 @@ import type { Deps } from '../../deps.js'
 import type { WebhookDeliveryQuery } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { DeliveryRecord } from '../../store/records.js'
-import { WEBHOOK_RETRIES } from '../../webhooks/kind.js'
+import { retrySchedule } from '../../webhooks/kind.js'
 
 /** A delivery as its seat sees it. */
 function view ({ seat_id: _seat, ...delivery }: DeliveryRecord): Omit<DeliveryRecord, 'seat_id'> {
@@ -21,7 +21,7 @@ export function deliveryRoutes ({ deliveries }: Deps): RouteDef[] {
       method: 'get',
       path: '/openrtb/v2/webhooks/deliveries',
       summary: 'The seat\'s webhook deliveries of the last 7 days, failures included, newest first',
-      description: `Every event sent to one of the seat's subscriptions or to its webhook_url, with each attempt (status, time, duration, error). Filters: webhook_id (webhook_url for deliveries to the onboarding webhook_url), event, status, since and until (created, ISO 8601); pages with limit and cursor. Retries come after ${WEBHOOK_RETRIES.map((s) => s < 3600 ? `${s} s` : `${s / 3600} h`).join(', ')} (each +-20%), then the delivery is failed.`,
+      description: `Every event sent to one of the seat's subscriptions or to its webhook_url, with each attempt (status, time, duration, error). Filters: webhook_id (webhook_url for deliveries to the onboarding webhook_url), event, status, since and until (created, ISO 8601); pages with limit and cursor. Retries come after ${retrySchedule()} (each +-20%), then the delivery is failed.`,
       querySchema: 'WebhookDeliveryQuery',
       data: 'WebhookDeliveryList',
       handler: (ctx) => {

@@ -8,6 +8,7 @@ import { ok, route, type RouteDef } from '../../http/route.js'
 import { callbackUrlProblem } from '../../net/url-guard.js'
 import type { WebhookRecord } from '../../store/records.js'
 import { cancelQueued } from '../../webhooks/health.js'
+import { seatWebhooks } from '../../webhooks/recipients.js'
 import { indexForSeat } from '../seat-lists.js'
 
 /** Active subscriptions a seat may have (spec, Webhook subscriptions). */
@@ -22,16 +23,6 @@ function view ({ seat_id: _seat, secret_sealed: _secret, ...webhook }: WebhookRe
 /** Webhook subscriptions (spec, Webhook subscriptions): create with a secret shown once, list, delete. */
 export function webhookRoutes ({ store, config, sealer, notices, deliveries }: Deps): RouteDef[] {
   const common = { tag: 'Webhooks', envelope: 'flat', auth: 'seat', scope: 'campaigns:write', rateGroup: 'campaigns' } as const
-  /** The seat's subscriptions, newest first. */
-  const ofSeat = (seatId: string): WebhookRecord[] => {
-    const seat = seatId.toLowerCase()
-    const out: WebhookRecord[] = []
-    for (const { value } of store.bySeat.getRange({ start: ['webhook', seat], end: ['webhook', seat + '\u0000'] } as never)) {
-      const w = store.webhooks.get(value)
-      if (w !== undefined) out.push(w)
-    }
-    return out
-  }
   return [
     route<WebhookCreateRequest>({
       ...common,
@@ -49,7 +40,7 @@ export function webhookRoutes ({ store, config, sealer, notices, deliveries }: D
         if (problem !== undefined) throw new ApiError('invalid_webhook_url', `url ${problem}.`, { param: 'url' })
         const unknown = ctx.body.events.filter((e) => !EVENTS.has(e))
         if (unknown.length > 0) throw new ApiError('invalid_events', `Unknown event types: ${unknown.join(', ')}. Known: ${[...EVENTS].join(', ')}.`, { param: 'events' })
-        if (ofSeat(seat.seat_id).filter((w) => w.status === 'active').length >= MAX_ACTIVE) throw new ApiError('webhook_limit_reached', `A seat has at most ${MAX_ACTIVE} active webhooks; delete one first.`)
+        if (seatWebhooks(store, seat.seat_id).filter((w) => w.status === 'active').length >= MAX_ACTIVE) throw new ApiError('webhook_limit_reached', `A seat has at most ${MAX_ACTIVE} active webhooks; delete one first.`)
         const id = `whk_${randomBytes(12).toString('hex')}`
         const secret = `whsec_${randomBytes(32).toString('base64url')}`
         const record: WebhookRecord = {
@@ -77,7 +68,7 @@ export function webhookRoutes ({ store, config, sealer, notices, deliveries }: D
       path: '/openrtb/v2/webhooks',
       summary: 'The seat\'s webhook subscriptions, newest first, without secrets',
       data: 'WebhookList',
-      handler: (ctx) => ok({ webhooks: ofSeat(ctx.principal!.seat!.seat_id).map(view) })
+      handler: (ctx) => ok({ webhooks: seatWebhooks(store, ctx.principal!.seat!.seat_id).map(view) })
     }),
     route({
       ...common,

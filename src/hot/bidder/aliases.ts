@@ -1,5 +1,6 @@
-import { createHmac, timingSafeEqual } from 'node:crypto'
+import { timingSafeEqual } from 'node:crypto'
 import { BlockList, isIP } from 'node:net'
+import { hmacHex } from '../../auth/hmac.js'
 import type { KeySealer } from '../../auth/sealed-keys.js'
 import { ApiError } from '../../errors.js'
 import type { BidderAliasRecord } from '../../store/records.js'
@@ -28,11 +29,6 @@ function blockList (entries: string[]): BlockList {
     else list.addSubnet(address, Number(bits), type)
   }
   return list
-}
-
-/** HMAC-SHA256 signature header value of a request body: t=<unix>,v1=<hex>. */
-export function signRequest (secret: string, unixSeconds: number, body: string | Buffer): string {
-  return `t=${unixSeconds},v1=${createHmac('sha256', secret).update(`${unixSeconds}.`).update(body).digest('hex')}`
 }
 
 interface Compiled {
@@ -97,7 +93,7 @@ export class AliasGuard {
     if (m === null || c.secret === undefined) throw new ApiError('invalid_signature', 'Sign the request: X-Exchange-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" with the alias secret>.')
     const t = Number(m[1])
     if (Math.abs(nowMs / 1000 - t) > SIGNATURE_TOLERANCE_S) throw new ApiError('invalid_signature', `The signature timestamp is more than ${SIGNATURE_TOLERANCE_S} s from now.`)
-    const expected = Buffer.from(signRequest(c.secret, t, raw).slice(-64), 'hex')
+    const expected = Buffer.from(hmacHex(c.secret, String(t), raw), 'hex')
     if (!timingSafeEqual(expected, Buffer.from(m[2]!, 'hex'))) throw new ApiError('invalid_signature', 'The signature does not match the body.')
   }
 }
