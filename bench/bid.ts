@@ -9,6 +9,7 @@ import { promisify } from 'node:util'
 import { measure, type Measurement } from './lib/load.js'
 import { startBare, startBaseline, startOohbid, type ServerProcess } from './lib/processes.js'
 import { printTable, save } from './lib/report.js'
+import { benchCreative, jsonClient } from './lib/fixtures.js'
 import { benchSeat } from './lib/seat.js'
 
 const run = promisify(execFile)
@@ -22,20 +23,13 @@ const key = await benchSeat(oohbid.url, oohbid.adminToken, 'bench', ['bidding', 
 const admin = { authorization: `Bearer ${oohbid.adminToken}`, 'content-type': 'application/json' }
 const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
 await fetch(`${oohbid.url}/admin/v1/seats/bench/approve`, { method: 'POST', headers: admin, body: '{}' })
-// An approved creative the quick way an operator could make one: a URL that fails at once, approved on review.
-const creative = await fetch(`${oohbid.url}/openrtb/v2/creatives`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'Bench ad', content_type: 'image/png', creative_url: 'https://assets.invalid/bench.png' }) }).then((r) => r.json()) as { data: { creative_id: string } }
-for (let i = 0; i < 50; i++) {
-  const c = await fetch(`${oohbid.url}/openrtb/v2/creatives/${creative.data.creative_id}`, { headers: auth }).then((r) => r.json()) as { data: { status: string } }
-  if (c.data.status !== 'pending_moderation') break
-  await new Promise((r) => setTimeout(r, 100))
-}
-await fetch(`${oohbid.url}/admin/v1/creatives/${creative.data.creative_id}/review`, { method: 'POST', headers: admin, body: JSON.stringify({ decision: 'approved', reason: 'benchmark' }) })
+const creativeId = await benchCreative(jsonClient(oohbid.url), key, oohbid.adminToken)
 const offers = await fetch(`${oohbid.url}/openrtb/v2/adslots?format=openrtb&limit=1`, { headers: auth }).then((r) => r.json()) as { data: { bid_requests: Array<{ id: string, imp: Array<{ id: string, bidfloor: number }> }> } }
 const offer = offers.data.bid_requests[0]!
 const body = JSON.stringify({
   id: offer.id,
   cur: 'USD',
-  seatbid: [{ seat: 'bench-dsp', bid: [{ id: 'bench-bid-1', impid: offer.imp[0]!.id, price: offer.imp[0]!.bidfloor + 1, crid: creative.data.creative_id, adomain: ['brand.example'], nurl: 'https://dsp.example/win?p=${AUCTION_PRICE}', adm: `<a href="https://brand.example"><img src="https://cdn.example/${'x'.repeat(640)}.png"></a>`, ext: { dsp: { campaign: 'spring' } } }] }]
+  seatbid: [{ seat: 'bench-dsp', bid: [{ id: 'bench-bid-1', impid: offer.imp[0]!.id, price: offer.imp[0]!.bidfloor + 1, crid: creativeId, adomain: ['brand.example'], nurl: 'https://dsp.example/win?p=${AUCTION_PRICE}', adm: `<a href="https://brand.example"><img src="https://cdn.example/${'x'.repeat(640)}.png"></a>`, ext: { dsp: { campaign: 'spring' } } }] }]
 })
 const sample = await fetch(`${oohbid.url}/openrtb/v2/bid`, { method: 'POST', headers: auth, body }).then((r) => r.text())
 if (!sample.includes('"accepted":1')) throw new Error(`the bench bid was not accepted: ${sample}`)

@@ -5,10 +5,11 @@
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { signRequest } from '../src/hot/bidder/aliases.js'
+import { signRequest } from '../src/auth/hmac.js'
 import { measure, type Measurement } from './lib/load.js'
 import { startBare, startBaseline, startOohbid } from './lib/processes.js'
 import { printTable, save } from './lib/report.js'
+import { benchCreative, jsonClient } from './lib/fixtures.js'
 import { benchSeat } from './lib/seat.js'
 
 const run = promisify(execFile)
@@ -22,15 +23,9 @@ const admin = { authorization: `Bearer ${oohbid.adminToken}`, 'content-type': 'a
 const key = await benchSeat(oohbid.url, oohbid.adminToken, 'bench', ['campaigns', 'creatives'])
 const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
 await fetch(`${oohbid.url}/admin/v1/seats/bench/approve`, { method: 'POST', headers: admin, body: '{}' })
-const creative = await fetch(`${oohbid.url}/openrtb/v2/creatives`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'Bench ad', content_type: 'image/png', creative_url: 'https://assets.invalid/bench.png', advertiser_domain: 'brand.example' }) }).then((r) => r.json()) as { data: { creative_id: string } }
-for (let i = 0; i < 50; i++) {
-  const c = await fetch(`${oohbid.url}/openrtb/v2/creatives/${creative.data.creative_id}`, { headers: auth }).then((r) => r.json()) as { data: { status: string } }
-  if (c.data.status !== 'pending_moderation') break
-  await new Promise((r) => setTimeout(r, 100))
-}
-await fetch(`${oohbid.url}/admin/v1/creatives/${creative.data.creative_id}/review`, { method: 'POST', headers: admin, body: JSON.stringify({ decision: 'approved', reason: 'benchmark' }) })
+const creativeId = await benchCreative(jsonClient(oohbid.url), key, oohbid.adminToken, { fields: { advertiser_domain: 'brand.example' } })
 const today = new Date().toISOString().slice(0, 10)
-const campaign = await fetch(`${oohbid.url}/openrtb/v2/campaigns`, { method: 'POST', headers: auth, body: JSON.stringify({ creative_id: creative.data.creative_id, name: 'Bench campaign', budget_usd: 100_000_000, bid_cpm: 5, pacing: 'asap', start_date: today, end_date: today, targeting: { countries: ['US', 'GB'] } }) })
+const campaign = await fetch(`${oohbid.url}/openrtb/v2/campaigns`, { method: 'POST', headers: auth, body: JSON.stringify({ creative_id: creativeId, name: 'Bench campaign', budget_usd: 100_000_000, bid_cpm: 5, pacing: 'asap', start_date: today, end_date: today, targeting: { countries: ['US', 'GB'] } }) })
 if (campaign.status !== 201) throw new Error(`campaign: ${await campaign.text()}`)
 const alias = await fetch(`${oohbid.url}/admin/v1/bidder-aliases/bench-x`, { method: 'PUT', headers: admin, body: JSON.stringify({ name: 'Bench Exchange', ip_allowlist: ['127.0.0.1', '::1'], require_signature: true, rate_limit_per_minute: 100_000_000 }) }).then((r) => r.json()) as { data: { signing_secret: string } }
 

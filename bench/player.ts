@@ -7,7 +7,9 @@ import { join } from 'node:path'
 import { chromium } from 'playwright-core'
 import { adImage } from '../test/helpers/media.js'
 import { startBaseline, startOohbid } from './lib/processes.js'
+import { benchCreative, benchScreen, jsonClient } from './lib/fixtures.js'
 import { saveTable, type Bar } from './lib/report.js'
+import { benchSeat } from './lib/seat.js'
 
 const loads = Number(process.env.BENCH_LOADS ?? 20)
 const dir = mkdtempSync(join(tmpdir(), 'oohbid-player-bench-'))
@@ -15,30 +17,15 @@ const png = await adImage('SPRING SALE', 'Running shoes 30% off', '#248')
 writeFileSync(join(dir, 'a.png'), png)
 const bare = await startBaseline('bare-page', { BARE_IMAGE_FILE: join(dir, 'a.png') })
 const oohbid = await startOohbid({ PICKUP_SECONDS: '1' })
-const json = (path: string, init: { method?: string, key?: string, body?: unknown, headers?: Record<string, string> } = {}) =>
-  fetch(oohbid.url + path, { method: init.method ?? 'GET', headers: { 'content-type': 'application/json', ...(init.key !== undefined ? { authorization: `Bearer ${init.key}` } : {}), ...init.headers }, ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}) }).then((r) => r.json()) as Promise<any>
+const call = jsonClient(oohbid.url)
 
 // A screen with a creative assigned, so that the first spot the page asks for plays it.
-const partner = await json('/v1/partner/register', { method: 'POST', body: { name: 'Bench Screens', slug: 'bench-screens', contact_email: 'ops@bench.example', partner_type: 'screen_operator', domain: 'benchscreens.example' } })
-const partnerKey = partner.data.api_key.key as string
-const registered = await json('/v1/partner/devices/batch', { method: 'POST', key: partnerKey, body: { devices: [{ device_id: 'bench-1', name: 'Bench 1', display: { width: 1920, height: 1080 }, location: { lat: 30.2672, lng: -97.7431, venue_type: 'gym', city: 'Austin', state: 'TX', country: 'US' } }] } })
-const screenId = registered.data.results[0].screen_id as string
-const embedUrl = registered.data.results[0].embed_url as string
-const seat = await json('/openrtb/v2/onboard', { method: 'POST', body: { company_name: 'Bench Media', seat_id: 'bench_player', contact_email: 'b@bench.example' } })
-const key = seat.data.api_key.key as string
-const created = await json('/openrtb/v2/creatives', { method: 'POST', key, body: { name: 'Bench ad', content_type: 'image/png', mode: 'upload' } })
-const creativeId = created.data.creative_id as string
-await fetch(created.data.upload.url, { method: 'PUT', headers: { 'content-type': 'image/png' }, body: png })
-await json(`/openrtb/v2/creatives/${creativeId}/confirm`, { method: 'POST', key })
-let status = 'pending_moderation'
-while (status === 'pending_moderation') {
-  await new Promise((r) => setTimeout(r, 200))
-  status = (await json(`/openrtb/v2/creatives/${creativeId}`, { key })).data.status
-}
-if (status !== 'approved') await json(`/admin/v1/creatives/${creativeId}/review`, { method: 'POST', headers: { authorization: `Bearer ${oohbid.adminToken}` }, body: { decision: 'approved', reason: 'benchmark' } })
+const { screenId, embedUrl } = await benchScreen(call)
+const key = await benchSeat(oohbid.url, oohbid.adminToken, 'bench_player', ['creatives', 'campaigns'])
+const creativeId = await benchCreative(call, key, oohbid.adminToken, { png })
 const today = new Date().toISOString().slice(0, 10)
-const assigned = await json('/openrtb/v2/campaigns/assign', { method: 'POST', key, body: { creative_id: creativeId, screen_ids: [screenId], start_date: today, end_date: today, spots_per_day: 2000 } })
-if (assigned.success !== true) throw new Error(`assignment refused: ${JSON.stringify(assigned)}`)
+const assigned = await call('/openrtb/v2/campaigns/assign', { method: 'POST', key, body: { creative_id: creativeId, screen_ids: [screenId], start_date: today, end_date: today, spots_per_day: 2000 } })
+if (assigned.assignment_id === undefined) throw new Error(`assignment refused: ${JSON.stringify(assigned)}`)
 await new Promise((r) => setTimeout(r, 1500))
 
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'] })

@@ -5,20 +5,22 @@
 // and to 3 subscriptions. The baseline, in the same run, is a bare Node https client posting signed bodies of the
 // same size to the same receiver over as many keep-alive connections as oohbid uses per receiver (16): what this
 // machine can deliver at best.
-import { createHmac } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import https from 'node:https'
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
+import { signRequest } from '../src/auth/hmac.js'
+import { benchCreative, benchScreen, jsonClient } from './lib/fixtures.js'
 import { startBaseline, startOohbid } from './lib/processes.js'
 import { saveTable, type Bar } from './lib/report.js'
+import { benchSeat } from './lib/seat.js'
 
 const events = Number(process.env.BENCH_EVENTS ?? 20_000)
 const ca = fileURLToPath(new URL('../../test/fixtures/tls/ca.pem', import.meta.url))
 const receiver = await startBaseline('webhook-receiver')
 // The receiver's certificate is signed by the test CA, which this process trusts through its agent.
 const agent = new https.Agent({ keepAlive: true, maxSockets: 16, ca: readFileSync(ca) })
-const call = (method: string, path: string, body?: string, headers: Record<string, string | number> = {}) => new Promise<string>((resolve, reject) => {
+const toReceiver = (method: string, path: string, body?: string, headers: Record<string, string | number> = {}) => new Promise<string>((resolve, reject) => {
   const req = https.request(receiver.url + path, { method, agent, headers }, (res) => {
     let text = ''
     res.on('data', (d) => { text += d })
@@ -27,7 +29,7 @@ const call = (method: string, path: string, body?: string, headers: Record<strin
   req.on('error', reject)
   req.end(body)
 })
-const stats = async () => JSON.parse(await call('GET', '/stats')) as { count: number, p50: number, p99: number }
+const stats = async () => JSON.parse(await toReceiver('GET', '/stats')) as { count: number, p50: number, p99: number }
 
 /** Waits until the receiver has `total` requests, printing progress; the seconds it took from `started`. */
 async function until (total: number, started: number, label: string): Promise<number> {
@@ -49,9 +51,9 @@ const sampleBody = JSON.stringify({ event: 'impression.delivered', delivered_at:
 const post = async () => {
   const body = sampleBody.replace(/"occurred_at":"[^"]+"/, `"occurred_at":"${new Date().toISOString()}"`)
   const t = Math.floor(Date.now() / 1000)
-  await call('POST', '/hook', body, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-service-signature': `t=${t},v1=${createHmac('sha256', 'whsec_bench').update(`${t}.${body}`).digest('hex')}` })
+  await toReceiver('POST', '/hook', body, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-service-signature': signRequest('whsec_bench', t, body) })
 }
-await call('DELETE', '/stats')
+await toReceiver('DELETE', '/stats')
 const baseStart = performance.now()
 let sent = 0
 await Promise.all(Array.from({ length: 16 }, async () => { while (sent < events) { sent++; await post() } }))
@@ -60,19 +62,11 @@ const base = await stats()
 
 // A held answer must outlast the time it takes to make the backlog.
 const oohbid = await startOohbid({ ALLOW_PRIVATE_CALLBACK_URLS: '1', NODE_EXTRA_CA_CERTS: ca, WEBHOOK_TIMEOUT_MS: '30000' })
-const admin = { authorization: `Bearer ${oohbid.adminToken}`, 'content-type': 'application/json' }
-const json = (path: string, init: { method?: string, headers?: Record<string, string>, body?: unknown }) =>
-  fetch(oohbid.url + path, { method: init.method ?? 'GET', headers: { 'content-type': 'application/json', ...init.headers }, ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}) }).then((r) => r.json()) as Promise<any>
-const partner = await json('/v1/partner/register', { method: 'POST', body: { name: 'Bench Screens', slug: 'bench-screens', contact_email: 'ops@bench.example', partner_type: 'screen_operator', domain: 'benchscreens.example' } })
-const partnerAuth = { authorization: `Bearer ${partner.data.api_key.key}` }
-await json('/v1/partner/devices/batch', { method: 'POST', headers: partnerAuth, body: { devices: [{ device_id: 'bench-1', name: 'Bench 1', display: { width: 1920, height: 1080 }, location: { lat: 30.2672, lng: -97.7431, venue_type: 'gym', city: 'Austin', state: 'TX', country: 'US' }, capabilities: { fein: true } }] } })
-const seat = await json('/openrtb/v2/onboard', { method: 'POST', body: { company_name: 'Bench Media', seat_id: 'bench_hooks', contact_email: 'b@bench.example' } })
-const auth = { authorization: `Bearer ${seat.data.api_key.key}` }
-await json('/admin/v1/seats/bench_hooks/approve', { method: 'POST', headers: admin, body: {} })
-const creative = await json('/openrtb/v2/creatives', { method: 'POST', headers: auth, body: { name: 'Bench ad', content_type: 'image/png', creative_url: 'https://assets.invalid/bench.png' } })
-const creativeId = creative.data.creative_id as string
-while ((await json(`/openrtb/v2/creatives/${creativeId}`, { headers: auth })).data.status === 'pending_moderation') await new Promise((r) => setTimeout(r, 50))
-await json(`/admin/v1/creatives/${creativeId}/review`, { method: 'POST', headers: admin, body: { decision: 'approved', reason: 'benchmark' } })
+const call = jsonClient(oohbid.url)
+const { partnerKey } = await benchScreen(call)
+const key = await benchSeat(oohbid.url, oohbid.adminToken, 'bench_hooks', ['campaigns', 'creatives'])
+await call('/admin/v1/seats/bench_hooks/approve', { method: 'POST', key: oohbid.adminToken, body: {} })
+const creativeId = await benchCreative(call, key, oohbid.adminToken)
 
 let impression = 0
 /** Sends `events` impression callbacks in batches of 1000; the seconds the uploads took. */
@@ -81,8 +75,8 @@ async function upload (): Promise<number> {
   for (let done = 0; done < events; done += 1000) {
     const now = Date.now()
     const impressions = Array.from({ length: Math.min(1000, events - done) }, () => ({ adId: creativeId, impressionId: `bench-${++impression}`, deviceId: 'bench-1', duration: 15, completed: true, timestamp: now - 60_000 }))
-    const r = await json('/v1/partner/impressions', { method: 'POST', headers: partnerAuth, body: { impressions } })
-    if (r.data?.accepted !== impressions.length) throw new Error(`impressions refused: ${JSON.stringify(r).slice(0, 300)}`)
+    const r = await call('/v1/partner/impressions', { method: 'POST', key: partnerKey, body: { impressions } })
+    if (r.accepted !== impressions.length) throw new Error(`impressions refused: ${JSON.stringify(r).slice(0, 300)}`)
   }
   return (performance.now() - started) / 1000
 }
@@ -102,12 +96,12 @@ const perSecond = (n: number, s: number) => Math.round(n / s)
 const baseRate = events / baseSeconds
 const rows: Array<Record<string, string | number>> = [{ target: 'bare https client (baseline)', subscriptions: 1, deliveries: events, seconds: Number(baseSeconds.toFixed(2)), 'deliveries/s': perSecond(events, baseSeconds), 'vs baseline': '1.00x', 'p50 lag ms': base.p50, 'p99 lag ms': base.p99 }]
 const subscribe = async (n: number) => {
-  const existing = (await json('/openrtb/v2/webhooks', { headers: auth })).data.webhooks.length as number
-  for (let i = existing; i < n; i++) await json('/openrtb/v2/webhooks', { method: 'POST', headers: auth, body: { url: `${receiver.url}/hook${i}`, events: ['impression.delivered'] } })
+  const existing = (await call('/openrtb/v2/webhooks', { key })).webhooks.length as number
+  for (let i = existing; i < n; i++) await call('/openrtb/v2/webhooks', { method: 'POST', key, body: { url: `${receiver.url}/hook${i}`, events: ['impression.delivered'] } })
 }
 
 await subscribe(1)
-await call('DELETE', '/stats')
+await toReceiver('DELETE', '/stats')
 let started = performance.now()
 const liveUpload = await upload()
 const liveSeconds = await until(events, started, 'live, 1 subscription')
@@ -117,17 +111,17 @@ rows.push({ target: `oohbid live (events made meanwhile: ${perSecond(events, liv
 for (const subscriptions of [1, 3]) {
   await subscribe(subscriptions)
   const total = events * subscriptions
-  await call('PUT', '/hold')
+  await toReceiver('PUT', '/hold')
   await upload()
   await queued(total)
-  await call('DELETE', '/stats')
+  await toReceiver('DELETE', '/stats')
   started = performance.now()
-  await call('DELETE', '/hold')
+  await toReceiver('DELETE', '/hold')
   const seconds = await until(total, started, `backlog, ${subscriptions} subscription${subscriptions > 1 ? 's' : ''}`)
   rows.push({ target: `oohbid backlog of ${total.toLocaleString('en-US')}`, subscriptions, deliveries: total, seconds: Number(seconds.toFixed(2)), 'deliveries/s': perSecond(total, seconds), 'vs baseline': `${(total / seconds / baseRate).toFixed(2)}x`, 'p50 lag ms': '-', 'p99 lag ms': '-' })
 }
-const log = await json('/openrtb/v2/webhooks/deliveries?status=succeeded&limit=1', { headers: auth })
-if (log.data.deliveries.length !== 1) throw new Error('the delivery log does not show the deliveries')
+const log = await call('/openrtb/v2/webhooks/deliveries?status=succeeded&limit=1', { key })
+if (log.deliveries.length !== 1) throw new Error('the delivery log does not show the deliveries')
 await Promise.all([oohbid.stop(), receiver.stop()])
 agent.destroy()
 
