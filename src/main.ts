@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { loadConfig } from './config.js'
 import { createLogger } from './log.js'
 import { startService } from './service.js'
+import { StartRefused } from './start-refused.js'
 
 const config = (() => {
   try {
@@ -15,7 +16,11 @@ const config = (() => {
   }
 })()
 const log = createLogger(config.logLevel)
-const service = await startService({ config, log })
+const service = await startService({ config, log }).catch((err: unknown) => {
+  if (!(err instanceof StartRefused)) throw err
+  process.stderr.write(`oohbid: ${err.message}\n`)
+  process.exit(1)
+})
 // The line scripts and tests wait for: the port is known only after listen when PORT=0.
 process.stdout.write(`oohbid listening on ${service.url}\n`)
 

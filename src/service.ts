@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs'
 import { Analytics } from './analytics/client.js'
 import { ResultCache } from './analytics/results.js'
 import { Authenticator } from './auth/authenticate.js'
@@ -25,9 +26,10 @@ import { Idempotency } from './http/idempotency.js'
 import { Metrics } from './http/metrics.js'
 import { RateLimiter } from './http/rate-limit.js'
 import type { RouteDef } from './http/route.js'
-import { listen } from './http/server.js'
+import { listen, type HttpServer } from './http/server.js'
 import { createLogger, type Logger } from './log.js'
 import { Outbox } from './store/outbox.js'
+import { lockDataDir } from './store/data-dir-lock.js'
 import { openStore, type Store } from './store/store.js'
 import { DeliveryLog } from './webhooks/delivery-log.js'
 import { WebhookDispatcher } from './webhooks/dispatcher.js'
@@ -68,12 +70,20 @@ export interface ServiceOptions {
   log?: Logger
 }
 
-/** Opens the store, builds every route and starts listening. */
+/** Takes the data directory and the port (or refuses to start), opens the store, builds every route and serves. */
 export async function startService ({ config: given, clock = systemClock, log = createLogger(given.logLevel) }: ServiceOptions): Promise<Service> {
+  mkdirSync(given.dataDir, { recursive: true })
+  const lock = await lockDataDir(given.dataDir)
+  let server: HttpServer
+  try {
+    server = await listen(given.host, given.port)
+  } catch (err) {
+    await lock.release()
+    throw err
+  }
   const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs })
   const admin = resolveAdminToken(given.adminToken, given.dataDir)
   if (admin.generatedAt !== undefined) log.info('operator token', { path: admin.generatedAt })
-  const server = await listen(given.host, given.port)
   const url = `http://${given.host === '0.0.0.0' ? '127.0.0.1' : given.host}:${server.port}`
   const config: ResolvedConfig = { ...given, baseUrl: given.baseUrl ?? url }
   const outbox = new Outbox(store, clock)
@@ -160,6 +170,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
         await sender.close()
         await analytics.close()
         await store.close()
+        await lock.release()
         log.info('stopped', { in_flight_abandoned: lifecycle.inFlight })
       })()
       return closing

@@ -36,15 +36,15 @@ t.test('scopes are checked per route; sandbox keys pass every check', async (t) 
   const scoped = route({ method: 'get', path: '/openrtb/v2/stats', summary: 's', tag: 't', envelope: 'flat', auth: 'seat', scope: 'stats:read', rateGroup: 'bidding', handler: () => ok({}) })
   const { key } = await svc.onboard('scoped')
   const keyId = (await svc.request('GET', '/openrtb/v2/seat', { key })).body.data.key.key_id
-  await svc.admin('PATCH', `/admin/v1/keys/${keyId}`, { scopes: ['inventory:read'] })
+  await svc.admin('PATCH', `/admin/v1/keys/${keyId}`, { scopes: ['inventory:read', 'campaigns:write'] })
   t.doesNotThrow(() => auth.checkAccess(scoped, auth.resolve(key)), 'sandbox: a narrowed key still passes')
   await svc.admin('POST', '/admin/v1/seats/scoped/approve')
   svc.clock.advance(1001) // this second Authenticator sees another instance's change within a second
   const err = t.throws(() => auth.checkAccess(scoped, auth.resolve(key))) as ApiError
-  t.match(err, { code: 'missing_scope', status: 403, extras: { required_scope: 'stats:read', granted_scopes: ['inventory:read'] } })
+  t.match(err, { code: 'missing_scope', status: 403, extras: { required_scope: 'stats:read', granted_scopes: ['inventory:read', 'campaigns:write'] } })
   const wide = await svc.request('POST', '/openrtb/v2/keys', { key, body: { scopes: ['inventory:read', 'bid:write'] } })
   t.equal(wide.status, 403, 'over HTTP: a key cannot mint scopes it lacks')
-  t.match(wide.body, { error_code: 'missing_scope', required_scope: 'bid:write', granted_scopes: ['inventory:read'] })
+  t.match(wide.body, { error_code: 'missing_scope', required_scope: 'bid:write', granted_scopes: ['inventory:read', 'campaigns:write'] })
 })
 
 t.test('suspended and revoked seats are refused with 403; a partner-only key has no seat context', async (t) => {

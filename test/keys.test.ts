@@ -60,3 +60,41 @@ t.test('a key with expires_at answers 401 once it has passed', async (t) => {
   t.equal((await svc.request('GET', '/openrtb/v2/seat', { key: temp })).status, 401)
   t.equal((await svc.request('GET', '/openrtb/v2/seat', { key })).status, 200, 'keys without expiry live on')
 })
+
+t.test('key management needs campaigns:write, and a key never grants or revokes beyond its own scopes', async (t) => {
+  const svc = await startTestService(t)
+  const { key: full } = await svc.onboard('keymgmt')
+  const fullId = (await svc.request('GET', '/openrtb/v2/seat', { key: full })).body.data.key.key_id
+  const mint = (key: string, scopes: string[]) => svc.request('POST', '/openrtb/v2/keys', { key, body: { scopes } })
+
+  // In sandbox every route's scope check passes (spec), but a grant is still bounded by the calling key's scopes.
+  const none = await mint(full, [])
+  t.equal(none.status, 201, 'a key with no scopes')
+  const narrow = await mint(full, ['stats:read'])
+  t.equal(narrow.status, 201, 'a key with stats:read only')
+  const before = svc.snapshot()
+  const widen = await mint(none.body.data.key, ['bid:write'])
+  t.match(widen, { status: 403, body: { error_code: 'missing_scope', required_scope: 'bid:write', granted_scopes: [] } }, 'sandbox: a scopeless key cannot mint a wider key')
+  const lockout = await svc.request('DELETE', `/openrtb/v2/keys/${fullId}`, { key: none.body.data.key })
+  t.match(lockout, { status: 403, body: { error_code: 'missing_scope', granted_scopes: [] } }, 'sandbox: a scopeless key cannot revoke the full-scope key')
+  t.equal((await svc.request('DELETE', `/openrtb/v2/keys/${fullId}`, { key: narrow.body.data.key })).status, 403, 'nor can a stats:read key')
+  t.same(svc.snapshot(), before, 'nothing written')
+  t.equal((await svc.request('GET', '/openrtb/v2/seat', { key: full })).status, 200, 'the full-scope key still works')
+
+  // Approved: the route itself needs campaigns:write.
+  t.equal((await svc.admin('POST', '/admin/v1/seats/keymgmt/approve', { reason: 'test' })).status, 200)
+  for (const [method, path] of [['POST', '/openrtb/v2/keys'], ['GET', '/openrtb/v2/keys'], ['DELETE', `/openrtb/v2/keys/${fullId}`]] as const) {
+    const r = await svc.request(method, path, { key: none.body.data.key, ...(method === 'POST' ? { body: {} } : {}) })
+    t.match(r, { status: 403, body: { error_code: 'missing_scope', required_scope: 'campaigns:write', granted_scopes: [] } }, `${method} ${path} with no scopes`)
+  }
+  t.equal((await mint(narrow.body.data.key, ['stats:read'])).status, 403, 'stats:read alone cannot manage keys')
+  const manager = await mint(full, ['campaigns:write', 'stats:read'])
+  t.equal(manager.status, 201)
+  t.match(await mint(manager.body.data.key, ['bid:write']), { status: 403, body: { error_code: 'missing_scope', required_scope: 'bid:write' } }, 'campaigns:write grants only what the key holds')
+  t.equal((await mint(manager.body.data.key, ['stats:read'])).status, 201, 'a narrower key')
+  t.match(await svc.request('DELETE', `/openrtb/v2/keys/${fullId}`, { key: manager.body.data.key }), { status: 403, body: { error_code: 'missing_scope', required_scope: 'bid:write' } }, 'nor revokes a wider key')
+  t.equal((await svc.request('DELETE', `/openrtb/v2/keys/${narrow.body.data.key_id}`, { key: manager.body.data.key })).status, 200, 'a key within its scopes is revoked')
+  const doc = (await svc.request('GET', '/openrtb/v2/openapi.json')).body
+  for (const method of ['get', 'post']) t.equal(doc.paths['/openrtb/v2/keys'][method]['x-scope'], 'campaigns:write', `OpenAPI documents the scope of ${method} /keys`)
+  t.equal(doc.paths['/openrtb/v2/keys/{key_id}'].delete['x-scope'], 'campaigns:write')
+})

@@ -231,6 +231,18 @@ t.test('impression batches: per-item results, a proof per accepted play, idempot
   t.match(delivered.find((e) => e.data.impression_id === 'imp-2'), { seat_id: 'prover', data: { partner_id: p.id, reconciled: false, verification_tier: 'impression_callback' } })
   const again = await send([item({ impressionId: 'imp-1' }), item({ impressionId: 'imp-2', timestamp: local(12, -2) })])
   t.match(again.body.data, { accepted: 0, duplicates: 2, results: [{ status: 'duplicate', proof_id: by(0).proof_id }, { status: 'duplicate', proof_id: by(1).proof_id }] }, 'a retried batch changes nothing')
+
+  // Another partner reusing this partner's impression id, on its own device or on this partner's, learns nothing of the
+  // play and changes nothing: no proof id, no duplicate in the buyer's GIVT report, no reconciliation or event.
+  const duplicatesBefore = (await report(`start_date=${day(-3)}&end_date=${day(0)}`)).body.data.givt.reasons.duplicate_impression
+  const before = svc.snapshot()
+  const foreign = await send([item({ impressionId: 'imp-1', deviceId: 'foreign-1' }), item({ impressionId: 'imp-2', deviceId: 'kiosk-1', timestamp: local(12, -2) })], other.key)
+  t.match(foreign.body.data, { accepted: 0, duplicates: 0, rejected: 2 })
+  t.match(foreign.body.data.results[0], { index: 0, impressionId: 'imp-1', status: 'rejected', error: { code: 'ALREADY_EXISTS', param: 'impressionId' } }, 'its own device: the id is taken, nothing more')
+  t.match(foreign.body.data.results[1], { index: 1, status: 'rejected', error: { code: 'DEVICE_NOT_FOUND', param: 'deviceId' } }, 'this partner\'s device: not its device, before any impression lookup')
+  t.notOk(foreign.text.includes(by(0).proof_id) || foreign.text.includes(by(1).proof_id), 'no proof id of another partner\'s play')
+  t.same(svc.snapshot(), before, 'nothing written')
+  t.equal((await report(`start_date=${day(-3)}&end_date=${day(0)}`)).body.data.givt.reasons.duplicate_impression, duplicatesBefore, 'the buyer\'s GIVT duplicates are unchanged')
   t.match(await send(Array.from({ length: 1001 }, (_, i) => item({ impressionId: `x-${i}` }))), { status: 400 })
   t.match(await send([]), { status: 400 })
   t.match(await send([item({ impressionId: 'imp-99' })], s.key), { status: 403 }, 'a seat key is not a partner key')

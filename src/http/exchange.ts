@@ -8,6 +8,7 @@ import { ApiError } from '../errors.js'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
 import { flatError, nestedError, statusLine } from './envelope.js'
+import { checkQueryLengths, decodePathParams } from './url-params.js'
 import { Idempotency } from './idempotency.js'
 import type { Metrics, RouteSeries } from './metrics.js'
 import { limitFor, RATE_GROUPS, type RateDecision, type RateLimiter } from './rate-limit.js'
@@ -94,6 +95,8 @@ export class Exchange {
   #claim: string | undefined
   #chunks: Buffer[] = []
   #size = 0
+  readonly #paramNames: readonly string[]
+  readonly #rawParams: string[] = []
 
   constructor (res: HttpResponse, req: HttpRequest, route: RouteDef, deps: HttpDeps, paramNames: string[], series: RouteSeries) {
     this.#res = res
@@ -102,8 +105,9 @@ export class Exchange {
     this.#series = series
     const headers: Record<string, string> = {}
     req.forEach((k, v) => { headers[k] = v })
-    const params: Record<string, string> = {}
-    for (let i = 0; i < paramNames.length; i++) params[paramNames[i]!] = decodeURIComponent(req.getParameter(i) ?? '')
+    // Copied raw now (uWS frees req when this callback returns), decoded inside run() where a bad escape is a 400.
+    for (let i = 0; i < paramNames.length; i++) this.#rawParams.push(req.getParameter(i) ?? '')
+    this.#paramNames = paramNames
     const query = req.getQuery()
     const warnings = this.#warnings
     const trusted = deps.config.trustProxy
@@ -112,7 +116,7 @@ export class Exchange {
       requestId: `req_${randomUUID()}`,
       method: req.getCaseSensitiveMethod().toLowerCase() as Method,
       path: req.getUrl(),
-      params,
+      params: {},
       query: query ? new URLSearchParams(query) : NO_QUERY,
       q: undefined,
       headers,
@@ -152,6 +156,9 @@ export class Exchange {
     const route = this.#route
     const ctx = this.#ctx
     if (lifecycle.draining) throw new ApiError('service_unavailable', 'The service is shutting down; retry shortly.')
+    // Before anything reads a parameter: the alias's rate limit, authentication and every lookup.
+    ctx.params = decodePathParams(this.#paramNames, this.#rawParams)
+    if (ctx.query !== NO_QUERY) checkQueryLengths(ctx.query)
     const group = RATE_GROUPS[route.rateGroup]
     const custom = route.rateLimit?.(ctx)
     if (custom !== undefined) this.#take(route.rateGroup, custom.subject, undefined, custom.limit)
@@ -311,8 +318,25 @@ export class Exchange {
       : flatError(err, this.#ctx.requestId)
   }
 
-  /** Renders any failure; close is set when the rest of the body was not read. */
+  /**
+   * Renders any failure; close is set when the rest of the body was not read. Nothing a request does may end the
+   * process: should rendering the failure fail too, the connection is closed and the service goes on serving.
+   */
   #fail (err: unknown, close: boolean): void {
+    try {
+      this.#renderFailure(err, close)
+    } catch (fatal) {
+      this.#deps.log.error('could not answer a failed request', { request_id: this.#ctx.requestId, error: fatal instanceof Error ? fatal.stack : String(fatal) })
+      this.#finish(500)
+      try {
+        this.#res.close()
+      } catch {
+        // uWS had already closed or answered it: there is nothing left to do for this request.
+      }
+    }
+  }
+
+  #renderFailure (err: unknown, close: boolean): void {
     let apiError: ApiError
     if (err instanceof ApiError) {
       apiError = err

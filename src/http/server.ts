@@ -1,5 +1,7 @@
+import { createServer } from 'node:net'
 import uWS from 'uWebSockets.js'
 import { ApiError } from '../errors.js'
+import { StartRefused } from '../start-refused.js'
 import { Exchange, type HttpDeps } from './exchange.js'
 import type { Method, RouteDef } from './route.js'
 
@@ -58,8 +60,25 @@ function mount (app: uWS.TemplatedApp, routes: RouteDef[], deps: HttpDeps): void
   })
 }
 
-/** Starts listening; routes are mounted on the returned server. */
-export function listen (host: string, port: number): Promise<HttpServer> {
+/**
+ * Refuses a port another process listens on. uWS listens with SO_REUSEPORT, so a second service on the same port
+ * would quietly share its traffic; a plain bind, without that option, fails while anyone else holds the port. (The
+ * hot threads of one process share the port on purpose, after this check.)
+ */
+function assertPortFree (host: string, port: number): Promise<void> {
+  if (port === 0) return Promise.resolve()
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', (err: NodeJS.ErrnoException) => {
+      reject(err.code === 'EADDRINUSE' ? new StartRefused(`Port ${port} on ${host} is in use by another process; stop it first, or set PORT to a free port.`) : err)
+    })
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()))
+  })
+}
+
+/** Starts listening, alone on the port; routes are mounted on the returned server. */
+export async function listen (host: string, port: number): Promise<HttpServer> {
+  await assertPortFree(host, port)
   const app = uWS.App()
   return new Promise((resolve, reject) => {
     app.listen(host, port, (socket) => {

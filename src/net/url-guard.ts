@@ -1,57 +1,26 @@
 import { isIP } from 'node:net'
+import ipaddr from 'ipaddr.js'
 
-/** IPv4 ranges no callback may target (RFC 6890 special-purpose and private blocks). */
-const BLOCKED_V4: Array<[number, number]> = [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
-  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4]
-].map(([base, bits]) => [v4ToInt(base as string), bits as number])
+/**
+ * IPv6's global unicast allocation (IANA IPv6 Address Space registry, 2000::/3). Everything outside it is local,
+ * multicast or reserved by the IETF (::/8 holds the mapped, compatible and translated IPv4 forms, 100::/64 discard).
+ */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3')
 
-function v4ToInt (ip: string): number {
-  return ip.split('.').reduce((n, part) => n * 256 + Number(part), 0)
-}
-
-function blockedV4 (ip: string): boolean {
-  const n = v4ToInt(ip)
-  return BLOCKED_V4.some(([base, bits]) => Math.floor(n / 2 ** (32 - bits)) === Math.floor(base / 2 ** (32 - bits)))
-}
-
-function expandV6 (ip: string): number[] {
-  let text = ip
-  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text)
-  if (v4) {
-    const n = v4ToInt(v4[1]!)
-    text = text.slice(0, v4.index) + `${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`
-  }
-  const [head, tail] = text.split('::') as [string, string | undefined]
-  const h = head ? head.split(':') : []
-  const tl = tail !== undefined && tail !== '' ? tail.split(':') : []
-  const fill = tail === undefined ? [] : new Array(8 - h.length - tl.length).fill('0')
-  return [...h, ...fill, ...tl].map((p) => parseInt(p, 16))
-}
-
-function blockedV6 (ip: string): boolean {
-  const w = expandV6(ip.replace(/%.*$/, ''))
-  if (w.length !== 8 || w.some((x) => Number.isNaN(x))) return true
-  if (w.slice(0, 7).every((x) => x === 0)) return true // :: and ::1
-  if (w.slice(0, 5).every((x) => x === 0) && (w[5] === 0xffff || w[5] === 0)) {
-    return blockedV4(`${w[6]! >> 8}.${w[6]! & 255}.${w[7]! >> 8}.${w[7]! & 255}`) // IPv4-mapped and -compatible
-  }
-  const first = w[0]!
-  if (first === 0x64 && w[1] === 0xff9b) return blockedV4(`${w[6]! >> 8}.${w[6]! & 255}.${w[7]! >> 8}.${w[7]! & 255}`) // NAT64
-  return (first & 0xfe00) === 0xfc00 || // unique local
-    (first & 0xffc0) === 0xfe80 || // link-local
-    (first & 0xff00) === 0xff00 || // multicast
-    (first === 0x2001 && w[1] === 0x0db8) || // documentation
-    first === 0x2002 // 6to4 can wrap any IPv4
-}
-
-/** Whether an address (IPv4 or IPv6 text) is outside every private, loopback, link-local and reserved range. */
+/**
+ * Whether an address (IPv4 or IPv6 text) is one a callback may reach: outside every IANA special-purpose block,
+ * private, shared, loopback, link-local, documentation, benchmarking, multicast and reserved space, and for IPv6
+ * inside global unicast. The ranges are ipaddr.js's table, maintained against the IANA registries, not ours. Blocks
+ * the registry marks globally reachable (AS112, AMT, PCP and TURN anycast, ORCHIDv2) are refused too: they are
+ * protocol infrastructure, never a receiver. Addresses that embed IPv4 (mapped, NAT64, 6to4, Teredo) are refused
+ * whole: a receiver publishes its IPv4 address as such.
+ */
 export function isPublicAddress (ip: string): boolean {
-  const family = isIP(ip)
-  if (family === 4) return !blockedV4(ip)
-  if (family === 6) return !blockedV6(ip)
-  return false
+  // Node's parser first: ipaddr.js also reads shorthand IPv4 (127.1, 0x7f.1) that is no address on the wire.
+  if (isIP(ip) === 0) return false
+  const address = ipaddr.parse(ip)
+  if (address.range() !== 'unicast') return false
+  return address.kind() === 'ipv4' || address.match(GLOBAL_UNICAST_V6)
 }
 
 /**

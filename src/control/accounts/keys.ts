@@ -1,14 +1,24 @@
 import { mintKey, revokeKey, saveKey } from '../../auth/keys.js'
 import { iso } from '../../clock.js'
 import { ApiError } from '../../errors.js'
-import type { KeyCreateRequest } from '../../generated/types.js'
+import type { KeyCreateRequest, Scope } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { Deps } from '../../deps.js'
 import { keyView } from './views.js'
 
 /**
+ * Scopes of a key that the calling key does not hold itself. A key manages only keys it could have been: it mints
+ * keys within its own scopes and revokes only keys whose scopes are within its own, in sandbox too (sandbox passes
+ * route scope checks, never a grant), so a narrowed or leaked key can neither widen itself nor lock out a wider one.
+ */
+function beyondCaller (caller: readonly Scope[], scopes: readonly Scope[]): Scope[] {
+  return scopes.filter((s) => !caller.includes(s))
+}
+
+/**
  * Self-service key rotation for a seat (the spec leaves rotation unnamed): mint a second key, deploy it, revoke the
- * old one. A seat always keeps one live key, so it cannot lock itself out.
+ * old one. A seat always keeps one live key, so it cannot lock itself out. The spec names no scope for keys; they
+ * are governed by campaigns:write, the scope of the seat's other account configuration (webhooks).
  */
 export function keyRoutes ({ store, outbox, auth, sealer }: Deps): RouteDef[] {
   const liveKeys = (seatKeyIds: string[], now: number) => seatKeyIds
@@ -20,10 +30,11 @@ export function keyRoutes ({ store, outbox, auth, sealer }: Deps): RouteDef[] {
       method: 'post',
       path: '/openrtb/v2/keys',
       summary: 'Mint another API key for the seat (rotation)',
-      description: 'The key is returned once. scopes default to the calling key\'s and may only narrow them (any scope in sandbox).',
+      description: 'The key is returned once. scopes default to the calling key\'s and may only narrow them, in sandbox too (403 missing_scope names the first scope the calling key lacks).',
       tag: 'Accounts',
       envelope: 'flat',
       auth: 'seat',
+      scope: 'campaigns:write',
       rateGroup: 'account',
       body: 'KeyCreateRequest',
       data: 'MintedKey',
@@ -32,7 +43,7 @@ export function keyRoutes ({ store, outbox, auth, sealer }: Deps): RouteDef[] {
       handler: (ctx) => {
         const { seat, key: caller } = ctx.principal!
         const scopes = ctx.body.scopes ?? caller.scopes
-        const beyond = seat!.status === 'sandbox' ? [] : scopes.filter((s) => !caller.scopes.includes(s))
+        const beyond = beyondCaller(caller.scopes, scopes)
         if (beyond.length > 0) throw new ApiError('missing_scope', `The calling key cannot grant ${beyond.join(', ')}.`, { required_scope: beyond[0]!, granted_scopes: caller.scopes })
         if (ctx.body.expires_at !== undefined && Date.parse(ctx.body.expires_at) <= ctx.now) {
           throw new ApiError('invalid_date', 'expires_at must be in the future.', { param: 'expires_at' })
@@ -65,6 +76,7 @@ export function keyRoutes ({ store, outbox, auth, sealer }: Deps): RouteDef[] {
       tag: 'Accounts',
       envelope: 'flat',
       auth: 'seat',
+      scope: 'campaigns:write',
       rateGroup: 'account',
       data: 'KeyList',
       handler: (ctx) => {
@@ -76,17 +88,21 @@ export function keyRoutes ({ store, outbox, auth, sealer }: Deps): RouteDef[] {
       method: 'delete',
       path: '/openrtb/v2/keys/:key_id',
       summary: 'Revoke one of the seat\'s API keys',
-      description: 'Takes effect at once on this node and within a second on others. A key of another seat answers 404 not_found. The last live key cannot be revoked (409 invalid_transition).',
+      description: 'Takes effect at once on this node and within a second on others. A key of another seat answers 404 not_found. A key holding a scope the calling key lacks answers 403 missing_scope, in sandbox too. The last live key cannot be revoked (409 invalid_transition).',
       tag: 'Accounts',
       envelope: 'flat',
       auth: 'seat',
+      scope: 'campaigns:write',
       rateGroup: 'account',
       data: 'KeySummary',
-      errors: ['not_found', 'invalid_transition'],
+      errors: ['not_found', 'invalid_transition', 'missing_scope'],
       handler: (ctx) => {
         const seat = ctx.principal!.seat!
         const target = store.keys.get(ctx.params.key_id!)
         if (target === undefined || target.seat_id?.toLowerCase() !== seat.seat_id.toLowerCase()) throw new ApiError('not_found', 'No key with that key_id belongs to this seat.', { param: 'key_id' })
+        const caller = ctx.principal!.key
+        const beyond = beyondCaller(caller.scopes, target.scopes)
+        if (beyond.length > 0) throw new ApiError('missing_scope', `That key holds ${beyond.join(', ')}, which the calling key lacks; revoke it with a key that holds every scope it has.`, { required_scope: beyond[0]!, granted_scopes: caller.scopes })
         if (target.revoked_at !== null) return ok(keyView(target))
         if (liveKeys(seat.key_ids, ctx.now).length <= 1) throw new ApiError('invalid_transition', 'This is the seat\'s last live key; mint a new one before revoking it.')
         const revoked = revokeKey(store, target, iso(ctx.now))

@@ -1,7 +1,7 @@
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
-import type { AudienceBatchRequest, AudienceUpdate, BatchResult, Device, DeviceBatchRequest, DeviceRegisterRequest, HeartbeatBatchRequest, HeartbeatRequest, PartnerListQuery } from '../../generated/types.js'
+import type { AudienceBatchRequest, AudienceUpdate, BatchResult, Device, DeviceBatchRequest, DeviceRegisterRequest, HeartbeatBatchRequest, HeartbeatItem, HeartbeatRequest, PartnerListQuery } from '../../generated/types.js'
 import { itemError } from '../../http/envelope.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { validate } from '../../http/validate.js'
@@ -169,10 +169,12 @@ export function deviceRoutes ({ inventory }: Deps): RouteDef[] {
       method: 'post',
       path: '/v1/partner/heartbeats',
       summary: 'Heartbeats of up to 1000 devices',
+      description: 'Each item is a HeartbeatItem, judged alone: a refused item (an unknown or malformed device_id) carries the error a single heartbeat would give, and the others are accepted.',
       body: 'HeartbeatBatchRequest',
       data: 'BatchResult',
       handler: (ctx) => ok(judgeEach(ctx.body.heartbeats, (item) => {
-        const hb = item as HeartbeatBatchRequest['heartbeats'][number]
+        validate('HeartbeatItem', item)
+        const hb = item as HeartbeatItem
         const screen = device(ctx.principal!.partner!, hb.device_id)
         inventory.heartbeat(screen, ctx.now)
         return { device_id: hb.device_id, screen_id: screen.screen_id, status: 'accepted' }

@@ -36,6 +36,10 @@ export function impressionRoutes ({ store, inventory, proofSigner, outbox, funne
     store.meta.putSync(mark, partnerId)
     outbox.append('impression.delivered', `proof:${proof.proof_id}`, { ...proofEventData(proof), partner_id: partnerId, reconciled: true, partner_impressions_today: countDay(partnerId, at) }, proof.seat_id ?? undefined)
   }
+  const playedOnPartnerScreen = (proofId: string, partnerId: string): boolean => {
+    const proof = store.proofs.get(proofId)
+    return proof !== undefined && store.screens.get(proof.screenId)?.partner_id === partnerId
+  }
   return [
     route<ImpressionBatchRequest>({
       tag: 'Partner',
@@ -45,7 +49,7 @@ export function impressionRoutes ({ store, inventory, proofSigner, outbox, funne
       method: 'post',
       path: '/v1/partner/impressions',
       summary: 'Plays reported by devices, up to 1000 per call; each accepted play gets a signed proof',
-      description: 'Items are ImpressionItem and are judged one by one: accepted items get a proof (tier impression_callback, GIVT rules applied), an impressionId that already has a proof is a duplicate (the same proof_id, nothing changes: retries are safe), and a refused item carries the error a single call would give (DEVICE_NOT_FOUND, CREATIVE_NOT_FOUND, INVALID_DATE outside the 72-hour offline window or more than 5 minutes ahead, or a field error). The device must be the partner\'s and the ad one of the service\'s creatives.',
+      description: 'Items are ImpressionItem and are judged one by one: accepted items get a proof (tier impression_callback, GIVT rules applied), an impressionId that already has a proof of a play on one of the partner\'s screens is a duplicate (the same proof_id, nothing changes: retries are safe), an impressionId taken by a play on another partner\'s screen is refused with ALREADY_EXISTS (nothing of that play is shown), and a refused item carries the error a single call would give (DEVICE_NOT_FOUND, CREATIVE_NOT_FOUND, INVALID_DATE outside the 72-hour offline window or more than 5 minutes ahead, or a field error). The device must be the partner\'s and the ad one of the service\'s creatives.',
       body: 'ImpressionBatchRequest',
       data: 'ImpressionBatchResult',
       handler: (ctx) => {
@@ -56,15 +60,19 @@ export function impressionRoutes ({ store, inventory, proofSigner, outbox, funne
           try {
             validate('ImpressionItem', raw)
             const item = raw as ImpressionItem
+            // Ownership first: nothing about an impression id is looked up for a device the partner does not own.
+            const screen = inventory.screenOfDevice(partner.id, item.deviceId)
+            if (screen === undefined) throw new ApiError('device_not_found', `No device ${item.deviceId} is registered by this partner.`, { param: 'deviceId' })
             const known = store.proofByImpression.get(item.impressionId)
             if (known !== undefined) {
+              // A play on another partner's screen is not this partner's to repeat, reconcile or count: its proof stays
+              // unnamed, and the id is simply taken.
+              if (!playedOnPartnerScreen(known, partner.id)) throw new ApiError('already_exists', 'This impressionId is already taken by another play; give every play a unique id (a UUID).', { param: 'impressionId' })
               reconcile(partner.id, known, item.timestamp)
               out.results.push({ index, impressionId: item.impressionId, status: 'duplicate', proof_id: known })
               out.duplicates++
               return
             }
-            const screen = inventory.screenOfDevice(partner.id, item.deviceId)
-            if (screen === undefined) throw new ApiError('device_not_found', `No device ${item.deviceId} is registered by this partner.`, { param: 'deviceId' })
             if (item.timestamp > ctx.now + MAX_SKEW_MS) throw new ApiError('invalid_date', 'timestamp is in the future.', { param: 'timestamp' })
             if (item.timestamp < ctx.now - OFFLINE_WINDOW_MS) throw new ApiError('invalid_date', 'timestamp is older than the 72-hour window for plays uploaded after being offline.', { param: 'timestamp' })
             const creative = store.creatives.get(item.adId)

@@ -1,0 +1,86 @@
+import { spawn } from 'node:child_process'
+import { existsSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { lockDataDir } from '../src/store/data-dir-lock.js'
+import { startProcess } from './helpers/process.js'
+
+// One owner per data directory and per port: a second `npm start` refuses to start with a clear message instead of
+// sharing the port (SO_REUSEPORT) and the LMDB file with the first.
+
+/** Runs the service as users do and waits for it to exit on its own; fails if it starts serving instead. */
+function refusedStart (dataDir: string, env: Record<string, string>): Promise<{ code: number | null, stderr: string }> {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TAP') && k !== 'NODE_OPTIONS'))
+  const child = spawn(process.execPath, ['dist/src/main.js'], {
+    env: { ...inherited, HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN: 'own-admin', LOG_LEVEL: 'error', DEMO_FLEET: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d) => { stdout += d })
+  child.stderr.on('data', (d) => { stderr += d })
+  const killer = setTimeout(() => child.kill('SIGKILL'), 20_000)
+  return new Promise((resolve) => child.once('exit', (code) => {
+    clearTimeout(killer)
+    resolve({ code, stderr: stdout.includes('listening on') ? `it started serving: ${stdout}` : stderr })
+  }))
+}
+
+const dir = (name: string) => mkdtempSync(join(tmpdir(), `oohbid-own-${name}-`))
+
+t.test('a second service on the same data directory or port refuses to start, and the first keeps serving', async (t) => {
+  const dataDir = dir('a')
+  const first = await startProcess(dataDir)
+  t.teardown(() => { first.child.kill('SIGKILL') })
+  const port = new URL(first.url).port
+
+  const sameBoth = await refusedStart(dataDir, { PORT: port })
+  t.equal(sameBoth.code, 1, 'same DATA_DIR and PORT: exits 1')
+  t.match(sameBoth.stderr, new RegExp(`^oohbid: DATA_DIR ${dataDir} is in use by another oohbid process \\(pid ${first.child.pid}\\); stop it first`), sameBoth.stderr)
+  t.notMatch(sameBoth.stderr, /\n\s+at /, 'no stack trace')
+
+  const sameDir = await refusedStart(dataDir, { PORT: '0' })
+  t.equal(sameDir.code, 1, 'same DATA_DIR on another port: exits 1')
+  t.match(sameDir.stderr, /DATA_DIR .* is in use by another oohbid process/)
+
+  const samePort = await refusedStart(dir('b'), { PORT: port })
+  t.equal(samePort.code, 1, 'another DATA_DIR on the same port: exits 1')
+  t.match(samePort.stderr, new RegExp(`^oohbid: Port ${port} on 127.0.0.1 is in use by another process`), samePort.stderr)
+
+  const health = await fetch(`${first.url}/healthz`)
+  t.equal(health.status, 200, 'the first service still serves')
+})
+
+t.test('the lock dies with its process: a kill -9 frees the data directory at once', async (t) => {
+  const dataDir = dir('c')
+  const first = await startProcess(dataDir)
+  first.child.kill('SIGKILL')
+  await new Promise((resolve) => first.child.once('exit', resolve))
+  const second = await startProcess(dataDir)
+  t.teardown(() => { second.child.kill('SIGKILL') })
+  t.equal((await fetch(`${second.url}/healthz`)).status, 200, 'a new service owns the directory')
+})
+
+t.test('the socket-file lock (platforms without abstract sockets) refuses a live owner and replaces a dead one', async (t) => {
+  const dataDir = dir('d')
+  const lock = await lockDataDir(dataDir, false)
+  await t.rejects(lockDataDir(dataDir, false), { name: 'StartRefused', message: new RegExp(`pid ${process.pid}\\)`) }, 'a live owner is refused')
+  await lock.release()
+  t.notOk(existsSync(join(dataDir, '.owner.sock')), 'release removes the socket file')
+
+  // A dead owner leaves its socket file behind: nobody answers on it.
+  const script = `require('net').createServer().listen(${JSON.stringify(join(dataDir, '.owner.sock'))}, () => process.stdout.write('up'))`
+  const dead = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+  await new Promise((resolve) => dead.stdout.once('data', resolve))
+  dead.kill('SIGKILL')
+  await new Promise((resolve) => dead.once('exit', resolve))
+  t.ok(existsSync(join(dataDir, '.owner.sock')), 'the dead owner left its file')
+  const taken = await lockDataDir(dataDir, false)
+  t.pass('a stale socket file is replaced')
+  await taken.release()
+
+  const linux = await lockDataDir(dataDir)
+  await t.rejects(lockDataDir(join(dataDir, '.'), true), { name: 'StartRefused' }, 'another spelling of the same directory is the same lock')
+  await linux.release()
+})
