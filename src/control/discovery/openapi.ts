@@ -4,6 +4,7 @@ import { RATE_GROUPS } from '../../http/rate-limit.js'
 import { isMutating, type RouteDef } from '../../http/route.js'
 import { retrySchedule } from '../../webhooks/kind.js'
 import { webhookDocs } from './openapi-webhooks.js'
+import { MAX_PATH_PARAM_LENGTH, MAX_QUERY_VALUE_LENGTH } from '../../http/url-params.js'
 
 type Json = Record<string, unknown>
 
@@ -106,7 +107,7 @@ function errorResponses (route: RouteDef): Json {
 }
 
 function operation (route: RouteDef): Json {
-  const parameters: Json[] = [...route.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }))
+  const parameters: Json[] = [...route.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string', maxLength: MAX_PATH_PARAM_LENGTH } }))
   if (route.querySchema !== undefined) {
     const schema = schemas[route.querySchema] as unknown as { properties: Record<string, Json>, required?: string[] }
     for (const [name, prop] of Object.entries(schema.properties)) {
@@ -161,6 +162,9 @@ Send the API key as \`Authorization: Bearer <API_KEY>\` (recommended) or \`x-api
 Every response carries RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset (seconds); 429 adds Retry-After. Windows are fixed and start at a subject's first request. Operators may set custom limits per seat.
 
 ${limitsTable()}
+
+## Path and query bounds
+A path parameter that is not valid percent-encoded UTF-8 or is longer than ${MAX_PATH_PARAM_LENGTH} characters, and a query value longer than ${MAX_QUERY_VALUE_LENGTH}, answer 400 invalid_parameter naming it, before anything is looked up.
 
 ## Idempotency and dry run
 Every POST, PUT, PATCH and DELETE takes \`Idempotency-Key\` (1-256 characters, case-sensitive, scoped to the API key or, on routes without a key, to the client address). The first response (2xx, or a 4xx the route itself decided) is stored in the same transaction as the change and replayed for 24 hours with \`Idempotent-Replayed: true\`; the same key with a different method, path, query or body answers 422 idempotency_key_mismatch; a key whose first request is still arriving answers 409 idempotency_key_in_use. \`?dry_run=true\` runs validation, permission, rate-limit and uniqueness checks inside a transaction that is then rolled back, and answers \`{dry_run:true, data, warnings[]}\`; no key is minted and a dry run does not consume an Idempotency-Key.
