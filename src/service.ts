@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs'
 import { Analytics } from './analytics/client.js'
 import { ResultCache } from './analytics/results.js'
 import { Authenticator } from './auth/authenticate.js'
@@ -72,7 +71,6 @@ export interface ServiceOptions {
 
 /** Takes the data directory and the port (or refuses to start), opens the store, builds every route and serves. */
 export async function startService ({ config: given, clock = systemClock, log = createLogger(given.logLevel) }: ServiceOptions): Promise<Service> {
-  mkdirSync(given.dataDir, { recursive: true })
   const lock = await lockDataDir(given.dataDir)
   let server: HttpServer
   try {

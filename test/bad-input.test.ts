@@ -1,14 +1,10 @@
 import t from 'tap'
 import { isMutating } from '../src/http/route.js'
 import { freshIp, startTestService } from './helpers/service.js'
-import { fill, fixtures, validBodies } from './helpers/sweep.js'
+import { codeOf, fill, fixtures, validBodies } from './helpers/sweep.js'
 
 // Every route of the table, driven with bad input: the right code and status in the route's envelope, nothing
 // written, and the service still serving afterwards.
-
-function codeOf (envelope: 'flat' | 'nested', body: any): string | undefined {
-  return envelope === 'nested' ? body?.error?.code?.toLowerCase() : body?.error_code
-}
 
 t.test('every route with a body refuses bad bodies with its envelope and writes nothing', async (t) => {
   const svc = await startTestService(t)

@@ -4,7 +4,7 @@ import { schemas, type SchemaTitle } from '../src/generated/schemas.js'
 import * as validators from '../src/generated/validators.js'
 import { isMutating, type RouteDef } from '../src/http/route.js'
 import { freshIp, startTestService, type TestService } from './helpers/service.js'
-import { fill, fixtures, validBodies, type SweepFixtures } from './helpers/sweep.js'
+import { codeOf, fill, fixtures, validBodies, type SweepFixtures } from './helpers/sweep.js'
 
 // Hostile input against every operation of the served OpenAPI document, as an attacker would send it: malformed
 // percent-escapes and overlong values in path parameters, overlong and malformed query values, and overlong strings
@@ -43,10 +43,6 @@ function replaced (value: unknown, path: Array<string | number>, by: string): un
   const copy: any = Array.isArray(value) ? [...value] : { ...(value as object) }
   copy[path[0]!] = replaced(copy[path[0]!], path.slice(1), by)
   return copy
-}
-
-function codeOf (envelope: 'flat' | 'nested', body: any): string | undefined {
-  return envelope === 'nested' ? body?.error?.code?.toLowerCase() : body?.error_code
 }
 
 interface Probe { path: string, body?: unknown, what: string }

@@ -1,4 +1,4 @@
-import { statSync, unlinkSync } from 'node:fs'
+import { mkdirSync, statSync, unlinkSync } from 'node:fs'
 import { connect, createServer, type Server } from 'node:net'
 import { join } from 'node:path'
 import { StartRefused } from '../start-refused.js'
@@ -9,7 +9,7 @@ export interface DataDirLock {
 }
 
 /**
- * Makes this process the one owner of a data directory, or refuses to start. Two services on one directory would each
+ * Makes this process the one owner of a data directory (created if missing), or refuses to start. Two services on one directory would each
  * keep their own in-memory mirrors (rate windows, stats, the key cache) over one LMDB file and answer differently;
  * the hot threads of one process share it through that process.
  *
@@ -21,6 +21,7 @@ export interface DataDirLock {
  * share a volume must not share a data directory.
  */
 export async function lockDataDir (dataDir: string, abstract = process.platform === 'linux'): Promise<DataDirLock> {
+  mkdirSync(dataDir, { recursive: true })
   const { dev, ino } = statSync(dataDir)
   const address = abstract ? `\0oohbid-data-dir:${dev}:${ino}` : join(dataDir, '.owner.sock')
   const server = createServer((socket) => socket.end(String(process.pid)))

@@ -6,6 +6,11 @@ import { freshIp, type TestService } from './service.js'
 
 export type SweepFixtures = Awaited<ReturnType<typeof fixtures>>
 
+/** The error code of an answer in either envelope, flat (error_code) or nested (error.code, upper snake). */
+export function codeOf (envelope: 'flat' | 'nested', body: any): string | undefined {
+  return envelope === 'nested' ? body?.error?.code?.toLowerCase() : body?.error_code
+}
+
 /** A route path with its parameters set to the fixtures' ids. */
 export function fill (path: string, f: SweepFixtures, keyId = f.keyId): string {
   return path.replace(':alias', 'sweep-exchange').replace('/embed/:token', `/embed/${f.embedToken}`).replace(':spot_id', f.spotId).replace(':creative_id', f.creativeId).replace(':seat_id', 'sweep').replace(':key_id', keyId).replace(':device_id', 'sweep-dev').replace(':token', f.uploadToken).replace(':dealId', f.dealId)

@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
-import type { ImpressionBatchRequest, ImpressionBatchResult, ImpressionItem } from '../../generated/types.js'
+import type { ImpressionBatchRequest, ImpressionBatchResult, ImpressionItem, ProofRecord } from '../../generated/types.js'
 import { itemError } from '../../http/envelope.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { validate } from '../../http/validate.js'
@@ -26,19 +26,14 @@ export function impressionRoutes ({ store, inventory, proofSigner, outbox, funne
    * (its player or VAST reported it) reconciles the partner's count with ours: impression.delivered, reconciled: true.
    * Any other repeat is a duplicate impression id, filtered (no second proof) and counted for the seat's GIVT report.
    */
-  const reconcile = (partnerId: string, proofId: string, at: number): void => {
-    const proof = store.proofs.get(proofId)!
-    const mark = `reconciled:${proofId}`
+  const reconcile = (partnerId: string, proof: ProofRecord, at: number): void => {
+    const mark = `reconciled:${proof.proof_id}`
     if (proof.verification_tier === 'impression_callback' || store.meta.get(mark) !== undefined) {
       if (proof.seat_id !== null) countDuplicate(store, proof.seat_id, proof.timestamp)
       return
     }
     store.meta.putSync(mark, partnerId)
     outbox.append('impression.delivered', `proof:${proof.proof_id}`, { ...proofEventData(proof), partner_id: partnerId, reconciled: true, partner_impressions_today: countDay(partnerId, at) }, proof.seat_id ?? undefined)
-  }
-  const playedOnPartnerScreen = (proofId: string, partnerId: string): boolean => {
-    const proof = store.proofs.get(proofId)
-    return proof !== undefined && store.screens.get(proof.screenId)?.partner_id === partnerId
   }
   return [
     route<ImpressionBatchRequest>({
@@ -67,8 +62,9 @@ export function impressionRoutes ({ store, inventory, proofSigner, outbox, funne
             if (known !== undefined) {
               // A play on another partner's screen is not this partner's to repeat, reconcile or count: its proof stays
               // unnamed, and the id is simply taken.
-              if (!playedOnPartnerScreen(known, partner.id)) throw new ApiError('already_exists', 'This impressionId is already taken by another play; give every play a unique id (a UUID).', { param: 'impressionId' })
-              reconcile(partner.id, known, item.timestamp)
+              const proof = store.proofs.get(known)!
+              if (store.screens.get(proof.screenId)?.partner_id !== partner.id) throw new ApiError('already_exists', 'This impressionId is already taken by another play; give every play a unique id (a UUID).', { param: 'impressionId' })
+              reconcile(partner.id, proof, item.timestamp)
               out.results.push({ index, impressionId: item.impressionId, status: 'duplicate', proof_id: known })
               out.duplicates++
               return
