@@ -28,6 +28,8 @@ export interface Config {
   clickhouseCluster: string | undefined
   /** REPORT_CACHE_SECONDS: how long a report, funnel or market answer is reused before ClickHouse is asked again. */
   reportCacheSeconds: number
+  /** REPORT_WAIT_MS: how long a report request not in the cache waits for ClickHouse before it answers 202 pending. */
+  reportWaitMs: number
   /** TRUST_PROXY: comma-separated proxy addresses whose X-Forwarded-For is believed; empty trusts none. */
   trustProxy: string[]
   /** MAX_BODY_BYTES: default request body limit (413 above it). */
@@ -140,6 +142,7 @@ export function loadConfig (env: Env = process.env): Config {
     clickhouseDatabase: identifier(env, 'CLICKHOUSE_DATABASE', 'oohbid'),
     clickhouseCluster: str(env, 'CLICKHOUSE_CLUSTER') !== undefined ? identifier(env, 'CLICKHOUSE_CLUSTER', '') : undefined,
     reportCacheSeconds: int(env, 'REPORT_CACHE_SECONDS', 300, 0, 86_400),
+    reportWaitMs: int(env, 'REPORT_WAIT_MS', 10_000, 0, 60_000),
     trustProxy: (str(env, 'TRUST_PROXY') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),

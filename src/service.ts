@@ -114,7 +114,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     ...(config.clickhousePassword !== undefined ? { password: config.clickhousePassword } : {})
   }, log)
   analytics.onShipped = (count) => funnel.shipped(count)
-  const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000)
+  const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs)
   const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, analytics, reports }, metrics)
   server.mount(routes, deps)
   moderator.resume()

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { prebidServerRejects } from './helpers/prebid-server.js'
 import { ImpIds } from '../src/hot/adslots/imp-ids.js'
 import { buyer, deviceBody, registerDevices, registerPartner, sendAudience } from './helpers/fleet.js'
 import { startTestService, type TestService } from './helpers/service.js'
@@ -148,13 +149,15 @@ t.test('format=openrtb: OpenRTB 2.6 bid requests as the spec lays them out', asy
   t.match(live, {
     id: /^[0-9a-f-]{36}$/,
     imp: [{ id: String, banner: { w: 1920, h: 1080 }, video: { mimes: ['video/mp4', 'video/webm'], minduration: 1, maxduration: 15, w: 1920, h: 1080, protocols: [2, 3, 5, 6, 7, 8] }, bidfloorcur: 'USD', qty: { multiplier: Number, sourcetype: 2 }, exp: 300 }],
-    site: { id: live.ext.trb.screen_id, name: String, domain: String, publisher: { id: f.owned.id, name: String } },
-    dooh: { id: live.ext.trb.screen_id, venuetype: ['4', '401'], venuetypetax: 5 },
+    dooh: { id: live.ext.trb.screen_id, name: live.ext.trb.screen_name, domain: String, venuetype: ['4', '401'], venuetypetax: 5, publisher: { id: f.owned.id, name: String, domain: String } },
     device: { ua: String, geo: { lat: Number, lon: Number, country: 'USA', region: 'TX', city: String, type: 1 }, devicetype: 6, ifa: String },
     tmax: 1000,
     cur: ['USD'],
     ext: { trb: { screen_id: String, screen_name: String, venue_type: 'gym', fein: { live_face_count: Number, attention_score: Number, data_quality: 'live', last_updated: String } } }
   })
+  for (const b of d.bid_requests) t.equal(prebidServerRejects(b), undefined, `${b.ext.trb.screen_id}: Prebid Server would run its auction`)
+  t.notOk('site' in live || 'app' in live, 'the screen is dooh: neither site nor app (OpenRTB 2.6 allows exactly one)')
+  t.notOk('bcat' in live || 'badv' in live, 'a screen without content rules sends no bcat or badv')
   t.equal(live.imp[0].qty.multiplier, live.ext.trb.fein.live_face_count || 1, 'imp.qty.multiplier from the live face count')
   const screen = (await svc.request('GET', `/openrtb/v2/screens/${live.ext.trb.screen_id}`, { key })).body.data
   t.equal(live.imp[0].bidfloor, screen.spot.floor_price_cpm, 'bidfloor is the screen floor in USD')
@@ -168,6 +171,18 @@ t.test('format=openrtb: OpenRTB 2.6 bid requests as the spec lays them out', asy
   t.match(none?.ext.trb.fein ?? { data_quality: 'none', live_face_count: null }, { live_face_count: null, attention_score: null, vas_7d: null })
   const paged = await all(svc, key, 'format=openrtb&limit=10')
   t.equal(paged.length, 24, 'openrtb pages too')
+})
+
+t.test('format=openrtb: the screen\'s blocked categories and advertisers travel as bcat and badv, its zip as device.geo.zip', async (t) => {
+  const svc = await startTestService(t)
+  const p = await registerPartner(svc)
+  const ids = await registerDevices(svc, p, [deviceBody('ruled', { location: { lat: 30.2672, lng: -97.7431, venue_type: 'gym', zip: '78701' } })])
+  await svc.request('PATCH', `/v1/partner/screens/${ids.ruled}`, { key: p.key, body: { blocked_categories: ['IAB8-5', 'IAB7'], blocked_advertisers: ['rival.example'] } })
+  const key = await buyer(svc)
+  const [req] = (await svc.request('GET', '/openrtb/v2/adslots?format=openrtb', { key })).body.data.bid_requests
+  t.match(req, { bcat: ['IAB8-5', 'IAB7'], cattax: 1, badv: ['rival.example'], device: { geo: { zip: '78701', country: 'USA' } } })
+  t.equal(prebidServerRejects(req), undefined, 'and Prebid Server would still run its auction')
+  t.match(prebidServerRejects({ ...req, site: { id: 'x' } }), /No more than one of request.site or request.app or request.dooh/, 'the check is the real one: site beside dooh is refused')
 })
 
 t.test('bad parameters: 400 with param, nothing else happens', async (t) => {

@@ -59,10 +59,13 @@ t.test('every event of the list reaches the subscription, signed, with the docum
   await svc.request('POST', '/v1/partner/devices/hook-1/heartbeat', { key: partner.key })
 
   const creative = await approvedCreative(svc, key, 'hooked ad')
-  const today = new Date(svc.clock.now()).toISOString().slice(0, 10)
-  const campaign = await svc.request('POST', '/openrtb/v2/campaigns', { key, body: { creative_id: creative, name: 'Hooked', budget_usd: 100, start_date: today, end_date: today, goal_impressions: 1 } })
+  // The screen plays by its local date (Austin), the campaign runs by UTC days: a flight covering both works at any hour.
+  const utc = new Date(svc.clock.now()).toISOString().slice(0, 10)
+  const local = new Intl.DateTimeFormat('en-CA', { timeZone: 'America/Chicago' }).format(svc.clock.now())
+  const [start, end] = [utc, local].sort()
+  const campaign = await svc.request('POST', '/openrtb/v2/campaigns', { key, body: { creative_id: creative, name: 'Hooked', budget_usd: 100, start_date: start, end_date: end, goal_impressions: 1 } })
   t.equal(campaign.status, 201)
-  const assign = await svc.request('POST', '/openrtb/v2/campaigns/assign', { key, body: { creative_id: creative, screen_ids: [screenId], campaign_id: campaign.body.data.campaign_id, start_date: today, end_date: today, spots_per_day: 10 } })
+  const assign = await svc.request('POST', '/openrtb/v2/campaigns/assign', { key, body: { creative_id: creative, screen_ids: [screenId], campaign_id: campaign.body.data.campaign_id, start_date: start, end_date: end, spots_per_day: 10 } })
   t.equal(assign.status, 201)
   svc.clock.advance(31_000)
   const spot = (await svc.request('POST', `${embed}/spots`, { body: {} })).body.data

@@ -87,7 +87,22 @@ export class Analytics {
     else p.reject(new AnalyticsError(m.error))
   }
 
-  #request (message: Unsent, timeoutMs: number): Promise<Array<Record<string, unknown>>> {
+  /**
+   * One request and its answer. While the analytics process is starting (or restarting after a crash) and has not
+   * reported ClickHouse unavailable, the request waits for it within its own timeout: a report asked just after
+   * start is answered, not refused.
+   */
+  async #request (message: Unsent, timeoutMs: number): Promise<Array<Record<string, unknown>>> {
+    const until = Date.now() + timeoutMs
+    if (this.backend === undefined && this.lastError === undefined && !this.#closing) {
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([this.ready(), new Promise((resolve) => { timer = setTimeout(resolve, timeoutMs) })])
+      clearTimeout(timer)
+    }
+    return await this.#send(message, Math.max(1, until - Date.now()))
+  }
+
+  #send (message: Unsent, timeoutMs: number): Promise<Array<Record<string, unknown>>> {
     const child = this.#child
     if (child === undefined || !child.connected || this.backend === undefined) return Promise.reject(new AnalyticsError(this.lastError ?? 'the analytics process is not ready'))
     const id = this.#nextId++

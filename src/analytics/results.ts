@@ -20,41 +20,61 @@ const MAX_ENTRIES = 10_000
 const FAILURE_MS = 5_000
 
 /**
- * Report answers by query: ClickHouse is asked off the request path and routes answer from here (handlers cannot
- * await: docs/architecture.md). A fresh answer is reused for ttlMs (the spec's 5-minute funnel cache and market
- * refresh); an expired one is served, marked stale, while it is computed again; an unknown query answers pending
- * and starts computing.
+ * Report answers by query: ClickHouse is asked off the request path, and a route either answers from here at once or
+ * holds its response on wait() (docs/architecture.md, "Which routes wait"). A fresh answer is reused for ttlMs (the
+ * spec's 5-minute funnel cache and market refresh); an expired one is served, marked stale, while it is computed
+ * again; an unknown query starts computing and answers pending.
  */
 export class ResultCache {
   readonly #clock: Clock
   readonly #log: Logger
   readonly #ttlMs: number
+  readonly #waitMs: number
   readonly #entries = new Map<string, Entry>()
 
-  constructor (clock: Clock, log: Logger, ttlMs: number) {
+  /** waitMs: how long wait() holds for a computation before it answers pending (REPORT_WAIT_MS). */
+  constructor (clock: Clock, log: Logger, ttlMs: number, waitMs: number) {
     this.#clock = clock
     this.#log = log
     this.#ttlMs = ttlMs
+    this.#waitMs = waitMs
   }
 
   get ttlMs (): number {
     return this.#ttlMs
   }
 
-  /** The answer for key, starting compute when there is none or it expired. */
+  /** The answer for key now, starting compute when there is none or it expired. */
   get<T> (key: string, compute: () => Promise<T>): Answer<T> {
-    const now = this.#clock.now()
     let e = this.#entries.get(key)
     if (e === undefined) {
       if (this.#entries.size >= MAX_ENTRIES) this.#entries.delete(this.#entries.keys().next().value!)
       e = {}
       this.#entries.set(key, e)
     }
+    const now = this.#clock.now()
     const fresh = e.computedAt !== undefined && now - e.computedAt < this.#ttlMs
     const failing = e.failedAt !== undefined && now - e.failedAt < FAILURE_MS
     if (!fresh && e.computing === undefined && !failing) this.#start(key, e, compute)
-    if (e.computedAt !== undefined) return { state: 'ready', data: e.data as T, computedAt: e.computedAt, stale: !fresh }
-    if (failing && e.computing === undefined) return { state: 'failed', error: e.error ?? 'analytics unavailable' }
+    return this.#answerOf<T>(e)
+  }
+
+  /** The answer for key once its computation settles, or pending when it takes longer than waitMs. */
+  async wait<T> (key: string): Promise<Answer<T>> {
+    const e = this.#entries.get(key)
+    if (e === undefined) return { state: 'pending' }
+    if (e.computing !== undefined && this.#waitMs > 0) {
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([e.computing, new Promise((resolve) => { timer = setTimeout(resolve, this.#waitMs) })])
+      clearTimeout(timer)
+    }
+    return this.#answerOf<T>(e)
+  }
+
+  #answerOf<T> (e: Entry): Answer<T> {
+    const now = this.#clock.now()
+    if (e.computedAt !== undefined) return { state: 'ready', data: e.data as T, computedAt: e.computedAt, stale: now - e.computedAt >= this.#ttlMs }
+    if (e.failedAt !== undefined && e.computing === undefined) return { state: 'failed', error: e.error ?? 'analytics unavailable' }
     return { state: 'pending' }
   }
 

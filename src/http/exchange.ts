@@ -35,6 +35,9 @@ export interface Lifecycle {
   onIdle: (() => void) | undefined
 }
 
+/** An answer that can be written now. */
+type Written = Exclude<Result, { kind: 'held' }>
+
 /** Shared by requests without a query string; nothing mutates a request's query. */
 const NO_QUERY = new URLSearchParams()
 
@@ -79,7 +82,7 @@ function normalizeIp (text: string): string {
 /**
  * One request from arrival to the last byte: auth, rate limit, body, validation, idempotency, the handler (inside a
  * write transaction on mutating routes) and the reply. Every reply is written inside a uWS callback (the route callback
- * or the last onData), corked, so pipelined requests are answered in order.
+ * or the last onData), corked, so pipelined requests are answered in order; only computed routes hold theirs (#hold).
  */
 export class Exchange {
   readonly #res: HttpResponse
@@ -264,10 +267,32 @@ export class Exchange {
         if (stored !== undefined) return this.#send(stored.status, stored.headers['content-type'] ?? 'application/json', stored.body, { ...stored.headers, 'Idempotent-Replayed': 'true' })
       }
       const result = this.#execute(fingerprint)
+      if (result.kind === 'held') return this.#hold(result.answer, fingerprint)
       this.#reply(result)
     } catch (err) {
       this.#fail(err, false)
     }
+  }
+
+  /**
+   * Keeps the response open until a computed route's answer settles (onAborted was registered in run()), then
+   * writes it corked. A route not marked computed must not hold: its clients may pipeline.
+   */
+  #hold (answer: Promise<Result>, fingerprint: string): void {
+    const { route, ctx } = { route: this.#route, ctx: this.#ctx }
+    if (route.computed !== true) throw new Error(`${route.method.toUpperCase()} ${route.path} held its response but is not a computed route`)
+    answer.then((result) => {
+      if (this.#aborted) return
+      if (result.kind === 'held') throw new Error('a held answer settled into another held answer')
+      const claim = this.#claim
+      if (claim !== undefined && !ctx.dryRun) this.#deps.store.write(() => this.#save(claim, fingerprint, result))
+      this.#reply(result)
+    }).catch((err: unknown) => { this.#fail(err, false) })
+  }
+
+  #save (claim: string, fingerprint: string, result: Written): void {
+    const { body, contentType, status } = this.#render(result)
+    this.#deps.idempotency.save(claim, fingerprint, status, body.toString(), { 'content-type': contentType, ...result.headers })
   }
 
   #execute (fingerprint: string): Result {
@@ -278,10 +303,8 @@ export class Exchange {
       return this.#deps.store.write(() => {
         const result = route.handler(ctx)
         if (ctx.dryRun) throw new Rollback(result)
-        if (claim !== undefined) {
-          const { body, contentType, status } = this.#render(result)
-          this.#deps.idempotency.save(claim, fingerprint, status, body.toString(), { 'content-type': contentType, ...result.headers })
-        }
+        // A held answer is recorded once it settles (#hold), in a transaction of its own.
+        if (claim !== undefined && result.kind !== 'held') this.#save(claim, fingerprint, result)
         return result
       })
     } catch (err) {
@@ -295,7 +318,7 @@ export class Exchange {
     }
   }
 
-  #render (result: Result): { status: number, contentType: string, body: string | Buffer } {
+  #render (result: Written): { status: number, contentType: string, body: string | Buffer } {
     if (this.#ctx.dryRun && result.kind === 'raw') {
       const text = result.body.toString()
       const data = text === '' ? null : result.contentType.startsWith('application/json') ? JSON.parse(text) as unknown : text
@@ -304,10 +327,12 @@ export class Exchange {
     if (result.kind === 'raw') return { status: result.status, contentType: result.contentType, body: result.body }
     if (this.#ctx.dryRun) return { status: 200, contentType: 'application/json', body: JSON.stringify({ dry_run: true, data: result.data, warnings: this.#warnings }) }
     const data = result.data instanceof RawJson ? result.data.json : JSON.stringify(result.data)
-    return { status: result.status, contentType: 'application/json', body: data === undefined ? '{"success":true}' : `{"success":true,"data":${data}}` }
+    // What the service decided for the caller (defaults it filled in, a targeting that matches nothing yet).
+    const warnings = this.#warnings.length > 0 ? `,"warnings":${JSON.stringify(this.#warnings)}` : ''
+    return { status: result.status, contentType: 'application/json', body: data === undefined ? `{"success":true${warnings}}` : `{"success":true,"data":${data}${warnings}}` }
   }
 
-  #reply (result: Result): void {
+  #reply (result: Written): void {
     const { status, contentType, body } = this.#render(result)
     this.#send(status, contentType, body, result.headers)
   }

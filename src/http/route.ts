@@ -32,14 +32,15 @@ export interface Ctx<B = unknown, Q = unknown> {
   dryRun: boolean
   /** Clock reading taken when the request arrived. */
   now: number
-  /** Adds a warning to the dry-run answer (ignored otherwise). */
+  /** Adds a warning to the answer: `warnings` beside `data`, in a dry run and a real request alike. */
   warn (message: string): void
 }
 
-/** A handler's answer: a JSON envelope, a raw body, or a redirect. */
+/** A handler's answer: a JSON envelope, a raw body, or (computed routes only) an answer still being computed. */
 export type Result =
   | { kind: 'json', status: number, data: unknown, headers?: Record<string, string> }
   | { kind: 'raw', status: number, body: string | Buffer, contentType: string, headers?: Record<string, string> }
+  | { kind: 'held', answer: Promise<Result> }
 
 /** JSON text a handler assembled itself (from pre-encoded rows), placed into the envelope as is. */
 export class RawJson {
@@ -57,9 +58,16 @@ export function raw (body: string | Buffer, contentType: string, status = 200, h
 }
 
 /**
- * Handlers are synchronous by type: uWS closes a pipelined connection whose reply is written on a later tick, so
- * every route answers within the callback that completed its request (docs/architecture.md, "No handler awaits").
+ * The answer of a computed route that waits on ClickHouse: the response is held open and written when the answer
+ * settles. uWS closes a pipelined connection whose reply is written on a later tick, so only routes marked computed
+ * may hold; every other route answers within the callback that completed its request (docs/architecture.md,
+ * "Which routes wait").
  */
+export function held (answer: Promise<Result>): Result {
+  return { kind: 'held', answer }
+}
+
+/** Handlers return synchronously; a computed route may return held() instead of awaiting. */
 export type Handler<B, Q> = (ctx: Ctx<B, Q>) => Result
 
 /** How a route authenticates. */
@@ -103,7 +111,10 @@ export interface RouteDef<B = unknown, Q = unknown> {
   rawSchema?: SchemaTitle
   /** What a 204 answer means on this route (an exchange's no-bid), for OpenAPI. */
   noContent?: string
-  /** The route answers 202 with ReportPending and Retry-After while ClickHouse computes its answer, for OpenAPI. */
+  /**
+   * The route waits on ClickHouse: it may hold its response (held()) up to REPORT_WAIT_MS, then answers 202 with
+   * ReportPending and Retry-After. Such a route does not support HTTP pipelining.
+   */
   computed?: boolean
   status?: number
   /** Query-string schema (x-query: true); validated and coerced into ctx.q before the handler runs. */

@@ -76,3 +76,19 @@ function run (table: Record<string, Validator>, title: SchemaTitle, data: unknow
   const first = fn.errors?.[0]
   throw first ? toApiError(title, first) : new ApiError('invalid_parameter')
 }
+
+/**
+ * The body with every property its schema gives a `default` for filled in where the caller left it out, each one
+ * named through warn: a request carrying only the spec's required fields succeeds, and the caller is told what was
+ * decided for it. The schema is the one place a default is stated.
+ */
+export function withDefaults<T extends object, K extends keyof T = never> (title: SchemaTitle, body: T, warn: (message: string) => void): T & Required<Pick<T, K>> {
+  const properties = (schemas[title] as unknown as SchemaNode).properties as Record<string, SchemaNode> | undefined
+  const out: Record<string, unknown> = { ...body as Record<string, unknown> }
+  for (const [name, prop] of Object.entries(properties ?? {})) {
+    if (!('default' in prop) || out[name] !== undefined) continue
+    out[name] = prop.default
+    warn(`${name} not given: defaulted to ${JSON.stringify(prop.default)}.`)
+  }
+  return out as T & Required<Pick<T, K>>
+}

@@ -9,7 +9,7 @@ import { openrtbDeviceType, VENUES } from './venues.js'
  *
  * rows[0]: the screen summary without its closing brace (data_quality and vas_7d are appended per page)
  * rows[1]: the fixed members of the OpenRTB imp object
- * rows[2]: the fixed members of the bid request (site, dooh, device)
+ * rows[2]: the fixed members of the bid request (dooh, device, and bcat/badv from the screen's content rules)
  * rows[3]: the fixed members of ext.trb
  */
 export type Rows = [string, string, string, string]
@@ -56,11 +56,17 @@ export function encodeRows (s: ScreenRecord, publisher: { id: string, name: stri
   const geo: Record<string, unknown> = { lat: s.location.lat, lon: s.location.lng, country: alpha3(s.location.country) ?? s.location.country, region: s.location.state, city: s.location.city }
   if (s.location.zip !== undefined) geo.zip = s.location.zip
   geo.type = 1
-  const body = {
-    site: { id: s.screen_id, name: s.name, domain: publisher.domain, publisher: { id: s.partner_id, name: publisher.name } },
-    dooh: { id: s.screen_id, name: s.name, venuetype: venue.openooh, venuetypetax: 5, publisher: { id: s.partner_id, name: publisher.name }, domain: publisher.domain },
+  // OpenRTB 2.6: a request carries exactly one of site, app and dooh (Prebid Server refuses more), so the screen is dooh.
+  const body: Record<string, unknown> = {
+    dooh: { id: s.screen_id, name: s.name, venuetype: venue.openooh, venuetypetax: 5, publisher: { id: s.partner_id, name: publisher.name, domain: publisher.domain }, domain: publisher.domain },
     device: { ua: `oohbid-player/1.0 (${s.device_type})`, geo, devicetype: openrtbDeviceType(s.device_type), ifa: s.screen_id }
   }
+  // The screen's content rules, so a DSP filters before bidding instead of learning them from a rejection.
+  if (s.blocked_categories.length > 0) {
+    body.bcat = s.blocked_categories
+    body.cattax = 1
+  }
+  if (s.blocked_advertisers.length > 0) body.badv = s.blocked_advertisers
   const trb = { screen_id: s.screen_id, screen_name: s.name, venue_type: s.location.venue_type }
   return [JSON.stringify(summaryOf(s)).slice(0, -1), members(imp), members(body), members(trb)]
 }

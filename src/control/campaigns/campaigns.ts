@@ -7,12 +7,13 @@ import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import type { ActionRequest, Assignment, AssignmentRequest, Campaign, CampaignRequest, ListQuery } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
+import { withDefaults } from '../../http/validate.js'
 import { qualityOf, vasOf } from '../../inventory/adslot-index.js'
 import { summaryOf } from '../../inventory/rows.js'
 import type { AssignmentRecord, CampaignRecord } from '../../store/records.js'
 import type { Store } from '../../store/store.js'
 import { indexForSeat, seatPage } from '../seat-lists.js'
-import { approvedCreative, checkFlight, usableScreens } from './common.js'
+import { approvedCreative, flightOf, usableScreens } from './common.js'
 
 function campaignView ({ seat_id: _seat, started_at: _started, ...c }: CampaignRecord): Campaign {
   return c
@@ -23,9 +24,9 @@ function assignmentView ({ seat_id: _seat, ...a }: AssignmentRecord): Assignment
 }
 
 /** Places a creative on screens: takes the spots, records the placements the player feed reads. Call inside Store.write. */
-export function place (deps: Pick<Deps, 'store' | 'outbox' | 'config'>, seatId: string, body: { creative_id: string, screen_ids: string[], start_date: string, end_date: string, spots_per_day?: number, campaign_id?: string }, screens: Parameters<typeof take>[1], now: number, source: string, takeSpots = true): AssignmentRecord {
+export function place (deps: Pick<Deps, 'store' | 'outbox' | 'config'>, seatId: string, body: { creative_id: string, screen_ids: string[], start_date: string, end_date: string, spots_per_day: number, campaign_id?: string }, screens: Parameters<typeof take>[1], now: number, source: string, takeSpots = true): AssignmentRecord {
   const { store, outbox, config } = deps
-  const spots = body.spots_per_day ?? 1
+  const spots = body.spots_per_day
   if (takeSpots) take(store, screens, body.start_date, body.end_date, spots)
   const id = `as_${randomUUID().replace(/-/g, '')}`
   const a: AssignmentRecord = {
@@ -88,16 +89,15 @@ export function campaignRoutes (deps: Deps): RouteDef[] {
       method: 'post',
       path: '/openrtb/v2/campaigns',
       summary: 'Create a campaign for an approved creative; the answer lists the matching screens',
-      description: 'The creative must be approved (422 validation_failed otherwise). Targeting keys: country/countries, state (with one country), city (partial), venue_type/venue_types, screen_ids, min_vas, and the play-time conditions min_attention, emotion and dayparts. bid_cpm excludes screens whose floor is higher. Emits campaign.allocated.',
+      description: 'Only creative_id and name are required: budget_usd defaults to 100, start_date to today, end_date to 29 days later, pacing to even, each default shown in the answer and named in warnings. The creative must be approved (422 validation_failed otherwise). Targeting keys: country/countries, state (with one country), city (partial), venue_type/venue_types, screen_ids, min_vas, and the play-time conditions min_attention, emotion and dayparts. bid_cpm excludes screens whose floor is higher. Emits campaign.allocated.',
       body: 'CampaignRequest',
       data: 'Campaign',
       status: 201,
       errors: ['missing_creative_id', 'missing_name', 'creative_not_found', 'validation_failed', 'invalid_budget', 'invalid_date'],
       handler: (ctx) => {
         const seatId = ctx.principal!.seat!.seat_id
-        const body = ctx.body
-        approvedCreative(store, seatId, body.creative_id)
-        checkFlight(body.start_date, body.end_date, ctx.now)
+        approvedCreative(store, seatId, ctx.body.creative_id)
+        const body = { ...withDefaults<CampaignRequest, 'budget_usd' | 'pacing'>('CampaignRequest', ctx.body, ctx.warn), ...flightOf(ctx.body, ctx.now, ctx.warn) }
         if (body.daily_budget_usd !== undefined && body.daily_budget_usd > body.budget_usd) throw new ApiError('invalid_budget', 'daily_budget_usd exceeds budget_usd.', { param: 'daily_budget_usd' })
         const targeting = normalizeTargeting(body.targeting)
         const sources = inventory.sourcesEnabled()
@@ -113,7 +113,7 @@ export function campaignRoutes (deps: Deps): RouteDef[] {
           status: 'scheduled',
           targeting,
           budget_usd: body.budget_usd,
-          pacing: body.pacing ?? 'even',
+          pacing: body.pacing,
           start_date: body.start_date,
           end_date: body.end_date,
           spent_usd: 0,
@@ -165,18 +165,17 @@ export function campaignRoutes (deps: Deps): RouteDef[] {
       method: 'post',
       path: '/openrtb/v2/campaigns/assign',
       summary: 'Assign an approved creative to screens for a date range',
-      description: 'Takes spots_per_day (default 1) on every screen and day from availability (409 capacity_unavailable when a screen is full) and records placements that players pick up within PICKUP_SECONDS (effective_at). Unknown screens are 400 invalid_screen. Emits campaign.allocated.',
+      description: 'Only creative_id and screen_ids are required: start_date defaults to today, end_date to 29 days later, spots_per_day to 24, each default shown in the answer and named in warnings. Takes spots_per_day on every screen and day from availability (409 capacity_unavailable when a screen is full) and records placements that players pick up within PICKUP_SECONDS (effective_at). Unknown screens are 400 invalid_screen. Emits campaign.allocated.',
       body: 'AssignmentRequest',
       data: 'Assignment',
       status: 201,
       errors: ['missing_creative_id', 'missing_screen_ids', 'invalid_screen', 'creative_not_found', 'validation_failed', 'invalid_date', 'capacity_unavailable', 'campaign_not_found'],
       handler: (ctx) => {
         const seatId = ctx.principal!.seat!.seat_id
-        const body = ctx.body
-        approvedCreative(store, seatId, body.creative_id)
-        if (body.campaign_id !== undefined) seatCampaign(store, seatId, body.campaign_id)
-        checkFlight(body.start_date, body.end_date, ctx.now)
-        const screens = usableScreens(inventory, body.screen_ids)
+        approvedCreative(store, seatId, ctx.body.creative_id)
+        if (ctx.body.campaign_id !== undefined) seatCampaign(store, seatId, ctx.body.campaign_id)
+        const screens = usableScreens(inventory, ctx.body.screen_ids)
+        const body = { ...withDefaults<AssignmentRequest, 'spots_per_day'>('AssignmentRequest', ctx.body, ctx.warn), ...flightOf(ctx.body, ctx.now, ctx.warn, screens) }
         return ok(assignmentView(place(deps, seatId, body, screens, ctx.now, 'assignment')), 201)
       }
     }),

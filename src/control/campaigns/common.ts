@@ -3,6 +3,7 @@ import type { Inventory } from '../../inventory/inventory.js'
 import type { CreativeRecord, ScreenRecord } from '../../store/records.js'
 import type { Store } from '../../store/store.js'
 import { today } from '../../campaigns/lifecycle.js'
+import { localTime } from '../../inventory/local-time.js'
 
 /** An approved creative of the seat: 404 creative_not_found if missing or foreign, 422 validation_failed if not approved. */
 export function approvedCreative (store: Store, seatId: string, id: string, param = 'creative_id'): CreativeRecord {
@@ -20,6 +21,24 @@ export function usableScreens (inventory: Inventory, ids: string[], param = 'scr
     if (s === undefined || !s.auction_enabled || !enabled.includes(s.source)) throw new ApiError('invalid_screen', `screen_id ${id} is unknown.`, { param: `${param}.${i}` })
     return s
   })
+}
+
+/** Days in a flight whose end_date the caller left out: 30, start_date included. */
+const DEFAULT_FLIGHT_DAYS = 30
+
+/**
+ * The flight a request names, its dates defaulted where left out and each default named through warn, then checked
+ * (checkFlight). start_date defaults to today: today UTC, or for a placement on screens the earliest of their local
+ * dates (players go by their own calendar day, so an Austin screen at 02:00 UTC is still on yesterday's date and
+ * would otherwise wait for its midnight). end_date defaults to 29 days after start_date.
+ */
+export function flightOf (body: { start_date?: string, end_date?: string }, now: number, warn: (message: string) => void, screens: ReadonlyArray<Pick<ScreenRecord, 'timezone'>> = []): { start_date: string, end_date: string } {
+  const start = body.start_date ?? screens.reduce((earliest, s) => { const d = localTime(s.timezone, now).date; return d < earliest ? d : earliest }, today(now))
+  if (body.start_date === undefined) warn(`start_date not given: defaulted to today, ${start}${screens.length > 0 ? ' (the screens\' local date)' : ''}.`)
+  const end = body.end_date ?? today(Date.parse(`${start}T00:00:00Z`) + (DEFAULT_FLIGHT_DAYS - 1) * 86_400_000)
+  if (body.end_date === undefined) warn(`end_date not given: defaulted to ${end}, a ${DEFAULT_FLIGHT_DAYS}-day flight.`)
+  checkFlight(start, end, now)
+  return { start_date: start, end_date: end }
 }
 
 /** A flight must start no later than it ends and must not have ended already. */

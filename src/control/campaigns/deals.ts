@@ -6,8 +6,9 @@ import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import type { Deal, DealProposal, ListQuery } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
+import { withDefaults } from '../../http/validate.js'
 import type { DealRecord } from '../../store/records.js'
-import { checkFlight } from './common.js'
+import { flightOf } from './common.js'
 
 export function dealView ({ booked_per_day: _b, booked_screens: _s, ...d }: DealRecord): Deal {
   return d
@@ -76,17 +77,16 @@ export function dealRoutes ({ store, outbox }: Deps): RouteDef[] {
       method: 'post',
       path: '/openrtb/v2/deals/propose',
       summary: 'Propose a deal; it waits for operator approval',
-      description: 'PMP: floor_cpm for invited seats. Preferred: fixed_cpm (at least floor_cpm), priority over the open auction. Guaranteed: impressions_goal at fixed_cpm, booked out of availability on approval. The proposer is always invited. An existing deal_id is 409 deal_already_exists.',
+      description: 'Only floor_cpm is required: type defaults to PMP, start_date to today, end_date to 29 days later, each default shown in the answer and named in warnings. PMP: floor_cpm for invited seats. Preferred: fixed_cpm (at least floor_cpm), priority over the open auction. Guaranteed: impressions_goal at fixed_cpm, booked out of availability on approval. The proposer is always invited. An existing deal_id is 409 deal_already_exists.',
       body: 'DealProposal',
       data: 'Deal',
       status: 201,
       errors: ['missing_floor_cpm', 'deal_already_exists', 'invalid_date'],
       handler: (ctx) => {
         const seatId = ctx.principal!.seat!.seat_id
-        const b = ctx.body
-        const id = b.deal_id ?? `deal-${randomUUID().slice(0, 13)}`
+        const id = ctx.body.deal_id ?? `deal-${randomUUID().slice(0, 13)}`
         if (store.deals.get(id) !== undefined) throw new ApiError('deal_already_exists', `Deal ${id} exists.`, { param: 'deal_id' })
-        checkFlight(b.start_date, b.end_date, ctx.now)
+        const b = { ...withDefaults<DealProposal, 'type'>('DealProposal', ctx.body, ctx.warn), ...flightOf(ctx.body, ctx.now, ctx.warn) }
         if (b.type !== 'PMP' && b.fixed_cpm === undefined) throw new ApiError('missing_required_field', `${b.type} deals need fixed_cpm.`, { param: 'fixed_cpm' })
         if (b.fixed_cpm !== undefined && b.fixed_cpm < b.floor_cpm) throw new ApiError('invalid_parameter', 'fixed_cpm is below floor_cpm.', { param: 'fixed_cpm' })
         if (b.type === 'Guaranteed' && b.impressions_goal === undefined) throw new ApiError('missing_required_field', 'Guaranteed deals need impressions_goal.', { param: 'impressions_goal' })

@@ -1,12 +1,14 @@
-import type { ResultCache } from '../../analytics/results.js'
+import type { Answer, ResultCache } from '../../analytics/results.js'
 import type { Window } from '../../analytics/reports.js'
 import { iso } from '../../clock.js'
 import { ApiError } from '../../errors.js'
-import { ok, type Result } from '../../http/route.js'
+import { held, ok, type Result } from '../../http/route.js'
 
 const DAY = 86_400_000
-/** How soon a client should ask again for an answer still being computed. */
+/** How soon a client should ask again for an answer still being computed past REPORT_WAIT_MS. */
 const RETRY_SECONDS = 1
+
+type Ready<T> = Extract<Answer<T>, { state: 'ready' }>
 
 /** The window a report covers: start_date..end_date (UTC days, inclusive), else the last `days` days to now. */
 export interface WindowQuery {
@@ -32,13 +34,26 @@ export function windowOf (q: WindowQuery, now: number, maxDays: number, defaultD
 }
 
 /**
- * A cached report answer as HTTP: 200 with the report (generated_at, stale), 202 with status pending and
- * Retry-After while ClickHouse computes it, 503 when ClickHouse is unavailable. shape turns what was computed into
+ * A computed answer as HTTP, through render when ClickHouse has it: at once from the cache, else by holding the
+ * response until the computation settles (REPORT_WAIT_MS at most, then 202 with status pending and Retry-After).
+ * 503 when ClickHouse is unavailable.
+ */
+export function whenComputed<T> (cache: ResultCache, key: string, compute: () => Promise<T>, render: (a: Ready<T>) => Result): Result {
+  const now = cache.get(key, compute)
+  if (now.state !== 'pending') return settled(now, render)
+  return held(cache.wait<T>(key).then((later) => settled(later, render)))
+}
+
+function settled<T> (a: Answer<T>, render: (a: Ready<T>) => Result): Result {
+  if (a.state === 'ready') return render(a)
+  if (a.state === 'pending') return ok({ status: 'pending', retry_after_seconds: RETRY_SECONDS }, 202, { 'Retry-After': String(RETRY_SECONDS) })
+  throw new ApiError('service_unavailable', `Analytics is unavailable (${a.error}); retry shortly.`, { retry_after_seconds: 5 }, { 'Retry-After': '5' })
+}
+
+/**
+ * A report as HTTP (whenComputed): 200 with the report, generated_at and stale. shape turns what was computed into
  * the answer, so that routes showing one computation differently share its cache entry.
  */
 export function answer<T extends object, V extends object = T> (cache: ResultCache, key: string, compute: () => Promise<T>, shape: (data: T) => V = (data) => data as unknown as V): Result {
-  const a = cache.get(key, compute)
-  if (a.state === 'ready') return ok({ ...shape(a.data), generated_at: iso(a.computedAt), stale: a.stale }, 200, { 'X-Cache': a.stale ? 'stale' : 'fresh' })
-  if (a.state === 'pending') return ok({ status: 'pending', retry_after_seconds: RETRY_SECONDS }, 202, { 'Retry-After': String(RETRY_SECONDS) })
-  throw new ApiError('service_unavailable', `Analytics is unavailable (${a.error}); retry shortly.`, { retry_after_seconds: 5 }, { 'Retry-After': '5' })
+  return whenComputed(cache, key, compute, (a) => ok({ ...shape(a.data), generated_at: iso(a.computedAt), stale: a.stale }, 200, { 'X-Cache': a.stale ? 'stale' : 'fresh' }))
 }

@@ -6,6 +6,7 @@ import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import type { Forecast, ForecastRequest } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
+import { whenComputed } from './answer.js'
 import { vas7d } from '../../inventory/fein.js'
 import { datesBetween } from '../../inventory/hours.js'
 
@@ -20,8 +21,8 @@ const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 10 ** di
 /**
  * POST /openrtb/v2/forecast (spec): impressions, likely win rate and average CPM for a targeting, budget and flight,
  * from the last 7 full days of ClickHouse rollups on the matching screens. The history is asked of ClickHouse per
- * targeting (202 pending until it is in the cache, reused for REPORT_CACHE_SECONDS); budget and dates are applied to
- * it at once.
+ * targeting (held until ClickHouse answers, reused for REPORT_CACHE_SECONDS); budget and dates are applied to it
+ * at once.
  */
 export function forecastRoute ({ store, analytics, reports: cache, clock, config, inventory }: Deps): RouteDef {
   const reports = new Reports(analytics, config.clickhouseDatabase)
@@ -29,7 +30,7 @@ export function forecastRoute ({ store, analytics, reports: cache, clock, config
     method: 'post',
     path: '/openrtb/v2/forecast',
     summary: 'Forecast impressions, win rate and average CPM for a targeting, budget and dates',
-    description: 'targeting: venue_type, country (alpha-2), state, city (partial); omitted means all inventory. budget_usd at least 0.01 (400 invalid_budget). start_date defaults to tomorrow and may not be in the past; end_date defaults to 7 days after start_date (400 invalid_date; at most 366 days). pricing_model: cpm (default) or vas_cpm (also prices per 1000 attention seconds). Matching no screen answers only {message}. confidence: high when 50%+ of matching screens have 7 days of data, medium when 20%+ have some, else low; without history the supply is the screens\' open capacity and the price their floor. The history is computed by ClickHouse and cached for REPORT_CACHE_SECONDS: a targeting not asked before answers 202 pending with Retry-After.',
+    description: 'targeting: venue_type, country (alpha-2), state, city (partial); omitted means all inventory. budget_usd at least 0.01 (400 invalid_budget). start_date defaults to tomorrow and may not be in the past; end_date defaults to 7 days after start_date (400 invalid_date; at most 366 days). pricing_model: cpm (default) or vas_cpm (also prices per 1000 attention seconds). Matching no screen answers only {message}. confidence: high when 50%+ of matching screens have 7 days of data, medium when 20%+ have some, else low; without history the supply is the screens\' open capacity and the price their floor. The history is computed by ClickHouse and cached for REPORT_CACHE_SECONDS: a targeting not asked before waits for it (up to REPORT_WAIT_MS, then 202 pending with Retry-After).',
     tag: 'Inventory',
     envelope: 'flat',
     auth: 'seat',
@@ -57,58 +58,56 @@ export function forecastRoute ({ store, analytics, reports: cache, clock, config
       if (targeting.state !== undefined) filters.state = targeting.state
       if (targeting.city !== undefined) filters.city = targeting.city
       const historyWindow = (now: number) => ({ from: Math.floor(now / DAY) * DAY - HISTORY_DAYS * DAY, to: Math.floor(now / DAY) * DAY - 1000 })
-      const history = cache.get(`forecast|${JSON.stringify(filters)}`, () => reports.screenHistory(historyWindow(clock.now()), filters))
-      if (history.state === 'pending') return ok({ status: 'pending', retry_after_seconds: 1 }, 202, { 'Retry-After': '1' })
-      if (history.state === 'failed') throw new ApiError('service_unavailable', `Analytics is unavailable (${history.error}); retry shortly.`, { retry_after_seconds: 5 }, { 'Retry-After': '5' })
-
-      const matching = new Set(ids)
-      const rows = history.data.filter((r) => matching.has(r.screen_id))
-      const sum = (f: (r: typeof rows[number]) => number) => rows.reduce((s, r) => s + f(r), 0)
-      const withHistory = rows.filter((r) => r.days >= HISTORY_DAYS).length
-      const confidence: Forecast['confidence'] = withHistory / count >= 0.5 ? 'high' : rows.length / count >= 0.2 ? 'medium' : 'low'
-      const screens = ids.map((id) => store.screens.get(id)).filter((s) => s !== undefined)
-      const dates = datesBetween(iso(start).slice(0, 10), iso(end).slice(0, 10))
-      const spots = sum((r) => r.spots)
-      const plays = sum((r) => r.plays)
-      const perPlay = plays > 0 ? sum((r) => r.impressions) / plays : 1
-      // Supply over the flight: the spots these screens decided per day lately, else their open capacity.
-      const supplySpots = spots > 0 ? (spots / HISTORY_DAYS) * days : screens.reduce((s, screen) => s + dates.reduce((d, date) => d + capacityOn(screen, date), 0), 0)
-      const wins = sum((r) => r.wins)
-      const accepted = sum((r) => r.accepted)
-      const winRate = accepted > 0 ? wins / accepted : null
-      const floor = screens.length > 0 ? screens.reduce((s, screen) => s + screen.floor_price_cpm, 0) / screens.length : 0
-      const avgCpm = wins > 0 ? sum((r) => r.win_cpm) / wins : floor + 0.01
-      const achievable = supplySpots * perPlay * (winRate ?? 1)
-      const affordable = avgCpm > 0 ? (b.budget_usd / avgCpm) * 1000 : Infinity
-      const impressions = Math.floor(Math.min(achievable, affordable))
-      const spend = round((impressions * avgCpm) / 1000, 6)
-      const vasPerPlay = (() => {
-        const values = screens.map((s) => { const f = store.fein.get(s.screen_id); return f !== undefined && s.capabilities.fein ? vas7d(f, ctx.now) : null }).filter((v): v is number => v !== null)
-        return values.length > 0 ? values.reduce((a, v) => a + v, 0) / values.length : null
-      })()
-      const forecastPlays = round(impressions / perPlay)
-      const vasSeconds = vasPerPlay !== null ? round(forecastPlays * vasPerPlay) : null
-      const forecast: Forecast = {
-        matching_screens: count,
-        screens_with_history: withHistory,
-        confidence,
-        pricing_model: b.pricing_model ?? 'cpm',
-        start_date: iso(start).slice(0, 10),
-        end_date: iso(end).slice(0, 10),
-        days,
-        impressions,
-        plays: forecastPlays,
-        vas_seconds: vasSeconds,
-        win_rate: winRate !== null ? round(winRate, 4) : null,
-        avg_cpm: round(avgCpm, 4),
-        avg_vas_cpm: vasSeconds !== null && vasSeconds > 0 ? round((spend / vasSeconds) * 1000, 4) : null,
-        estimated_spend_usd: spend,
-        budget_usd: b.budget_usd,
-        budget_limited: affordable < achievable,
-        generated_at: iso(history.computedAt),
-        stale: history.stale
-      }
-      return ok(forecast)
+      return whenComputed(cache, `forecast|${JSON.stringify(filters)}`, () => reports.screenHistory(historyWindow(clock.now()), filters), (history) => {
+        const matching = new Set(ids)
+        const rows = history.data.filter((r) => matching.has(r.screen_id))
+        const sum = (f: (r: typeof rows[number]) => number) => rows.reduce((s, r) => s + f(r), 0)
+        const withHistory = rows.filter((r) => r.days >= HISTORY_DAYS).length
+        const confidence: Forecast['confidence'] = withHistory / count >= 0.5 ? 'high' : rows.length / count >= 0.2 ? 'medium' : 'low'
+        const screens = ids.map((id) => store.screens.get(id)).filter((s) => s !== undefined)
+        const dates = datesBetween(iso(start).slice(0, 10), iso(end).slice(0, 10))
+        const spots = sum((r) => r.spots)
+        const plays = sum((r) => r.plays)
+        const perPlay = plays > 0 ? sum((r) => r.impressions) / plays : 1
+        // Supply over the flight: the spots these screens decided per day lately, else their open capacity.
+        const supplySpots = spots > 0 ? (spots / HISTORY_DAYS) * days : screens.reduce((s, screen) => s + dates.reduce((d, date) => d + capacityOn(screen, date), 0), 0)
+        const wins = sum((r) => r.wins)
+        const accepted = sum((r) => r.accepted)
+        const winRate = accepted > 0 ? wins / accepted : null
+        const floor = screens.length > 0 ? screens.reduce((s, screen) => s + screen.floor_price_cpm, 0) / screens.length : 0
+        const avgCpm = wins > 0 ? sum((r) => r.win_cpm) / wins : floor + 0.01
+        const achievable = supplySpots * perPlay * (winRate ?? 1)
+        const affordable = avgCpm > 0 ? (b.budget_usd / avgCpm) * 1000 : Infinity
+        const impressions = Math.floor(Math.min(achievable, affordable))
+        const spend = round((impressions * avgCpm) / 1000, 6)
+        const vasPerPlay = (() => {
+          const values = screens.map((s) => { const f = store.fein.get(s.screen_id); return f !== undefined && s.capabilities.fein ? vas7d(f, ctx.now) : null }).filter((v): v is number => v !== null)
+          return values.length > 0 ? values.reduce((a, v) => a + v, 0) / values.length : null
+        })()
+        const forecastPlays = round(impressions / perPlay)
+        const vasSeconds = vasPerPlay !== null ? round(forecastPlays * vasPerPlay) : null
+        const forecast: Forecast = {
+          matching_screens: count,
+          screens_with_history: withHistory,
+          confidence,
+          pricing_model: b.pricing_model ?? 'cpm',
+          start_date: iso(start).slice(0, 10),
+          end_date: iso(end).slice(0, 10),
+          days,
+          impressions,
+          plays: forecastPlays,
+          vas_seconds: vasSeconds,
+          win_rate: winRate !== null ? round(winRate, 4) : null,
+          avg_cpm: round(avgCpm, 4),
+          avg_vas_cpm: vasSeconds !== null && vasSeconds > 0 ? round((spend / vasSeconds) * 1000, 4) : null,
+          estimated_spend_usd: spend,
+          budget_usd: b.budget_usd,
+          budget_limited: affordable < achievable,
+          generated_at: iso(history.computedAt),
+          stale: history.stale
+        }
+        return ok(forecast)
+      })
     }
   })
 }

@@ -7,7 +7,7 @@ import { answer, windowOf, type WindowQuery } from './answer.js'
 /** Seat reports reach back at most this many days (spec, Limits). */
 const MAX_DAYS = 90
 const DEFAULT_DAYS = 7
-const ASYNC = 'Computed by ClickHouse from hourly rollups and reused for REPORT_CACHE_SECONDS (5 minutes): the first request for a query answers 202 with status pending and Retry-After; ask again for the 200. An expired answer is served with stale: true while it is recomputed. Windows: days (1-90, default 7, ending now) or start_date..end_date (UTC days, at most 90 days back).'
+const ASYNC = 'Computed by ClickHouse from hourly rollups and reused for REPORT_CACHE_SECONDS (5 minutes): a query not asked before waits for ClickHouse and answers 200 (after REPORT_WAIT_MS, 10 s, it answers 202 with status pending and Retry-After instead: ask again). An expired answer is served with stale: true while it is recomputed. Windows: days (1-90, default 7, ending now) or start_date..end_date (UTC days, at most 90 days back).'
 
 /** The seat's funnel and delivery reports (spec, GET /analytics/funnel and reports), scoped to the calling seat. */
 export function reportRoutes ({ store, analytics, reports: cache, clock, config }: Deps): RouteDef[] {
