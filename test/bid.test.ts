@@ -1,7 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
+import { assetServer } from './helpers/asset-server.js'
 import { approvedCreative, unapprovedCreative } from './helpers/creatives.js'
+import { adImage } from './helpers/media.js'
 import { deviceBody, registerDevices, registerPartner, sendAudience } from './helpers/fleet.js'
 import { startTestService, type TestService } from './helpers/service.js'
 
@@ -21,6 +23,40 @@ async function setup (svc: TestService, seatId = 'bidder', approve = true) {
 }
 
 const response = (bids: Array<Record<string, unknown>>, extra: Record<string, unknown> = {}) => ({ id: 'resp-1', seatbid: [{ bid: bids }], ...extra })
+
+t.test('a bid with a new crid and its image in the markup registers the creative; once moderated, the crid bids normally', async (t) => {
+  const svc = await startTestService(t, { ALLOW_PRIVATE_ASSET_URLS: 'true' })
+  const s = await setup(svc)
+  const base = await assetServer(t, { '/spring.png': { body: await adImage('SPRING SALE', 'Fresh fruit, every day'), type: 'image/png' } })
+  const adm = `<a href="https://brand.example/spring"><img src="${base}/spring.png" width="1920" height="1080"></a>`
+  const first = await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body: response([
+    { id: 'new-crid', impid: s.imp('floor-5'), price: 7, adm, crid: 'dsp-spring-1', adomain: ['brand.example'] },
+    { id: 'cheap-and-new', impid: s.imp('floor-12'), price: 3, adm: `${base}/spring.png`, crid: 'dsp-spring-2' }
+  ]) })
+  t.equal(first.status, 200)
+  const [fresh, cheap] = first.body.data.results
+  t.match(fresh, { status: 'rejected', reason: 'creative_blocked', detail: /crid dsp-spring-1 is new: its image\/png from the markup is registered as creative cr_[0-9a-f]{32} and sent to moderation/, creative_id: /^cr_/, stored: false })
+  t.same(fresh.reasons.map((r: { loss: number }) => r.loss), [201], 'one reason: the creative is pending (OpenRTB loss 201)')
+  t.match(cheap, { reason: 'below_floor', floor: 12, creative_id: /^cr_/ })
+  t.same(cheap.reasons.map((r: { reason: string, loss: number }) => [r.reason, r.loss]), [['below_floor', 100], ['creative_blocked', 201]], 'every reason, the floor first')
+  const made = await svc.request('GET', `/openrtb/v2/creatives/${fresh.creative_id}`, { key: s.key })
+  t.match(made.body.data, { creative_id: fresh.creative_id, crid: 'dsp-spring-1', status: 'pending_moderation', content_type: 'image/png', mode: 'url', source_url: `${base}/spring.png`, advertiser_domain: 'brand.example' })
+  const again = await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body: response([{ id: 'too-soon', impid: s.imp('floor-5'), price: 7, adm, crid: 'dsp-spring-1' }]) })
+  t.match(again.body.data.results[0], { reason: 'creative_blocked', creative_id: fresh.creative_id, reasons: [{ loss: 201, detail: /is pending_moderation/ }] }, 'the same crid, before moderation: pending, not registered twice')
+  await svc.service.moderator.idle()
+  t.match((await svc.request('GET', `/openrtb/v2/creatives/${fresh.creative_id}`, { key: s.key })).body.data, { status: 'approved', asset: { media_type: 'image/png', width: Number } }, 'moderated by the same pipeline as POST /creatives')
+  const next = await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body: response([{ id: 'now-ok', impid: s.imp('floor-5'), price: 7, adm, crid: 'dsp-spring-1' }]) })
+  t.match(next.body.data, { accepted: 1, results: [{ status: 'accepted', creative_id: fresh.creative_id, stored: true }] })
+  t.equal(svc.service.store.bids.get([s.ids['floor-5']!, s.imp('floor-5'), 'bidder'])?.creative_id, fresh.creative_id, 'the stored bid plays the registered creative')
+  const list = (await svc.request('GET', '/openrtb/v2/creatives', { key: s.key })).body.data.creatives
+  t.equal(list.filter((c: { crid?: string }) => c.crid !== undefined).length, 2, 'two crids, two creatives, listed with the seat\'s others')
+  const rival = await setup(svc, 'rival')
+  const theirs = await svc.request('POST', '/openrtb/v2/bid', { key: rival.key, body: response([{ id: 'same-crid', impid: rival.imp('floor-5'), price: 7, adm, crid: 'dsp-spring-1' }]) })
+  t.not(theirs.body.data.results[0].creative_id, fresh.creative_id, 'another seat\'s equal crid is its own creative')
+  const noAsset = await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body: response([{ id: 'script', impid: s.imp('floor-5'), price: 7, adm: '<script src="https://dsp.example/tag.js"></script>', crid: 'dsp-tag' }]) })
+  t.match(noAsset.body.data.results[0], { reason: 'creative_blocked', detail: /carries no image or video URL/, reasons: [{ loss: 202 }] }, 'markup without an asset registers nothing')
+  t.equal((await svc.request('GET', '/openrtb/v2/creatives', { key: s.key })).body.data.creatives.length, 3, 'the seat\'s own approved creative and the two registered')
+})
 
 t.test('accepted bids of a production seat are stored for the waterfall; each rejection reason', async (t) => {
   const svc = await startTestService(t)
@@ -48,7 +84,7 @@ t.test('accepted bids of a production seat are stored for the waterfall; each re
   t.match(byId.ok, { status: 'accepted', screen_id: screen5, price: 7.5, floor: 5, stored: true })
   t.match(byId.cheap, { status: 'rejected', reason: 'below_floor', price: 11.99, floor: 12, stored: false })
   t.match(byId['no-markup'], { reason: 'missing_adm_and_nurl' })
-  t.match(byId.unregistered, { reason: 'creative_blocked', detail: /crid must name/ })
+  t.match(byId.unregistered, { reason: 'creative_blocked', detail: /crid their-own-creative is not a creative of this seat, and its markup carries no image or video URL/, reasons: [{ reason: 'creative_blocked', loss: 202 }] })
   t.match(byId.unapproved, { reason: 'creative_blocked', detail: /awaiting_upload/ })
   t.match(byId['blocked-domain'], { reason: 'creative_blocked', detail: /advertiser ads\.blocked\.example/ })
   t.match(byId['blocked-cat'], { reason: 'creative_blocked', detail: /category IAB9-7/ })

@@ -1,22 +1,11 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
+import { createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
+import { assetServer } from './helpers/asset-server.js'
 import { adImage, adVideo } from './helpers/media.js'
 import { startTestService, type TestService } from './helpers/service.js'
-
-/** A local asset server for URL mode (reachable only with ALLOW_PRIVATE_ASSET_URLS, as a public host would be). */
-async function assetServer (t: { teardown (fn: () => unknown): void }, files: Record<string, { body: Buffer, type: string, status?: number, location?: string }>): Promise<string> {
-  const server: Server = createServer((req, res) => {
-    const f = files[req.url ?? '']
-    if (f === undefined) { res.writeHead(404).end(); return }
-    res.writeHead(f.status ?? 200, { 'content-type': f.type, ...(f.location ? { location: f.location } : {}) }).end(f.body)
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  t.teardown(() => new Promise((r) => server.close(r)))
-  return `http://127.0.0.1:${(server.address() as { port: number }).port}`
-}
 
 async function create (svc: TestService, key: string, body: Record<string, unknown>) {
   return svc.request('POST', '/openrtb/v2/creatives', { key, body })

@@ -1,4 +1,4 @@
-import { createHmac, randomUUID } from 'node:crypto'
+import { createHmac } from 'node:crypto'
 import { sameText } from '../../auth/same-text.js'
 import { secret } from '../../store/secrets.js'
 import { iso } from '../../clock.js'
@@ -6,13 +6,10 @@ import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import type { Creative, CreativeCreateRequest, CreativeListQuery } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
-import { callbackUrlProblem } from '../../net/url-guard.js'
 import type { CreativeRecord } from '../../store/records.js'
 import type { Store } from '../../store/store.js'
-import { indexForSeat, seatPage } from '../seat-lists.js'
-
-/** The media types a screen's player can show. */
-export const PLAYABLE = ['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'video/mp4', 'video/webm']
+import { seatPage } from '../seat-lists.js'
+import { assetUrlProblem, PLAYABLE, registerCreative, type NewCreative } from '../../creatives/register.js'
 
 /** Presigned upload URLs: `/uploads/<creative_id>.<expiry, base36>.<HMAC-SHA256 tag>`, like an S3 presigned PUT. */
 export class UploadUrls {
@@ -81,31 +78,18 @@ export function creativeRoutes ({ store, outbox, config, objects, moderator }: D
         const url = body.creative_url ?? body.asset_url
         if (mode === 'url' && url === undefined) throw new ApiError('missing_asset_url', 'URL mode needs creative_url or asset_url (or use mode=upload).', { param: 'creative_url' })
         if (mode === 'url') {
-          const problem = /^https?:/i.test(url!) ? callbackUrlProblem(url!.replace(/^http:/i, 'https:'), config.allowPrivateAssetUrls) : 'must use http or https'
+          const problem = assetUrlProblem(url!, config.allowPrivateAssetUrls)
           if (problem !== undefined) throw new ApiError('invalid_parameter', `creative_url ${problem}.`, { param: body.creative_url !== undefined ? 'creative_url' : 'asset_url' })
         }
-        const seat = ctx.principal!.seat!
-        const now = iso(ctx.now)
-        const id = `cr_${randomUUID().replace(/-/g, '')}`
-        const creative: CreativeRecord = {
-          creative_id: id,
-          seat_id: seat.seat_id,
-          name: body.name,
-          content_type: type,
-          mode,
-          status: mode === 'url' ? 'pending_moderation' : 'awaiting_upload',
-          created_at: now,
-          updated_at: now,
-          moderated_at: null
-        }
-        if (url !== undefined && mode === 'url') creative.source_url = url
-        if (mode === 'upload') creative.upload_expires_at = ctx.now + config.uploadUrlTtlSeconds * 1000
-        if (body.advertiser_domain !== undefined) creative.advertiser_domain = body.advertiser_domain.toLowerCase()
-        if (body.click_url !== undefined) creative.click_url = body.click_url
-        if (body.declared_categories !== undefined) creative.declared_categories = body.declared_categories
-        store.creatives.putSync(id, creative)
-        indexForSeat(store, 'creative', seat.seat_id, ctx.now, id)
-        outbox.append('creative.created', `creative:${id}`, { creative_id: id, mode, content_type: type }, seat.seat_id)
+        const seatId = ctx.principal!.seat!.seat_id
+        const fields: NewCreative = { name: body.name, content_type: type, mode }
+        if (url !== undefined && mode === 'url') fields.source_url = url
+        if (mode === 'upload') fields.upload_expires_at = ctx.now + config.uploadUrlTtlSeconds * 1000
+        if (body.advertiser_domain !== undefined) fields.advertiser_domain = body.advertiser_domain
+        if (body.click_url !== undefined) fields.click_url = body.click_url
+        if (body.declared_categories !== undefined) fields.declared_categories = body.declared_categories
+        const creative = registerCreative({ store, outbox }, seatId, fields, ctx.now)
+        const id = creative.creative_id
         if (!ctx.dryRun && mode === 'url') moderator.schedule(id)
         return ok(view(creative), 201)
       }

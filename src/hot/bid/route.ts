@@ -4,6 +4,7 @@ import { activeDealsFor } from '../../campaigns/deals.js'
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
 import type { BidResponse, BidResult, FunnelEvent } from '../../generated/types.js'
+import { registerCreative } from '../../creatives/register.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { StoredBid } from '../../store/records.js'
 import { lossNotices, type NoticeBid } from '../auction/settle.js'
@@ -19,12 +20,12 @@ const NBR_INVALID = 2
  * pipelined request. Accepted bids of production seats are stored for the waterfall in the same transaction that
  * answers; sandbox seats are scored only.
  */
-export function bidRoute ({ store, impIds, sealer, funnel, auth, notices }: Deps): RouteDef {
+export function bidRoute ({ store, outbox, impIds, sealer, funnel, auth, notices, moderator, config }: Deps): RouteDef {
   return route<BidResponse>({
     method: 'post',
     path: '/openrtb/v2/bid',
     summary: 'Submit an OpenRTB 2.6 bid response',
-    description: 'Each bid needs impid (an imp issued to this seat by GET /adslots?format=openrtb, before imp.exp), price in USD CPM, adm or nurl, and crid naming one of the seat\'s approved creatives. The answer gives a result per bid: accepted, or rejected with below_floor, creative_blocked, missing_adm_and_nurl (spec), unknown_imp, imp_expired, invalid_deal, currency_not_supported or invalid_notice_url. A dealid prices the bid against the deal (fixed_cpm or floor_cpm). A payload that fails the OpenRTB 2.6 schema is 400 invalid_bid_response with nbr 2. Sandbox seats: scored only (stored false); approved seats: accepted bids enter the live waterfall, the seat\'s latest bid per imp replacing earlier ones. Each stored bid is settled exactly once by the waterfall (docs/architecture.md): the auction it wins (nurl with ${AUCTION_PRICE}, burl when the play completes), the auction it loses (lurl with ${AUCTION_LOSS}), or its imp expiring first (lurl with ${AUCTION_LOSS}=2). A production bid refused at intake gets its lurl at once with the matching code (100/101 below floor, 201/202 creative pending or not approved, 205/209 advertiser or category blocked, 7 missing markup, 4 invalid deal, 2 expired imp, 3 otherwise). Seats with a notification_url also get the signed legacy bid.won / bid.lost POST (schema LegacyNotification).',
+    description: 'Each bid needs impid (an imp issued to this seat by GET /adslots?format=openrtb, before imp.exp), price in USD CPM, adm or nurl, and crid naming one of the seat\'s approved creatives (its creative_id, or the crid a bid registered it from). A crid the seat has not registered whose asset is in adm (an <img>, a VAST MediaFile, or the image or video URL itself; public http(s) hosts) is registered from the markup as a creative and sent to moderation, as the large exchanges do: that bid is rejected with creative_blocked and loss 201 (creative pending), result.creative_id names the new creative, creative.moderation.completed announces the outcome, and bids with the same crid play once it is approved. The answer gives a result per bid: accepted, or rejected with below_floor, creative_blocked, missing_adm_and_nurl (spec), unknown_imp, imp_expired, invalid_deal, currency_not_supported or invalid_notice_url; reasons lists every reason that applies, the floor first, each with its loss code. A dealid prices the bid against the deal (fixed_cpm or floor_cpm). A payload that fails the OpenRTB 2.6 schema is 400 invalid_bid_response with nbr 2. Sandbox seats: scored only (stored false); approved seats: accepted bids enter the live waterfall, the seat\'s latest bid per imp replacing earlier ones. Each stored bid is settled exactly once by the waterfall (docs/architecture.md): the auction it wins (nurl with ${AUCTION_PRICE}, burl when the play completes), the auction it loses (lurl with ${AUCTION_LOSS}), or its imp expiring first (lurl with ${AUCTION_LOSS}=2). A production bid refused at intake gets its lurl at once with the matching code (100/101 below floor, 201/202 creative pending or not approved, 205/209 advertiser or category blocked, 7 missing markup, 4 invalid deal, 2 expired imp, 3 otherwise). Seats with a notification_url also get the signed legacy bid.won / bid.lost POST (schema LegacyNotification).',
     tag: 'Bidding',
     envelope: 'flat',
     auth: 'seat',
@@ -45,15 +46,21 @@ export function bidRoute ({ store, impIds, sealer, funnel, auth, notices }: Deps
       const events: NonNullable<FunnelEvent['bids']> = []
       for (const seatbid of ctx.body.seatbid ?? []) {
         for (const bid of seatbid.bid) {
-          const { outcome, imp, creativeId, loss } = scoreBid(bid, { store, impIds, seatId: seat.seat_id, deals, cur, now: ctx.now })
+          const { outcome, imp, creativeId, loss, register } = scoreBid(bid, { store, impIds, seatId: seat.seat_id, deals, cur, now: ctx.now, allowPrivateAssetUrls: config.allowPrivateAssetUrls })
+          if (register !== undefined) {
+            registerCreative({ store, outbox }, seat.seat_id, register.creative, ctx.now, register.creativeId)
+            if (!ctx.dryRun) moderator.schedule(register.creativeId)
+          }
           // A production bid refused at intake lost too: it gets its lurl and legacy bid.lost like an auction loss.
           if (loss !== undefined && live && outcome.reason !== 'invalid_notice_url') {
-            const lost: NoticeBid = { bid_id: bid.id, response_id: ctx.body.id, impid: bid.impid, seat_id: seat.seat_id, creative_id: bid.crid ?? '', price: bid.price, key_id: key.key_id }
+            const lost: NoticeBid = { bid_id: bid.id, response_id: ctx.body.id, impid: bid.impid, seat_id: seat.seat_id, creative_id: creativeId ?? bid.crid ?? '', price: bid.price, key_id: key.key_id }
             if (bid.lurl !== undefined) lost.lurl = bid.lurl
             if (ctx.body.bidid !== undefined) lost.bidid = ctx.body.bidid
             if (bid.adid !== undefined) lost.adid = bid.adid
             if (bid.dealid !== undefined) lost.dealid = bid.dealid
-            lossNotices({ store, notices }, lost, imp !== undefined ? store.screens.get(imp.screenId) : undefined, loss, outcome.floor, undefined, ctx.now)
+            // A price can only win against the floor: for a creative that may not play there is no minimum to win.
+            const minToWin = outcome.reason === 'below_floor' ? outcome.floor : undefined
+            lossNotices({ store, notices }, lost, imp !== undefined ? store.screens.get(imp.screenId) : undefined, loss, minToWin, undefined, ctx.now)
           }
           if (outcome.status === 'accepted' && live && imp !== undefined && creativeId !== undefined) {
             const stored: StoredBid = {

@@ -3,7 +3,9 @@ import { matchesEntry } from '../../campaigns/targeting.js'
 import type { IndexKey } from '../../inventory/adslot-index.js'
 import { blockReason } from '../../moderation/eligibility.js'
 import { LOSS, lossOfBlock } from '../auction/loss-codes.js'
-import type { DealRecord } from '../../store/records.js'
+import type { DealRecord, ScreenRecord } from '../../store/records.js'
+import { assetInMarkup } from '../../creatives/from-markup.js'
+import { assetUrlProblem, creativeIdOfCrid, seatCreativeByCrid, type NewCreative } from '../../creatives/register.js'
 import type { Store } from '../../store/store.js'
 import type { ImpIds, IssuedImp } from '../adslots/imp-ids.js'
 
@@ -19,6 +21,8 @@ export interface ScoreContext {
   deals: DealRecord[]
   cur: string
   now: number
+  /** ALLOW_PRIVATE_ASSET_URLS: markup assets on private addresses may be registered (tests). */
+  allowPrivateAssetUrls: boolean
 }
 
 const MACRO = /\$\{AUCTION_[A-Z_]+\}/g
@@ -38,18 +42,68 @@ function reject (bid: OrtbBid, reason: Reason, detail: string, extra: Partial<Ou
   return { bid_id: bid.id, impid: bid.impid, status: 'rejected', reason, detail, stored: false, ...extra }
 }
 
+/** One reason a bid cannot play, with its OpenRTB loss code. */
+interface Problem {
+  reason: Reason
+  detail: string
+  loss: number
+}
+
 /** A scored bid: its result, the imp it named when that was issued to the seat, and for a rejection its OpenRTB loss code. */
 export interface Scored {
   outcome: Outcome
   imp?: IssuedImp
   creativeId?: string
   loss?: number
+  /** A creative the markup carries under a crid the seat has not registered: the caller registers it (then moderation). */
+  register?: { creativeId: string, creative: NewCreative }
 }
 
 /**
- * Scores one bid, in the order a buyer would want to be told: currency, the imp (issued to this seat, not expired),
- * adm or nurl, notice URLs that can be called, the creative (registered, approved, allowed on the screen; adomain and cat against the screen's
- * blocks), the deal, then the floor (the deal's price when a deal is named, else the screen's at issue time).
+ * The creative a bid names and why it may not play on the screen. A crid the seat has not registered, with an image
+ * or video in the markup, is registered from it (as the large exchanges do) and cannot play until moderation
+ * approves it (loss 201); the same crid then bids normally.
+ */
+function creativeProblems (bid: OrtbBid, screen: ScreenRecord, c: ScoreContext): { problems: Problem[], creativeId?: string, register?: Scored['register'] } {
+  const crid = bid.crid
+  const creative = crid !== undefined ? seatCreativeByCrid(c.store, c.seatId, crid) : undefined
+  if (creative === undefined) {
+    const asset = crid !== undefined ? assetInMarkup(bid.adm) : undefined
+    const urlProblem = asset !== undefined ? assetUrlProblem(asset.url, c.allowPrivateAssetUrls) : undefined
+    if (crid === undefined || asset === undefined || urlProblem !== undefined) {
+      const why = crid === undefined
+        ? 'A bid needs crid naming its creative'
+        : `crid ${crid} is not a creative of this seat, and its markup carries ${urlProblem !== undefined ? `an asset URL that ${urlProblem}` : 'no image or video URL'} to register it from`
+      return { problems: [{ reason: 'creative_blocked', detail: `${why}: register it (POST /creatives) or send the asset in adm (an <img>, a VAST MediaFile or the asset's URL), so that it is moderated before it plays.`, loss: LOSS.creativeDisapproved }] }
+    }
+    const id = creativeIdOfCrid(c.seatId, crid)
+    const creativeFields: NewCreative = { name: `crid ${crid}`, content_type: asset.content_type, mode: 'url', source_url: asset.url, crid }
+    const domain = bid.adomain?.[0]
+    if (domain !== undefined) creativeFields.advertiser_domain = domain
+    if (bid.cat !== undefined && bid.cat.length > 0) creativeFields.declared_categories = bid.cat
+    return {
+      creativeId: id,
+      register: { creativeId: id, creative: creativeFields },
+      problems: [{ reason: 'creative_blocked', detail: `crid ${crid} is new: its ${asset.content_type} from the markup is registered as creative ${id} and sent to moderation (creative.moderation.completed tells the outcome); bids with this crid play once it is approved.`, loss: LOSS.creativePending }]
+    }
+  }
+  const problems: Problem[] = []
+  const blocked = blockReason(creative, screen)
+  if (blocked !== undefined) problems.push({ reason: 'creative_blocked', detail: blocked, loss: lossOfBlock(blocked) })
+  const adomain = (bid.adomain ?? []).map((d) => d.toLowerCase())
+  const badDomain = adomain.find((d) => screen.blocked_advertisers.some((b) => d === b || d.endsWith(`.${b}`)))
+  if (badDomain !== undefined) problems.push({ reason: 'creative_blocked', detail: `advertiser ${badDomain} is blocked on this screen`, loss: LOSS.advertiserExcluded })
+  const badCat = (bid.cat ?? []).find((cat) => screen.blocked_categories.some((b) => cat === b || cat.startsWith(`${b}-`)))
+  if (badCat !== undefined) problems.push({ reason: 'creative_blocked', detail: `category ${badCat} is blocked on this screen`, loss: LOSS.categoryExcluded })
+  return { problems, creativeId: creative.creative_id }
+}
+
+/**
+ * Scores one bid, in the order a buyer would want to be told. What makes the bid unreadable stops scoring at once:
+ * currency, the imp (issued to this seat, not expired), adm or nurl, notice URLs that can be called, the deal. Then
+ * every reason it cannot play is reported, the floor first (the deal's price when a deal is named, else the screen's
+ * at issue time), then the creative (registered, approved, allowed on the screen; adomain and cat against the
+ * screen's blocks); reason, detail and the loss code are the first one's.
  */
 export function scoreBid (bid: OrtbBid, c: ScoreContext): Scored {
   if (c.cur !== 'USD') return { outcome: reject(bid, 'currency_not_supported', `Prices are USD; cur was ${c.cur}.`), loss: LOSS.invalidResponse }
@@ -61,16 +115,7 @@ export function scoreBid (bid: OrtbBid, c: ScoreContext): Scored {
   const badUrl = noticeProblem(bid)
   if (badUrl !== undefined) return { outcome: reject(bid, 'invalid_notice_url', badUrl, at), imp, loss: LOSS.invalidResponse }
   const screen = c.store.screens.get(imp.screenId)
-  const creative = bid.crid !== undefined ? c.store.creatives.get(bid.crid) : undefined
   if (screen === undefined) return { outcome: reject(bid, 'unknown_imp', 'The screen of this imp is no longer listed.', at), imp, loss: LOSS.expired }
-  if (creative === undefined || creative.seat_id.toLowerCase() !== c.seatId.toLowerCase()) return { outcome: reject(bid, 'creative_blocked', 'crid must name one of this seat\'s creatives (POST /creatives), so that it is moderated before it plays.', at), imp, loss: LOSS.creativeDisapproved }
-  const blocked = blockReason(creative, screen)
-  if (blocked !== undefined) return { outcome: reject(bid, 'creative_blocked', blocked, at), imp, loss: lossOfBlock(blocked) }
-  const adomain = (bid.adomain ?? []).map((d) => d.toLowerCase())
-  const badDomain = adomain.find((d) => screen.blocked_advertisers.some((b) => d === b || d.endsWith(`.${b}`)))
-  if (badDomain !== undefined) return { outcome: reject(bid, 'creative_blocked', `advertiser ${badDomain} is blocked on this screen`, at), imp, loss: LOSS.advertiserExcluded }
-  const badCat = (bid.cat ?? []).find((cat) => screen.blocked_categories.some((b) => cat === b || cat.startsWith(`${b}-`)))
-  if (badCat !== undefined) return { outcome: reject(bid, 'creative_blocked', `category ${badCat} is blocked on this screen`, at), imp, loss: LOSS.categoryExcluded }
   let floor = imp.floor
   if (bid.dealid !== undefined) {
     const deal = c.deals.find((d) => d.deal_id === bid.dealid)
@@ -82,8 +127,21 @@ export function scoreBid (bid: OrtbBid, c: ScoreContext): Scored {
     }
     floor = deal.fixed_cpm ?? deal.floor_cpm
   }
-  if (bid.price < floor) return { outcome: reject(bid, 'below_floor', `price ${bid.price} is below the floor ${floor} USD CPM.`, { ...at, price: bid.price, floor }), imp, loss: bid.dealid !== undefined ? LOSS.belowDealFloor : LOSS.belowAuctionFloor }
-  const outcome: Outcome = { bid_id: bid.id, impid: bid.impid, screen_id: imp.screenId, status: 'accepted', price: bid.price, floor, stored: false }
-  if (bid.dealid !== undefined) outcome.dealid = bid.dealid
-  return { outcome, imp, creativeId: creative.creative_id }
+  const problems: Problem[] = []
+  if (bid.price < floor) problems.push({ reason: 'below_floor', detail: `price ${bid.price} is below the floor ${floor} USD CPM.`, loss: bid.dealid !== undefined ? LOSS.belowDealFloor : LOSS.belowAuctionFloor })
+  const { problems: creative, creativeId, register } = creativeProblems(bid, screen, c)
+  problems.push(...creative)
+  const priced = { ...at, price: bid.price, floor }
+  const scored: Scored = { outcome: { bid_id: bid.id, impid: bid.impid, screen_id: imp.screenId, status: 'accepted', price: bid.price, floor, stored: false }, imp }
+  if (creativeId !== undefined) scored.creativeId = creativeId
+  if (register !== undefined) scored.register = register
+  const [first] = problems
+  if (first !== undefined) {
+    scored.outcome = reject(bid, first.reason, first.detail, { ...priced, reasons: problems.map(({ reason, detail, loss }) => ({ reason, detail, loss })) })
+    scored.loss = first.loss
+  } else if (bid.dealid !== undefined) {
+    scored.outcome.dealid = bid.dealid
+  }
+  if (creativeId !== undefined) scored.outcome.creative_id = creativeId
+  return scored
 }

@@ -1,0 +1,78 @@
+import { createHash, randomUUID } from 'node:crypto'
+import { iso } from '../clock.js'
+import { indexForSeat } from '../control/seat-lists.js'
+import { callbackUrlProblem } from '../net/url-guard.js'
+import type { Creative } from '../generated/types.js'
+import type { Outbox } from '../store/outbox.js'
+import type { CreativeRecord } from '../store/records.js'
+import type { Store } from '../store/store.js'
+
+/** The media types a screen's player can show. */
+export const PLAYABLE = ['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'video/mp4', 'video/webm']
+
+/**
+ * Why an asset URL cannot be fetched for moderation, or undefined when it can: http or https, to a public address
+ * (http URLs are checked as their https form, since the guard's rules are the same). allowPrivate is the
+ * ALLOW_PRIVATE_ASSET_URLS test setting.
+ */
+export function assetUrlProblem (url: string, allowPrivate: boolean): string | undefined {
+  return /^https?:/i.test(url) ? callbackUrlProblem(url.replace(/^http:/i, 'https:'), allowPrivate) : 'must use http or https'
+}
+
+/** What a new creative is made of, from POST /creatives or from a bid's markup. */
+export interface NewCreative {
+  name: string
+  /** A PLAYABLE media type. */
+  content_type: string
+  mode: Creative['mode']
+  source_url?: string
+  advertiser_domain?: string
+  click_url?: string
+  declared_categories?: string[]
+  crid?: string
+  /** Upload mode: until when the presigned PUT URL is valid (ms). */
+  upload_expires_at?: number
+}
+
+/**
+ * The creative id a seat's crid registers as: derived from both, so that the next bid with that crid finds it
+ * without an index, and two seats' equal crids never meet.
+ */
+export function creativeIdOfCrid (seatId: string, crid: string): string {
+  return `cr_${createHash('sha256').update(`${seatId.toLowerCase()}\u0000${crid}`).digest('hex').slice(0, 32)}`
+}
+
+/** The seat's creative a bid's crid names: its creative_id, or the crid a bid registered it from. */
+export function seatCreativeByCrid (store: Store, seatId: string, crid: string): CreativeRecord | undefined {
+  const own = (c: CreativeRecord | undefined) => c !== undefined && c.seat_id.toLowerCase() === seatId.toLowerCase() ? c : undefined
+  return own(store.creatives.get(crid)) ?? own(store.creatives.get(creativeIdOfCrid(seatId, crid)))
+}
+
+/**
+ * Records a new creative for a seat (URL mode: pending_moderation; upload mode: awaiting_upload) with its seat-list
+ * index and creative.created. Call inside Store.write; schedule URL-mode moderation after it (Moderator.schedule).
+ */
+export function registerCreative ({ store, outbox }: { store: Store, outbox: Outbox }, seatId: string, c: NewCreative, now: number, id = `cr_${randomUUID().replace(/-/g, '')}`): CreativeRecord {
+  const stamp = iso(now)
+  const creative: CreativeRecord = {
+    creative_id: id,
+    seat_id: seatId,
+    name: c.name,
+    content_type: c.content_type,
+    mode: c.mode,
+    status: c.mode === 'url' ? 'pending_moderation' : 'awaiting_upload',
+    created_at: stamp,
+    updated_at: stamp,
+    moderated_at: null
+  }
+  if (c.source_url !== undefined) creative.source_url = c.source_url
+  if (c.upload_expires_at !== undefined) creative.upload_expires_at = c.upload_expires_at
+  if (c.advertiser_domain !== undefined) creative.advertiser_domain = c.advertiser_domain.toLowerCase()
+  if (c.click_url !== undefined) creative.click_url = c.click_url
+  if (c.declared_categories !== undefined) creative.declared_categories = c.declared_categories
+  if (c.crid !== undefined) creative.crid = c.crid
+  store.creatives.putSync(id, creative)
+  indexForSeat(store, 'creative', seatId, now, id)
+  outbox.append('creative.created', `creative:${id}`, { creative_id: id, mode: c.mode, content_type: c.content_type }, seatId)
+  return creative
+}
