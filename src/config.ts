@@ -36,7 +36,10 @@ export interface Config {
   maxBodyBytes: number
   /** SHUTDOWN_GRACE_MS: how long SIGTERM waits for in-flight requests. */
   shutdownGraceMs: number
-  /** OPERATOR_NAME, OPERATOR_DOMAIN, OPERATOR_EMAIL, OPERATOR_SELLER_ID: who runs this service, for sellers.json and app-ads.txt. */
+  /**
+   * OPERATOR_NAME, OPERATOR_DOMAIN, OPERATOR_EMAIL, OPERATOR_SELLER_ID: who runs this service, for sellers.json and
+   * app-ads.txt. OPERATOR_DOMAIN defaults to BASE_URL's host; with NODE_ENV=production one of the two is required.
+   */
   operator: { name: string, domain: string, email: string, sellerId: string }
   /** HEARTBEAT_TIMEOUT_SECONDS: a screen with no heartbeat for this long goes offline. */
   heartbeatTimeoutSeconds: number
@@ -128,7 +131,12 @@ export function loadConfig (env: Env = process.env): Config {
   if (!['error', 'warn', 'info', 'debug'].includes(level)) throw new Error(`LOG_LEVEL must be error, warn, info or debug, got "${level}"`)
   const baseUrl = str(env, 'BASE_URL')?.replace(/\/+$/, '')
   if (baseUrl !== undefined && !/^https?:\/\/[^/]+/.test(baseUrl)) throw new Error(`BASE_URL must be an http(s) URL, got "${baseUrl}"`)
-  const domain = str(env, 'OPERATOR_DOMAIN') ?? (baseUrl !== undefined ? new URL(baseUrl).hostname : 'localhost')
+  const allowPrivateAssetUrls = testOnly(env, 'ALLOW_PRIVATE_ASSET_URLS')
+  const allowPrivateCallbackUrls = testOnly(env, 'ALLOW_PRIVATE_CALLBACK_URLS')
+  const named = str(env, 'OPERATOR_DOMAIN') ?? (baseUrl !== undefined ? new URL(baseUrl).hostname : undefined)
+  // sellers.json and app-ads.txt publish this domain to every buyer's crawler: a production service may not guess it.
+  if (named === undefined && env.NODE_ENV === 'production') throw new Error('NODE_ENV=production needs OPERATOR_DOMAIN or BASE_URL: sellers.json and app-ads.txt publish the operator\'s domain, and localhost is no one\'s')
+  const domain = named ?? 'localhost'
   return {
     port,
     host,
@@ -159,8 +167,8 @@ export function loadConfig (env: Env = process.env): Config {
     maxCreativeBytes: int(env, 'MAX_CREATIVE_BYTES', 50 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     creativeFetchTimeoutMs: int(env, 'CREATIVE_FETCH_TIMEOUT_MS', 10_000, 100, 300_000),
     uploadUrlTtlSeconds: int(env, 'UPLOAD_URL_TTL_SECONDS', 900, 10, 86_400),
-    allowPrivateAssetUrls: testOnly(env, 'ALLOW_PRIVATE_ASSET_URLS'),
-    allowPrivateCallbackUrls: testOnly(env, 'ALLOW_PRIVATE_CALLBACK_URLS'),
+    allowPrivateAssetUrls,
+    allowPrivateCallbackUrls,
     keyEncryptionKey: str(env, 'KEY_ENCRYPTION_KEY'),
     noticeTimeoutMs: int(env, 'NOTICE_TIMEOUT_MS', 2000, 100, 60_000),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 5000, 100, 30_000),

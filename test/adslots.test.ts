@@ -94,7 +94,11 @@ t.test('every filter', async (t) => {
   t.ok(attentive.total > 0)
   const audience = await svc.request('POST', '/openrtb/v2/screens/audience', { key, body: { screen_ids: attentive.screens.map((s: any) => s.screen_id) } })
   t.ok(audience.body.data.screens.every((s: any) => s.live.attention_score >= 0.5), 'min_attention is percent of the 0-1 signal')
+  t.ok(attentive.screens.every((s: any) => s.data_quality === 'live' && s.live.attention_score >= 0.5 && typeof s.live.live_face_count === 'number' && typeof s.live.last_updated === 'string'), 'each row shows the live attention and faces that made it match')
+  t.same(attentive.screens.map((s: any) => s.live), audience.body.data.screens.map((s: any) => ({ live_face_count: s.live.live_face_count, attention_score: s.live.attention_score, dominant_emotion: s.live.dominant_emotion, last_updated: s.live.last_updated })), 'the same signals the audience profile gives')
   const happy = await q('emotion=happy')
+  t.ok(happy.screens.every((s: any) => s.live.dominant_emotion === 'happy'), 'and the emotion')
+  t.ok(minVas.screens.filter((s: any) => s.data_quality === 'historical').every((s: any) => s.live === undefined), 'a historical row has no live block')
   const happyAudience = await svc.request('POST', '/openrtb/v2/screens/audience', { key, body: { screen_ids: happy.screens.map((s: any) => s.screen_id) } })
   t.ok(happy.total > 0 && happyAudience.body.data.screens.every((s: any) => s.live.dominant_emotion === 'happy'))
   t.equal((await q('emotion=happy&min_attention=0')).screens.filter((s: any) => s.data_quality === 'none').length, 0, 'screens without sensors are excluded with a FEIN filter')
@@ -196,7 +200,8 @@ t.test('bad parameters: 400 with param, nothing else happens', async (t) => {
   for (const [query, param] of cases) {
     const r = await svc.request('GET', `/openrtb/v2/adslots?${query}`, { key })
     t.equal(r.status, 400, query)
-    t.match(r.body, { error_code: 'invalid_parameter', param }, query)
+    // The spec: a date that is not ISO 8601 is invalid_date, everywhere.
+    t.match(r.body, { error_code: param === 'since' ? 'invalid_date' : 'invalid_parameter', param }, query)
   }
   t.equal((await svc.request('GET', '/openrtb/v2/adslots')).status, 401)
   t.equal((await svc.request('GET', '/openrtb/v2/adslots', { key })).status, 200, 'still serving')

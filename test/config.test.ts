@@ -29,6 +29,13 @@ t.test('the test escape hatches are off by default and refused in production, wh
   await t.rejects(startProcess(dir, { NODE_ENV: 'production', ALLOW_PRIVATE_CALLBACK_URLS: '1' }), /exited with 1/, 'the process exits instead of serving')
 })
 
+t.test('production publishes a real operator domain in sellers.json and app-ads.txt, never localhost', async (t) => {
+  t.throws(() => loadConfig({ NODE_ENV: 'production' }), /NODE_ENV=production needs OPERATOR_DOMAIN or BASE_URL/)
+  t.match(loadConfig({ NODE_ENV: 'production', BASE_URL: 'https://ads.example.com' }).operator, { domain: 'ads.example.com' })
+  t.match(loadConfig({ NODE_ENV: 'production', OPERATOR_DOMAIN: 'screens.example' }).operator, { domain: 'screens.example', email: 'adops@screens.example' })
+  t.match(loadConfig({}).operator, { domain: 'localhost' }, 'a development start still needs nothing')
+})
+
 t.test('an unset ADMIN_TOKEN is generated once into DATA_DIR with mode 0600', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-token-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))

@@ -1,7 +1,9 @@
 import { Validator } from '@seriousme/openapi-schema-validator'
 import t from 'tap'
+import { parseAdsTxt } from 'ads.txt'
 import { errorTable } from '../src/errors.js'
 import { schemas } from '../src/generated/schemas.js'
+import { registerPartner } from './helpers/fleet.js'
 import { freshIp, startTestService } from './helpers/service.js'
 
 t.test('openapi.json: public, cached 5 minutes, valid OpenAPI 3.0, describing every route', async (t) => {
@@ -58,6 +60,45 @@ t.test('sellers.json, app-ads.txt and ads.txt: public, cached 24 hours, listing 
   t.equal(ads.status, 301)
   t.match(ads.headers.get('location'), /\/app-ads\.txt$/)
   t.equal(ads.headers.get('cache-control'), 'public, max-age=86400')
+})
+
+t.test('each partner is labelled by its type: sellers.json seller_type and the app-ads.txt relationship, read by the npm ads.txt parser', async (t) => {
+  const svc = await startTestService(t, { OPERATOR_DOMAIN: 'screens.example' })
+  const types: Record<string, [string, string]> = {
+    screen_operator: ['PUBLISHER', 'DIRECT'],
+    integrator: ['PUBLISHER', 'DIRECT'],
+    network: ['BOTH', 'DIRECT'],
+    reseller: ['INTERMEDIARY', 'RESELLER'],
+    agency: ['INTERMEDIARY', 'RESELLER']
+  }
+  const slugs: Record<string, string> = {}
+  for (const type of Object.keys(types)) slugs[type] = (await registerPartner(svc, type)).slug
+  const sellers = (await svc.request('GET', '/sellers.json')).body.sellers as Array<{ seller_id: string, seller_type: string }>
+  const { fields, variables } = parseAdsTxt((await svc.request('GET', '/app-ads.txt')).text, { invalidLineAction: 'throw' })
+  t.equal(variables.OWNERDOMAIN, 'screens.example')
+  t.match(fields.find((f) => f.publisherAccountID === 'owned'), { domain: 'screens.example', accountType: 'DIRECT' }, 'the operator\'s own screens')
+  for (const [type, [sellerType, relationship]] of Object.entries(types)) {
+    t.equal(sellers.find((s) => s.seller_id === slugs[type])?.seller_type, sellerType, `${type}: seller_type ${sellerType}`)
+    t.match(fields.find((f) => f.publisherAccountID === slugs[type]), { domain: 'screens.example', accountType: relationship }, `${type}: ${relationship} in app-ads.txt`)
+  }
+})
+
+t.test('HEAD on the discovery files: the GET\'s status and headers, no body', async (t) => {
+  const svc = await startTestService(t)
+  for (const [path, status, type] of [['/sellers.json', 200, /application\/json/], ['/app-ads.txt', 200, /text\/plain/], ['/ads.txt', 301, /text\/plain/], ['/openrtb/v2/openapi.json', 200, /application\/json/]] as const) {
+    const get = await fetch(`${svc.url}${path}`, { redirect: 'manual' })
+    const head = await fetch(`${svc.url}${path}`, { method: 'HEAD', redirect: 'manual' })
+    t.equal(head.status, status, `HEAD ${path}`)
+    t.match(head.headers.get('content-type'), type)
+    t.equal(head.headers.get('content-length'), String((await get.arrayBuffer()).byteLength), 'the length the GET sends')
+    t.equal(head.headers.get('cache-control'), get.headers.get('cache-control'))
+    t.equal((await head.arrayBuffer()).byteLength, 0, 'and no body')
+  }
+  t.equal((await fetch(`${svc.url}/ads.txt`, { method: 'HEAD', redirect: 'manual' })).headers.get('location'), `${svc.url}/app-ads.txt`)
+  const post = await fetch(`${svc.url}/sellers.json`, { method: 'POST' })
+  t.equal(post.status, 405)
+  t.equal(post.headers.get('allow'), 'GET, HEAD')
+  t.equal((await fetch(`${svc.url}/healthz`)).status, 200, 'still serving')
 })
 
 t.test('partner registration: nested errors, unique slugs, nothing written on failure', async (t) => {

@@ -36,7 +36,7 @@ t.test('unknown routes and methods', async (t) => {
   t.match(nested.body.error, { type: 'not_found_error', docs_url: /\/docs\/errors#route_not_found$/, suggestion: String, related_endpoints: Array })
   const wrongMethod = await svc.request('PUT', '/openrtb/v2/keys')
   t.equal(wrongMethod.status, 405)
-  t.equal(wrongMethod.headers.get('allow'), 'POST, GET')
+  t.equal(wrongMethod.headers.get('allow'), 'POST, GET, HEAD')
   t.equal(wrongMethod.body.error_code, 'method_not_allowed')
 })
 

@@ -36,7 +36,7 @@ t.test('another seat\'s key id is 404 not_found; bad input writes nothing', asyn
   const cases: Array<[unknown, string, string]> = [
     [{ scopes: ['root'] }, 'invalid_parameter', 'scopes.0'],
     [{ label: '' }, 'invalid_parameter', 'label'],
-    [{ expires_at: 'tomorrow' }, 'invalid_parameter', 'expires_at'],
+    [{ expires_at: 'tomorrow' }, 'invalid_date', 'expires_at'],
     [{ expires_at: new Date(svc.clock.now() - 1000).toISOString() }, 'invalid_date', 'expires_at']
   ]
   for (const [body, code, param] of cases) {

@@ -223,7 +223,7 @@ t.test('impression batches: per-item results, a proof per accepted play, idempot
     [`end_date=${day(0)}`, 'missing_required_field'],
     [`start_date=${day(0)}&end_date=${day(-3)}`, 'invalid_date'],
     [`start_date=${day(-90)}&end_date=${day(0)}`, 'invalid_date'],
-    [`start_date=yesterday&end_date=${day(0)}`, 'invalid_parameter']
+    [`start_date=yesterday&end_date=${day(0)}`, 'invalid_date']
   ] as const) t.match(await report(query), { status: 400, body: { error_code: code } }, query)
 
   const delivered = svc.service.outbox.read('test', 500).filter((e) => e.type === 'impression.delivered')

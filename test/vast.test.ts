@@ -2,9 +2,12 @@ import { VASTParser } from '@dailymotion/vast-client'
 import { DOMParser } from '@xmldom/xmldom'
 import { XMLValidator } from 'fast-xml-parser'
 import t from 'tap'
+import { displayOf, markup } from '../src/hot/bidder/markup.js'
+import type { CreativeRecord } from '../src/store/records.js'
 import { approvedCreative } from './helpers/creatives.js'
 import { deviceBody, registerDevices, registerPartner } from './helpers/fleet.js'
 import { startTestService, type TestService } from './helpers/service.js'
+import { vastXsdErrors } from './helpers/vast-xsd.js'
 
 // The VAST feed as a VAST player sees it: the tag is well-formed VAST 4.2 that Dailymotion's VAST client (what web
 // players use) parses into one linear ad, and calling its tracking URLs bills the spot and proves the play.
@@ -36,6 +39,8 @@ t.test('GET {embed_url}/vast: a VAST 4.2 InLine ad whose tracking URLs bill the 
   t.equal(r.status, 200)
   t.match(r.headers.get('content-type'), /^application\/xml/)
   t.match(r.headers.get('cache-control'), /no-store/)
+  t.same(await vastXsdErrors(r.text), [], 'valid against the IAB vast_4.2.xsd (xmllint)')
+  t.match(r.text, /<MediaFile delivery="progressive" type="image\/png" width="1920" height="1080">/, 'an asset never measured takes the screen\'s size')
   const vast = await parse(r.text)
   t.equal(vast.version, '4.2')
   t.equal(vast.ads.length, 1)
@@ -77,10 +82,23 @@ t.test('nothing to play: an empty VAST 4.2; bad tracking calls are refused', asy
   const embed = new URL(device.embed_url).pathname
   const r = await svc.request('GET', `${embed}/vast`)
   t.equal(r.status, 200)
+  t.same(await vastXsdErrors(r.text), [], 'the empty VAST is valid against the IAB XSD too')
   const vast = await parse(r.text)
   t.equal(vast.ads.length, 0, 'no ad: the slate plays')
   t.match(await svc.request('GET', `${embed}/vast/spt_nope/start`), { status: 404, body: { error_code: 'spot_not_found' } })
   t.match(await svc.request('GET', `${embed}/vast/spt_nope/bounce`), { status: 400, body: { error_code: 'invalid_parameter' } })
   t.match(await svc.request('GET', '/embed/not-a-token/vast'), { status: 404, body: { error_code: 'screen_not_found' } })
   t.equal((await svc.request('GET', `${embed}/vast`)).status, 200, 'still serving')
+})
+
+t.test('the exchange bidder\'s VAST markup for video is valid against the IAB vast_4.2.xsd, measured or not', async (t) => {
+  const video = { creative_id: 'cr_video', seat_id: 's', name: 'Spring <spot> & more', content_type: 'video/mp4', mode: 'url', status: 'approved', created_at: '', updated_at: '', moderated_at: null } as CreativeRecord
+  const imp = { id: '1', video: { mimes: ['video/mp4'], w: 1080, h: 1920 } }
+  const unmeasured = markup(video, 2, 'https://ads.example/assets/cr_video', 'bid-1', 'https://ads.example/bill?b=1&x=2', displayOf(imp))
+  t.same(await vastXsdErrors(unmeasured), [])
+  t.match(unmeasured, /width="1080" height="1920"/, 'never measured: the imp\'s player size')
+  const measured = markup({ ...video, asset: { media_type: 'video/mp4', width: 1280, height: 720, duration_seconds: 10 } }, 2, 'https://ads.example/assets/cr_video', 'bid-2', 'https://ads.example/bill', displayOf({ id: '1' }))
+  t.same(await vastXsdErrors(measured), [])
+  t.match(measured, /width="1280" height="720"/)
+  t.not((await vastXsdErrors(measured.replace('<AdTitle>', '<AdTitle>x</AdTitle><AdTitle>'))).length, 0, 'and the check is real: a second AdTitle fails it')
 })

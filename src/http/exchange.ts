@@ -100,6 +100,8 @@ export class Exchange {
   #size = 0
   readonly #paramNames: readonly string[]
   readonly #rawParams: string[] = []
+  /** A HEAD request: run as the GET it mirrors, answered with its status and headers only. */
+  readonly #head: boolean
 
   constructor (res: HttpResponse, req: HttpRequest, route: RouteDef, deps: HttpDeps, paramNames: string[], series: RouteSeries) {
     this.#res = res
@@ -114,10 +116,12 @@ export class Exchange {
     const query = req.getQuery()
     const warnings = this.#warnings
     const trusted = deps.config.trustProxy
+    const method = req.getCaseSensitiveMethod().toLowerCase()
+    this.#head = method === 'head'
     let ip: string | undefined
     this.#ctx = {
       requestId: `req_${randomUUID()}`,
-      method: req.getCaseSensitiveMethod().toLowerCase() as Method,
+      method: (this.#head ? 'get' : method) as Method,
       path: req.getUrl(),
       params: {},
       query: query ? new URLSearchParams(query) : NO_QUERY,
@@ -391,7 +395,8 @@ export class Exchange {
       }
       res.writeHeader('Cache-Control', cache !== undefined && status < 400 ? `public, max-age=${cache}` : 'no-store')
       if (headers !== undefined) for (const name in headers) if (name !== 'content-type') res.writeHeader(name, headers[name]!)
-      res.end(body, close)
+      if (this.#head) res.endWithoutBody(Buffer.byteLength(body), close)
+      else res.end(body, close)
     })
     this.#finish(status)
   }

@@ -121,6 +121,11 @@ export interface RouteDef<B = unknown, Q = unknown> {
   querySchema?: SchemaTitle
   /** Query parameters checked by the handler itself, for OpenAPI. */
   query?: Array<{ name: string, description: string, schema: Record<string, unknown>, required?: boolean }>
+  /**
+   * false for a route that exists only to answer a malformed form of a documented one with the spec's error (GET
+   * /deals/ without an id): it is described on that route instead, as OpenAPI has no empty path segment.
+   */
+  documented?: false
   /** Error codes the route can answer with beyond the common ones. */
   errors?: readonly ErrorCode[]
   /** Public cache lifetime in seconds (Cache-Control: public, max-age). */

@@ -26,7 +26,7 @@ function envelopeForPath (path: string): RouteDef['envelope'] {
 }
 
 /**
- * Registers every route on a uWS app and answers the rest with 404 route_not_found or 405 method_not_allowed (with
+ * Registers every route on a uWS app (each GET also as HEAD) and answers the rest with 404 route_not_found or 405 method_not_allowed (with
  * Allow), both in the envelope of the path's family.
  */
 function mount (app: uWS.TemplatedApp, routes: RouteDef[], deps: HttpDeps): void {
@@ -36,12 +36,14 @@ function mount (app: uWS.TemplatedApp, routes: RouteDef[], deps: HttpDeps): void
     const register = route.method === 'delete' ? app.del : app[route.method]
     const series = deps.metrics.route(route.method, route.path)
     register.call(app, route.path, (res, req) => new Exchange(res, req, route, deps, paramNames, series).run())
+    // HEAD is GET without the body (RFC 9110): crawlers probe sellers.json and app-ads.txt with it.
+    if (route.method === 'get') app.head(route.path, (res, req) => new Exchange(res, req, route, deps, paramNames, series).run())
   }
   app.any('/*', (res, req) => {
     const path = req.getUrl()
     const method = req.getCaseSensitiveMethod().toUpperCase()
     const matching = matchers.filter((m) => m.re.test(path))
-    const allowed = [...new Set(matching.map((m) => m.route.method.toUpperCase()))]
+    const allowed = [...new Set(matching.flatMap((m) => m.route.method === 'get' ? ['GET', 'HEAD'] : [m.route.method.toUpperCase()]))]
     const error = allowed.length > 0
       ? new ApiError('method_not_allowed', `${method} is not allowed on ${path}; use ${allowed.join(', ')}.`, {}, { Allow: allowed.join(', ') })
       : new ApiError('route_not_found', `No route ${method} ${path}. The API is described at /openrtb/v2/openapi.json.`)

@@ -122,6 +122,12 @@ export function present (state: FeinState | undefined, sensors: boolean, now: nu
   }
 }
 
+/** The live signals a screen row shows (ScreenSummary.live): those present() gives, for a screen with sensors. */
+export function liveSignals (state: FeinState | undefined, now: number): Pick<FeinSignals, 'live_face_count' | 'attention_score' | 'dominant_emotion' | 'last_updated'> {
+  const { live_face_count, attention_score, dominant_emotion, last_updated } = present(state, true, now)
+  return { live_face_count, attention_score, dominant_emotion, last_updated }
+}
+
 /**
  * The OpenRTB 2.6 imp.qty multiplier for a DOOH spot: how many people one play reaches. Live face count when fresh,
  * else the 7-day average face count, else 1.

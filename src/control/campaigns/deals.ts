@@ -58,6 +58,7 @@ export function dealRoutes ({ store, outbox }: Deps): RouteDef[] {
       method: 'get',
       path: '/openrtb/v2/deals/:dealId',
       summary: 'One deal: floor, caps, dates',
+      description: 'A deal of another seat, or one not offered to this seat, is 404 deal_not_found. The lookup without an id (GET /openrtb/v2/deals/) answers 400 missing_deal_id.',
       data: 'Deal',
       errors: ['deal_not_found', 'missing_deal_id'],
       handler: (ctx) => ok(dealView(lookup(ctx.principal!.seat!.seat_id, ctx.params.dealId)))
@@ -68,6 +69,7 @@ export function dealRoutes ({ store, outbox }: Deps): RouteDef[] {
       method: 'get',
       path: '/openrtb/v2/deals/',
       summary: 'A deal lookup without its id: 400 missing_deal_id',
+      documented: false,
       errors: ['missing_deal_id'],
       handler: (ctx) => ok(dealView(lookup(ctx.principal!.seat!.seat_id, undefined)))
     }),

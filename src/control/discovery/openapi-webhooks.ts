@@ -21,6 +21,7 @@ export function webhookDocs (): Json {
     const who = [subscribable.has(event) ? 'subscriptions that list it' : undefined, general.has(event) ? 'the seat\'s webhook_url' : undefined].filter(Boolean).join(' and ')
     out[event] = {
       post: {
+        operationId: `webhook${event.replace(/(^|[._])(\w)/g, (_, _sep: string, c: string) => c.toUpperCase())}`,
         summary: `${event}, sent to ${who}`,
         description: object.description,
         tags: ['Webhooks'],

@@ -8,7 +8,14 @@ import { MAX_PATH_PARAM_LENGTH, MAX_QUERY_VALUE_LENGTH } from '../../http/url-pa
 
 type Json = Record<string, unknown>
 
-const idToTitle = new Map<string, string>(Object.values(schemas).map((s) => [s.$id, s.title]))
+
+const byId = new Map<string, Json>(Object.values(schemas).map((s) => [s.$id, s as unknown as Json]))
+
+/** A schema's type, looking through a $ref to one of ours. */
+function typeOfSchema (s: Json): unknown {
+  if (typeof s.$ref === 'string') return byId.get(s.$ref)?.type
+  return s.type
+}
 
 /**
  * JSON Schema (draft-07, our source of truth) to an OpenAPI 3.0 Schema Object: refs point into components, a
@@ -22,14 +29,18 @@ export function toOpenApiSchema (node: unknown): unknown {
   for (const [k, v] of Object.entries(node as Json)) {
     if ((k === 'oneOf' || k === 'anyOf') && Array.isArray(v) && v.some((s) => (s as Json)?.type === 'null')) {
       // 3.0 has no null type: X | null becomes nullable, with X under allOf so that a $ref keeps its siblings.
-      const rest = v.filter((s) => (s as Json)?.type !== 'null').map(toOpenApiSchema)
+      const kept = v.filter((s) => (s as Json)?.type !== 'null') as Json[]
+      const rest = kept.map(toOpenApiSchema)
       out.nullable = true
+      // 3.0 ties nullable to a type sibling (linters refuse it alone): the type all alternatives share.
+      const types = new Set(kept.map(typeOfSchema))
+      if (types.size === 1 && [...types][0] !== undefined) out.type = [...types][0]
       if (rest.length === 1) out.allOf = rest
       else out[k] = rest
       continue
     }
     if (k === '$id' || k === '$schema' || k === 'propertyNames' || k === 'x-error-codes') continue
-    if (k === '$ref' && typeof v === 'string') out.$ref = `#/components/schemas/${idToTitle.get(v) ?? v}`
+    if (k === '$ref' && typeof v === 'string') out.$ref = `#/components/schemas/${(byId.get(v)?.title as string | undefined) ?? v}`
     else if (k === 'type' && Array.isArray(v)) {
       const types = v.filter((t) => t !== 'null')
       out.type = types[0]
@@ -168,7 +179,7 @@ Every response carries RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset 
 ${limitsTable()}
 
 ## Path and query bounds
-A path parameter that is not valid percent-encoded UTF-8 or is longer than ${MAX_PATH_PARAM_LENGTH} characters, and a query value longer than ${MAX_QUERY_VALUE_LENGTH}, answer 400 invalid_parameter naming it, before anything is looked up.
+Every GET route also answers HEAD: the same status and headers (Content-Length included), no body. A path parameter that is not valid percent-encoded UTF-8 or is longer than ${MAX_PATH_PARAM_LENGTH} characters, and a query value longer than ${MAX_QUERY_VALUE_LENGTH}, answer 400 invalid_parameter naming it, before anything is looked up.
 
 ## Idempotency and dry run
 Every POST, PUT, PATCH and DELETE takes \`Idempotency-Key\` (1-256 characters, case-sensitive, scoped to the API key or, on routes without a key, to the client address). The first response (2xx, or a 4xx the route itself decided) is stored in the same transaction as the change and replayed for 24 hours with \`Idempotent-Replayed: true\`; the same key with a different method, path, query or body answers 422 idempotency_key_mismatch; a key whose first request is still arriving answers 409 idempotency_key_in_use. \`?dry_run=true\` runs validation, permission, rate-limit and uniqueness checks inside a transaction that is then rolled back, and answers \`{dry_run:true, data, warnings[]}\`; no key is minted and a dry run does not consume an Idempotency-Key.
@@ -207,10 +218,31 @@ A device's embed_url (GET /embed/{token}?fp=<device fingerprint>) is the player 
 ## Discovery
 /sellers.json (IAB sellers.json 1.0), /app-ads.txt and /ads.txt (301 to /app-ads.txt) are public and cached 24 hours; this document is cached 5 minutes.`
 
+/** What each tag groups, for readers of the rendered document. */
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  Accounts: 'Seat onboarding, the seat record and API keys.',
+  Bidding: 'OpenRTB 2.6 bid responses (POST /bid) and the seat\'s real-time bidding statistics.',
+  Campaigns: 'Campaigns and direct placements (assignments) of approved creatives on screens.',
+  Creatives: 'Creative registration (URL or presigned upload) and its AI moderation.',
+  Deals: 'PMP, Preferred and Guaranteed deals: proposals, offers and lookups.',
+  Discovery: 'This document, sellers.json, app-ads.txt and ads.txt: public, no key.',
+  Exchange: 'The bidder endpoint exchanges post OpenRTB 2.6 bid requests to, and their notices.',
+  Inventory: 'Screens with live FEIN audience signals, as lists, OpenRTB bid requests, profiles, availability, search and forecasts.',
+  Operations: 'Health, readiness and Prometheus metrics.',
+  Operator: 'The operator\'s administration API (operator token): seats, keys, deals, reviews, exchanges, audit.',
+  Partner: 'The device-operator API: registration, devices, heartbeats, audience, impressions, earnings.',
+  Player: 'The screen player: its page, spot feed, events and VAST.',
+  'Proof of play': 'Ed25519-signed proofs of play and their verification.',
+  Reporting: 'Funnel, delivery reports, market figures and proof-of-play counts, from ClickHouse.',
+  Reservations: 'Holds on screen capacity for 15 minutes, confirmed into placements.',
+  Webhooks: 'Webhook subscriptions, their delivery log, and (x-webhooks) every event sent.'
+}
+
 /** Assembles the OpenAPI 3.0 document from the route table and schemas/. */
 export function buildOpenApi (routes: RouteDef[], baseUrl: string): Json {
   const paths: Record<string, Json> = {}
   for (const route of routes) {
+    if (route.documented === false) continue
     const path = route.path.replace(/:(\w+)/g, '{$1}')
     paths[path] ??= {}
     paths[path]![route.method] = operation(route)
@@ -218,9 +250,9 @@ export function buildOpenApi (routes: RouteDef[], baseUrl: string): Json {
   const componentSchemas = Object.fromEntries(Object.values(schemas).map((s) => [s.title, toOpenApiSchema(s)]))
   return {
     openapi: '3.0.3',
-    info: { title: 'oohbid', version: '1.0.0', description: DESCRIPTION, license: { name: 'Apache-2.0' } },
+    info: { title: 'oohbid', version: '1.0.0', description: DESCRIPTION, license: { name: 'Apache-2.0', url: 'https://www.apache.org/licenses/LICENSE-2.0' } },
     servers: [{ url: baseUrl }],
-    tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name })),
+    tags: [...new Set(routes.filter((r) => r.documented !== false).map((r) => r.tag))].map((name) => ({ name, description: TAG_DESCRIPTIONS[name] ?? name })),
     paths,
     components: {
       schemas: componentSchemas,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Deps } from '../../deps.js'
 import type { AdslotsQuery } from '../../generated/types.js'
 import { qualityOf, SOURCES, vasOf, type IndexKey, type IndexTuple, type Source } from '../../inventory/adslot-index.js'
-import { impressionMultiplier, present } from '../../inventory/fein.js'
+import { impressionMultiplier, liveSignals, present } from '../../inventory/fein.js'
 import { ok, RawJson, route, type RouteDef } from '../../http/route.js'
 import { activeDealsFor } from '../../campaigns/deals.js'
 import { matchesEntry } from '../../campaigns/targeting.js'
@@ -22,9 +22,12 @@ export function adslotsRoute ({ store, inventory, impIds, config, funnel }: Deps
     return unfiltered ? plan.sources.reduce((n, s) => n + inventory.counts(s).total, 0) : counts.count(store, plan, now)
   }
 
-  const summaryRow = (key: IndexKey): string => {
+  const summaryRow = (key: IndexKey, now: number): string => {
     const rows = store.rows.get(key[3])!
-    return `${rows[0]},"data_quality":"${qualityOf(key[1])}","vas_7d":${JSON.stringify(vasOf(key[2]))}}`
+    const quality = qualityOf(key[1])
+    // A live row shows the signals it was ordered and filtered by (min_attention, emotion), as they are now.
+    const live = quality === 'live' ? `,"live":${JSON.stringify(liveSignals(store.fein.get(key[3]), now))}` : ''
+    return `${rows[0]},"data_quality":"${quality}","vas_7d":${JSON.stringify(vasOf(key[2]))}${live}}`
   }
 
   /** The seat's active deals that match a screen, as OpenRTB 2.6 imp.pmp. */
@@ -86,7 +89,7 @@ export function adslotsRoute ({ store, inventory, impIds, config, funnel }: Deps
       }
       const coverage = plan.sources.reduce((a, s) => { const c = inventory.counts(s); return { screens_with_fein: a.screens_with_fein + c.sensors, screens_without_fein: a.screens_without_fein + c.total - c.sensors } }, { screens_with_fein: 0, screens_without_fein: 0 })
       const count = plan.refined ? '' : `"total_count":${wantCount ? totalCount(plan, ctx.now) : null},`
-      return ok(new RawJson(`{"total":${entries.length},${count}"screens":[${entries.map((e) => summaryRow(e.key)).join(',')}],"sources_enabled":${JSON.stringify(sources)},"cursor":${JSON.stringify({ next, has_more: hasMore })},"fein_coverage":${JSON.stringify(coverage)}}`))
+      return ok(new RawJson(`{"total":${entries.length},${count}"screens":[${entries.map((e) => summaryRow(e.key, ctx.now)).join(',')}],"sources_enabled":${JSON.stringify(sources)},"cursor":${JSON.stringify({ next, has_more: hasMore })},"fein_coverage":${JSON.stringify(coverage)}}`))
     }
   })
 }

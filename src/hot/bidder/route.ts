@@ -8,7 +8,7 @@ import { playCostMicros } from '../auction/money.js'
 import { AliasGuard } from './aliases.js'
 import { charge, headroom, hold, ledgerOf, release } from './budget.js'
 import { fit, liveCampaigns, placementOf, targets } from './match.js'
-import { markup } from './markup.js'
+import { displayOf, markup } from './markup.js'
 
 type Imp = ExchangeBidRequest['imp'][number]
 
@@ -118,7 +118,7 @@ export function bidderRoutes (deps: Deps): RouteDef[] {
           id: bidId,
           impid: imp.id,
           price: best.price,
-          adm: markup(best.creative, best.mtype, `${config.baseUrl}/assets/${best.creative.creative_id}`, bidId, noticeUrl(alias.alias, 'bill', bidId, '')),
+          adm: markup(best.creative, best.mtype, `${config.baseUrl}/assets/${best.creative.creative_id}`, bidId, noticeUrl(alias.alias, 'bill', bidId, ''), displayOf(imp)),
           adomain: best.creative.advertiser_domain !== undefined ? [best.creative.advertiser_domain] : [],
           crid: best.creative.creative_id,
           cid: best.c.campaign_id,

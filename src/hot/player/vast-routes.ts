@@ -38,6 +38,7 @@ export function vastRoutes (deps: Deps): RouteDef[] {
             assetUrl: `${base(token)}/assets/${taken.creative.creative_id}`,
             impressionUrl: `${spot}/impression`,
             durationSeconds: taken.record.duration_seconds,
+            display: screen.display,
             errorUrl: `${spot}/error?code=[ERRORCODE]`,
             tracking: { start: `${spot}/start`, firstQuartile: `${spot}/firstQuartile`, midpoint: `${spot}/midpoint`, thirdQuartile: `${spot}/thirdQuartile`, complete: `${spot}/complete` }
           })
