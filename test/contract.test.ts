@@ -21,7 +21,9 @@ t.test('the OpenAPI document lints clean with @redocly/cli, and a client generat
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const file = join(dir, 'openapi.json')
   writeFileSync(file, doc)
-  const lint = await run(process.execPath, [bin('@redocly/cli', 'bin/cli.js'), 'lint', file, '--format', 'json'], { cwd: dir, maxBuffer: 64 * 1024 * 1024 }).catch((err: { stdout: string, stderr: string }) => err)
+  // Tests reach nothing beyond loopback: no telemetry, no update check.
+  const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' }
+  const lint = await run(process.execPath, [bin('@redocly/cli', 'bin/cli.js'), 'lint', file, '--format', 'json'], { cwd: dir, env, maxBuffer: 64 * 1024 * 1024 }).catch((err: { stdout: string, stderr: string }) => err)
   const report = JSON.parse(lint.stdout) as { totals: { errors: number, warnings: number }, problems: Array<{ ruleId: string, severity: string, message: string, location: Array<{ pointer: string }> }> }
   const errors = report.problems.filter((p) => p.severity === 'error').map((p) => `${p.ruleId} at ${p.location[0]?.pointer}: ${p.message}`)
   t.same(errors, [], `redocly lint: no errors (${report.totals.warnings} warnings)`)
