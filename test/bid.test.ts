@@ -108,7 +108,9 @@ t.test('sandbox seats are scored only; a deal prices the bid', async (t) => {
   t.match(r.body.data, { sandbox: true, accepted: 1, results: [{ status: 'accepted', stored: false }] })
   t.equal(svc.service.store.bids.getCount(), 0, 'nothing enters the waterfall')
   const today = new Date(svc.clock.now()).toISOString().slice(0, 10)
-  await svc.request('POST', '/openrtb/v2/deals/propose', { key: s.key, body: { deal_id: 'pref-1', type: 'Preferred', floor_cpm: 6, fixed_cpm: 7, start_date: today, end_date: today } })
+  // Deals run by the screen's own calendar: from yesterday covers an Austin screen at any hour.
+  const yesterday = new Date(svc.clock.now() - 86_400_000).toISOString().slice(0, 10)
+  await svc.request('POST', '/openrtb/v2/deals/propose', { key: s.key, body: { deal_id: 'pref-1', type: 'Preferred', floor_cpm: 6, fixed_cpm: 7, start_date: yesterday, end_date: today } })
   await svc.admin('POST', '/admin/v1/deals/pref-1/approve')
   const withDeal = await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body: response([{ ...bid, dealid: 'pref-1' }, { ...bid, id: 'c', price: 7, dealid: 'pref-1' }]) })
   t.match(withDeal.body.data.results, [{ reason: 'below_floor', floor: 7 }, { status: 'accepted', dealid: 'pref-1', floor: 7 }], 'the deal\'s fixed price is the floor')

@@ -193,9 +193,9 @@ t.test('deals: proposal, operator approval, offered to invited seats, carried in
   const invitee = await svc.onboard('deal_guest')
   const stranger = await svc.onboard('deal_stranger')
   await svc.admin('PUT', '/admin/v1/seats/deal_guest/rate-limits', { limits: { inventory: 10000 } })
-  const today = date(svc.clock.now())
   const end = date(svc.clock.now() + 3 * DAY)
-  const base = { type: 'PMP', floor_cpm: 9, start_date: today, end_date: end, invited_seats: ['deal_guest'], targeting: { venue_type: 'gym', country: 'US' } }
+  // From yesterday: deals run by each screen's own calendar, and the Austin screens may still be on yesterday's date.
+  const base = { type: 'PMP', floor_cpm: 9, start_date: date(svc.clock.now() - DAY), end_date: end, invited_seats: ['deal_guest'], targeting: { venue_type: 'gym', country: 'US' } }
   const bad: Array<[Record<string, unknown>, number, string, string]> = [
     [{ ...base, floor_cpm: undefined }, 400, 'missing_floor_cpm', 'floor_cpm'],
     [{ ...base, type: 'Preferred' }, 400, 'missing_required_field', 'fixed_cpm'],
@@ -227,7 +227,9 @@ t.test('deals: proposal, operator approval, offered to invited seats, carried in
   await svc.admin('POST', '/admin/v1/deals/gym-pmp-1/pause')
   t.equal((await bidRequests(invitee.key)).filter((b) => b.imp[0].pmp !== undefined).length, 0, 'a paused deal leaves the bid requests')
   await svc.admin('POST', '/admin/v1/deals/gym-pmp-1/resume')
-  svc.clock.advance(4 * DAY)
+  svc.clock.advance(3 * DAY)
+  t.match(svc.service.runJobs(), { expiredDeals: 0 }, 'its last day is not over on every screen\'s calendar yet')
+  svc.clock.advance(DAY + 12 * 3_600_000)
   t.match(svc.service.runJobs(), { expiredDeals: 1 })
   t.equal((await svc.request('GET', '/openrtb/v2/deals/gym-pmp-1', { key: invitee.key })).body.data.status, 'expired')
   const tomorrow = date(svc.clock.now() + DAY)

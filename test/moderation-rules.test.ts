@@ -1,7 +1,5 @@
 import t from 'tap'
 import { ageRating, classifyText, decide, RULES, type ImageClasses } from '../src/moderation/classify.js'
-import { blockReason } from '../src/moderation/eligibility.js'
-import type { CreativeRecord, ScreenRecord } from '../src/store/records.js'
 
 const SAFE: ImageClasses = { Neutral: 0.9, Drawing: 0.08, Sexy: 0.01, Porn: 0.005, Hentai: 0.005 }
 
@@ -35,21 +33,4 @@ t.test('decision rules', async (t) => {
   t.equal(ageRating(new Set(['tobacco']), SAFE), 'R')
   t.equal(ageRating(new Set(['adult_content']), SAFE), 'NC-17')
   t.equal(ageRating(new Set(['political']), SAFE), 'PG')
-})
-
-t.test('eligibility on a screen: approval, blocked categories and advertisers, age rating', async (t) => {
-  const creative = {
-    creative_id: 'cr_1', seat_id: 's', name: 'Beer', content_type: 'image/png', mode: 'url', status: 'approved', created_at: '', updated_at: '', moderated_at: '',
-    advertiser_domain: 'ads.heineken.com',
-    moderation: { age_rating: 'PG-13', iab_categories: [{ id: 'IAB8-5', name: 'Cocktails/Beer', confidence: 0.9 }] }
-  } as unknown as CreativeRecord
-  const screen = { blocked_categories: [], blocked_advertisers: [], max_age_rating: 'PG-13' } as unknown as ScreenRecord
-  t.equal(blockReason(creative, screen), undefined)
-  t.match(blockReason({ ...creative, status: 'needs_review' }, screen), /needs_review/)
-  t.match(blockReason(creative, { ...screen, blocked_categories: ['IAB8-5'] }), /IAB8-5 is blocked/)
-  t.match(blockReason(creative, { ...screen, blocked_categories: ['IAB8'] }), /IAB8-5 is blocked/, 'a tier-1 block covers its subcategories')
-  t.equal(blockReason(creative, { ...screen, blocked_categories: ['IAB8-1'] }), undefined)
-  t.match(blockReason(creative, { ...screen, blocked_advertisers: ['heineken.com'] }), /advertiser ads\.heineken\.com/, 'parent domains block subdomains')
-  t.match(blockReason(creative, { ...screen, max_age_rating: 'PG' }), /age rating PG-13 is above the screen's PG/)
-  t.match(blockReason({ ...creative, declared_categories: ['IAB9-7'] }, { ...screen, blocked_categories: ['IAB9-7'] }), /IAB9-7/, 'declared categories count too')
 })

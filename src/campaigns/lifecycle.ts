@@ -2,6 +2,7 @@ import { iso } from '../clock.js'
 import type { Outbox } from '../store/outbox.js'
 import type { CampaignRecord, DealRecord } from '../store/records.js'
 import type { Store } from '../store/store.js'
+import { dealOverEverywhere } from '../bidding/rules.js'
 import { give } from './ledger.js'
 import { dealEvent } from './deals.js'
 
@@ -20,14 +21,14 @@ export function datedStatus (c: Pick<CampaignRecord, 'status' | 'start_date' | '
 
 /**
  * Time-driven moves, on the injected clock: reservation holds expire (their spots return), campaigns start and end
- * with their flight dates (campaign.completed), deals expire after end_date. Runs every second and on demand.
+ * with their flight dates (campaign.completed), deals expire once end_date is over on every screen's calendar. Runs
+ * every second and on demand.
  */
 export function runCampaignJobs (store: Store, outbox: Outbox, now: number): { expiredHolds: number, campaignMoves: number, expiredDeals: number } {
   const result = { expiredHolds: 0, campaignMoves: 0, expiredDeals: 0 }
   const due = [...store.holds.getRange({ end: [now, '\uffff'] } as never)].map(({ key, value }) => ({ key: key as unknown as [number, string], id: value }))
-  const d = today(now)
   const campaigns = [...store.campaigns.getRange()].filter(({ value }) => datedStatus(value, now) !== value.status)
-  const deals = [...store.deals.getRange()].filter(({ value }) => ['active', 'paused', 'pending'].includes(value.status) && d > value.end_date)
+  const deals = [...store.deals.getRange()].filter(({ value }) => ['active', 'paused', 'pending'].includes(value.status) && dealOverEverywhere(value, now))
   if (due.length === 0 && campaigns.length === 0 && deals.length === 0) return result
   store.write(() => {
     for (const { key, id } of due) {

@@ -5,7 +5,7 @@ import { qualityOf, SOURCES, vasOf, type IndexKey, type IndexTuple, type Source 
 import { impressionMultiplier, liveSignals, present } from '../../inventory/fein.js'
 import { ok, RawJson, route, type RouteDef } from '../../http/route.js'
 import { activeDealsFor } from '../../campaigns/deals.js'
-import { matchesEntry } from '../../campaigns/targeting.js'
+import { dealPrice, dealRuns } from '../../bidding/rules.js'
 import type { DealRecord } from '../../store/records.js'
 import { CountCache, decodeCursor, encodeCursor, hasFeinFilter, page, planFrom, type Plan } from './query.js'
 
@@ -30,13 +30,14 @@ export function adslotsRoute ({ store, inventory, impIds, config, funnel }: Deps
     return `${rows[0]},"data_quality":"${quality}","vas_7d":${JSON.stringify(vasOf(key[2]))}${live}}`
   }
 
-  /** The seat's active deals that match a screen, as OpenRTB 2.6 imp.pmp. */
+  /** The seat's deals that run on a screen now (src/bidding/rules.ts), as OpenRTB 2.6 imp.pmp. */
   const pmp = (deals: DealRecord[], key: IndexKey, tuple: IndexTuple, now: number): string => {
-    const today = new Date(now).toISOString().slice(0, 10)
-    const matching = deals.filter((d) => d.start_date <= today && today <= d.end_date && matchesEntry(d.targeting, key, tuple))
+    if (deals.length === 0) return ''
+    const screen = store.screens.get(key[3])
+    const matching = screen !== undefined ? deals.filter((d) => dealRuns(d, screen, { key, tuple }, now)) : []
     if (matching.length === 0) return ''
     // at: 1 first price (PMP), 3 fixed price (Preferred, Guaranteed); private_auction 0 keeps the open auction.
-    return `,"pmp":${JSON.stringify({ private_auction: 0, deals: matching.map((d) => ({ id: d.deal_id, bidfloor: d.fixed_cpm ?? d.floor_cpm, bidfloorcur: 'USD', at: d.type === 'PMP' ? 1 : 3, wseat: d.invited_seats, ext: { trb: { type: d.type } } })) })}`
+    return `,"pmp":${JSON.stringify({ private_auction: 0, deals: matching.map((d) => ({ id: d.deal_id, bidfloor: dealPrice(d), bidfloorcur: 'USD', at: d.type === 'PMP' ? 1 : 3, wseat: d.invited_seats, ext: { trb: { type: d.type } } })) })}`
   }
 
   const bidRequest = (key: IndexKey, tuple: IndexTuple, seatId: string, now: number, deals: DealRecord[]): string => {

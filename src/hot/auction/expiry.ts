@@ -1,6 +1,6 @@
 import type { Store } from '../../store/store.js'
 import { settleLoss, type SettleDeps } from './settle.js'
-import { LOSS } from './loss-codes.js'
+import { LOSS } from '../../bidding/loss-codes.js'
 
 /**
  * Settles stored bids whose imp expired before any auction on their screen took them: each gets its lurl with

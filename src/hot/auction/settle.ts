@@ -5,7 +5,7 @@ import type { ScreenRecord, SeatRecord, StoredBid, Tier } from '../../store/reco
 import type { Store } from '../../store/store.js'
 import { addToHour } from '../bid/stats.js'
 import { substitute, type MacroValues } from './macros.js'
-import { LOSS_TEXT } from './loss-codes.js'
+import { LOSS_TEXT } from '../../bidding/loss-codes.js'
 import type { Candidate, Loss } from './waterfall.js'
 
 /** What settling needs: the store and the notice queue, inside the caller's write transaction. */

@@ -1,8 +1,8 @@
-import { blockReason } from '../../moderation/eligibility.js'
+import { LOSS } from '../../bidding/loss-codes.js'
+import { creativeRefusal, dealRuns, declaredRefusals, floorFor, floorRefusal, indexEntryOf } from '../../bidding/rules.js'
 import { isOpen, localTime, openProgress, type LocalTime } from '../../inventory/local-time.js'
 import type { AssignmentRecord, CreativeRecord, DealRecord, ScreenRecord, StoredBid, Tier } from '../../store/records.js'
 import type { Store } from '../../store/store.js'
-import { LOSS, lossOfBlock } from './loss-codes.js'
 
 /** The bid increment of the second-price open auction, USD CPM. */
 export const INCREMENT = 0.01
@@ -37,27 +37,19 @@ export interface Decision {
 const round6 = (n: number) => Math.round(n * 1e6) / 1e6
 
 /** The loss code that keeps a stored bid out of the auction now, or undefined when it may compete. */
-function filter (c: Candidate, screen: ScreenRecord, store: Store, now: number, local: LocalTime): number | undefined {
+function filter (c: Candidate, screen: ScreenRecord, store: Store, now: number): number | undefined {
   const { bid } = c
   if (bid.expires_at <= now || !screen.auction_enabled) return LOSS.expired
   const seat = store.seats.get(bid.seat_id.toLowerCase())
   if (seat === undefined || seat.status !== 'approved') return LOSS.seatBlocked
   const creative = c.creative
-  if (creative === undefined || creative.status === 'rejected') return LOSS.creativeDisapproved
-  if (creative.status !== 'approved') return LOSS.creativePending
-  const blocked = blockReason(creative, screen)
-  if (blocked !== undefined) return lossOfBlock(blocked)
-  if (bid.adomain.some((d) => screen.blocked_advertisers.some((b) => d === b || d.endsWith(`.${b}`)))) return LOSS.advertiserExcluded
-  if (bid.dealid !== undefined) {
-    const deal = c.deal
-    if (deal === undefined || deal.status !== 'active' || deal.start_date > local.date || deal.end_date < local.date) return LOSS.invalidDeal
-    if (bid.price < (deal.fixed_cpm ?? deal.floor_cpm)) return LOSS.belowDealFloor
-    return undefined
-  }
+  if (creative === undefined) return LOSS.creativeDisapproved
+  const refused = creativeRefusal(creative, screen) ?? declaredRefusals(bid, screen)[0]
+  if (refused !== undefined) return refused.loss
+  if (bid.dealid !== undefined && (c.deal === undefined || !dealRuns(c.deal, screen, indexEntryOf(store, screen.screen_id), now))) return LOSS.invalidDeal
   // Floors are checked again at auction time: a screen whose floor was raised since the imp was issued is sold at
   // the floor now in force.
-  if (bid.price < Math.max(bid.floor, screen.floor_price_cpm)) return LOSS.belowAuctionFloor
-  return undefined
+  return floorRefusal(bid.price, floorFor(c.deal, bid.floor, screen), bid.dealid !== undefined)?.loss
 }
 
 function tierOf (c: Candidate): Tier {
@@ -100,7 +92,7 @@ export function decide (store: Store, screen: ScreenRecord, now: number, houseCr
       const deal = store.deals.get(value.dealid)
       if (deal !== undefined) c.deal = deal
     }
-    const code = filter(c, screen, store, now, local)
+    const code = filter(c, screen, store, now)
     if (code !== undefined) losses.push({ candidate: c, code })
     else buckets[tierOf(c) as keyof typeof buckets].push(c)
   }
@@ -112,7 +104,7 @@ export function decide (store: Store, screen: ScreenRecord, now: number, houseCr
     const a = store.assignments.get(id)
     if (a === undefined || a.status !== 'active' || a.end_date < local.date || Date.parse(a.effective_at) > now) continue
     const creative = store.creatives.get(a.creative_id)
-    if (creative === undefined || blockReason(creative, screen) !== undefined) continue
+    if (creative === undefined || creativeRefusal(creative, screen) !== undefined) continue
     const line = `asg:${id}`
     const played = store.plays.get([screen.screen_id, local.date, line]) ?? 0
     if (played >= a.spots_per_day) continue
@@ -178,6 +170,6 @@ export function decide (store: Store, screen: ScreenRecord, now: number, houseCr
   if (lines.length > 0) return fromLine(lines[0]!)
   const house = houseCreativeId !== undefined ? store.creatives.get(houseCreativeId) : undefined
   const decision: Decision = { tier: 'house', local, losses }
-  if (house !== undefined && blockReason(house, screen) === undefined) decision.creative = house
+  if (house !== undefined && creativeRefusal(house, screen) === undefined) decision.creative = house
   return decision
 }

@@ -1,8 +1,6 @@
 import type { BidResult, OrtbBid } from '../../generated/types.js'
-import { matchesEntry } from '../../campaigns/targeting.js'
-import type { IndexKey } from '../../inventory/adslot-index.js'
-import { blockReason } from '../../moderation/eligibility.js'
-import { LOSS, lossOfBlock } from '../auction/loss-codes.js'
+import { LOSS } from '../../bidding/loss-codes.js'
+import { creativeRefusal, dealRuns, declaredRefusals, floorFor, floorRefusal, indexEntryOf } from '../../bidding/rules.js'
 import type { DealRecord, ScreenRecord } from '../../store/records.js'
 import { assetInMarkup } from '../../creatives/from-markup.js'
 import { assetUrlProblem, creativeIdOfCrid, seatCreativeByCrid, type NewCreative } from '../../creatives/register.js'
@@ -87,23 +85,17 @@ function creativeProblems (bid: OrtbBid, screen: ScreenRecord, c: ScoreContext):
       problems: [{ reason: 'creative_blocked', detail: `crid ${crid} is new: its ${asset.content_type} from the markup is registered as creative ${id} and sent to moderation (creative.moderation.completed tells the outcome); bids with this crid play once it is approved.`, loss: LOSS.creativePending }]
     }
   }
-  const problems: Problem[] = []
-  const blocked = blockReason(creative, screen)
-  if (blocked !== undefined) problems.push({ reason: 'creative_blocked', detail: blocked, loss: lossOfBlock(blocked) })
-  const adomain = (bid.adomain ?? []).map((d) => d.toLowerCase())
-  const badDomain = adomain.find((d) => screen.blocked_advertisers.some((b) => d === b || d.endsWith(`.${b}`)))
-  if (badDomain !== undefined) problems.push({ reason: 'creative_blocked', detail: `advertiser ${badDomain} is blocked on this screen`, loss: LOSS.advertiserExcluded })
-  const badCat = (bid.cat ?? []).find((cat) => screen.blocked_categories.some((b) => cat === b || cat.startsWith(`${b}-`)))
-  if (badCat !== undefined) problems.push({ reason: 'creative_blocked', detail: `category ${badCat} is blocked on this screen`, loss: LOSS.categoryExcluded })
+  const refused = creativeRefusal(creative, screen)
+  const problems = [...(refused !== undefined ? [refused] : []), ...declaredRefusals(bid, screen)].map((r): Problem => ({ reason: 'creative_blocked', ...r }))
   return { problems, creativeId: creative.creative_id }
 }
 
 /**
  * Scores one bid, in the order a buyer would want to be told. What makes the bid unreadable stops scoring at once:
  * currency, the imp (issued to this seat, not expired), adm or nurl, notice URLs that can be called, the deal. Then
- * every reason it cannot play is reported, the floor first (the deal's price when a deal is named, else the screen's
- * at issue time), then the creative (registered, approved, allowed on the screen; adomain and cat against the
- * screen's blocks); reason, detail and the loss code are the first one's.
+ * every reason it cannot play is reported by the bidding rules (src/bidding/rules.ts), the floor first (the deal's
+ * price when a deal is named, else the screen's in force), then the creative (registered, approved, allowed on the
+ * screen; adomain and cat against the screen's blocks); reason, detail and the loss code are the first one's.
  */
 export function scoreBid (bid: OrtbBid, c: ScoreContext): Scored {
   if (c.cur !== 'USD') return { outcome: reject(bid, 'currency_not_supported', `Prices are USD; cur was ${c.cur}.`), loss: LOSS.invalidResponse }
@@ -116,19 +108,14 @@ export function scoreBid (bid: OrtbBid, c: ScoreContext): Scored {
   if (badUrl !== undefined) return { outcome: reject(bid, 'invalid_notice_url', badUrl, at), imp, loss: LOSS.invalidResponse }
   const screen = c.store.screens.get(imp.screenId)
   if (screen === undefined) return { outcome: reject(bid, 'unknown_imp', 'The screen of this imp is no longer listed.', at), imp, loss: LOSS.expired }
-  let floor = imp.floor
-  if (bid.dealid !== undefined) {
-    const deal = c.deals.find((d) => d.deal_id === bid.dealid)
-    const key = c.store.adslotPos.get(imp.screenId)
-    const tuple = key !== undefined ? c.store.adslotIndex.get(key as IndexKey) : undefined
-    const today = new Date(c.now).toISOString().slice(0, 10)
-    if (deal === undefined || key === undefined || tuple === undefined || deal.start_date > today || deal.end_date < today || !matchesEntry(deal.targeting, key as IndexKey, tuple)) {
-      return { outcome: reject(bid, 'invalid_deal', `dealid ${bid.dealid} is not an active deal for this seat on this screen.`, at), imp, loss: LOSS.invalidDeal }
-    }
-    floor = deal.fixed_cpm ?? deal.floor_cpm
+  const deal = bid.dealid !== undefined ? c.deals.find((d) => d.deal_id === bid.dealid) : undefined
+  if (bid.dealid !== undefined && (deal === undefined || !dealRuns(deal, screen, indexEntryOf(c.store, imp.screenId), c.now))) {
+    return { outcome: reject(bid, 'invalid_deal', `dealid ${bid.dealid} is not an active deal for this seat on this screen.`, at), imp, loss: LOSS.invalidDeal }
   }
+  const floor = floorFor(deal, imp.floor, screen)
   const problems: Problem[] = []
-  if (bid.price < floor) problems.push({ reason: 'below_floor', detail: `price ${bid.price} is below the floor ${floor} USD CPM.`, loss: bid.dealid !== undefined ? LOSS.belowDealFloor : LOSS.belowAuctionFloor })
+  const belowFloor = floorRefusal(bid.price, floor, deal !== undefined)
+  if (belowFloor !== undefined) problems.push({ reason: 'below_floor', ...belowFloor })
   const { problems: creative, creativeId, register } = creativeProblems(bid, screen, c)
   problems.push(...creative)
   const priced = { ...at, price: bid.price, floor }

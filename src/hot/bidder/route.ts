@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { blockedCategory, blockedDomain, creativeCategories } from '../../bidding/rules.js'
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import type { BidResponse, ExchangeBidRequest, OrtbBid, SeatBid } from '../../generated/types.js'
@@ -24,10 +25,6 @@ function bidIdAt (now: number): string {
 
 const NO_BID = 'No bid: no campaign matches within budget, or tmax ran out.'
 
-function categoriesOf (c: CreativeRecord): string[] {
-  return [...(c.moderation?.iab_categories.map((x) => x.id) ?? []), ...(c.declared_categories ?? [])]
-}
-
 /** Whether a request's blocks (bcat, badv, bseat/wseat) and the alias's seat list let this campaign's seat bid. */
 function allowed (req: ExchangeBidRequest, seat: SeatRecord | undefined, creative: CreativeRecord, aliasSeats: string[] | undefined): boolean {
   if (seat === undefined || seat.status !== 'approved') return false
@@ -35,11 +32,8 @@ function allowed (req: ExchangeBidRequest, seat: SeatRecord | undefined, creativ
   if (aliasSeats !== undefined && !aliasSeats.some((s) => s.toLowerCase() === id)) return false
   if (req.wseat !== undefined && req.wseat.length > 0 && !req.wseat.some((s) => s.toLowerCase() === id)) return false
   if (req.bseat?.some((s) => s.toLowerCase() === id) === true) return false
-  const cats = categoriesOf(creative)
-  if (req.bcat?.some((b) => cats.some((c) => c === b || c.startsWith(`${b}-`))) === true) return false
-  const domain = creative.advertiser_domain
-  if (domain !== undefined && req.badv?.some((b) => domain === b || domain.endsWith(`.${b}`)) === true) return false
-  return true
+  if (blockedCategory(creativeCategories(creative), req.bcat ?? []) !== undefined) return false
+  return creative.advertiser_domain === undefined || blockedDomain([creative.advertiser_domain], (req.badv ?? []).map((d) => d.toLowerCase())) === undefined
 }
 
 /** The price a campaign bids over a floor: its bid_cpm (no bid below the floor), else the floor plus a cent. */
@@ -124,7 +118,7 @@ export function bidderRoutes (deps: Deps): RouteDef[] {
           cid: best.c.campaign_id,
           mtype: best.mtype
         }
-        const cats = categoriesOf(best.creative)
+        const cats = creativeCategories(best.creative)
         if (cats.length > 0) o.cat = cats
         if (best.w !== undefined) o.w = best.w
         if (best.h !== undefined) o.h = best.h

@@ -33,12 +33,3 @@ export const LOSS_TEXT: Record<number, string> = {
   205: 'creative filtered: advertiser exclusions',
   209: 'creative filtered: category exclusions'
 }
-
-/** The loss code of a creative that may not play on a screen (blockReason's words). */
-export function lossOfBlock (reason: string): number {
-  if (/ is (pending_moderation|awaiting_upload|needs_review)$/.test(reason)) return LOSS.creativePending
-  if (/ is rejected$/.test(reason)) return LOSS.creativeDisapproved
-  if (reason.startsWith('advertiser')) return LOSS.advertiserExcluded
-  if (reason.startsWith('category')) return LOSS.categoryExcluded
-  return LOSS.creativeFiltered
-}

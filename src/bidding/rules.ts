@@ -1,0 +1,110 @@
+import { matchesEntry } from '../campaigns/targeting.js'
+import { AGE_RANK, type IndexKey, type IndexTuple } from '../inventory/adslot-index.js'
+import { localTime } from '../inventory/local-time.js'
+import type { CreativeRecord, DealRecord, ScreenRecord } from '../store/records.js'
+import type { Store } from '../store/store.js'
+import { LOSS } from './loss-codes.js'
+
+/**
+ * The bidding rules, in one place for the three paths that decide what may play: bid intake (src/hot/bid), the
+ * waterfall (src/hot/auction) and the exchange bidder (src/hot/bidder). Each rule answers with the OpenRTB 2.6 loss
+ * code a buyer is told and the words that explain it.
+ */
+
+/** Why something may not play: its OpenRTB loss code (list 5.25) and the words for the buyer. */
+export interface Refusal {
+  loss: number
+  detail: string
+}
+
+/** The first category a block list blocks: the same category, or a subcategory of a blocked one (IAB8 blocks IAB8-5). */
+export function blockedCategory (categories: Iterable<string>, blocked: readonly string[]): string | undefined {
+  if (blocked.length === 0) return undefined
+  for (const c of categories) if (blocked.some((b) => c === b || c.startsWith(`${b}-`))) return c
+  return undefined
+}
+
+/** The first domain a block list blocks: the same domain, or a subdomain of a blocked one (ads.brand.example by brand.example). */
+export function blockedDomain (domains: Iterable<string>, blocked: readonly string[]): string | undefined {
+  if (blocked.length === 0) return undefined
+  for (const raw of domains) {
+    const d = raw.toLowerCase()
+    if (blocked.some((b) => d === b || d.endsWith(`.${b}`))) return d
+  }
+  return undefined
+}
+
+/** A creative's categories: those moderation found and those its buyer declared. */
+export function creativeCategories (c: CreativeRecord): string[] {
+  return [...(c.moderation?.iab_categories.map((x) => x.id) ?? []), ...(c.declared_categories ?? [])]
+}
+
+/**
+ * Why a creative may not play on a screen, or undefined when it may: it is not approved (201 while moderation or an
+ * upload is pending, 202 when rejected); one of its categories is blocked by the screen (209); its advertiser's
+ * domain is (205); its age rating is above the screen's (200).
+ */
+export function creativeRefusal (creative: CreativeRecord, screen: ScreenRecord): Refusal | undefined {
+  if (creative.status !== 'approved') return { loss: creative.status === 'rejected' ? LOSS.creativeDisapproved : LOSS.creativePending, detail: `creative ${creative.creative_id} is ${creative.status}` }
+  const category = blockedCategory(creativeCategories(creative), screen.blocked_categories)
+  if (category !== undefined) return { loss: LOSS.categoryExcluded, detail: `category ${category} is blocked on this screen` }
+  const domain = creative.advertiser_domain !== undefined ? blockedDomain([creative.advertiser_domain], screen.blocked_advertisers) : undefined
+  if (domain !== undefined) return { loss: LOSS.advertiserExcluded, detail: `advertiser ${domain} is blocked on this screen` }
+  const rating = creative.moderation?.age_rating
+  if (rating !== undefined && AGE_RANK[rating] > AGE_RANK[screen.max_age_rating]) return { loss: LOSS.creativeFiltered, detail: `age rating ${rating} is above the screen's ${screen.max_age_rating}` }
+  return undefined
+}
+
+/** Why what a bid declares of itself (adomain, cat) may not play on a screen: each block that applies. */
+export function declaredRefusals (bid: { adomain?: readonly string[], cat?: readonly string[] }, screen: ScreenRecord): Refusal[] {
+  const out: Refusal[] = []
+  const domain = blockedDomain(bid.adomain ?? [], screen.blocked_advertisers)
+  if (domain !== undefined) out.push({ loss: LOSS.advertiserExcluded, detail: `advertiser ${domain} is blocked on this screen` })
+  const category = blockedCategory(bid.cat ?? [], screen.blocked_categories)
+  if (category !== undefined) out.push({ loss: LOSS.categoryExcluded, detail: `category ${category} is blocked on this screen` })
+  return out
+}
+
+/** A screen's entry in the adslots index: what deal and campaign targeting is matched against. */
+export function indexEntryOf (store: Store, screenId: string): { key: IndexKey, tuple: IndexTuple } | undefined {
+  const key = store.adslotPos.get(screenId) as IndexKey | undefined
+  const tuple = key !== undefined ? store.adslotIndex.get(key) as IndexTuple | undefined : undefined
+  return key !== undefined && tuple !== undefined ? { key, tuple } : undefined
+}
+
+/**
+ * Whether a deal runs on a screen now: active, its dates covering the screen's own calendar day (players go by
+ * local dates, as placements do), and the screen within its targeting.
+ */
+export function dealRuns (deal: DealRecord, screen: Pick<ScreenRecord, 'timezone'>, entry: { key: IndexKey, tuple: IndexTuple } | undefined, now: number): boolean {
+  if (deal.status !== 'active' || entry === undefined) return false
+  const date = localTime(screen.timezone, now).date
+  return deal.start_date <= date && date <= deal.end_date && matchesEntry(deal.targeting, entry.key, entry.tuple)
+}
+
+/** The westernmost local calendar (UTC-12): a date is over everywhere once it is over there. */
+const LAST_TIMEZONE_MS = 12 * 3_600_000
+
+/** Whether a deal's last day is over on every screen's calendar, so that it can expire (dealRuns goes by local days). */
+export function dealOverEverywhere (deal: Pick<DealRecord, 'end_date'>, now: number): boolean {
+  return new Date(now - LAST_TIMEZONE_MS).toISOString().slice(0, 10) > deal.end_date
+}
+
+/** The deal's price a bid on it must meet: its fixed price, else its floor. */
+export function dealPrice (deal: DealRecord): number {
+  return deal.fixed_cpm ?? deal.floor_cpm
+}
+
+/**
+ * The floor a bid must meet: the deal's price when it names one, else the higher of the floor its imp was issued at
+ * and the screen's floor now (a floor raised since the imp was issued is the floor in force).
+ */
+export function floorFor (deal: DealRecord | undefined, issuedFloor: number, screen: Pick<ScreenRecord, 'floor_price_cpm'>): number {
+  return deal !== undefined ? dealPrice(deal) : Math.max(issuedFloor, screen.floor_price_cpm)
+}
+
+/** Why a price does not meet a floor (101 on a deal, 100 in the open auction), or undefined when it does. */
+export function floorRefusal (price: number, floor: number, onDeal: boolean): Refusal | undefined {
+  if (price >= floor) return undefined
+  return { loss: onDeal ? LOSS.belowDealFloor : LOSS.belowAuctionFloor, detail: `price ${price} is below the floor ${floor} USD CPM.` }
+}
