@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks'
 import { summaryOf } from '../src/inventory/rows.js'
 import { openStore } from '../src/store/store.js'
 import { measure, type Measurement } from './lib/load.js'
-import { startBare, startOohbid } from './lib/processes.js'
+import { startBare, startDurable, startOohbid } from './lib/processes.js'
 import { printTable, save } from './lib/report.js'
 import { benchSeat } from './lib/seat.js'
 
@@ -61,9 +61,15 @@ for (const screens of sizes) {
     const sample = await fetch(oohbid.url + path, { headers: auth }).then((r) => r.text())
     const bare = await startBare(sample)
     const label = `${format} limit=${limit} @${screens >= 1e6 ? `${screens / 1e6}M` : `${screens / 1e3}k`}`
-    rows.push(await measure(`bare uWS (same ${Math.round(sample.length / 1024)} KB)`, { url: bare.url + path, connections, pipelining: 1, duration: seconds }))
-    rows.push(await measure(`oohbid ${label}`, { url: oohbid.url + path, headers: auth, connections, pipelining: 1, duration: seconds }))
+    rows.push(await measure(`bare uWS (same ${Math.round(sample.length / 1024)} KB)`, { url: bare.url + path, connections, pipelining: 1, duration: seconds }, bare.child.pid))
     await bare.stop()
+    rows.push(await measure(`oohbid ${label}`, { url: oohbid.url + path, headers: auth, connections, pipelining: 1, duration: seconds }, oohbid.child.pid))
+    // format=openrtb records each page (the request funnel event): the floor commits once and sends the same bytes.
+    if (format === 'openrtb') {
+      const floor = await startDurable(sample)
+      rows.push(await measure(`durable floor (same ${Math.round(sample.length / 1024)} KB)`, { url: floor.url + path, connections, pipelining: 1, duration: seconds }, floor.child.pid))
+      await floor.stop()
+    }
   }
   const metrics = await fetch(`${oohbid.url}/metrics`).then((r) => r.text())
   const heap = Number(/nodejs_heap_used_bytes (\d+)/.exec(metrics)?.[1] ?? 0)

@@ -17,8 +17,8 @@ const bare = await startBare(sample)
 console.log(`authenticated GET /openrtb/v2/seat, ${connections} connections, ${seconds} s per run (response ${sample.length} bytes)`)
 const rows: Measurement[] = []
 for (const pipelining of [1, 10]) {
-  rows.push(await measure('bare uWS (constant)', { url: `${bare.url}/openrtb/v2/seat`, connections, pipelining, duration: seconds }))
-  rows.push(await measure('oohbid GET /seat', { url: `${oohbid.url}/openrtb/v2/seat`, headers: { authorization: `Bearer ${key}` }, connections, pipelining, duration: seconds }))
+  rows.push(await measure('bare uWS (constant)', { url: `${bare.url}/openrtb/v2/seat`, connections, pipelining, duration: seconds }, bare.child.pid))
+  rows.push(await measure('oohbid GET /seat', { url: `${oohbid.url}/openrtb/v2/seat`, headers: { authorization: `Bearer ${key}` }, connections, pipelining, duration: seconds }, oohbid.child.pid))
 }
 await Promise.all([bare.stop(), oohbid.stop()])
 const table = printTable('Authenticated GET vs bare uWS (same run, loopback)', rows)

@@ -38,24 +38,24 @@ console.log(`POST /openrtb/v2/bid, body ${body.length} bytes, ${connections} con
 const post = (url: string, extraHeaders: Record<string, string> = {}) => ({ url: `${url}/openrtb/v2/bid`, method: 'POST' as const, body, headers: { 'content-type': 'application/json', ...extraHeaders } })
 const rows: Measurement[] = []
 const baselines: Array<[string, () => Promise<ServerProcess>]> = [
-  ['uWS + parse + Ajv + LMDB commit', () => startBaseline('uws-durable-bid')],
+  ['durable floor: uWS + parse + Ajv + LMDB commit', () => startBaseline('uws-durable-bid')],
   ['Fastify 5 (parse + Ajv + floor)', () => startBaseline('fastify-bid')],
   ['uWS + piscina per request', () => startBaseline('uws-piscina', { PISCINA_MODE: 'single' })],
   ['uWS + piscina micro-batched', () => startBaseline('uws-piscina', { PISCINA_MODE: 'batch' })]
 ]
 for (const pipelining of [1, 10]) {
   const bare = await startBare(sample)
-  rows.push(await measure('bare uWS (constant)', { ...post(bare.url), connections, pipelining, duration: seconds }))
+  rows.push(await measure('bare uWS (constant)', { ...post(bare.url), connections, pipelining, duration: seconds }, bare.child.pid))
   await bare.stop()
-  rows.push(await measure('oohbid POST /bid', { ...post(oohbid.url, { authorization: `Bearer ${key}` }), connections, pipelining, duration: seconds }))
+  rows.push(await measure('oohbid POST /bid', { ...post(oohbid.url, { authorization: `Bearer ${key}` }), connections, pipelining, duration: seconds }, oohbid.child.pid))
   for (const [name, startServer] of baselines) {
     const server = await startServer()
-    rows.push(await measure(name, { ...post(server.url), connections, pipelining, duration: seconds, timeout: 2 }))
+    rows.push(await measure(name, { ...post(server.url), connections, pipelining, duration: seconds, timeout: 2 }, server.child.pid))
     await server.stop()
   }
 }
 const peak = rows.find((r) => r.name === 'oohbid POST /bid' && r.pipelining === 1)!.rps
-const paced = await measure('oohbid POST /bid at 80% of peak', { ...post(oohbid.url, { authorization: `Bearer ${key}` }), connections, pipelining: 1, duration: seconds, overallRate: Math.round(peak * 0.8) })
+const paced = await measure('oohbid POST /bid at 80% of peak', { ...post(oohbid.url, { authorization: `Bearer ${key}` }), connections, pipelining: 1, duration: seconds, overallRate: Math.round(peak * 0.8) }, oohbid.child.pid)
 rows.push(paced)
 await oohbid.stop()
 const table = printTable('POST /openrtb/v2/bid vs baselines (same run, loopback)', rows)

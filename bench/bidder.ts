@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { signRequest } from '../src/auth/hmac.js'
 import { measure, type Measurement } from './lib/load.js'
-import { startBare, startBaseline, startOohbid } from './lib/processes.js'
+import { startBare, startBaseline, startDurable, startOohbid } from './lib/processes.js'
 import { printTable, save } from './lib/report.js'
 import { benchCreative, jsonClient } from './lib/fixtures.js'
 import { benchSeat } from './lib/seat.js'
@@ -51,15 +51,18 @@ const post = (url: string, headers: Record<string, string> = {}) => ({ url: `${u
 const rows: Measurement[] = []
 for (const pipelining of [1, 10]) {
   const bare = await startBare(sampleText)
-  rows.push(await measure('bare uWS (constant)', { ...post(bare.url), connections, pipelining, duration: seconds }))
+  rows.push(await measure('bare uWS (constant)', { ...post(bare.url), connections, pipelining, duration: seconds }, bare.child.pid))
   await bare.stop()
-  rows.push(await measure('oohbid bidder endpoint', { ...post(oohbid.url, { 'x-exchange-signature': signature }), connections, pipelining, duration: seconds }))
+  rows.push(await measure('oohbid bidder endpoint', { ...post(oohbid.url, { 'x-exchange-signature': signature }), connections, pipelining, duration: seconds }, oohbid.child.pid))
+  const floor = await startDurable(sampleText)
+  rows.push(await measure('durable floor: uWS + parse + LMDB commit', { ...post(floor.url), connections, pipelining, duration: seconds }, floor.child.pid))
+  await floor.stop()
   const fastify = await startBaseline('fastify-bidder')
-  rows.push(await measure('Fastify 5 (parse + Ajv + floor)', { ...post(fastify.url), connections, pipelining, duration: seconds, timeout: 2 }))
+  rows.push(await measure('Fastify 5 (parse + Ajv + floor)', { ...post(fastify.url), connections, pipelining, duration: seconds, timeout: 2 }, fastify.child.pid))
   await fastify.stop()
 }
 const peak = rows.find((r) => r.name === 'oohbid bidder endpoint' && r.pipelining === 1)!.rps
-const paced = await measure('oohbid bidder at 80% of peak', { ...post(oohbid.url, { 'x-exchange-signature': signature }), connections, pipelining: 1, duration: seconds, overallRate: Math.round(peak * 0.8) })
+const paced = await measure('oohbid bidder endpoint at 80% of peak', { ...post(oohbid.url, { 'x-exchange-signature': signature }), connections, pipelining: 1, duration: seconds, overallRate: Math.round(peak * 0.8) }, oohbid.child.pid)
 rows.push(paced)
 await oohbid.stop()
 const table = printTable('POST /openrtb/bidder/{alias}/bid vs baselines (same run, loopback)', rows)

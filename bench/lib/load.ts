@@ -1,4 +1,5 @@
 import autocannon from 'autocannon'
+import { cpuMicros } from './cpu.js'
 
 /** One measured run. */
 export interface Measurement {
@@ -10,14 +11,21 @@ export interface Measurement {
   p99: number
   non2xx: number
   errors: number
+  /** Server CPU per request served, microseconds: utime + stime of the server's processes over requests. */
+  cpuUs?: number
 }
 
-/** Runs autocannon against a URL and reports requests/s and latency percentiles (ms). */
-export async function measure (name: string, opts: autocannon.Options & { pipelining: number, connections: number }): Promise<Measurement> {
+/**
+ * Runs autocannon against a URL and reports requests/s, latency percentiles (ms) and, given the server's process id,
+ * the server's CPU per request served (all its processes, children included).
+ */
+export async function measure (name: string, opts: autocannon.Options & { pipelining: number, connections: number }, serverPid?: number): Promise<Measurement> {
   process.stdout.write(`  ${name.padEnd(28)} -p ${String(opts.pipelining).padEnd(3)} c=${opts.connections} ${opts.duration}s ... `)
+  const cpuBefore = serverPid !== undefined ? cpuMicros(serverPid) : undefined
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     autocannon(opts, (err, res) => err ? reject(err) : resolve(res))
   })
+  const cpuAfter = serverPid !== undefined ? cpuMicros(serverPid) : undefined
   const m: Measurement = {
     name,
     pipelining: opts.pipelining,
@@ -28,6 +36,9 @@ export async function measure (name: string, opts: autocannon.Options & { pipeli
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts
   }
-  process.stdout.write(`${m.rps} req/s, p99 ${m.p99} ms${m.non2xx || m.errors ? `, ${m.non2xx} non-2xx, ${m.errors} errors` : ''}\n`)
+  const served = result.requests.total
+  // A run that served almost nothing (a stalled baseline) has no meaningful CPU per request.
+  if (cpuBefore !== undefined && cpuAfter !== undefined && served >= 100) m.cpuUs = Math.round((cpuAfter - cpuBefore) / served)
+  process.stdout.write(`${m.rps} req/s, p99 ${m.p99} ms${m.cpuUs !== undefined ? `, CPU ${m.cpuUs} us/req` : ''}${m.non2xx || m.errors ? `, ${m.non2xx} non-2xx, ${m.errors} errors` : ''}\n`)
   return m
 }

@@ -40,12 +40,22 @@ async function start (script: string, env: Record<string, string>, cleanup?: () 
   }
 }
 
-/** The bare uWS baseline, answering body (passed through a file: a large body does not fit in the environment). */
-export function startBare (body?: string): Promise<ServerProcess> {
-  if (body === undefined) return start('dist/bench/lib/bare-uws.js', {})
-  const dir = mkdtempSync(join(tmpdir(), 'oohbid-bare-'))
+/** A baseline script answering body, passed through a file: a large body does not fit in the environment. */
+function startAnswering (script: string, body: string | undefined): Promise<ServerProcess> {
+  if (body === undefined) return start(script, {})
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-body-'))
   writeFileSync(join(dir, 'body'), body)
-  return start('dist/bench/lib/bare-uws.js', { BARE_BODY_FILE: join(dir, 'body') }, () => rmSync(dir, { recursive: true, force: true }))
+  return start(script, { BARE_BODY_FILE: join(dir, 'body') }, () => rmSync(dir, { recursive: true, force: true }))
+}
+
+/** The bare uWS baseline, answering body. */
+export function startBare (body?: string): Promise<ServerProcess> {
+  return startAnswering('dist/bench/lib/bare-uws.js', body)
+}
+
+/** The durable floor (bench/lib/uws-durable.ts): uWS, the request parsed, one LMDB commit, then body. */
+export function startDurable (body?: string): Promise<ServerProcess> {
+  return startAnswering('dist/bench/lib/uws-durable.js', body)
 }
 
 /** A baseline server script of bench/lib (fastify-bid, uws-piscina). */

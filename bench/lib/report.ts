@@ -16,14 +16,40 @@ function ratios (rows: Measurement[]): number[] {
   })
 }
 
+/** The name every benchmark gives its durable floor row (bench/lib/uws-durable.ts, or bid's validated one). */
+export const DURABLE_FLOOR = 'durable floor'
+
+/**
+ * Each row's CPU per request as a ratio to its durable floor's: the floor measured in its group (the rows from one
+ * bare baseline to the next, which share a body size and pipelining depth), else, for a row run apart (oohbid at 80%
+ * of peak), the floor of the row it repeats. Rows whose group has no floor (reads that write nothing) have none.
+ */
+function cpuVsFloor (rows: Measurement[]): Array<number | undefined> {
+  const floorAt = (i: number): Measurement | undefined => {
+    let start = i
+    while (start > 0 && !isBaseline(rows[start]!)) start--
+    for (let j = start; j < rows.length && (j === start || !isBaseline(rows[j]!)); j++) {
+      const f = rows[j]!
+      if (f.name.startsWith(DURABLE_FLOOR) && f.pipelining === rows[i]!.pipelining) return f
+    }
+    return undefined
+  }
+  return rows.map((r, i) => {
+    const repeated = () => rows.findIndex((o) => o.pipelining === r.pipelining && r.name !== o.name && r.name.startsWith(o.name))
+    const floor = floorAt(i) ?? (repeated() >= 0 ? floorAt(repeated()) : undefined)
+    return floor?.cpuUs !== undefined && floor.cpuUs > 0 && r.cpuUs !== undefined ? r.cpuUs / floor.cpuUs : undefined
+  })
+}
+
 /** Prints the table with each figure as a ratio to its bare baseline. */
 export function printTable (title: string, rows: Measurement[]): string {
   const ratio = ratios(rows)
+  const floorCpu = cpuVsFloor(rows)
   const lines = [
     `\n${title}`,
-    '| target | pipelining | req/s | p50 ms | p99 ms | vs bare uWS | non-2xx | errors |',
-    '|---|---|---|---|---|---|---|---|',
-    ...rows.map((r, i) => `| ${r.name} | ${r.pipelining} | ${r.rps} | ${r.p50} | ${r.p99} | ${ratio[i]!.toFixed(2)}x | ${r.non2xx} | ${r.errors} |`)
+    '| target | pipelining | req/s | p50 ms | p99 ms | vs bare uWS | CPU us/req | vs durable floor CPU | non-2xx | errors |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((r, i) => `| ${r.name} | ${r.pipelining} | ${r.rps} | ${r.p50} | ${r.p99} | ${ratio[i]!.toFixed(2)}x | ${r.cpuUs ?? '-'} | ${floorCpu[i] !== undefined ? `${floorCpu[i]!.toFixed(2)}x` : '-'} | ${r.non2xx} | ${r.errors} |`)
   ]
   const text = lines.join('\n')
   console.log(text)
@@ -63,8 +89,8 @@ function svgChart (title: string, rows: Measurement[]): string {
   return barChart(title, rows.map((r, i) => ({
     label: `${r.name} -p ${r.pipelining}`,
     value: r.rps,
-    text: `${r.rps.toLocaleString('en-US')} req/s${isBaseline(r) ? '' : ` (${ratio[i]!.toFixed(2)}x)`}`,
-    baseline: isBaseline(r)
+    text: `${r.rps.toLocaleString('en-US')} req/s${isBaseline(r) ? '' : ` (${ratio[i]!.toFixed(2)}x)`}${r.cpuUs !== undefined ? `, ${r.cpuUs} us CPU/req` : ''}`,
+    baseline: isBaseline(r) || r.name.startsWith(DURABLE_FLOOR)
   })))
 }
 
