@@ -2,7 +2,6 @@ import { createHash, randomUUID } from 'node:crypto'
 import { iso } from '../clock.js'
 import { indexForSeat } from '../control/seat-lists.js'
 import { callbackUrlProblem } from '../net/url-guard.js'
-import type { Creative } from '../generated/types.js'
 import type { Outbox } from '../store/outbox.js'
 import type { CreativeRecord } from '../store/records.js'
 import type { Store } from '../store/store.js'
@@ -19,20 +18,9 @@ export function assetUrlProblem (url: string, allowPrivate: boolean): string | u
   return /^https?:/i.test(url) ? callbackUrlProblem(url.replace(/^http:/i, 'https:'), allowPrivate) : 'must use http or https'
 }
 
-/** What a new creative is made of, from POST /creatives or from a bid's markup. */
-export interface NewCreative {
-  name: string
-  /** A PLAYABLE media type. */
-  content_type: string
-  mode: Creative['mode']
-  source_url?: string
-  advertiser_domain?: string
-  click_url?: string
-  declared_categories?: string[]
-  crid?: string
-  /** Upload mode: until when the presigned PUT URL is valid (ms). */
-  upload_expires_at?: number
-}
+/** What a new creative is made of, from POST /creatives or from a bid's markup (content_type: a PLAYABLE type). */
+export type NewCreative = Pick<CreativeRecord, 'name' | 'content_type' | 'mode'> &
+  Partial<Pick<CreativeRecord, 'source_url' | 'advertiser_domain' | 'click_url' | 'declared_categories' | 'crid' | 'upload_expires_at'>>
 
 /**
  * The creative id a seat's crid registers as: derived from both, so that the next bid with that crid finds it
@@ -54,23 +42,8 @@ export function seatCreativeByCrid (store: Store, seatId: string, crid: string):
  */
 export function registerCreative ({ store, outbox }: { store: Store, outbox: Outbox }, seatId: string, c: NewCreative, now: number, id = `cr_${randomUUID().replace(/-/g, '')}`): CreativeRecord {
   const stamp = iso(now)
-  const creative: CreativeRecord = {
-    creative_id: id,
-    seat_id: seatId,
-    name: c.name,
-    content_type: c.content_type,
-    mode: c.mode,
-    status: c.mode === 'url' ? 'pending_moderation' : 'awaiting_upload',
-    created_at: stamp,
-    updated_at: stamp,
-    moderated_at: null
-  }
-  if (c.source_url !== undefined) creative.source_url = c.source_url
-  if (c.upload_expires_at !== undefined) creative.upload_expires_at = c.upload_expires_at
+  const creative: CreativeRecord = { ...c, creative_id: id, seat_id: seatId, status: c.mode === 'url' ? 'pending_moderation' : 'awaiting_upload', created_at: stamp, updated_at: stamp, moderated_at: null }
   if (c.advertiser_domain !== undefined) creative.advertiser_domain = c.advertiser_domain.toLowerCase()
-  if (c.click_url !== undefined) creative.click_url = c.click_url
-  if (c.declared_categories !== undefined) creative.declared_categories = c.declared_categories
-  if (c.crid !== undefined) creative.crid = c.crid
   store.creatives.putSync(id, creative)
   indexForSeat(store, 'creative', seatId, now, id)
   outbox.append('creative.created', `creative:${id}`, { creative_id: id, mode: c.mode, content_type: c.content_type }, seatId)
