@@ -284,7 +284,11 @@ export class Exchange {
    */
   #hold (answer: Promise<Result>, fingerprint: string): void {
     const { route, ctx } = { route: this.#route, ctx: this.#ctx }
-    if (route.computed !== true) throw new Error(`${route.method.toUpperCase()} ${route.path} held its response but is not a computed route`)
+    if (route.computed !== true) {
+      // The answer is refused, but it still settles: its failure must not go unhandled and end the process.
+      answer.catch(() => {})
+      throw new Error(`${route.method.toUpperCase()} ${route.path} held its response but is not a computed route`)
+    }
     answer.then((result) => {
       if (this.#aborted) return
       if (result.kind === 'held') throw new Error('a held answer settled into another held answer')
