@@ -1,6 +1,6 @@
 import t from 'tap'
 import { LOSS } from '../src/bidding/loss-codes.js'
-import { blockedCategory, blockedDomain, creativeRefusal, dealRuns, declaredRefusals, floorFor, floorRefusal } from '../src/bidding/rules.js'
+import { blockedCategory, blockedDomain, creativeRefusal, dealRuns, declaredRefusals, floorFor, floorRefusal, screenDate } from '../src/bidding/rules.js'
 import type { IndexKey, IndexTuple } from '../src/inventory/adslot-index.js'
 import type { CreativeRecord, DealRecord, ScreenRecord } from '../src/store/records.js'
 
@@ -59,10 +59,12 @@ t.test('a deal runs on the screen\'s own calendar day, within its targeting', as
   const deal = { deal_id: 'd', type: 'PMP', status: 'active', floor_cpm: 6, start_date: '2026-11-23', end_date: '2026-11-23', targeting: { venue_type: 'gym' } } as unknown as DealRecord
   // 02:00 UTC on Nov 24 is 20:00 on Nov 23 in Austin: the deal that ends on the 23rd still runs there.
   const lateEvening = Date.parse('2026-11-24T02:00:00Z')
-  t.ok(dealRuns(deal, screen, { key, tuple }, lateEvening), 'the last local day of the deal, though UTC has moved on')
-  t.notOk(dealRuns(deal, { ...screen, timezone: 'Europe/Berlin' }, { key, tuple }, lateEvening), 'a Berlin screen is on the 24th: over')
-  t.notOk(dealRuns({ ...deal, start_date: '2026-11-24', end_date: '2026-11-30' }, screen, { key, tuple }, lateEvening), 'and one starting on the 24th has not started in Austin')
-  t.notOk(dealRuns({ ...deal, targeting: { venue_type: 'bar' } }, screen, { key, tuple }, lateEvening), 'outside its targeting')
-  t.notOk(dealRuns({ ...deal, status: 'paused' }, screen, { key, tuple }, lateEvening), 'paused')
-  t.notOk(dealRuns(deal, screen, undefined, lateEvening), 'a screen no longer listed')
+  const austin = screenDate(screen, lateEvening)
+  t.equal(austin, '2026-11-23', 'the screen\'s own calendar day')
+  t.ok(dealRuns(deal, austin, { key, tuple }), 'the last local day of the deal, though UTC has moved on')
+  t.notOk(dealRuns(deal, screenDate({ ...screen, timezone: 'Europe/Berlin' }, lateEvening), { key, tuple }), 'a Berlin screen is on the 24th: over')
+  t.notOk(dealRuns({ ...deal, start_date: '2026-11-24', end_date: '2026-11-30' }, austin, { key, tuple }), 'and one starting on the 24th has not started in Austin')
+  t.notOk(dealRuns({ ...deal, targeting: { venue_type: 'bar' } }, austin, { key, tuple }), 'outside its targeting')
+  t.notOk(dealRuns({ ...deal, status: 'paused' }, austin, { key, tuple }), 'paused')
+  t.notOk(dealRuns(deal, austin, undefined), 'a screen no longer listed')
 })

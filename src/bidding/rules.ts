@@ -73,12 +73,16 @@ export function indexEntryOf (store: Store, screenId: string): { key: IndexKey, 
 }
 
 /**
- * Whether a deal runs on a screen now: active, its dates covering the screen's own calendar day (players go by
- * local dates, as placements do), and the screen within its targeting.
+ * The calendar day deals go by on a screen: its own local date, as players and placements do. Computed once per
+ * screen and decision (time zone formatting costs microseconds), then handed to dealRuns for each deal.
  */
-export function dealRuns (deal: DealRecord, screen: Pick<ScreenRecord, 'timezone'>, entry: { key: IndexKey, tuple: IndexTuple } | undefined, now: number): boolean {
+export function screenDate (screen: Pick<ScreenRecord, 'timezone'>, now: number): string {
+  return localTime(screen.timezone, now).date
+}
+
+/** Whether a deal runs on a screen on its date (screenDate): active, its dates covering the day, the screen within its targeting. */
+export function dealRuns (deal: DealRecord, date: string, entry: { key: IndexKey, tuple: IndexTuple } | undefined): boolean {
   if (deal.status !== 'active' || entry === undefined) return false
-  const date = localTime(screen.timezone, now).date
   return deal.start_date <= date && date <= deal.end_date && matchesEntry(deal.targeting, entry.key, entry.tuple)
 }
 

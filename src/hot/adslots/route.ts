@@ -5,7 +5,7 @@ import { qualityOf, SOURCES, vasOf, type IndexKey, type IndexTuple, type Source 
 import { impressionMultiplier, liveSignals, present } from '../../inventory/fein.js'
 import { ok, RawJson, route, type RouteDef } from '../../http/route.js'
 import { activeDealsFor } from '../../campaigns/deals.js'
-import { dealPrice, dealRuns } from '../../bidding/rules.js'
+import { dealPrice, dealRuns, screenDate } from '../../bidding/rules.js'
 import type { DealRecord } from '../../store/records.js'
 import { CountCache, decodeCursor, encodeCursor, hasFeinFilter, page, planFrom, type Plan } from './query.js'
 
@@ -34,7 +34,8 @@ export function adslotsRoute ({ store, inventory, impIds, config, funnel }: Deps
   const pmp = (deals: DealRecord[], key: IndexKey, tuple: IndexTuple, now: number): string => {
     if (deals.length === 0) return ''
     const screen = store.screens.get(key[3])
-    const matching = screen !== undefined ? deals.filter((d) => dealRuns(d, screen, { key, tuple }, now)) : []
+    const date = screen !== undefined ? screenDate(screen, now) : undefined
+    const matching = date !== undefined ? deals.filter((d) => dealRuns(d, date, { key, tuple })) : []
     if (matching.length === 0) return ''
     // at: 1 first price (PMP), 3 fixed price (Preferred, Guaranteed); private_auction 0 keeps the open auction.
     return `,"pmp":${JSON.stringify({ private_auction: 0, deals: matching.map((d) => ({ id: d.deal_id, bidfloor: dealPrice(d), bidfloorcur: 'USD', at: d.type === 'PMP' ? 1 : 3, wseat: d.invited_seats, ext: { trb: { type: d.type } } })) })}`

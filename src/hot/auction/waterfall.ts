@@ -37,7 +37,7 @@ export interface Decision {
 const round6 = (n: number) => Math.round(n * 1e6) / 1e6
 
 /** The loss code that keeps a stored bid out of the auction now, or undefined when it may compete. */
-function filter (c: Candidate, screen: ScreenRecord, store: Store, now: number): number | undefined {
+function filter (c: Candidate, screen: ScreenRecord, store: Store, now: number, local: LocalTime): number | undefined {
   const { bid } = c
   if (bid.expires_at <= now || !screen.auction_enabled) return LOSS.expired
   const seat = store.seats.get(bid.seat_id.toLowerCase())
@@ -46,7 +46,7 @@ function filter (c: Candidate, screen: ScreenRecord, store: Store, now: number):
   if (creative === undefined) return LOSS.creativeDisapproved
   const refused = creativeRefusal(creative, screen) ?? declaredRefusals(bid, screen)[0]
   if (refused !== undefined) return refused.loss
-  if (bid.dealid !== undefined && (c.deal === undefined || !dealRuns(c.deal, screen, indexEntryOf(store, screen.screen_id), now))) return LOSS.invalidDeal
+  if (bid.dealid !== undefined && (c.deal === undefined || !dealRuns(c.deal, local.date, indexEntryOf(store, screen.screen_id)))) return LOSS.invalidDeal
   // Floors are checked again at auction time: a screen whose floor was raised since the imp was issued is sold at
   // the floor now in force.
   return floorRefusal(bid.price, floorFor(c.deal, bid.floor, screen), bid.dealid !== undefined)?.loss
@@ -92,7 +92,7 @@ export function decide (store: Store, screen: ScreenRecord, now: number, houseCr
       const deal = store.deals.get(value.dealid)
       if (deal !== undefined) c.deal = deal
     }
-    const code = filter(c, screen, store, now)
+    const code = filter(c, screen, store, now, local)
     if (code !== undefined) losses.push({ candidate: c, code })
     else buckets[tierOf(c) as keyof typeof buckets].push(c)
   }

@@ -1,6 +1,6 @@
 import type { BidResult, OrtbBid } from '../../generated/types.js'
 import { LOSS } from '../../bidding/loss-codes.js'
-import { creativeRefusal, dealRuns, declaredRefusals, floorFor, floorRefusal, indexEntryOf } from '../../bidding/rules.js'
+import { creativeRefusal, dealRuns, declaredRefusals, floorFor, floorRefusal, indexEntryOf, screenDate } from '../../bidding/rules.js'
 import type { DealRecord, ScreenRecord } from '../../store/records.js'
 import { assetInMarkup } from '../../creatives/from-markup.js'
 import { assetUrlProblem, creativeIdOfCrid, seatCreativeByCrid, type NewCreative } from '../../creatives/register.js'
@@ -109,7 +109,7 @@ export function scoreBid (bid: OrtbBid, c: ScoreContext): Scored {
   const screen = c.store.screens.get(imp.screenId)
   if (screen === undefined) return { outcome: reject(bid, 'unknown_imp', 'The screen of this imp is no longer listed.', at), imp, loss: LOSS.expired }
   const deal = bid.dealid !== undefined ? c.deals.find((d) => d.deal_id === bid.dealid) : undefined
-  if (bid.dealid !== undefined && (deal === undefined || !dealRuns(deal, screen, indexEntryOf(c.store, imp.screenId), c.now))) {
+  if (bid.dealid !== undefined && (deal === undefined || !dealRuns(deal, screenDate(screen, c.now), indexEntryOf(c.store, imp.screenId)))) {
     return { outcome: reject(bid, 'invalid_deal', `dealid ${bid.dealid} is not an active deal for this seat on this screen.`, at), imp, loss: LOSS.invalidDeal }
   }
   const floor = floorFor(deal, imp.floor, screen)
