@@ -39,6 +39,18 @@ export function creativeCategories (c: CreativeRecord): string[] {
   return [...(c.moderation?.iab_categories.map((x) => x.id) ?? []), ...(c.declared_categories ?? [])]
 }
 
+/** Why categories may not play on a screen (209), or undefined. */
+function categoryRefusal (categories: Iterable<string>, screen: ScreenRecord): Refusal | undefined {
+  const category = blockedCategory(categories, screen.blocked_categories)
+  return category !== undefined ? { loss: LOSS.categoryExcluded, detail: `category ${category} is blocked on this screen` } : undefined
+}
+
+/** Why advertiser domains may not play on a screen (205), or undefined. */
+function domainRefusal (domains: Iterable<string>, screen: ScreenRecord): Refusal | undefined {
+  const domain = blockedDomain(domains, screen.blocked_advertisers)
+  return domain !== undefined ? { loss: LOSS.advertiserExcluded, detail: `advertiser ${domain} is blocked on this screen` } : undefined
+}
+
 /**
  * Why a creative may not play on a screen, or undefined when it may: it is not approved (201 while moderation or an
  * upload is pending, 202 when rejected); one of its categories is blocked by the screen (209); its advertiser's
@@ -46,10 +58,8 @@ export function creativeCategories (c: CreativeRecord): string[] {
  */
 export function creativeRefusal (creative: CreativeRecord, screen: ScreenRecord): Refusal | undefined {
   if (creative.status !== 'approved') return { loss: creative.status === 'rejected' ? LOSS.creativeDisapproved : LOSS.creativePending, detail: `creative ${creative.creative_id} is ${creative.status}` }
-  const category = blockedCategory(creativeCategories(creative), screen.blocked_categories)
-  if (category !== undefined) return { loss: LOSS.categoryExcluded, detail: `category ${category} is blocked on this screen` }
-  const domain = creative.advertiser_domain !== undefined ? blockedDomain([creative.advertiser_domain], screen.blocked_advertisers) : undefined
-  if (domain !== undefined) return { loss: LOSS.advertiserExcluded, detail: `advertiser ${domain} is blocked on this screen` }
+  const blocked = categoryRefusal(creativeCategories(creative), screen) ?? domainRefusal(creative.advertiser_domain !== undefined ? [creative.advertiser_domain] : [], screen)
+  if (blocked !== undefined) return blocked
   const rating = creative.moderation?.age_rating
   if (rating !== undefined && AGE_RANK[rating] > AGE_RANK[screen.max_age_rating]) return { loss: LOSS.creativeFiltered, detail: `age rating ${rating} is above the screen's ${screen.max_age_rating}` }
   return undefined
@@ -57,12 +67,7 @@ export function creativeRefusal (creative: CreativeRecord, screen: ScreenRecord)
 
 /** Why what a bid declares of itself (adomain, cat) may not play on a screen: each block that applies. */
 export function declaredRefusals (bid: { adomain?: readonly string[], cat?: readonly string[] }, screen: ScreenRecord): Refusal[] {
-  const out: Refusal[] = []
-  const domain = blockedDomain(bid.adomain ?? [], screen.blocked_advertisers)
-  if (domain !== undefined) out.push({ loss: LOSS.advertiserExcluded, detail: `advertiser ${domain} is blocked on this screen` })
-  const category = blockedCategory(bid.cat ?? [], screen.blocked_categories)
-  if (category !== undefined) out.push({ loss: LOSS.categoryExcluded, detail: `category ${category} is blocked on this screen` })
-  return out
+  return [domainRefusal(bid.adomain ?? [], screen), categoryRefusal(bid.cat ?? [], screen)].filter((r) => r !== undefined)
 }
 
 /** A screen's entry in the adslots index: what deal and campaign targeting is matched against. */

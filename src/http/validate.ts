@@ -10,6 +10,11 @@ type SchemaNode = Record<string, unknown>
 
 const byId = new Map<string, SchemaNode>(Object.values(schemas).map((s) => [s.$id, s as unknown as SchemaNode]))
 
+/** One of our schemas by its $id (a $ref's target). */
+export function schemaById (id: string): SchemaNode | undefined {
+  return byId.get(id)
+}
+
 function resolvePointer (root: SchemaNode, pointer: string[]): SchemaNode | undefined {
   let node: unknown = root
   for (const part of pointer) {

@@ -104,9 +104,19 @@ export function liveUntil (state: FeinState, now: number): number | undefined {
   return until > now ? until : undefined
 }
 
+/** One signal as presented at `now`: null when stale or absent, never shown as live. */
+function shown<T> (state: FeinState | undefined, sensors: boolean, s: Signal, now: number): T | null {
+  return state !== undefined && sensors && fresh(state, s, now) ? (state.values[s] as T) ?? null : null
+}
+
+/** When the signals were last updated, as presented. */
+function lastUpdated (state: FeinState | undefined, sensors: boolean): string | null {
+  return state?.last_updated != null && sensors ? new Date(state.last_updated).toISOString() : null
+}
+
 /** The signals as presented to buyers at `now`: stale ones are null, never shown as live. */
 export function present (state: FeinState | undefined, sensors: boolean, now: number): FeinSignals {
-  const value = <T>(s: Signal): T | null => (state !== undefined && sensors && fresh(state, s, now) ? (state.values[s] as T) ?? null : null)
+  const value = <T>(s: Signal): T | null => shown<T>(state, sensors, s, now)
   return {
     live_face_count: value<number>('live_face_count'),
     attention_score: value<number>('attention_score'),
@@ -118,14 +128,21 @@ export function present (state: FeinState | undefined, sensors: boolean, now: nu
     income_level: value<FeinSignals['income_level']>('income_level'),
     dwell_time_ms: value<number>('dwell_time_ms'),
     data_quality: quality(state, sensors, now),
-    last_updated: state?.last_updated != null && sensors ? new Date(state.last_updated).toISOString() : null
+    last_updated: lastUpdated(state, sensors)
   }
 }
 
-/** The live signals a screen row shows (ScreenSummary.live): those present() gives, for a screen with sensors. */
+/**
+ * The live signals a screen row shows (ScreenSummary.live), as present() gives them for a screen with sensors,
+ * without computing the rest (the VAS average among them) for every row of a page.
+ */
 export function liveSignals (state: FeinState | undefined, now: number): Pick<FeinSignals, 'live_face_count' | 'attention_score' | 'dominant_emotion' | 'last_updated'> {
-  const { live_face_count, attention_score, dominant_emotion, last_updated } = present(state, true, now)
-  return { live_face_count, attention_score, dominant_emotion, last_updated }
+  return {
+    live_face_count: shown(state, true, 'live_face_count', now),
+    attention_score: shown(state, true, 'attention_score', now),
+    dominant_emotion: shown(state, true, 'dominant_emotion', now),
+    last_updated: lastUpdated(state, true)
+  }
 }
 
 /**

@@ -2,6 +2,7 @@ import { errorTable } from '../../errors.js'
 import { schemas } from '../../generated/schemas.js'
 import { RATE_GROUPS } from '../../http/rate-limit.js'
 import { isMutating, type RouteDef } from '../../http/route.js'
+import { schemaById } from '../../http/validate.js'
 import { retrySchedule } from '../../webhooks/kind.js'
 import { webhookDocs } from './openapi-webhooks.js'
 import { MAX_PATH_PARAM_LENGTH, MAX_QUERY_VALUE_LENGTH } from '../../http/url-params.js'
@@ -9,11 +10,9 @@ import { MAX_PATH_PARAM_LENGTH, MAX_QUERY_VALUE_LENGTH } from '../../http/url-pa
 type Json = Record<string, unknown>
 
 
-const byId = new Map<string, Json>(Object.values(schemas).map((s) => [s.$id, s as unknown as Json]))
-
 /** A schema's type, looking through a $ref to one of ours. */
 function typeOfSchema (s: Json): unknown {
-  if (typeof s.$ref === 'string') return byId.get(s.$ref)?.type
+  if (typeof s.$ref === 'string') return schemaById(s.$ref)?.type
   return s.type
 }
 
@@ -40,7 +39,7 @@ export function toOpenApiSchema (node: unknown): unknown {
       continue
     }
     if (k === '$id' || k === '$schema' || k === 'propertyNames' || k === 'x-error-codes') continue
-    if (k === '$ref' && typeof v === 'string') out.$ref = `#/components/schemas/${(byId.get(v)?.title as string | undefined) ?? v}`
+    if (k === '$ref' && typeof v === 'string') out.$ref = `#/components/schemas/${(schemaById(v)?.title as string | undefined) ?? v}`
     else if (k === 'type' && Array.isArray(v)) {
       const types = v.filter((t) => t !== 'null')
       out.type = types[0]

@@ -3,7 +3,7 @@ import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
 import type { PartnerAnalyticsQuery } from '../../generated/types.js'
 import { route, type RouteDef } from '../../http/route.js'
-import { answer, windowOf } from '../reporting/answer.js'
+import { answer, COMPUTED, windowOf } from '../reporting/answer.js'
 
 const MAX_DAYS = 90
 const DEFAULT_DAYS = 7
@@ -13,7 +13,7 @@ const cents = (usd: number) => Math.round(usd * 100)
 export function partnerAnalyticsRoutes ({ store, analytics, reports: cache, clock, config }: Deps): RouteDef[] {
   const reports = new Reports(analytics, config.clickhouseDatabase)
   const common = { tag: 'Partner', envelope: 'nested', auth: 'partner', rateGroup: 'partner', querySchema: 'PartnerAnalyticsQuery', computed: true, errors: ['invalid_date', 'service_unavailable'] } as const
-  const async = 'Computed by ClickHouse from hourly rollups and reused for REPORT_CACHE_SECONDS (5 minutes): a query not asked before waits for ClickHouse and answers 200 (after REPORT_WAIT_MS, 10 s, it answers 202 with status pending and Retry-After instead: ask again).'
+  const async = `From hourly rollups. ${COMPUTED}`
   /** The partner's screens and device ids, from LMDB (the rollups know screens, not partners). */
   const screensOf = (partnerId: string): Map<string, string> => {
     const out = new Map<string, string>()

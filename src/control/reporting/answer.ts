@@ -10,6 +10,9 @@ const RETRY_SECONDS = 1
 
 type Ready<T> = Extract<Answer<T>, { state: 'ready' }>
 
+/** How every computed route answers a question, for its OpenAPI description. */
+export const COMPUTED = 'Computed by ClickHouse and reused for REPORT_CACHE_SECONDS (5 minutes): a query not asked before waits for ClickHouse and answers 200 (after REPORT_WAIT_MS, 10 s, it answers 202 with status pending and Retry-After instead: ask again); an expired answer is served with stale: true while it is recomputed.'
+
 /** The window a report covers: start_date..end_date (UTC days, inclusive), else the last `days` days to now. */
 export interface WindowQuery {
   days?: number

@@ -5,7 +5,7 @@ import type { DemandQuery, MarketQuery } from '../../generated/types.js'
 import { route, type RouteDef } from '../../http/route.js'
 import { stateCode } from '../../inventory/geo.js'
 import taxonomy from '../../moderation/iab-taxonomy.json' with { type: 'json' }
-import { answer, windowOf } from './answer.js'
+import { answer, COMPUTED, windowOf } from './answer.js'
 
 const MAX_DAYS = 365
 const DEFAULT_DAYS = 30
@@ -18,7 +18,7 @@ const NAMES = taxonomy as Record<string, string>
 export function marketRoutes ({ analytics, reports: cache, clock, config, inventory }: Deps): RouteDef[] {
   const reports = new Reports(analytics, config.clickhouseDatabase)
   const common = { tag: 'Reporting', envelope: 'flat', auth: 'seat', scope: 'stats:read', rateGroup: 'reporting', errors: ['invalid_date', 'service_unavailable'] } as const
-  const refresh = `Figures are aggregates over seats: a segment with bids from fewer than ${MARKET_MIN_SEATS} seats is left out, so none reveals one seat. Computed by ClickHouse and shared by every caller for REPORT_CACHE_SECONDS (5 minutes): a query not asked before waits for ClickHouse and answers 200 (after REPORT_WAIT_MS, 10 s: 202 pending with Retry-After); an expired answer is served with stale: true while it refreshes. days: 1-365 (default 30).`
+  const refresh = `Figures are aggregates over seats: a segment with bids from fewer than ${MARKET_MIN_SEATS} seats is left out, so none reveals one seat. Shared by every caller. ${COMPUTED} days: 1-365 (default 30).`
   return [
     route<undefined, MarketQuery>({
       ...common,

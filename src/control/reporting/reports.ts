@@ -2,12 +2,12 @@ import { Reports, type Window } from '../../analytics/reports.js'
 import type { Deps } from '../../deps.js'
 import type { FunnelQuery, ReportQuery, ScreensReportQuery, TimeseriesQuery } from '../../generated/types.js'
 import { route, type Ctx, type RouteDef } from '../../http/route.js'
-import { answer, windowOf, type WindowQuery } from './answer.js'
+import { answer, COMPUTED, windowOf, type WindowQuery } from './answer.js'
 
 /** Seat reports reach back at most this many days (spec, Limits). */
 const MAX_DAYS = 90
 const DEFAULT_DAYS = 7
-const ASYNC = 'Computed by ClickHouse from hourly rollups and reused for REPORT_CACHE_SECONDS (5 minutes): a query not asked before waits for ClickHouse and answers 200 (after REPORT_WAIT_MS, 10 s, it answers 202 with status pending and Retry-After instead: ask again). An expired answer is served with stale: true while it is recomputed. Windows: days (1-90, default 7, ending now) or start_date..end_date (UTC days, at most 90 days back).'
+const ASYNC = `From hourly rollups. ${COMPUTED} Windows: days (1-90, default 7, ending now) or start_date..end_date (UTC days, at most 90 days back).`
 
 /** The seat's funnel and delivery reports (spec, GET /analytics/funnel and reports), scoped to the calling seat. */
 export function reportRoutes ({ store, analytics, reports: cache, clock, config }: Deps): RouteDef[] {

@@ -48,8 +48,8 @@ export function bidRoute ({ store, outbox, impIds, sealer, funnel, auth, notices
         for (const bid of seatbid.bid) {
           const { outcome, imp, creativeId, loss, register } = scoreBid(bid, { store, impIds, seatId: seat.seat_id, deals, cur, now: ctx.now, allowPrivateAssetUrls: config.allowPrivateAssetUrls })
           if (register !== undefined) {
-            registerCreative({ store, outbox }, seat.seat_id, register.creative, ctx.now, register.creativeId)
-            if (!ctx.dryRun) moderator.schedule(register.creativeId)
+            registerCreative({ store, outbox }, seat.seat_id, register, ctx.now, creativeId!)
+            if (!ctx.dryRun) moderator.schedule(creativeId!)
           }
           // A production bid refused at intake lost too: it gets its lurl and legacy bid.lost like an auction loss.
           if (loss !== undefined && live && outcome.reason !== 'invalid_notice_url') {

@@ -53,8 +53,11 @@ export interface Scored {
   imp?: IssuedImp
   creativeId?: string
   loss?: number
-  /** A creative the markup carries under a crid the seat has not registered: the caller registers it (then moderation). */
-  register?: { creativeId: string, creative: NewCreative }
+  /**
+   * A creative the markup carries under a crid the seat has not registered: the caller registers it as creativeId
+   * (then moderation).
+   */
+  register?: NewCreative
 }
 
 /**
@@ -81,7 +84,7 @@ function creativeProblems (bid: OrtbBid, screen: ScreenRecord, c: ScoreContext):
     if (bid.cat !== undefined && bid.cat.length > 0) creativeFields.declared_categories = bid.cat
     return {
       creativeId: id,
-      register: { creativeId: id, creative: creativeFields },
+      register: creativeFields,
       problems: [{ reason: 'creative_blocked', detail: `crid ${crid} is new: its ${asset.content_type} from the markup is registered as creative ${id} and sent to moderation (creative.moderation.completed tells the outcome); bids with this crid play once it is approved.`, loss: LOSS.creativePending }]
     }
   }
@@ -118,13 +121,12 @@ export function scoreBid (bid: OrtbBid, c: ScoreContext): Scored {
   if (belowFloor !== undefined) problems.push({ reason: 'below_floor', ...belowFloor })
   const { problems: creative, creativeId, register } = creativeProblems(bid, screen, c)
   problems.push(...creative)
-  const priced = { ...at, price: bid.price, floor }
   const scored: Scored = { outcome: { bid_id: bid.id, impid: bid.impid, screen_id: imp.screenId, status: 'accepted', price: bid.price, floor, stored: false }, imp }
   if (creativeId !== undefined) scored.creativeId = creativeId
   if (register !== undefined) scored.register = register
   const [first] = problems
   if (first !== undefined) {
-    scored.outcome = reject(bid, first.reason, first.detail, { ...priced, reasons: problems.map(({ reason, detail, loss }) => ({ reason, detail, loss })) })
+    scored.outcome = reject(bid, first.reason, first.detail, { ...at, price: bid.price, floor, reasons: problems })
     scored.loss = first.loss
   } else if (bid.dealid !== undefined) {
     scored.outcome.dealid = bid.dealid
