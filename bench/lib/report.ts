@@ -35,8 +35,8 @@ function cpuVsFloor (rows: Measurement[]): Array<number | undefined> {
     return undefined
   }
   return rows.map((r, i) => {
-    const repeated = () => rows.findIndex((o) => o.pipelining === r.pipelining && r.name !== o.name && r.name.startsWith(o.name))
-    const floor = floorAt(i) ?? (repeated() >= 0 ? floorAt(repeated()) : undefined)
+    const repeated = rows.findIndex((o) => o.pipelining === r.pipelining && r.name !== o.name && r.name.startsWith(o.name))
+    const floor = floorAt(i) ?? (repeated >= 0 ? floorAt(repeated) : undefined)
     return floor?.cpuUs !== undefined && floor.cpuUs > 0 && r.cpuUs !== undefined ? r.cpuUs / floor.cpuUs : undefined
   })
 }

@@ -3,7 +3,7 @@ import type { Inventory } from '../../inventory/inventory.js'
 import type { CreativeRecord, ScreenRecord } from '../../store/records.js'
 import type { Store } from '../../store/store.js'
 import { today } from '../../campaigns/lifecycle.js'
-import { localTime } from '../../inventory/local-time.js'
+import { screenDate } from '../../bidding/rules.js'
 
 /** An approved creative of the seat: 404 creative_not_found if missing or foreign, 422 validation_failed if not approved. */
 export function approvedCreative (store: Store, seatId: string, id: string, param = 'creative_id'): CreativeRecord {
@@ -33,7 +33,7 @@ const DEFAULT_FLIGHT_DAYS = 30
  * would otherwise wait for its midnight). end_date defaults to 29 days after start_date.
  */
 export function flightOf (body: { start_date?: string, end_date?: string }, now: number, warn: (message: string) => void, screens: ReadonlyArray<Pick<ScreenRecord, 'timezone'>> = []): { start_date: string, end_date: string } {
-  const start = body.start_date ?? screens.reduce((earliest, s) => { const d = localTime(s.timezone, now).date; return d < earliest ? d : earliest }, today(now))
+  const start = body.start_date ?? screens.reduce((earliest, s) => { const d = screenDate(s, now); return d < earliest ? d : earliest }, today(now))
   if (body.start_date === undefined) warn(`start_date not given: defaulted to today, ${start}${screens.length > 0 ? ' (the screens\' local date)' : ''}.`)
   const end = body.end_date ?? today(Date.parse(`${start}T00:00:00Z`) + (DEFAULT_FLIGHT_DAYS - 1) * 86_400_000)
   if (body.end_date === undefined) warn(`end_date not given: defaulted to ${end}, a ${DEFAULT_FLIGHT_DAYS}-day flight.`)
