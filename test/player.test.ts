@@ -52,8 +52,8 @@ t.test('the player page plays an assigned creative within the pickup window, wit
   const device = async () => (await svc.request('GET', '/v1/partner/devices', { key: s.partner.key })).body.data.devices[0]
   t.match(await device(), { status: 'online', player_bound: true }, 'the page\'s heartbeat brought the screen online and bound it to its fp')
 
-  const today = new Date().toISOString().slice(0, 10)
-  const assigned = await svc.request('POST', '/openrtb/v2/campaigns/assign', { key, body: { creative_id: creative.id, screen_ids: [s.screenId], start_date: today, end_date: today, spots_per_day: 5000 } })
+  // No dates: the placement starts on the screen's own calendar day, which at 02:00 UTC is still yesterday in Austin.
+  const assigned = await svc.request('POST', '/openrtb/v2/campaigns/assign', { key, body: { creative_id: creative.id, screen_ids: [s.screenId], spots_per_day: 5000 } })
   t.equal(assigned.status, 201)
   const assignedAt = Date.now()
   await s.page.waitForFunction((id) => (globalThis as any).__events.some((e: PlayerEvent) => e.name === 'service:ad_started' && e.detail.creative_id === id), creative.id, { timeout: 30_000 })
@@ -179,7 +179,7 @@ t.test('zero to serving, end to end: onboard, browse, upload, moderation, campai
   const today = new Date().toISOString().slice(0, 10)
   const campaign = await svc.request('POST', '/openrtb/v2/campaigns', { key, body: { creative_id: creative.id, name: 'Bakery launch', budget_usd: 50, start_date: today, end_date: today } })
   t.equal(campaign.status, 201)
-  const assign = await svc.request('POST', '/openrtb/v2/campaigns/assign', { key, body: { creative_id: creative.id, campaign_id: campaign.body.data.campaign_id, screen_ids: [s.screenId], start_date: today, end_date: today, spots_per_day: 2000 } })
+  const assign = await svc.request('POST', '/openrtb/v2/campaigns/assign', { key, body: { creative_id: creative.id, campaign_id: campaign.body.data.campaign_id, screen_ids: [s.screenId], spots_per_day: 2000 } })
   t.equal(assign.status, 201)
   const assignedAt = Date.now()
   // The screen plays it within the pickup window, and the play counts for the campaign.
@@ -207,8 +207,7 @@ t.test('video plays too, muted and inline, for its slot', async (t) => {
   const creative = await uploadedCreative(svc, key, readFileSync(join(dir, 'ad.mp4')), 'Film trailer', {}, 'video/mp4')
   if (creative.status !== 'approved') await svc.admin('POST', `/admin/v1/creatives/${creative.id}/review`, { decision: 'approved', reason: 'checked for the player test' })
   const s = await screenWithPlayer(t, svc, 'video-screen-fp')
-  const today = new Date().toISOString().slice(0, 10)
-  t.equal((await svc.request('POST', '/openrtb/v2/campaigns/assign', { key, body: { creative_id: creative.id, screen_ids: [s.screenId], start_date: today, end_date: today, spots_per_day: 2000 } })).status, 201)
+  t.equal((await svc.request('POST', '/openrtb/v2/campaigns/assign', { key, body: { creative_id: creative.id, screen_ids: [s.screenId], spots_per_day: 2000 } })).status, 201)
   await s.page.waitForFunction((id) => (globalThis as any).__events.some((e: PlayerEvent) => e.name === 'service:ad_started' && e.detail.creative_id === id), creative.id, { timeout: 20_000 })
   const started = (await s.events()).find((e) => e.name === 'service:ad_started' && e.detail.creative_id === creative.id)!
   t.match(started.detail, { type: 'video', tier: 'guaranteed' })

@@ -30,11 +30,16 @@ const DEFAULT_FLIGHT_DAYS = 30
  * The flight a request names, its dates defaulted where left out and each default named through warn, then checked
  * (checkFlight). start_date defaults to today: today UTC, or for a placement on screens the earliest of their local
  * dates (players go by their own calendar day, so an Austin screen at 02:00 UTC is still on yesterday's date and
- * would otherwise wait for its midnight). end_date defaults to 29 days after start_date.
+ * would otherwise wait for its midnight; no time zone is more than one day behind UTC, so any screen behind is on
+ * the earliest date). A placement given today's UTC date while some screens are still on yesterday is warned of,
+ * since the buyer most likely meant "now". end_date defaults to 29 days after start_date.
  */
 export function flightOf (body: { start_date?: string, end_date?: string }, now: number, warn: (message: string) => void, screens: ReadonlyArray<Pick<ScreenRecord, 'timezone'>> = []): { start_date: string, end_date: string } {
-  const start = body.start_date ?? screens.reduce((earliest, s) => { const d = screenDate(s, now); return d < earliest ? d : earliest }, today(now))
+  const utcToday = today(now)
+  const behind = screens.filter((s) => screenDate(s, now) < utcToday)
+  const start = body.start_date ?? (behind.length > 0 ? screenDate(behind[0]!, now) : utcToday)
   if (body.start_date === undefined) warn(`start_date not given: defaulted to today, ${start}${screens.length > 0 ? ' (the screens\' local date)' : ''}.`)
+  else if (start === utcToday && behind.length > 0) warn(`start_date ${start} has not begun on ${behind.length} of the screens' local calendars (${behind[0]!.timezone} is on ${screenDate(behind[0]!, now)}): they play this placement from their local midnight. Leave start_date out to start at once.`)
   const end = body.end_date ?? today(Date.parse(`${start}T00:00:00Z`) + (DEFAULT_FLIGHT_DAYS - 1) * 86_400_000)
   if (body.end_date === undefined) warn(`end_date not given: defaulted to ${end}, a ${DEFAULT_FLIGHT_DAYS}-day flight.`)
   checkFlight(start, end, now)
