@@ -3,36 +3,16 @@
 // uWS doing parse + schema + floor check + one LMDB commit (the floor of any durable intake), Fastify 5 doing the same
 // parse + schema + floor check, and uWS handing the work to piscina one request at a time or micro-batched (the
 // design alternatives to scoring inline). Then oohbid's latency at 80% of its peak.
-import { execFile } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
-import { promisify } from 'node:util'
 import { measure, type Measurement } from './lib/load.js'
 import { startBare, startBaseline, startOohbid, type ServerProcess } from './lib/processes.js'
 import { printTable, save } from './lib/report.js'
-import { benchCreative, jsonClient } from './lib/fixtures.js'
-import { benchSeat } from './lib/seat.js'
+import { acceptedBid } from './lib/bid-fixture.js'
 
-const run = promisify(execFile)
 const seconds = Number(process.env.BENCH_SECONDS ?? 10)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
-const simulator = fileURLToPath(new URL('../scripts/simulate-fleet.js', import.meta.url))
 
 const oohbid = await startOohbid({ BID_TTL_SECONDS: '86400' })
-await run(process.execPath, [simulator, '--screens', '50', '--base-url', oohbid.url, '--duration', '0', '--quiet'])
-const key = await benchSeat(oohbid.url, oohbid.adminToken, 'bench', ['bidding', 'inventory', 'creatives'])
-const admin = { authorization: `Bearer ${oohbid.adminToken}`, 'content-type': 'application/json' }
-const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
-await fetch(`${oohbid.url}/admin/v1/seats/bench/approve`, { method: 'POST', headers: admin, body: '{}' })
-const creativeId = await benchCreative(jsonClient(oohbid.url), key, oohbid.adminToken)
-const offers = await fetch(`${oohbid.url}/openrtb/v2/adslots?format=openrtb&limit=1`, { headers: auth }).then((r) => r.json()) as { data: { bid_requests: Array<{ id: string, imp: Array<{ id: string, bidfloor: number }> }> } }
-const offer = offers.data.bid_requests[0]!
-const body = JSON.stringify({
-  id: offer.id,
-  cur: 'USD',
-  seatbid: [{ seat: 'bench-dsp', bid: [{ id: 'bench-bid-1', impid: offer.imp[0]!.id, price: offer.imp[0]!.bidfloor + 1, crid: creativeId, adomain: ['brand.example'], nurl: 'https://dsp.example/win?p=${AUCTION_PRICE}', adm: `<a href="https://brand.example"><img src="https://cdn.example/${'x'.repeat(640)}.png"></a>`, ext: { dsp: { campaign: 'spring' } } }] }]
-})
-const sample = await fetch(`${oohbid.url}/openrtb/v2/bid`, { method: 'POST', headers: auth, body }).then((r) => r.text())
-if (!sample.includes('"accepted":1')) throw new Error(`the bench bid was not accepted: ${sample}`)
+const { key, body, sample } = await acceptedBid(oohbid)
 console.log(`POST /openrtb/v2/bid, body ${body.length} bytes, ${connections} connections, ${seconds} s per run`)
 
 const post = (url: string, extraHeaders: Record<string, string> = {}) => ({ url: `${url}/openrtb/v2/bid`, method: 'POST' as const, body, headers: { 'content-type': 'application/json', ...extraHeaders } })

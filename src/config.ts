@@ -1,4 +1,5 @@
 import { resolve } from 'node:path'
+import { availableParallelism } from 'node:os'
 
 /**
  * Every environment variable the service reads, with its default and meaning. The README's configuration table is
@@ -77,6 +78,8 @@ export interface Config {
   syncIntervalMs: number
   /** LOG_LEVEL: error, warn, info or debug. */
   logLevel: 'error' | 'warn' | 'info' | 'debug'
+  /** HOT_THREADS: worker threads serving HTTP on the port, each with every route (default: the machine's cores). */
+  hotThreads: number
 }
 
 /** The configuration once the server is bound: BASE_URL is always known. */
@@ -177,6 +180,7 @@ export function loadConfig (env: Env = process.env): Config {
     durability: durabilityOf(env),
     syncIntervalMs: int(env, 'SYNC_INTERVAL_MS', 1000, 10, 60_000),
     reservationHoldSeconds: int(env, 'RESERVATION_HOLD_SECONDS', 900, 10, 86_400),
-    logLevel: level as Config['logLevel']
+    logLevel: level as Config['logLevel'],
+    hotThreads: int(env, 'HOT_THREADS', availableParallelism(), 1, 256)
   }
 }

@@ -1,4 +1,3 @@
-import type { Analytics } from './analytics/client.js'
 import type { ResultCache } from './analytics/results.js'
 import type { Authenticator } from './auth/authenticate.js'
 import type { KeySealer } from './auth/sealed-keys.js'
@@ -9,12 +8,25 @@ import type { ResolvedConfig } from './config.js'
 import type { ImpIds } from './hot/adslots/imp-ids.js'
 import type { Bookings } from './inventory/bookings.js'
 import type { Inventory } from './inventory/inventory.js'
-import type { Moderator } from './moderation/moderator.js'
 import type { ProofSigner } from './proof/signer.js'
 import type { ObjectStore } from './store/objects.js'
 import type { Outbox } from './store/outbox.js'
 import type { Store } from './store/store.js'
 import type { DeliveryLog } from './webhooks/delivery-log.js'
+import type { Broadcast } from './threads/broadcast.js'
+
+/** Where a route hands a creative for moderation: the supervisor's moderator, reached from a hot thread by message. */
+export interface ModerationQueue {
+  schedule (creativeId: string): void
+}
+
+/** ClickHouse as routes see it: queries (answered by the supervisor's analytics process) and whether it is connected. */
+export interface AnalyticsSource {
+  query (sql: string, timeoutMs?: number): Promise<Array<Record<string, unknown>>>
+  /** The backend once connected ('chdb' or 'server'), else undefined. */
+  readonly backend: 'chdb' | 'server' | undefined
+  readonly lastError: string | undefined
+}
 
 /** What route modules (hot and control) are built from. */
 export interface Deps {
@@ -27,12 +39,16 @@ export interface Deps {
   impIds: ImpIds
   bookings: Bookings
   objects: ObjectStore
-  moderator: Moderator
+  moderator: ModerationQueue
   sealer: KeySealer
   proofSigner: ProofSigner
   notices: Notices
   deliveries: DeliveryLog
   funnel: FunnelLog
-  analytics: Analytics
+  analytics: AnalyticsSource
   reports: ResultCache
+  /** The Prometheus text of every thread's metrics together (/metrics). */
+  scrape: () => Promise<string>
+  /** Answers computed here, handed to the other hot threads. */
+  shared: Broadcast
 }

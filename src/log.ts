@@ -4,6 +4,8 @@ export interface Logger {
   warn (msg: string, fields?: Record<string, unknown>): void
   info (msg: string, fields?: Record<string, unknown>): void
   debug (msg: string, fields?: Record<string, unknown>): void
+  /** Writes a line another thread's logger already formatted (and filtered by level). */
+  write (line: string): void
 }
 
 const levels = { error: 0, warn: 1, info: 2, debug: 3 } as const
@@ -15,5 +17,5 @@ export function createLogger (level: keyof typeof levels, write: (line: string) 
     if (levels[name] > max) return
     write(JSON.stringify({ time: new Date().toISOString(), level: name, msg, ...fields }) + '\n')
   }
-  return { error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug') }
+  return { error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug'), write }
 }

@@ -37,11 +37,10 @@ import { adminBidderAliasRoutes } from './control/admin/bidder-aliases.js'
 import { forecastRoute } from './control/reporting/forecast.js'
 import { marketRoutes } from './control/reporting/market.js'
 import { reportRoutes } from './control/reporting/reports.js'
-import type { Metrics } from './http/metrics.js'
 import type { RouteDef } from './http/route.js'
 
 /** Every route of the service, hot paths first. The OpenAPI document describes exactly this list. */
-export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
+export function allRoutes (deps: Deps): RouteDef[] {
   let openapi = ''
   const routes: RouteDef[] = [
     bidRoute(deps),
@@ -81,7 +80,7 @@ export function allRoutes (deps: Deps, metrics: Metrics): RouteDef[] {
     ...adminBidderAliasRoutes(deps),
     adminAuditRoute(deps),
     ...publicFileRoutes(deps),
-    ...opsRoutes(deps, metrics, () => openapi)
+    ...opsRoutes(deps, () => openapi)
   ]
   openapi = JSON.stringify(buildOpenApi(routes, deps.config.baseUrl))
   return routes

@@ -20,12 +20,13 @@ import { runCampaignJobs } from './campaigns/lifecycle.js'
 import { Inventory } from './inventory/inventory.js'
 import { Moderator } from './moderation/moderator.js'
 import { ObjectStore } from './store/objects.js'
-import type { HttpDeps, Lifecycle } from './http/exchange.js'
 import { Idempotency } from './http/idempotency.js'
-import { Metrics } from './http/metrics.js'
+import { Metrics, renderMetrics, type MetricsSnapshot } from './http/metrics.js'
 import { RateLimiter } from './http/rate-limit.js'
 import type { RouteDef } from './http/route.js'
-import { listen, type HttpServer } from './http/server.js'
+import { claimPort } from './http/server.js'
+import { broadcast } from './threads/broadcast.js'
+import { Supervisor } from './threads/supervisor.js'
 import { createLogger, type Logger } from './log.js'
 import { Outbox } from './store/outbox.js'
 import { lockDataDir } from './store/data-dir-lock.js'
@@ -44,21 +45,27 @@ export interface Service {
   outbox: Outbox
   /** Every route served, as the OpenAPI document describes them. */
   routes: RouteDef[]
-  /** Moderation of creatives, for tests that wait for it to finish. */
-  moderator: Moderator
+  /** Moderation of creatives, for tests that wait for it to finish (what the hot threads handed over included). */
+  moderator: { idle (): Promise<void> }
   /** The funnel log, for tests and the analytics shipper. */
   funnel: FunnelLog
-  /** Outbound notices and their sender, for tests that wait for deliveries. */
+  /** Outbound notices and their sender, for tests that wait for deliveries (what the hot threads queued included). */
   notices: Notices
-  sender: NoticeSender
+  sender: { idle (): Promise<void> }
   /** Outbox events fanned out to webhook deliveries, and their log. */
   webhooks: WebhookDispatcher
   deliveries: DeliveryLog
-  /** The analytics process (ClickHouse) and the report answers drawn from it. */
+  /** The analytics process (ClickHouse). */
   analytics: Analytics
-  reports: ResultCache
-  /** Runs the periodic jobs now (freshness expiry, offline detection); they also run every second on their own. */
-  runJobs (): { demoted: number, offline: number, expiredHolds: number, campaignMoves: number, expiredDeals: number, expiredBids: number, expiredExchangeBids: number }
+  /** The hot threads' report answers: settled() resolves once every query they started has finished (tests). */
+  reports: { settled (): Promise<void> }
+  /** The hot threads serving HTTP (tests end one to see it replaced). */
+  threads: Supervisor
+  /**
+   * Runs the periodic jobs now (freshness expiry, offline detection in every hot thread; campaign moves and expiries
+   * here); they also run every second on their own.
+   */
+  runJobs (): Promise<{ demoted: number, offline: number, expiredHolds: number, campaignMoves: number, expiredDeals: number, expiredBids: number, expiredExchangeBids: number }>
   /** Graceful stop: refuse new requests, finish in-flight ones (up to SHUTDOWN_GRACE_MS), flush and close LMDB. */
   close (): Promise<void>
 }
@@ -69,12 +76,17 @@ export interface ServiceOptions {
   log?: Logger
 }
 
-/** Takes the data directory and the port (or refuses to start), opens the store, builds every route and serves. */
+/**
+ * Takes the data directory and the port (or refuses to start), opens the store and starts HOT_THREADS hot threads
+ * that serve every route on that port (src/threads/hot-thread.ts). This thread supervises them and runs what must run
+ * once: moderation, the notice sender, the webhook dispatcher, the analytics process and the periodic jobs, so that
+ * none of it competes with a request.
+ */
 export async function startService ({ config: given, clock = systemClock, log = createLogger(given.logLevel) }: ServiceOptions): Promise<Service> {
   const lock = await lockDataDir(given.dataDir)
-  let server: HttpServer
+  let port: number
   try {
-    server = await listen(given.host, given.port)
+    port = await claimPort(given.host, given.port)
   } catch (err) {
     await lock.release()
     throw err
@@ -82,15 +94,13 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs })
   const admin = resolveAdminToken(given.adminToken, given.dataDir)
   if (admin.generatedAt !== undefined) log.info('operator token', { path: admin.generatedAt })
-  const url = `http://${given.host === '0.0.0.0' ? '127.0.0.1' : given.host}:${server.port}`
-  const config: ResolvedConfig = { ...given, baseUrl: given.baseUrl ?? url }
+  const url = `http://${given.host === '0.0.0.0' ? '127.0.0.1' : given.host}:${port}`
+  const config: ResolvedConfig = { ...given, port, adminToken: admin.token, baseUrl: given.baseUrl ?? url }
   const outbox = new Outbox(store, clock)
   const auth = new Authenticator(store, clock, admin.token)
   const metrics = new Metrics()
-  const lifecycle: Lifecycle = { draining: false, inFlight: 0, onIdle: undefined }
-  const deps: HttpDeps = { config, clock, log, store, auth, metrics, lifecycle, limiter: new RateLimiter(clock), idempotency: new Idempotency(store, clock) }
   if (store.meta.get('settings:partner_display') === undefined) store.write(() => store.meta.putSync('settings:partner_display', config.partnerDisplay))
-  const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain })
+  const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, resume: false })
   const objects = new ObjectStore(config.dataDir)
   const moderator = new Moderator(store, outbox, objects, clock, log, { maxBytes: config.maxCreativeBytes, timeoutMs: config.creativeFetchTimeoutMs, allowPrivate: config.allowPrivateAssetUrls, dnsServers: config.dnsServers })
   const bookings = new Bookings()
@@ -115,53 +125,95 @@ export async function startService ({ config: given, clock = systemClock, log = 
   }, log)
   analytics.onShipped = (count) => funnel.shipped(count)
   const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs)
-  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, analytics, reports }, metrics)
-  server.mount(routes, deps)
+  const limiter = new RateLimiter(clock)
+  const idempotency = new Idempotency(store, clock)
+  const threads: Supervisor = new Supervisor({
+    config,
+    shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, principals: auth.buffer, limits: limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer }
+  }, {
+    log: (line: string) => log.write(line),
+    moderate: (id: string) => moderator.schedule(id),
+    outbox: () => webhooks.kick(),
+    notices: (due: Array<[string, number]>) => {
+      for (const [origin, at] of due) notices.noted(origin, at)
+      sender.kick()
+    },
+    query: (sql: string, timeoutMs?: number) => analytics.query(sql, timeoutMs),
+    broadcast: (channel: string, key: string, value: unknown) => threads.notify('broadcast', channel, key, value),
+    scrape: async () => renderMetrics([metrics.snapshot(), ...await threads.call<MetricsSnapshot>('snapshot')], {
+      oohbid_hot_threads: config.hotThreads,
+      oohbid_outbox_pending_events: outbox.size(),
+      oohbid_funnel_pending_events: funnel.size(),
+      oohbid_notices_pending: notices.size(),
+      oohbid_analytics_connected: analytics.backend !== undefined ? 1 : 0
+    })
+  }, log, () => store.refresh())
+  // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.
+  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, analytics, reports, scrape: () => Promise.resolve(''), shared: broadcast(() => {}) })
+  try {
+    await threads.start(config.hotThreads)
+  } catch (err) {
+    await threads.close().catch(() => 0)
+    await store.close()
+    await lock.release()
+    throw err
+  }
+  let analyticsState = ''
+  const tellAnalytics = () => {
+    const state = { backend: analytics.backend, lastError: analytics.lastError }
+    if (JSON.stringify(state) === analyticsState) return
+    analyticsState = JSON.stringify(state)
+    threads.notify('analytics', state)
+  }
   moderator.resume()
   sender.start()
   webhooks.start()
   analytics.start()
-  const runJobs = () => ({ ...inventory.runJobs(), ...runCampaignJobs(store, outbox, clock.now()), expiredBids: expireBids({ store, notices }, clock.now()), expiredExchangeBids: expireExchangeBids(store, clock.now()) })
+  /** Whatever the hot threads handed over before now has arrived (each answers after the messages it sent before). */
+  const flushed = () => threads.call('flushed')
+  const runJobs = async () => {
+    const inThreads = await threads.call<{ demoted: number, offline: number }>('runJobs')
+    return {
+      demoted: inThreads.reduce((n, j) => n + j.demoted, 0),
+      offline: inThreads.reduce((n, j) => n + j.offline, 0),
+      ...runCampaignJobs(store, outbox, clock.now()),
+      expiredBids: expireBids({ store, notices }, clock.now()),
+      expiredExchangeBids: expireExchangeBids(store, clock.now())
+    }
+  }
   const timers = [
-    setInterval(runJobs, 1000),
-    setInterval(() => deps.limiter.sweep(), 60_000),
-    setInterval(() => deps.idempotency.sweep(), 3_600_000),
+    setInterval(() => { runCampaignJobs(store, outbox, clock.now()); expireBids({ store, notices }, clock.now()); expireExchangeBids(store, clock.now()) }, 1000),
+    setInterval(tellAnalytics, 250),
+    setInterval(() => idempotency.sweep(), 3_600_000),
     setInterval(() => deliveries.sweep(clock.now()), 3_600_000)
   ]
   for (const t of timers) t.unref()
-  log.info('listening', { url, base_url: config.baseUrl, data_dir: config.dataDir })
+  tellAnalytics()
+  log.info('listening', { url, base_url: config.baseUrl, data_dir: config.dataDir, hot_threads: config.hotThreads })
 
   let closing: Promise<void> | undefined
   return {
     config,
     url,
-    port: server.port,
+    port,
     adminToken: admin.token,
     store,
     outbox,
     routes,
     runJobs,
-    moderator,
+    moderator: { idle: async () => { await flushed(); await moderator.idle() } },
     funnel,
     notices,
-    sender,
+    sender: { idle: async () => { await flushed(); await sender.idle() } },
     webhooks,
     deliveries,
     analytics,
-    reports,
+    // Each thread's queries, then the answers they handed to the other threads (forwarded before the settled replies).
+    reports: { settled: async () => { await threads.call('settled'); await flushed() } },
+    threads,
     close () {
       closing ??= (async () => {
-        lifecycle.draining = true
-        server.stopListening()
-        if (lifecycle.inFlight > 0) {
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, config.shutdownGraceMs)
-            lifecycle.onIdle = () => { clearTimeout(timer); resolve() }
-          })
-        }
-        // The last reply is still corked inside the uWS callback that finished it; let the loop flush it first.
-        await new Promise((resolve) => setImmediate(resolve))
-        server.closeAll()
+        const abandoned = await threads.close()
         for (const t of timers) clearInterval(t)
         await moderator.close()
         webhooks.close()
@@ -169,7 +221,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
         await analytics.close()
         await store.close()
         await lock.release()
-        log.info('stopped', { in_flight_abandoned: lifecycle.inFlight })
+        log.info('stopped', { in_flight_abandoned: abandoned })
       })()
       return closing
     }

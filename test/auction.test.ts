@@ -232,7 +232,7 @@ t.test('bids that cannot play lose with their OpenRTB loss codes; expired bids g
 
   await m.bid('alpha', 9)
   svc.clock.advance(301_000)
-  t.equal(svc.service.runJobs().expiredBids, 1, 'the expiry job settles the bid its imp outlived')
+  t.equal((await svc.service.runJobs()).expiredBids, 1, 'the expiry job settles the bid its imp outlived')
   const expired = await m.delivered()
   t.same(bySeat(expired.rtb, '/loss').alpha, { seat: 'alpha', code: '2', min: '' }, 'lurl with ${AUCTION_LOSS} 2')
   t.match(JSON.parse(expired.legacy[0]!.body), { event: 'bid.lost', data: { loss_code: 2, loss_reason: 'impression opportunity expired' } })

@@ -189,7 +189,7 @@ t.test('budgets hold while notices are in flight; win, loss and billing notices 
   const held = ledger().reserved_micros
   t.ok(held > 0)
   svc.clock.advance(3_600_001)
-  svc.service.runJobs()
+  await svc.service.runJobs()
   t.equal(ledger().reserved_micros, 0, 'pending holds expire')
   t.match(svc.service.store.exchangeBids.get(third.id), { status: 'expired' }, 'a win that never billed is not charged')
 

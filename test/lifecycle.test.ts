@@ -14,6 +14,8 @@ t.test('graceful shutdown: stop accepting, finish in-flight requests, then close
   const inFlight = rawExchange(svc.port, [head + body.slice(0, 4), body.slice(4)], 3000, 400)
   await new Promise((r) => setTimeout(r, 150))
   const closed = svc.service.close()
+  // Each hot thread closes its listen socket when the supervisor's message reaches it: well within 50 ms.
+  await new Promise((r) => setTimeout(r, 50))
   const refused = await new Promise((resolve) => {
     const socket = connect(svc.port, '127.0.0.1')
     socket.on('error', (e: NodeJS.ErrnoException) => resolve(e.code))

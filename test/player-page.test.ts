@@ -57,5 +57,5 @@ t.test('the page, its heartbeat, the device binding and leaving', async (t) => {
   const back = svc.service.outbox.read('test', 100).filter((e) => e.data.screen_id === screenId && e.type === 'screen.online')
   t.match(back[0]?.data, { offline_since: events[0]!.data.offline_since }, 'screen.online says when it left')
   svc.clock.advance(100_000)
-  t.match(svc.service.runJobs(), { offline: 1 }, 'a page that stops heartbeating goes offline after the timeout')
+  t.match(await svc.service.runJobs(), { offline: 1 }, 'a page that stops heartbeating goes offline after the timeout')
 })

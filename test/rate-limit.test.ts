@@ -78,6 +78,23 @@ t.test('every group of the Limits table: sandbox and production columns, windows
     t.notOk(limiter.take(group, 'k', production, windowS * 1000).allowed, `${group}: still refused 1 ms before the reset`)
     clock.advance(1)
     t.ok(limiter.take(group, 'k', production, windowS * 1000).allowed, `${group}: a new window`)
-    limiter.sweep()
   }
+})
+
+t.test('limiters over the same shared memory count into one window, as hot threads do', async (t) => {
+  const { RateLimiter } = await import('../src/http/rate-limit.js')
+  const { ManualClock } = await import('../src/clock.js')
+  const clock = new ManualClock()
+  const a = new RateLimiter(clock)
+  const b = new RateLimiter(clock, a.buffer)
+  for (let i = 0; i < 5; i++) (i % 2 === 0 ? a : b).take('bidding', 'key-1', 10, 60_000)
+  t.match(b.take('bidding', 'key-1', 10, 60_000), { allowed: true, remaining: 4 }, 'the sixth request, whichever thread counts it, leaves 4')
+  t.match(a.take('bidding', 'key-2', 10, 60_000), { allowed: true, remaining: 9 }, 'another key has its own window')
+  for (let i = 0; i < 4; i++) a.take('bidding', 'key-1', 10, 60_000)
+  t.match(b.take('bidding', 'key-1', 10, 60_000), { allowed: false, remaining: 0 })
+  // 300,000 subjects, more than the table holds: old windows give way, the newest are still exact.
+  for (let i = 0; i < 300_000; i++) a.take('public', `198.51.${i >> 8}.${i & 255}-${i}`, 1, 60_000)
+  clock.advance(1)
+  t.match(b.take('public', 'fresh-subject', 1, 60_000), { allowed: true }, 'a full table still takes a new subject')
+  t.match(b.take('public', 'fresh-subject', 1, 60_000), { allowed: false }, 'and counts it exactly')
 })

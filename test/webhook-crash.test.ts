@@ -10,7 +10,8 @@ import { startReceiver } from './helpers/receiver.js'
 // acknowledged request is delivered, each event under one delivery id, and only attempts the kill cut short are
 // sent again (with the same id, so the receiver can deduplicate).
 
-const CREATIVES = 80
+/** More than can be created before 20 deliveries arrive, however fast the hot threads take them: the kill comes mid-stream. */
+const CREATIVES = 2000
 
 t.test('kill -9 mid-delivery loses no event, and repeats only what was in flight', async (t) => {
   const receiver = await startReceiver(t, true, { delay: () => 25 })

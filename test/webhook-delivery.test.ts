@@ -76,7 +76,7 @@ t.test('every event of the list reaches the subscription, signed, with the docum
   const callback = await svc.request('POST', '/v1/partner/impressions', { key: partner.key, body: { impressions: [{ adId: creative, impressionId: proof.impressionId, deviceId: 'hook-1', duration: 15, completed: true, timestamp: proof.timestamp }] } })
   t.match(callback.body.data, { duplicates: 1 }, 'the partner reports the same play')
   svc.clock.advance(91_000)
-  svc.service.runJobs()
+  await svc.service.runJobs()
   await svc.request('POST', '/v1/partner/devices/hook-1/heartbeat', { key: partner.key })
   await flush(svc)
 

@@ -1,6 +1,6 @@
 import { iso } from '../clock.js'
 import type { CpmBenchmarks, DemandAnalysis, FunnelReport, ReportSummary, ScreensReport, SeatStats, TimeseriesReport } from '../generated/types.js'
-import type { Analytics } from './client.js'
+import type { AnalyticsSource } from '../deps.js'
 import { num, str, time } from './sql.js'
 
 /** A report window: [from, to] in ms, inclusive. */
@@ -28,10 +28,10 @@ function meta (w: Window): { from: string, to: string, generated_at: string, sta
 
 /** Asks ClickHouse for the seat's reports, from the rollups (never the raw tables). */
 export class Reports {
-  readonly #analytics: Analytics
+  readonly #analytics: AnalyticsSource
   readonly #db: string
 
-  constructor (analytics: Analytics, database: string) {
+  constructor (analytics: AnalyticsSource, database: string) {
     this.#analytics = analytics
     this.#db = database
   }

@@ -31,13 +31,34 @@ export class ResultCache {
   readonly #ttlMs: number
   readonly #waitMs: number
   readonly #entries = new Map<string, Entry>()
+  readonly #share: ((key: string, data: unknown, computedAt: number) => void) | undefined
 
-  /** waitMs: how long wait() holds for a computation before it answers pending (REPORT_WAIT_MS). */
-  constructor (clock: Clock, log: Logger, ttlMs: number, waitMs: number) {
+  /**
+   * waitMs: how long wait() holds for a computation before it answers pending (REPORT_WAIT_MS). share: hands each
+   * computed answer to the other hot threads' caches (received), so that a client's next request finds it whichever
+   * thread it reaches.
+   */
+  constructor (clock: Clock, log: Logger, ttlMs: number, waitMs: number, share?: (key: string, data: unknown, computedAt: number) => void) {
     this.#clock = clock
     this.#log = log
     this.#ttlMs = ttlMs
     this.#waitMs = waitMs
+    this.#share = share
+  }
+
+  /** An answer another thread computed; kept unless this thread holds a newer one. */
+  received (key: string, data: unknown, computedAt: number): void {
+    let e = this.#entries.get(key)
+    if (e === undefined) {
+      if (this.#entries.size >= MAX_ENTRIES) this.#entries.delete(this.#entries.keys().next().value!)
+      e = {}
+      this.#entries.set(key, e)
+    }
+    if (e.computedAt !== undefined && e.computedAt >= computedAt) return
+    e.data = data
+    e.computedAt = computedAt
+    delete e.error
+    delete e.failedAt
   }
 
   get ttlMs (): number {
@@ -84,6 +105,7 @@ export class ResultCache {
       e.computedAt = this.#clock.now()
       delete e.error
       delete e.failedAt
+      this.#share?.(key, data, e.computedAt)
     }, (err: unknown) => {
       e.error = err instanceof Error ? err.message : String(err)
       e.failedAt = this.#clock.now()

@@ -10,24 +10,40 @@ const CACHE_MAX = 100_000
 
 /**
  * Resolves API keys to principals. Hot routes see the same few keys at high rates, so a resolved principal is kept
- * for up to a second; every local change to keys, seats or partners calls invalidate(), and another process's change
- * is seen within that second.
+ * for up to a second. Every change to keys, seats or partners calls invalidate(), which moves a generation in memory
+ * shared by the hot threads: a key revoked through one thread stops working in all of them at once. Another
+ * process's change is seen within that second.
  */
 export class Authenticator {
   readonly #store: Store
   readonly #clock: Clock
   readonly #adminDigest: Buffer
   #cache = new Map<string, { principal: Principal, until: number }>()
+  readonly #generation: Int32Array
+  #seen: number
 
-  constructor (store: Store, clock: Clock, adminToken: string) {
+  /** buffer: another thread's generation, so that an invalidate() anywhere drops every thread's cache. */
+  constructor (store: Store, clock: Clock, adminToken: string, buffer = new SharedArrayBuffer(4)) {
     this.#store = store
     this.#clock = clock
     this.#adminDigest = createHash('sha256').update(adminToken).digest()
+    this.#generation = new Int32Array(buffer)
+    this.#seen = Atomics.load(this.#generation, 0)
+  }
+
+  /** The memory to hand a hot thread's Authenticator. */
+  get buffer (): SharedArrayBuffer {
+    return this.#generation.buffer as SharedArrayBuffer
   }
 
   /** The principal of a presented key, or undefined when the key is unknown, revoked or expired. */
   resolve (presented: string): Principal | undefined {
     const now = this.#clock.now()
+    const generation = Atomics.load(this.#generation, 0)
+    if (generation !== this.#seen) {
+      this.#cache.clear()
+      this.#seen = generation
+    }
     const hit = this.#cache.get(presented)
     if (hit !== undefined && hit.until > now) return hit.principal
     const key = findKey(this.#store, presented, now)
@@ -49,6 +65,8 @@ export class Authenticator {
   /** Drops every cached principal; call after changing a key, seat or partner. */
   invalidate (): void {
     this.#cache.clear()
+    // Inside a transaction, other threads must not drop their copies before the change is there to read.
+    this.#store.afterCommit(() => Atomics.add(this.#generation, 0, 1))
   }
 
   /** Whether a bearer token is the operator token (constant-time). */

@@ -4,7 +4,11 @@ import type { Store } from '../store/store.js'
 /** Events one millisecond can hold before ids borrow the next millisecond (ids stay unique and ordered). */
 const PER_MS = 1000
 /** Below this many waiting events size() counts them exactly (under 2 ms); above, it keeps a running count. */
-const EXACT_BELOW = 100_000
+const EXACT_BELOW = 100_000n
+/** Slots of the shared counters. */
+const LAST = 0
+const COMMITTED = 1
+const PENDING = 2
 
 /**
  * The funnel log: request, bid_received, auction, render_started and play_completed events, appended inside the
@@ -15,26 +19,41 @@ const EXACT_BELOW = 100_000
  */
 export class FunnelLog {
   readonly #store: Store
-  #last = 0
-  #committed = 0
-  /** Events waiting: appends add, the analytics process's shipped reports subtract (see size). */
-  #pending: number
+  /** Shared by the hot threads: [the last id given, the last id committed, events waiting (see size)]. */
+  readonly #counters: BigInt64Array
 
-  constructor (store: Store) {
+  /** buffer: another thread's counters (its FunnelLog over the same store). */
+  constructor (store: Store, buffer?: SharedArrayBuffer) {
     this.#store = store
-    const [last] = [...store.funnel.getKeys({ reverse: true, limit: 1 })] as number[]
-    if (last !== undefined) this.#last = this.#committed = last
-    this.#pending = store.funnel.getCount()
+    this.#counters = new BigInt64Array(buffer ?? new SharedArrayBuffer(3 * 8))
+    if (buffer === undefined) {
+      const [last] = [...store.funnel.getKeys({ reverse: true, limit: 1 })] as number[]
+      if (last !== undefined) this.#counters[LAST] = this.#counters[COMMITTED] = BigInt(last)
+      this.#counters[PENDING] = BigInt(store.funnel.getCount())
+    }
   }
 
-  /** Appends an event; call inside Store.write. Returns its id. */
+  /** The memory to hand a hot thread's FunnelLog. */
+  get buffer (): SharedArrayBuffer {
+    return this.#counters.buffer as SharedArrayBuffer
+  }
+
+  /**
+   * Appends an event; call inside Store.write. Returns its id. Ids are given out under LMDB's write lock, which every
+   * thread's transaction holds, so they are unique and commit in order whichever thread appends.
+   */
   append (event: FunnelEvent): number {
-    const id = Math.max(this.#last + 1, event.at * PER_MS)
-    this.#last = id
+    const id = Math.max(Number(Atomics.load(this.#counters, LAST)) + 1, event.at * PER_MS)
+    Atomics.store(this.#counters, LAST, BigInt(id))
     this.#store.funnel.putSync(id, event)
     this.#store.afterCommit(() => {
-      if (id > this.#committed) this.#committed = id
-      this.#pending++
+      const committed = BigInt(id)
+      for (let seen = Atomics.load(this.#counters, COMMITTED); seen < committed;) {
+        const was = Atomics.compareExchange(this.#counters, COMMITTED, seen, committed)
+        if (was === seen) break
+        seen = was
+      }
+      Atomics.add(this.#counters, PENDING, 1n)
     })
     return id
   }
@@ -51,12 +70,13 @@ export class FunnelLog {
 
   /** The id of the last event committed (0 before any): it moves exactly when an append commits. */
   get lastId (): number {
-    return this.#committed
+    return Number(Atomics.load(this.#counters, COMMITTED))
   }
 
   /** The analytics process deleted count shipped events. */
   shipped (count: number): void {
-    this.#pending = Math.max(0, this.#pending - count)
+    const left = Atomics.sub(this.#counters, PENDING, BigInt(count)) - BigInt(count)
+    if (left < 0n) Atomics.compareExchange(this.#counters, PENDING, left, 0n)
   }
 
   /**
@@ -66,7 +86,7 @@ export class FunnelLog {
    * backlog is small.
    */
   size (): number {
-    if (this.#pending < EXACT_BELOW) this.#pending = this.#store.funnel.getCount()
-    return this.#pending
+    if (Atomics.load(this.#counters, PENDING) < EXACT_BELOW) Atomics.store(this.#counters, PENDING, BigInt(this.#store.funnel.getCount()))
+    return Number(Atomics.load(this.#counters, PENDING))
   }
 }

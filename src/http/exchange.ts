@@ -162,6 +162,7 @@ export class Exchange {
     const { lifecycle, auth } = this.#deps
     const route = this.#route
     const ctx = this.#ctx
+    this.#deps.store.refresh()
     if (lifecycle.draining) throw new ApiError('service_unavailable', 'The service is shutting down; retry shortly.')
     // Before anything reads a parameter: the alias's rate limit, authentication and every lookup.
     ctx.params = decodePathParams(this.#paramNames, this.#rawParams)
@@ -244,6 +245,8 @@ export class Exchange {
   /** Parses, validates, replays or runs the handler, and replies. */
   #complete (raw: Buffer | undefined): void {
     const { route, ctx } = { route: this.#route, ctx: this.#ctx }
+    // The body may have arrived over several turns: read what other threads committed meanwhile.
+    if (raw !== undefined) this.#deps.store.refresh()
     try {
       route.verifyRaw?.(ctx, raw ?? Buffer.alloc(0))
       if (route.rawBody === true) ctx.body = raw ?? Buffer.alloc(0)
@@ -279,15 +282,15 @@ export class Exchange {
   }
 
   /**
-   * Keeps the response open until a computed route's answer settles (onAborted was registered in run()), then
-   * writes it corked. A route not marked computed must not hold: its clients may pipeline.
+   * Keeps the response open until a computed or gathered route's answer settles (onAborted was registered in run()),
+   * then writes it corked. Any other route must not hold: its clients may pipeline.
    */
   #hold (answer: Promise<Result>, fingerprint: string): void {
     const { route, ctx } = { route: this.#route, ctx: this.#ctx }
-    if (route.computed !== true) {
+    if (route.computed !== true && route.gathered !== true) {
       // The answer is refused, but it still settles: its failure must not go unhandled and end the process.
       answer.catch(() => {})
-      throw new Error(`${route.method.toUpperCase()} ${route.path} held its response but is not a computed route`)
+      throw new Error(`${route.method.toUpperCase()} ${route.path} held its response but is neither computed nor gathered`)
     }
     answer.then((result) => {
       if (this.#aborted) return

@@ -3,10 +3,17 @@ import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { IdempotencyRecord } from '../store/records.js'
 import type { Store } from '../store/store.js'
+import { SharedTable } from '../threads/shared-table.js'
 
 /** Keys live 24 hours and may be reused after that (spec, Idempotency and dry run). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
 const MAX_KEY_LENGTH = 256
+/** Keys in flight at once; a key is in flight only while its first request is being answered. */
+const IN_FLIGHT_SLOTS = 1 << 14
+/** A claim older than this belongs to a request that can no longer finish (its thread died): the key is free again. */
+const CLAIM_TTL_MS = 10 * 60_000
+
+const released = (now: number) => (v: Float64Array, b: number) => v[b] === 0 || now - v[b]! > CLAIM_TTL_MS
 
 /**
  * Idempotency-Key handling, after the IETF httpapi draft and Stripe: the first response to a key is stored in the same
@@ -17,11 +24,19 @@ const MAX_KEY_LENGTH = 256
 export class Idempotency {
   readonly #store: Store
   readonly #clock: Clock
-  readonly #inFlight = new Set<string>()
+  /** Keys whose first request is being answered, with when it was claimed, in memory shared by the hot threads. */
+  readonly #inFlight: SharedTable
 
-  constructor (store: Store, clock: Clock) {
+  /** buffer: another thread's keys in flight, so that a retry reaching another thread also gets 409. */
+  constructor (store: Store, clock: Clock, buffer?: SharedArrayBuffer) {
     this.#store = store
     this.#clock = clock
+    this.#inFlight = new SharedTable(IN_FLIGHT_SLOTS, 1, buffer)
+  }
+
+  /** The memory to hand a hot thread's Idempotency. */
+  get buffer (): SharedArrayBuffer {
+    return this.#inFlight.buffer
   }
 
   /** Validates the header value; undefined when absent. */
@@ -36,14 +51,19 @@ export class Idempotency {
   /** Claims a key for a request that is arriving; throws 409 when another request holds it. */
   claim (scope: string, key: string): string {
     const id = scope + '\u0000' + key
-    if (this.#inFlight.has(id)) throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry when it has finished.')
-    this.#inFlight.add(id)
+    // Real time, not the service's clock: the TTL is how long a dead thread's claim outlives it, and tests move the clock.
+    const now = Date.now()
+    const claimed = this.#inFlight.with(id, released(now), (v, b, fresh) => {
+      if (fresh) v[b] = now
+      return fresh
+    })
+    if (!claimed) throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry when it has finished.')
     return id
   }
 
   /** Releases a claimed key. */
   release (id: string): void {
-    this.#inFlight.delete(id)
+    this.#inFlight.with(id, released(Date.now()), (v, b) => { v[b] = 0 })
   }
 
   /** The stored response for a claimed key if it is still valid; throws 422 when the request differs. */

@@ -24,9 +24,21 @@ function escape (v: string): string {
   return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')
 }
 
+/** One thread's metrics as plain data, to cross to the thread that answers /metrics (structured clone). */
+export interface MetricsSnapshot {
+  thread: number
+  series: Array<{ method: string, route: string, byStatus: Array<[number, number]>, count: number, sum: number, buckets: number[] }>
+  rejections: Array<[string, number]>
+  counters: Array<{ name: string, help: string, values: Array<[string, number]> }>
+  inFlight: number
+  /** Event-loop delay p99 since the last scrape, seconds. */
+  loopP99: number
+  heapUsed: number
+}
+
 /**
- * Prometheus counters and histograms for the HTTP layer. Kept in plain maps keyed by label values: a request costs a
- * few map lookups, and text is built only when /metrics is scraped.
+ * Prometheus counters and histograms, one set per thread. Kept in plain maps keyed by label values: a request costs a
+ * few map lookups, and text is built only when /metrics is scraped, from every thread's snapshot (render).
  */
 export class Metrics {
   readonly #series = new Map<string, RouteSeries>()
@@ -35,7 +47,8 @@ export class Metrics {
   readonly #loop = monitorEventLoopDelay({ resolution: 10 })
   inFlight = 0
 
-  constructor () {
+  /** thread: 0 for the supervisor, 1.. for the hot threads. */
+  constructor (readonly thread = 0) {
     this.#loop.enable()
   }
 
@@ -65,34 +78,73 @@ export class Metrics {
     this.#rejections.set(group, (this.#rejections.get(group) ?? 0) + 1)
   }
 
-  /** The Prometheus text exposition (version 0.0.4). */
-  render (extra: Record<string, number> = {}): string {
-    const out: string[] = []
-    out.push('# HELP oohbid_http_requests_total HTTP requests by method, route and status.', '# TYPE oohbid_http_requests_total counter')
-    for (const s of this.#series.values()) {
-      for (const [status, n] of s.byStatus) out.push(`oohbid_http_requests_total{method="${s.method}",route="${escape(s.route)}",status="${status}"} ${n}`)
-    }
-    out.push('# HELP oohbid_http_request_duration_seconds Time from request arrival to the last byte written.', '# TYPE oohbid_http_request_duration_seconds histogram')
-    for (const s of this.#series.values()) {
-      if (s.count === 0) continue
-      const labels = `method="${s.method}",route="${escape(s.route)}"`
-      BUCKETS.forEach((le, i) => out.push(`oohbid_http_request_duration_seconds_bucket{${labels},le="${le}"} ${s.buckets[i]}`))
-      out.push(`oohbid_http_request_duration_seconds_bucket{${labels},le="+Inf"} ${s.count}`)
-      out.push(`oohbid_http_request_duration_seconds_sum{${labels}} ${s.sum}`, `oohbid_http_request_duration_seconds_count{${labels}} ${s.count}`)
-    }
-    out.push('# HELP oohbid_rate_limit_rejections_total Requests refused with 429, by rate group.', '# TYPE oohbid_rate_limit_rejections_total counter')
-    for (const [group, n] of this.#rejections) out.push(`oohbid_rate_limit_rejections_total{group="${group}"} ${n}`)
-    for (const [name, c] of this.#counters) {
-      out.push(`# HELP ${name} ${c.help}`, `# TYPE ${name} counter`)
-      for (const [labels, n] of c.values) out.push(`${name}${labels ? `{${labels}}` : ''} ${n}`)
-    }
-    out.push('# HELP oohbid_http_requests_in_flight Requests accepted and not yet answered.', '# TYPE oohbid_http_requests_in_flight gauge', `oohbid_http_requests_in_flight ${this.inFlight}`)
-    out.push('# HELP oohbid_event_loop_delay_p99_seconds Event-loop delay, 99th percentile since the last scrape.', '# TYPE oohbid_event_loop_delay_p99_seconds gauge', `oohbid_event_loop_delay_p99_seconds ${this.#loop.percentile(99) / 1e9}`)
+  /** This thread's numbers; the event-loop delay starts over. */
+  snapshot (): MetricsSnapshot {
+    const loopP99 = this.#loop.percentile(99) / 1e9
     this.#loop.reset()
-    const mem = process.memoryUsage()
-    out.push('# HELP process_resident_memory_bytes Resident memory.', '# TYPE process_resident_memory_bytes gauge', `process_resident_memory_bytes ${mem.rss}`)
-    out.push('# HELP nodejs_heap_used_bytes V8 heap in use.', '# TYPE nodejs_heap_used_bytes gauge', `nodejs_heap_used_bytes ${mem.heapUsed}`)
-    for (const [name, value] of Object.entries(extra)) out.push(`# TYPE ${name} gauge`, `${name} ${value}`)
-    return out.join('\n') + '\n'
+    return {
+      thread: this.thread,
+      series: [...this.#series.values()].map((s) => ({ method: s.method, route: s.route, byStatus: [...s.byStatus], count: s.count, sum: s.sum, buckets: [...s.buckets] })),
+      rejections: [...this.#rejections],
+      counters: [...this.#counters].map(([name, c]) => ({ name, help: c.help, values: [...c.values] })),
+      inFlight: this.inFlight,
+      loopP99,
+      heapUsed: process.memoryUsage().heapUsed
+    }
   }
+}
+
+function add<K> (into: Map<K, number>, key: K, n: number): void {
+  into.set(key, (into.get(key) ?? 0) + n)
+}
+
+/** The Prometheus text exposition (version 0.0.4) of every thread's snapshot together. */
+export function renderMetrics (snapshots: MetricsSnapshot[], extra: Record<string, number> = {}): string {
+  const series = new Map<string, { method: string, route: string, byStatus: Map<number, number>, count: number, sum: number, buckets: number[] }>()
+  const rejections = new Map<string, number>()
+  const counters = new Map<string, { help: string, values: Map<string, number> }>()
+  for (const snap of snapshots) {
+    for (const s of snap.series) {
+      const key = `${s.method}\u0000${s.route}`
+      let m = series.get(key)
+      if (m === undefined) series.set(key, m = { method: s.method, route: s.route, byStatus: new Map(), count: 0, sum: 0, buckets: BUCKETS.map(() => 0) })
+      for (const [status, n] of s.byStatus) add(m.byStatus, status, n)
+      m.count += s.count
+      m.sum += s.sum
+      s.buckets.forEach((n, i) => { m.buckets[i]! += n })
+    }
+    for (const [group, n] of snap.rejections) add(rejections, group, n)
+    for (const c of snap.counters) {
+      let m = counters.get(c.name)
+      if (m === undefined) counters.set(c.name, m = { help: c.help, values: new Map() })
+      for (const [labels, n] of c.values) add(m.values, labels, n)
+    }
+  }
+  const out: string[] = []
+  out.push('# HELP oohbid_http_requests_total HTTP requests by method, route and status.', '# TYPE oohbid_http_requests_total counter')
+  for (const s of series.values()) {
+    for (const [status, n] of s.byStatus) out.push(`oohbid_http_requests_total{method="${s.method}",route="${escape(s.route)}",status="${status}"} ${n}`)
+  }
+  out.push('# HELP oohbid_http_request_duration_seconds Time from request arrival to the last byte written.', '# TYPE oohbid_http_request_duration_seconds histogram')
+  for (const s of series.values()) {
+    if (s.count === 0) continue
+    const labels = `method="${s.method}",route="${escape(s.route)}"`
+    BUCKETS.forEach((le, i) => out.push(`oohbid_http_request_duration_seconds_bucket{${labels},le="${le}"} ${s.buckets[i]}`))
+    out.push(`oohbid_http_request_duration_seconds_bucket{${labels},le="+Inf"} ${s.count}`)
+    out.push(`oohbid_http_request_duration_seconds_sum{${labels}} ${s.sum}`, `oohbid_http_request_duration_seconds_count{${labels}} ${s.count}`)
+  }
+  out.push('# HELP oohbid_hot_thread_requests_total HTTP requests answered by each hot thread (how evenly the kernel spreads connections).', '# TYPE oohbid_hot_thread_requests_total counter')
+  for (const snap of snapshots) if (snap.thread > 0) out.push(`oohbid_hot_thread_requests_total{thread="${snap.thread}"} ${snap.series.reduce((n, s) => n + s.count, 0)}`)
+  out.push('# HELP oohbid_rate_limit_rejections_total Requests refused with 429, by rate group.', '# TYPE oohbid_rate_limit_rejections_total counter')
+  for (const [group, n] of rejections) out.push(`oohbid_rate_limit_rejections_total{group="${group}"} ${n}`)
+  for (const [name, c] of counters) {
+    out.push(`# HELP ${name} ${c.help}`, `# TYPE ${name} counter`)
+    for (const [labels, n] of c.values) out.push(`${name}${labels ? `{${labels}}` : ''} ${n}`)
+  }
+  out.push('# HELP oohbid_http_requests_in_flight Requests accepted and not yet answered.', '# TYPE oohbid_http_requests_in_flight gauge', `oohbid_http_requests_in_flight ${snapshots.reduce((n, s) => n + s.inFlight, 0)}`)
+  out.push('# HELP oohbid_event_loop_delay_p99_seconds Event-loop delay, 99th percentile since the last scrape, of the most delayed thread.', '# TYPE oohbid_event_loop_delay_p99_seconds gauge', `oohbid_event_loop_delay_p99_seconds ${Math.max(0, ...snapshots.map((s) => s.loopP99))}`)
+  out.push('# HELP process_resident_memory_bytes Resident memory.', '# TYPE process_resident_memory_bytes gauge', `process_resident_memory_bytes ${process.memoryUsage().rss}`)
+  out.push('# HELP nodejs_heap_used_bytes V8 heap in use, all threads.', '# TYPE nodejs_heap_used_bytes gauge', `nodejs_heap_used_bytes ${snapshots.reduce((n, s) => n + s.heapUsed, 0)}`)
+  for (const [name, value] of Object.entries(extra)) out.push(`# TYPE ${name} gauge`, `${name} ${value}`)
+  return out.join('\n') + '\n'
 }

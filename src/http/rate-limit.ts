@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js'
 import type { RateGroup } from '../generated/types.js'
 import type { Principal } from './route.js'
+import { SharedTable } from '../threads/shared-table.js'
 
 interface GroupPolicy {
   sandbox: number
@@ -55,43 +56,51 @@ export interface RateDecision {
   resetSeconds: number
 }
 
-interface Window {
-  start: number
-  count: number
-  windowMs: number
-}
+/** Windows the limiter holds at once: a subject's window is taken over early only when its probe run is this full. */
+const SLOTS = 1 << 18
+
+/** A window's numbers in its slot: when it started (the slot's age), requests counted, its length. */
+const START = 0
+const COUNT = 1
+const LENGTH = 2
+
+const ended = (now: number) => (v: Float64Array, b: number) => now >= v[b + START]! + v[b + LENGTH]!
 
 /**
  * Fixed windows per (group, subject), each starting at the subject's first request so that clients do not all reset
- * on the same second. In memory: a deployment of several nodes hashes on the API key at the load balancer
- * (DESIGN, scale), which keeps per-key limits exact.
+ * on the same second. The windows are in shared memory (SharedTable): every hot thread counts into the same window, so
+ * a key's limit is exact however its connections are spread over threads. A deployment of several nodes hashes on the
+ * API key at the load balancer (DESIGN, scale), which keeps per-key limits exact across nodes too. An ended window's
+ * slot is reused, so idle subjects cost nothing.
  */
 export class RateLimiter {
   readonly #clock: Clock
-  readonly #windows = new Map<string, Window>()
+  readonly #windows: SharedTable
 
-  constructor (clock: Clock) {
+  /** buffer: the shared windows of another thread's limiter. */
+  constructor (clock: Clock, buffer?: SharedArrayBuffer) {
     this.#clock = clock
+    this.#windows = new SharedTable(SLOTS, 3, buffer)
+  }
+
+  /** The memory to hand a hot thread's limiter. */
+  get buffer (): SharedArrayBuffer {
+    return this.#windows.buffer
   }
 
   /** Counts one request against the subject's window and says whether it may proceed. */
   take (group: RateGroup, subject: string, limit: number, windowMs: number): RateDecision {
     const now = this.#clock.now()
-    const id = group + '\u0000' + subject
-    let w = this.#windows.get(id)
-    if (w === undefined || now >= w.start + w.windowMs) {
-      w = { start: now, count: 0, windowMs }
-      this.#windows.set(id, w)
-    }
-    const resetSeconds = Math.max(1, Math.ceil((w.start + w.windowMs - now) / 1000))
-    if (w.count >= limit) return { allowed: false, limit, remaining: 0, resetSeconds }
-    w.count++
-    return { allowed: true, limit, remaining: limit - w.count, resetSeconds }
-  }
-
-  /** Forgets windows that have ended; called on a timer so idle subjects cost no memory. */
-  sweep (): void {
-    const now = this.#clock.now()
-    for (const [id, w] of this.#windows) if (now >= w.start + w.windowMs) this.#windows.delete(id)
+    return this.#windows.with(group + '\u0000' + subject, ended(now), (v, b, fresh) => {
+      if (fresh) {
+        v[b + START] = now
+        v[b + COUNT] = 0
+        v[b + LENGTH] = windowMs
+      }
+      const resetSeconds = Math.max(1, Math.ceil((v[b + START]! + v[b + LENGTH]! - now) / 1000))
+      if (v[b + COUNT]! >= limit) return { allowed: false, limit, remaining: 0, resetSeconds }
+      v[b + COUNT]!++
+      return { allowed: true, limit, remaining: limit - v[b + COUNT]!, resetSeconds }
+    })
   }
 }

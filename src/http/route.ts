@@ -67,7 +67,7 @@ export function held (answer: Promise<Result>): Result {
   return { kind: 'held', answer }
 }
 
-/** Handlers return synchronously; a computed route may return held() instead of awaiting. */
+/** Handlers return synchronously; a computed or gathered route may return held() instead of awaiting. */
 export type Handler<B, Q> = (ctx: Ctx<B, Q>) => Result
 
 /** How a route authenticates. */
@@ -116,6 +116,11 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * ReportPending and Retry-After. Such a route does not support HTTP pipelining.
    */
   computed?: boolean
+  /**
+   * The route gathers its answer from every hot thread (/metrics): it holds its response for that round trip, so it
+   * does not support HTTP pipelining either.
+   */
+  gathered?: boolean
   status?: number
   /** Query-string schema (x-query: true); validated and coerced into ctx.q before the handler runs. */
   querySchema?: SchemaTitle

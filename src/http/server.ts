@@ -63,24 +63,25 @@ function mount (app: uWS.TemplatedApp, routes: RouteDef[], deps: HttpDeps): void
 }
 
 /**
- * Refuses a port another process listens on. uWS listens with SO_REUSEPORT, so a second service on the same port
- * would quietly share its traffic; a plain bind, without that option, fails while anyone else holds the port. (The
- * hot threads of one process share the port on purpose, after this check.)
+ * The port the hot threads will share, refused when another process listens on it. uWS listens with SO_REUSEPORT,
+ * so a second service on the same port would quietly share its traffic; a plain bind, without that option, fails
+ * while anyone else holds the port. PORT=0 takes a free port here, so that every thread listens on the same one.
  */
-function assertPortFree (host: string, port: number): Promise<void> {
-  if (port === 0) return Promise.resolve()
+export function claimPort (host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer()
     probe.once('error', (err: NodeJS.ErrnoException) => {
       reject(err.code === 'EADDRINUSE' ? new StartRefused(`Port ${port} on ${host} is in use by another process; stop it first, or set PORT to a free port.`) : err)
     })
-    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()))
+    probe.listen({ host, port, exclusive: true }, () => {
+      const taken = (probe.address() as { port: number }).port
+      probe.close(() => resolve(taken))
+    })
   })
 }
 
-/** Starts listening, alone on the port; routes are mounted on the returned server. */
+/** Starts listening on a port claimPort took (beside the other hot threads); routes are mounted on the returned server. */
 export async function listen (host: string, port: number): Promise<HttpServer> {
-  await assertPortFree(host, port)
   const app = uWS.App()
   return new Promise((resolve, reject) => {
     app.listen(host, port, (socket) => {

@@ -32,6 +32,11 @@ export interface InventoryOptions {
   baseUrl: string
   /** Publisher domain in bid requests (the operator's). */
   domain: string
+  /**
+   * Re-arm the stored screens' expiries and deadlines at start (runJobs acts on them). One hot thread does; the others
+   * arm only what their own requests change, so that no screen's deadline is worked on by every thread.
+   */
+  resume?: boolean
 }
 
 /** Buckets of screen ids keyed by the second something is due for them (freshness expiry, heartbeat deadline). */
@@ -81,7 +86,7 @@ export class Inventory {
     this.#outbox = outbox
     this.#clock = clock
     this.#options = options
-    this.#resume()
+    if (options.resume !== false) this.#resume()
   }
 
   /** After a restart: re-arm freshness expiries and heartbeat deadlines from what is stored. */

@@ -26,7 +26,7 @@ export class Notices {
   readonly #store: Store
   /** Origins with queued notices, each with when its earliest is due (as far as known); an origin found empty is forgotten. */
   readonly #origins = new Map<string, number>()
-  #wake: (() => void) | undefined
+  #wake: ((origin: string, at: number) => void) | undefined
 
   constructor (store: Store) {
     this.#store = store
@@ -53,15 +53,24 @@ export class Notices {
   enqueue (draft: NoticeDraft, at: number, id = `ntf_${randomUUID()}`): NoticeRecord {
     const notice: NoticeRecord = { ...draft, id, attempts: 0, created_at: at }
     this.#store.notices.putSync([originOf(notice.url), at, notice.id], notice)
-    this.#soonest(originOf(notice.url), at)
+    const origin = originOf(notice.url)
+    this.#soonest(origin, at)
     const wake = this.#wake
-    if (wake !== undefined) this.#store.afterCommit(wake)
+    if (wake !== undefined) this.#store.afterCommit(() => wake(origin, at))
     return notice
   }
 
-  /** Lets the sender start at once when something commits, instead of at its next poll. */
-  onEnqueue (wake: () => void): void {
+  /**
+   * Lets the sender start at once when something commits, instead of at its next poll. A hot thread's queue hands the
+   * origin on to the supervisor's, which notes it (noted) for its sender.
+   */
+  onEnqueue (wake: (origin: string, at: number) => void): void {
     this.#wake = wake
+  }
+
+  /** Another thread enqueued a notice for origin, due at `at`. */
+  noted (origin: string, at: number): void {
+    this.#soonest(origin, at)
   }
 
   #soonest (origin: string, at: number): void {

@@ -12,20 +12,21 @@ import type { Store } from './store.js'
 export class Outbox {
   readonly #store: Store
   readonly #clock: Clock
-  #seq: number
   #wake: (() => void) | undefined
 
   constructor (store: Store, clock: Clock) {
     this.#store = store
     this.#clock = clock
     const [last] = [...store.outbox.getKeys({ reverse: true, limit: 1 })]
-    const meta = store.meta.get('outbox:seq') as number | undefined
-    this.#seq = Math.max(typeof last === 'number' ? last : 0, meta ?? 0)
+    if (typeof last === 'number' && last > ((store.meta.get('outbox:seq') as number | undefined) ?? 0)) store.write(() => store.meta.putSync('outbox:seq', last))
   }
 
-  /** Appends an event; call inside Store.write so it commits with the change that caused it. */
+  /**
+   * Appends an event; call inside Store.write so it commits with the change that caused it. The sequence is read from
+   * the high-water mark inside the transaction: every thread's appends hold LMDB's write lock, so they number in order.
+   */
   append (type: string, subject: string, data: Record<string, unknown>, seatId?: string): OutboxEvent {
-    const seq = ++this.#seq
+    const seq = ((this.#store.meta.get('outbox:seq') as number | undefined) ?? 0) + 1
     const event: OutboxEvent = { seq, id: `evt_${randomUUID()}`, type, subject, at: iso(this.#clock.now()), data }
     if (seatId !== undefined) event.seat_id = seatId
     this.#store.outbox.putSync(seq, event)

@@ -6,10 +6,14 @@ import type { Store } from './store.js'
  * environment signs and verifies with the same secret, and a restart keeps it.
  */
 export function secret (store: Store, name: string): Buffer {
-  let value = store.meta.get(`secret:${name}`) as Buffer | undefined
-  if (value === undefined) {
-    value = randomBytes(32)
-    store.write(() => store.meta.putSync(`secret:${name}`, value))
-  }
+  const key = `secret:${name}`
+  // Looked at again under the write lock: two threads starting together must not each create one.
+  const value = (store.meta.get(key) as Buffer | undefined) ?? store.write(() => {
+    const stored = store.meta.get(key) as Buffer | undefined
+    if (stored !== undefined) return stored
+    const made = randomBytes(32)
+    store.meta.putSync(key, made)
+    return made
+  })
   return Buffer.from(value)
 }

@@ -100,9 +100,20 @@ export interface Store {
   afterCommit (fn: () => void): void
   /** How many write transactions rolled back: memory derived from a table keys on this beside the table's version. */
   readonly rollbacks: number
+  /** The cached tables' generations, shared by every hot thread's store over this environment (openStore's last argument). */
+  readonly generations: SharedArrayBuffer
+  /**
+   * Makes the next read see every commit made so far, by any thread. lmdb-js keeps a thread's read snapshot until a
+   * zero-delay timer renews it, so a read soon after another could miss what a second thread has just committed: each
+   * request, and each message from another thread, starts with this (about a microsecond).
+   */
+  refresh (): void
   /** Waits for the last commit to reach the disk, then closes the environment. */
   close (): Promise<void>
 }
+
+/** The tables opened through CachedTable (screens, fein, rows, creatives, campaigns, deals, aliases), one generation each. */
+const CACHED_TABLES = 7
 
 /**
  * How commits reach the disk. `os`: a commit is in the operating system's page cache when transactionSync returns
@@ -120,7 +131,7 @@ export interface Durability {
  * sharing it (the analytics process) passes companion: true. LMDB sizes the file to its map when it opens with a
  * writable map, so a second process doing so with a smaller map would cut the file under the first one (SIGBUS).
  */
-export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, companion = false): Store {
+export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, companion = false, generations = new SharedArrayBuffer(CACHED_TABLES * 4)): Store {
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, 'oohbid.lmdb')
   const root = open({ path, maxDbs: 64, ...(durability.mode === 'os' ? { noSync: true, useWritemap: !companion } : {}) })
@@ -134,7 +145,9 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     root.openDB<V, K>(name, keyEncoding ? { keyEncoding } : {})
   // Read on every adslots row or bid: decoded values stay in memory (a page of 200 rows costs ~20 us instead of
   // ~220 us, bench/adslots), dropped by writes so that rollbacks cannot leave them wrong.
-  const cached = <V>(name: string) => new CachedTable<V>(db<V>(name))
+  const counters = new Int32Array(generations)
+  let slots = 0
+  const cached = <V>(name: string) => new CachedTable<V>(db<V>(name), counters, slots++, (fn) => afterCommit(fn))
   // Tables written on every bid keep their record shapes in the table instead of in each value: a bid encodes in
   // half the time and decodes without rebuilding its shape.
   const shared = { sharedStructuresKey: Symbol.for('structures') }
@@ -159,6 +172,10 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       for (const f of run) f()
     }
     return result
+  }
+  const afterCommit = (fn: () => void): void => {
+    if (depth === 0) fn()
+    else pending.push(fn)
   }
   return {
     root,
@@ -210,9 +227,10 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     ledgers: root.openDB<CampaignLedger, string>('ledgers', { ...shared }),
     write,
     get rollbacks () { return rollbacks },
-    afterCommit (fn) {
-      if (depth === 0) fn()
-      else pending.push(fn)
+    generations,
+    afterCommit,
+    refresh () {
+      if (depth === 0) root.resetReadTxn()
     },
     async close () {
       if (timer !== undefined) clearInterval(timer)

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ManualClock } from '../../src/clock.js'
+import { ManualClock, RunningClock } from '../../src/clock.js'
 import { loadConfig } from '../../src/config.js'
 import { createLogger } from '../../src/log.js'
 import { startService, type Service } from '../../src/service.js'
@@ -48,21 +48,14 @@ export function freshIp (): string {
   return `198.51.${(ipCounter >> 8) & 255}.${ipCounter & 255}`
 }
 
-/** A clock that runs with real time (for a browser on the other side) and can still be moved ahead. */
-class RunningClock extends ManualClock {
-  #offset = 0
-  override now (): number { return Date.now() + this.#offset }
-  override advance (ms: number): void { this.#offset += ms }
-  override set (ms: number): void { this.#offset = ms - Date.now() }
-}
-
 /**
  * Starts the real service on a free loopback port over a fresh LMDB in a temp dir; stopped at teardown. Its clock
  * stands still unless moved, or with running: true runs with real time (a browser test's player keeps real time).
  */
 export async function startTestService (t: { teardown (fn: () => unknown): void }, env: Record<string, string> = {}, options: { running?: boolean } = {}): Promise<TestService> {
   const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-test-'))
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'error', TRUST_PROXY: '127.0.0.1', ADMIN_TOKEN: 'test-admin-token', ...env })
+  // Two hot threads unless HOT_THREADS says otherwise (CI runs the suite with 1 too): a request may reach either.
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'error', TRUST_PROXY: '127.0.0.1', ADMIN_TOKEN: 'test-admin-token', HOT_THREADS: process.env.HOT_THREADS ?? '2', ...env })
   const clock = options.running === true ? new RunningClock() : new ManualClock(Date.now())
   const logs: string[] = []
   const service = await startService({ config, clock, log: createLogger('error', (line) => { logs.push(line) }) })
@@ -86,6 +79,8 @@ export async function startTestService (t: { teardown (fn: () => unknown): void 
     }
     const res = await fetch(url + path, { method, headers, body, redirect: 'manual' })
     const text = await res.text()
+    // The test reads the store from this thread next: see what the hot thread that answered has committed.
+    service.store.refresh()
     let parsed: unknown = text
     try { parsed = JSON.parse(text) } catch {}
     return { status: res.status, headers: res.headers, body: parsed, text }

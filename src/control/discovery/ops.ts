@@ -1,6 +1,5 @@
 import { errorTable } from '../../errors.js'
-import type { Metrics } from '../../http/metrics.js'
-import { ok, raw, route, type RouteDef } from '../../http/route.js'
+import { held, ok, raw, route, type RouteDef } from '../../http/route.js'
 import type { Deps } from '../../deps.js'
 
 const VERSION = '1.0.0'
@@ -10,7 +9,7 @@ function escapeHtml (s: string): string {
 }
 
 /** Liveness, readiness, Prometheus metrics and the error-code reference that docs_url points at. */
-export function opsRoutes ({ clock, outbox, funnel, notices, analytics }: Deps, metrics: Metrics, openapi: () => string): RouteDef[] {
+export function opsRoutes ({ clock, outbox, funnel, analytics, scrape }: Deps, openapi: () => string): RouteDef[] {
   const started = clock.now()
   const common = { tag: 'Operations', envelope: 'flat', auth: 'none', rateGroup: 'ops' } as const
   const errorsPage = '<!doctype html><meta charset="utf-8"><title>oohbid error codes</title><style>body{font:15px system-ui;margin:2em}td,th{padding:4px 10px;text-align:left;vertical-align:top}tr:target{background:#ffd}</style>' +
@@ -32,9 +31,10 @@ export function opsRoutes ({ clock, outbox, funnel, notices, analytics }: Deps, 
       method: 'get',
       path: '/metrics',
       summary: 'Prometheus metrics',
-      description: 'Requests by route and status, latency histograms, rate-limit rejections, event-loop delay, memory, the outbox, funnel-log and notice backlogs, notice attempts, and whether ClickHouse is connected.',
+      description: 'Requests by route and status (all hot threads together, and per thread), latency histograms, rate-limit rejections, event-loop delay, memory, the outbox, funnel-log and notice backlogs, notice attempts, and whether ClickHouse is connected. Gathered from every thread when scraped, so the answer is held for that round trip (no pipelining on this route).',
       produces: 'text/plain',
-      handler: () => raw(metrics.render({ oohbid_outbox_pending_events: outbox.size(), oohbid_funnel_pending_events: funnel.size(), oohbid_notices_pending: notices.size(), oohbid_analytics_connected: analytics.backend !== undefined ? 1 : 0 }), 'text/plain; version=0.0.4; charset=utf-8')
+      gathered: true,
+      handler: () => held(scrape().then((text) => raw(text, 'text/plain; version=0.0.4; charset=utf-8')))
     }),
     route({ tag: 'Discovery', envelope: 'flat', auth: 'none', rateGroup: 'public', cacheSeconds: 3600, method: 'get', path: '/docs/errors', summary: 'Error code reference', produces: 'text/html', handler: () => raw(errorsPage, 'text/html; charset=utf-8') }),
     route({ tag: 'Discovery', envelope: 'flat', auth: 'none', rateGroup: 'public', cacheSeconds: 300, method: 'get', path: '/openrtb/v2/openapi.json', summary: 'This OpenAPI 3.0 description', produces: 'application/json', handler: () => raw(openapi(), 'application/json') })

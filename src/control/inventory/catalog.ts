@@ -31,8 +31,14 @@ function row (inventory: Inventory, s: ScreenRecord): CatalogScreen {
  * GET /inventory/v1/screens: the public catalog of auction-enabled screens (spec, Public discovery), with a response
  * cache of a minute per query that says X-Cache: HIT or MISS.
  */
-export function catalogRoute ({ inventory }: Deps): RouteDef {
+export function catalogRoute ({ inventory, shared }: Deps): RouteDef {
   const cache = new Map<string, { data: Catalog, until: number }>()
+  const keep = (id: string, page: { data: Catalog, until: number }): void => {
+    if ((cache.get(id)?.until ?? 0) >= page.until) return
+    if (cache.size > 500) cache.clear()
+    cache.set(id, page)
+  }
+  shared.on('catalog', (id, page) => keep(id, page as { data: Catalog, until: number }))
   return route<undefined, CatalogQuery>({
     method: 'get',
     path: '/inventory/v1/screens',
@@ -79,8 +85,8 @@ export function catalogRoute ({ inventory }: Deps): RouteDef {
         }
       }
       const data: Catalog = { screens, total, limit, offset }
-      if (cache.size > 500) cache.clear()
-      cache.set(id, { data, until: ctx.now + TTL_MS })
+      keep(id, { data, until: ctx.now + TTL_MS })
+      shared.send('catalog', id, { data, until: ctx.now + TTL_MS })
       return ok(data, 200, { 'X-Cache': 'MISS' })
     }
   })

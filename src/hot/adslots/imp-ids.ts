@@ -27,11 +27,16 @@ const TAG_CHARS = 16
  */
 export class ImpIds {
   readonly #secret: Buffer
-  /** Makes ids of the same spot issued in the same millisecond distinct; the tag, not this, makes them unforgeable. */
+  /**
+   * Makes ids of the same spot issued in the same millisecond distinct, with the issuing hot thread's number (each
+   * thread counts on its own); the tag, not this, makes them unforgeable.
+   */
   #sequence = 0
+  readonly #thread: string
 
-  constructor (store: Store) {
+  constructor (store: Store, thread = 0) {
     this.#secret = secret(store, 'imp_ids')
+    this.#thread = thread.toString(36)
   }
 
   #tag (payload: string): string {
@@ -41,7 +46,7 @@ export class ImpIds {
   /** A new imp id for a spot. */
   issue (imp: IssuedImp): string {
     this.#sequence = (this.#sequence + 1) % 0x7fffffff
-    const payload = [imp.screenId, imp.seatId, imp.floor, imp.multiplier, imp.issuedAt.toString(36), imp.expiresAt.toString(36), this.#sequence.toString(36)].join('~')
+    const payload = [imp.screenId, imp.seatId, imp.floor, imp.multiplier, imp.issuedAt.toString(36), imp.expiresAt.toString(36), `${this.#sequence.toString(36)}.${this.#thread}`].join('~')
     const encoded = Buffer.from(payload).toString('base64url')
     return `${encoded}.${this.#tag(encoded)}`
   }

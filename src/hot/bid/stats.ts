@@ -10,37 +10,17 @@ function empty (): HourStats {
   return { bid_responses: 0, bids: 0, accepted: 0, rejected: {}, wins: 0, spend_usd: 0, accepted_cpm_sum: 0, win_cpm_sum: 0, latency_ms_sum: 0, latency_max_ms: 0 }
 }
 
-/** The hours each store's bidding wrote, as committed: the bid path adds to them without reading LMDB back. */
-const mirrors = new WeakMap<Store, Map<string, HourStats>>()
-
-function hourOf (store: Store, seat: string, hour: number): HourStats {
-  let mirror = mirrors.get(store)
-  if (mirror === undefined) {
-    mirror = new Map()
-    mirrors.set(store, mirror)
-  }
-  const id = seat + '\u0000' + hour
-  const h = mirror.get(id) ?? store.stats.get([seat, hour]) ?? empty()
-  return h
-}
-
 /**
- * Changes a seat's hour of counters inside the caller's write transaction; the memory copy follows once it commits,
- * so a rollback leaves both as they were.
+ * Changes a seat's hour of counters inside the caller's write transaction. The hour is read inside the transaction,
+ * under LMDB's write lock: two hot threads counting the same seat's hour add up instead of overwriting each other.
  */
 export function addToHour (store: Store, seatId: string, now: number, change: (h: HourStats) => void): void {
   const seat = seatId.toLowerCase()
   const hour = Math.floor(now / HOUR) * HOUR
-  const current = hourOf(store, seat, hour)
+  const current = store.stats.get([seat, hour]) ?? empty()
   const next: HourStats = { ...current, rejected: { ...current.rejected } }
   change(next)
   store.stats.putSync([seat, hour], next)
-  store.afterCommit(() => {
-    const mirror = mirrors.get(store)!
-    // A day and a little of hours is all /stats reads; older ones are still in LMDB.
-    if (mirror.size > 100_000) mirror.clear()
-    mirror.set(seat + '\u0000' + hour, next)
-  })
 }
 
 /** Adds one bid response's outcomes to the seat's hour. Call inside the transaction that scored it. */
@@ -73,7 +53,7 @@ export function lastDay (store: Store, seatId: string, now: number): Omit<SeatSt
   const total = empty()
   const hourly: SeatStats['hourly'] = []
   for (let hour = first; hour <= last; hour += HOUR) {
-    const h = hourOf(store, seat, hour)
+    const h = store.stats.get([seat, hour]) ?? empty()
     hourly.push({ hour: iso(hour), bids: h.bids, accepted: h.accepted, wins: h.wins })
     total.bid_responses += h.bid_responses
     total.bids += h.bids

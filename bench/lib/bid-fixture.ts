@@ -1,0 +1,31 @@
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { benchCreative, jsonClient } from './fixtures.js'
+import { benchSeat } from './seat.js'
+
+const run = promisify(execFile)
+const simulator = fileURLToPath(new URL('../../scripts/simulate-fleet.js', import.meta.url))
+
+/**
+ * A bid the service accepts, repeatable at any rate: 50 simulated screens, an approved seat with a moderated creative,
+ * and a BidResponse for one of the imps GET /adslots issued (its bid stored again on each repeat).
+ */
+export async function acceptedBid (oohbid: { url: string, adminToken: string }): Promise<{ key: string, body: string, sample: string }> {
+  await run(process.execPath, [simulator, '--screens', '50', '--base-url', oohbid.url, '--duration', '0', '--quiet'])
+  const key = await benchSeat(oohbid.url, oohbid.adminToken, 'bench', ['bidding', 'inventory', 'creatives'])
+  const admin = { authorization: `Bearer ${oohbid.adminToken}`, 'content-type': 'application/json' }
+  const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
+  await fetch(`${oohbid.url}/admin/v1/seats/bench/approve`, { method: 'POST', headers: admin, body: '{}' })
+  const creativeId = await benchCreative(jsonClient(oohbid.url), key, oohbid.adminToken)
+  const offers = await fetch(`${oohbid.url}/openrtb/v2/adslots?format=openrtb&limit=1`, { headers: auth }).then((r) => r.json()) as { data: { bid_requests: Array<{ id: string, imp: Array<{ id: string, bidfloor: number }> }> } }
+  const offer = offers.data.bid_requests[0]!
+  const body = JSON.stringify({
+    id: offer.id,
+    cur: 'USD',
+    seatbid: [{ seat: 'bench-dsp', bid: [{ id: 'bench-bid-1', impid: offer.imp[0]!.id, price: offer.imp[0]!.bidfloor + 1, crid: creativeId, adomain: ['brand.example'], nurl: 'https://dsp.example/win?p=${AUCTION_PRICE}', adm: `<a href="https://brand.example"><img src="https://cdn.example/${'x'.repeat(640)}.png"></a>`, ext: { dsp: { campaign: 'spring' } } }] }]
+  })
+  const sample = await fetch(`${oohbid.url}/openrtb/v2/bid`, { method: 'POST', headers: auth, body }).then((r) => r.text())
+  if (!sample.includes('"accepted":1')) throw new Error(`the bench bid was not accepted: ${sample}`)
+  return { key, body, sample }
+}
