@@ -27,52 +27,58 @@ const simulator = fileURLToPath(new URL('../scripts/simulate-fleet.js', import.m
 
 type BidRequest = { imp: Array<{ id: string, bidfloor: number }>, dooh: { id: string } }
 
-/** 20 approved seats with a creative each, every one bidding on the first `screens` screens of GET /adslots. */
-async function storeBids (oohbid: { url: string, adminToken: string }, screens: number): Promise<string[]> {
+/** A player's request headers: each screen is a player of its own at its own address (the player group is limited per address). */
+function player (i: number): Record<string, string> {
+  return { 'content-type': 'application/json', 'x-forwarded-for': `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` }
+}
+
+/** Whether each screen is open now (a dry run settles nothing); outside its hours a screen answers tier closed. */
+let probed = 0
+async function auctionsNow (url: string, paths: string[]): Promise<boolean[]> {
+  const open: boolean[] = []
+  for (let i = 0; i < paths.length; i += 50) {
+    open.push(...await Promise.all(paths.slice(i, i + 50).map((p) => fetch(`${url}${p}?dry_run=true`, { method: 'POST', headers: player(probed++), body: '{"fp":"bench-player"}' }).then((r) => r.json()).then((j: any) => j.data?.tier !== undefined && j.data.tier !== 'closed'))))
+  }
+  return open
+}
+
+/**
+ * 20 approved seats with a creative each, every one bidding on the first `screens` screens of GET /adslots that are
+ * open now (the fleet's venues keep hours in their own time zones, so which ones depends on the hour the bench runs).
+ * Answers those screens' spot paths.
+ */
+async function storeBids (oohbid: { url: string, adminToken: string, dataDir: string }, screens: number): Promise<string[]> {
   const call = jsonClient(oohbid.url)
-  const bidOn = new Set<string>()
+  const store = openStore(oohbid.dataDir, undefined, true)
+  const pathOf = new Map<string, string | undefined>()
   for (let s = 0; s < SEATS; s++) {
     const seat = `spots${s}`
     const key = await benchSeat(oohbid.url, oohbid.adminToken, seat, ['bidding', 'inventory', 'creatives'])
     await call(`/admin/v1/seats/${seat}/approve`, { method: 'POST', key: oohbid.adminToken, body: {} })
     const creative = await benchCreative(call, key, oohbid.adminToken)
     let cursor: string | null = null
-    for (let taken = 0; taken < screens; taken += PAGE) {
+    let taken = 0
+    do {
       const page = await call(`/openrtb/v2/adslots?format=openrtb&limit=${PAGE}${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key }) as { bid_requests: BidRequest[], cursor: { next: string | null } }
       cursor = page.cursor.next
-      const bid = page.bid_requests.map((br, i) => {
-        bidOn.add(br.dooh.id)
-        return { id: `${seat}-${taken + i}`, impid: br.imp[0]!.id, price: br.imp[0]!.bidfloor + 1 + s * 0.25, crid: creative, adomain: [`brand${s}.example`], adm: `<img src="https://cdn.example/${seat}.png">` }
-      })
+      const unknown = page.bid_requests.map((br) => br.dooh.id).filter((id) => !pathOf.has(id))
+      if (unknown.length > 0) {
+        store.refresh()
+        const paths = unknown.map((id) => `/embed/${store.screens.get(id)!.embed_token}/spots`)
+        const open = await auctionsNow(oohbid.url, paths)
+        unknown.forEach((id, i) => pathOf.set(id, open[i] === true ? paths[i] : undefined))
+      }
+      const bid = page.bid_requests.filter((br) => pathOf.get(br.dooh.id) !== undefined).slice(0, screens - taken).map((br, i) => ({
+        id: `${seat}-${taken + i}`, impid: br.imp[0]!.id, price: br.imp[0]!.bidfloor + 1 + s * 0.25, crid: creative, adomain: [`brand${s}.example`], adm: `<img src="https://cdn.example/${seat}.png">`
+      }))
+      if (bid.length === 0) continue
       const answer = await call('/openrtb/v2/bid', { method: 'POST', key, body: { id: `spots-${seat}-${taken}`, cur: 'USD', seatbid: [{ seat: 'dsp', bid }] } }) as { accepted: number }
       if (answer.accepted !== bid.length) throw new Error(`${seat}: ${answer.accepted} of ${bid.length} bids accepted: ${JSON.stringify(answer).slice(0, 300)}`)
-      if (cursor === null) break
-    }
+      taken += bid.length
+    } while (cursor !== null && taken < screens)
   }
-  return [...bidOn]
-}
-
-/** The players' spot URLs of those screens, read from the service's own LMDB (embed token -> screen). */
-function spotPaths (dataDir: string, screenIds: string[]): string[] {
-  const store = openStore(dataDir, undefined, true)
-  const wanted = new Set(screenIds)
-  const paths: string[] = []
-  for (const { key, value } of store.embeds.getRange()) if (wanted.has(value)) paths.push(`/embed/${key}/spots`)
   void store.close()
-  return paths
-}
-
-/**
- * The paths whose screen would hold an auction now (a dry run settles nothing): screens outside their operating hours
- * answer tier closed, which is no decision at all.
- */
-async function auctionsNow (url: string, paths: string[]): Promise<string[]> {
-  const open: string[] = []
-  for (let i = 0; i < paths.length; i += 50) {
-    const tiers = await Promise.all(paths.slice(i, i + 50).map((p) => fetch(`${url}${p}?dry_run=true`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"fp":"bench-player"}' }).then((r) => r.json()).then((j: any) => j.data?.tier as string)))
-    tiers.forEach((tier, j) => { if (tier === 'auction') open.push(paths[i + j]!) })
-  }
-  return open
+  return [...pathOf.values()].filter((p): p is string => p !== undefined).slice(0, screens)
 }
 
 /** autocannon options that ask each path once per round, in order, across all connections. */
@@ -83,7 +89,10 @@ function rotating (url: string, paths: string[], amount?: number): autocannon.Op
     connections,
     pipelining: 1,
     ...(amount !== undefined ? { amount } : { duration: seconds }),
-    requests: [{ method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: '{"fp":"bench-player"}', setupRequest: (req: autocannon.Request) => ({ ...req, path: paths[next++ % paths.length]! }) }]
+    requests: [{ method: 'POST' as const, body: '{"fp":"bench-player"}', setupRequest: (req: autocannon.Request) => {
+      const i = next++ % paths.length
+      return { ...req, path: paths[i]!, headers: player(i) }
+    } }]
   }
 }
 
@@ -91,15 +100,15 @@ const rows: Measurement[] = []
 const notes: string[] = []
 for (const screens of sizes) {
   console.log(`\n-- ${screens.toLocaleString('en-US')} screens, ${SEATS} seats bidding on ${bidScreens.toLocaleString('en-US')} of them`)
-  const oohbid = await startOohbid({ BID_TTL_SECONDS: '86400' })
+  const oohbid = await startOohbid({ BID_TTL_SECONDS: '86400', TRUST_PROXY: '127.0.0.1' })
   const t0 = Date.now()
   await run(process.execPath, [simulator, '--screens', String(screens), '--base-url', oohbid.url, '--duration', '0', '--quiet'], { maxBuffer: 64 * 1024 * 1024 })
   const t1 = Date.now()
-  const screenIds = await storeBids(oohbid, Math.min(bidScreens, screens))
-  const paths = await auctionsNow(oohbid.url, spotPaths(oohbid.dataDir, screenIds))
-  console.log(`  seeded in ${((t1 - t0) / 1000).toFixed(0)} s, ${screenIds.length * SEATS} bids stored in ${((Date.now() - t1) / 1000).toFixed(0)} s; ${paths.length} of those screens open now`)
-  const sample = await fetch(`${oohbid.url}${paths[0]}?dry_run=true`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"fp":"bench-player"}' }).then((r) => r.text())
-  if (!sample.includes('"tier":"auction"')) throw new Error(`the first decision is not an auction: ${sample.slice(0, 300)}`)
+  const paths = await storeBids(oohbid, Math.min(bidScreens, screens))
+  if (paths.length === 0) throw new Error('no screen of the fleet is open at this hour')
+  console.log(`  seeded in ${((t1 - t0) / 1000).toFixed(0)} s; ${paths.length * SEATS} bids on ${paths.length} screens open now stored in ${((Date.now() - t1) / 1000).toFixed(0)} s`)
+  const sample = await fetch(`${oohbid.url}${paths[0]}?dry_run=true`, { method: 'POST', headers: player(0), body: '{"fp":"bench-player"}' }).then((r) => r.text())
+  if (!sample.includes('"tier":"open_auction"')) throw new Error(`the first decision is not an auction: ${sample.slice(0, 300)}`)
   const bare = await startBare(sample)
   rows.push(await measure(`bare uWS (spot bytes) @${screens / 1000}k`, rotating(bare.url, paths), bare.child.pid))
   await bare.stop()
@@ -109,7 +118,7 @@ for (const screens of sizes) {
   rows.push(await measure(`waterfall, ${SEATS} stored bids settled @${screens / 1000}k`, rotating(oohbid.url, paths, paths.length), oohbid.child.pid))
   rows.push(await measure(`waterfall, nothing to settle @${screens / 1000}k`, rotating(oohbid.url, paths), oohbid.child.pid))
   await oohbid.stop()
-  notes.push(`${screens.toLocaleString('en-US')} screens: ${paths.length} open screens with ${SEATS} stored bids each (of ${screenIds.length} bid on; the rest were outside their operating hours); fleet seeded in ${((t1 - t0) / 1000).toFixed(0)} s`)
+  notes.push(`${screens.toLocaleString('en-US')} screens: ${paths.length} screens open at the hour of the run, with ${SEATS} stored bids each; fleet seeded in ${((t1 - t0) / 1000).toFixed(0)} s`)
 }
 const table = printTable('POST {embed_url}/spots: the waterfall (same run, loopback)', rows)
 console.log(notes.join('\n'))

@@ -1,8 +1,9 @@
 // Benchmark: hot-thread scaling. POST /openrtb/v2/bid driven by wrk (its C event loops leave more of the machine to
 // the server than autocannon) against oohbid with HOT_THREADS=1 and 2, beside a bare uWS reply and the durable floor
 // in the same run; each row gives requests/s, p99 and the server's CPU per request (all its threads and processes).
-// Then the LMDB commit ceiling (one synchronous transaction per acknowledged bid, one writer at a time), which bounds
-// what any number of cores can acknowledge, and the projection to a 16-core node written from both.
+// Then what bounds a bigger node: LMDB takes one writer at a time, so the time a bid's transaction holds the lock
+// (oohbid_lmdb_write_seconds_total in /metrics) caps the bids/s of any number of cores; bare small commits give the
+// lock's own ceiling. The projection to a 16-core node is written from CPU per bid and that cap.
 import { availableParallelism } from 'node:os'
 import { acceptedBid } from './lib/bid-fixture.js'
 import { commitCeiling } from './lib/commit-ceiling.js'
@@ -19,8 +20,19 @@ const load = { connections, threads: 1, seconds }
 const rows: Measurement[] = []
 const post = (url: string, body: string, headers: Record<string, string> = {}) => ({ url: `${url}/openrtb/v2/bid`, method: 'POST', body, headers: { 'Content-Type': 'application/json', ...headers } })
 
+/** The service's write transactions and the seconds they held LMDB's writer lock, all threads (/metrics). */
+async function lockHeld (url: string): Promise<{ transactions: number, seconds: number }> {
+  const text = await fetch(`${url}/metrics`).then((r) => r.text())
+  const sum = (name: string) => [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0)
+  return { transactions: sum('oohbid_lmdb_write_transactions_total'), seconds: sum('oohbid_lmdb_write_seconds_total') }
+}
+
 let bidBody = ''
+/** Microseconds each write transaction held the writer lock during the bid runs. */
+const heldUs = new Map<number, number>()
 const perThreads = new Map<number, Measurement>()
+/** An authenticated read that writes nothing: what the threads scale to without LMDB's one writer or the analytics process. */
+const reads = new Map<number, Measurement>()
 for (const threads of [1, 2]) {
   const oohbid = await startOohbid({ BID_TTL_SECONDS: '86400', HOT_THREADS: String(threads) })
   const { key, body, sample } = await acceptedBid(oohbid)
@@ -34,24 +46,31 @@ for (const threads of [1, 2]) {
     rows.push(await wrk('durable floor: uWS + parse + Ajv + LMDB commit', post(floor.url, body), load, floor.child.pid))
     await floor.stop()
   }
+  const before = await lockHeld(oohbid.url)
   const m = await wrk(`oohbid POST /bid, HOT_THREADS=${threads}`, post(oohbid.url, body, { Authorization: `Bearer ${key}` }), load, oohbid.child.pid)
+  const after = await lockHeld(oohbid.url)
   rows.push(m)
   perThreads.set(threads, m)
+  heldUs.set(threads, ((after.seconds - before.seconds) * 1e6) / (after.transactions - before.transactions))
+  reads.set(threads, await wrk(`oohbid GET /seat, HOT_THREADS=${threads}`, { url: `${oohbid.url}/openrtb/v2/seat`, method: 'GET', headers: { Authorization: `Bearer ${key}` } }, load, oohbid.child.pid))
   await oohbid.stop()
 }
+rows.push(...reads.values())
 const ceiling1 = await commitCeiling(1)
 const ceiling2 = await commitCeiling(2)
 const table = printTable('POST /openrtb/v2/bid by hot threads, driven by wrk (same run, loopback)', rows)
 const one = perThreads.get(1)!
 const two = perThreads.get(2)!
 const perCore = one.cpuUs !== undefined ? Math.round(1e6 / one.cpuUs) : undefined
-const projected = perCore !== undefined ? 16 * perCore : undefined
+const hold = heldUs.get(1)!
+const lockCeiling = Math.round(1e6 / hold)
+const byCores = perCore !== undefined ? 16 * perCore : undefined
 const note = [
-  `2 hot threads / 1: ${(two.rps / one.rps).toFixed(2)}x requests/s on ${cores} cores (wrk's own thread shares them).`,
-  `LMDB commit ceiling (bid-sized synchronous transactions, noSync + writemap): ${ceiling1} commits/s from 1 thread, ${ceiling2} from 2 at once.`,
-  perCore !== undefined && projected !== undefined
-    ? `16-core projection: ${one.cpuUs} us of server CPU per bid is ${perCore} bids/s per core, so 16 cores of CPU would serve ${projected} bids/s; ` +
-      `the commit ceiling (${Math.max(ceiling1, ceiling2)} commits/s, one per acknowledged bid) is ${projected > Math.max(ceiling1, ceiling2) ? 'below that: commits bound the node, not cores' : 'above that: cores bound the node, not commits'}.`
+  `2 hot threads / 1: ${(two.rps / one.rps).toFixed(2)}x bids/s, ${(reads.get(2)!.rps / reads.get(1)!.rps).toFixed(2)}x authenticated reads/s, on ${cores} cores (wrk's own thread shares them).`,
+  `LMDB commit ceiling (bid-sized synchronous transactions, noSync + writemap, nothing else inside): ${ceiling1} commits/s from 1 thread, ${ceiling2} from 2 at once.`,
+  `A bid's transaction held the writer lock ${hold.toFixed(1)} us with 1 hot thread (${heldUs.get(2)!.toFixed(1)} us with 2): one writer at a time, so at most ${lockCeiling} bids/s per node however many cores.`,
+  byCores !== undefined
+    ? `16-core projection: ${one.cpuUs} us of server CPU per bid is ${perCore} bids/s per core, ${byCores} bids/s on 16 cores; the writer lock allows ${lockCeiling}, so a 16-core node would serve about ${Math.min(byCores, lockCeiling)} bids/s, bound by ${byCores > lockCeiling ? 'the time each transaction holds the lock, not by cores' : 'cores, not the lock'}.`
     : ''
 ].join('\n')
 console.log(note)

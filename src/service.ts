@@ -98,7 +98,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const config: ResolvedConfig = { ...given, port, adminToken: admin.token, baseUrl: given.baseUrl ?? url }
   const outbox = new Outbox(store, clock)
   const auth = new Authenticator(store, clock, admin.token)
-  const metrics = new Metrics()
+  const metrics = new Metrics(0, store.held)
   if (store.meta.get('settings:partner_display') === undefined) store.write(() => store.meta.putSync('settings:partner_display', config.partnerDisplay))
   const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, resume: false })
   const objects = new ObjectStore(config.dataDir)

@@ -13,7 +13,7 @@ const simulator = fileURLToPath(new URL('../../scripts/simulate-fleet.js', impor
  */
 export async function acceptedBid (oohbid: { url: string, adminToken: string }): Promise<{ key: string, body: string, sample: string }> {
   await run(process.execPath, [simulator, '--screens', '50', '--base-url', oohbid.url, '--duration', '0', '--quiet'])
-  const key = await benchSeat(oohbid.url, oohbid.adminToken, 'bench', ['bidding', 'inventory', 'creatives'])
+  const key = await benchSeat(oohbid.url, oohbid.adminToken, 'bench', ['bidding', 'inventory', 'creatives', 'account'])
   const admin = { authorization: `Bearer ${oohbid.adminToken}`, 'content-type': 'application/json' }
   const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
   await fetch(`${oohbid.url}/admin/v1/seats/bench/approve`, { method: 'POST', headers: admin, body: '{}' })

@@ -20,7 +20,7 @@ export interface Measurement {
  * the server's CPU per request served (all its processes, children included).
  */
 export async function measure (name: string, opts: autocannon.Options & { pipelining: number, connections: number }, serverPid?: number): Promise<Measurement> {
-  process.stdout.write(`  ${name.padEnd(28)} -p ${String(opts.pipelining).padEnd(3)} c=${opts.connections} ${opts.duration}s ... `)
+  process.stdout.write(`  ${name.padEnd(28)} -p ${String(opts.pipelining).padEnd(3)} c=${opts.connections} ${opts.duration !== undefined ? `${opts.duration}s` : `${opts.amount} requests`} ... `)
   const cpuBefore = serverPid !== undefined ? cpuMicros(serverPid) : undefined
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     autocannon(opts, (err, res) => err ? reject(err) : resolve(res))

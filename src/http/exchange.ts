@@ -308,6 +308,7 @@ export class Exchange {
 
   #execute (fingerprint: string): Result {
     const { route, ctx } = { route: this.#route, ctx: this.#ctx }
+    if (route.prepare !== undefined) ctx.prepared = route.prepare(ctx)
     if (!isMutating(ctx.method)) return route.handler(ctx)
     const claim = this.#claim
     try {

@@ -34,6 +34,8 @@ export interface MetricsSnapshot {
   /** Event-loop delay p99 since the last scrape, seconds. */
   loopP99: number
   heapUsed: number
+  /** The thread's write transactions and the seconds they held LMDB's writer lock (Store.held). */
+  writes: { transactions: number, seconds: number }
 }
 
 /**
@@ -47,8 +49,8 @@ export class Metrics {
   readonly #loop = monitorEventLoopDelay({ resolution: 10 })
   inFlight = 0
 
-  /** thread: 0 for the supervisor, 1.. for the hot threads. */
-  constructor (readonly thread = 0) {
+  /** thread: 0 for the supervisor, 1.. for the hot threads; writes: its store's held counters. */
+  constructor (readonly thread = 0, readonly writes: { transactions: number, seconds: number } = { transactions: 0, seconds: 0 }) {
     this.#loop.enable()
   }
 
@@ -89,7 +91,8 @@ export class Metrics {
       counters: [...this.#counters].map(([name, c]) => ({ name, help: c.help, values: [...c.values] })),
       inFlight: this.inFlight,
       loopP99,
-      heapUsed: process.memoryUsage().heapUsed
+      heapUsed: process.memoryUsage().heapUsed,
+      writes: { ...this.writes }
     }
   }
 }
@@ -135,6 +138,10 @@ export function renderMetrics (snapshots: MetricsSnapshot[], extra: Record<strin
   }
   out.push('# HELP oohbid_hot_thread_requests_total HTTP requests answered by each hot thread (how evenly the kernel spreads connections).', '# TYPE oohbid_hot_thread_requests_total counter')
   for (const snap of snapshots) if (snap.thread > 0) out.push(`oohbid_hot_thread_requests_total{thread="${snap.thread}"} ${snap.series.reduce((n, s) => n + s.count, 0)}`)
+  out.push('# HELP oohbid_lmdb_write_transactions_total LMDB write transactions committed or rolled back, by thread.', '# TYPE oohbid_lmdb_write_transactions_total counter')
+  for (const snap of snapshots) out.push(`oohbid_lmdb_write_transactions_total{thread="${snap.thread}"} ${snap.writes.transactions}`)
+  out.push('# HELP oohbid_lmdb_write_seconds_total Seconds write transactions held LMDB\'s one writer lock, by thread: no other thread commits meanwhile.', '# TYPE oohbid_lmdb_write_seconds_total counter')
+  for (const snap of snapshots) out.push(`oohbid_lmdb_write_seconds_total{thread="${snap.thread}"} ${snap.writes.seconds}`)
   out.push('# HELP oohbid_rate_limit_rejections_total Requests refused with 429, by rate group.', '# TYPE oohbid_rate_limit_rejections_total counter')
   for (const [group, n] of rejections) out.push(`oohbid_rate_limit_rejections_total{group="${group}"} ${n}`)
   for (const [name, c] of counters) {

@@ -34,6 +34,8 @@ export interface Ctx<B = unknown, Q = unknown> {
   now: number
   /** Adds a warning to the answer: `warnings` beside `data`, in a dry run and a real request alike. */
   warn (message: string): void
+  /** What the route's prepare computed before the write transaction (undefined without one). */
+  prepared?: unknown
 }
 
 /** A handler's answer: a JSON envelope, a raw body, or (computed routes only) an answer still being computed. */
@@ -141,6 +143,12 @@ export interface RouteDef<B = unknown, Q = unknown> {
   rawBody?: boolean
   /** The error any body failure (bad JSON, schema) answers with instead of the field's own, e.g. invalid_bid_response with nbr. */
   invalidBody?: { code: ErrorCode, extras: { nbr?: number } }
+  /**
+   * Work done before a mutating route's write transaction, reading the request's snapshot; the handler finds its
+   * result in ctx.prepared. LMDB takes one writer at a time across every hot thread, so what needs no lock (scoring,
+   * signature checks) is done here and the transaction holds the lock only for the writes.
+   */
+  prepare?: (ctx: Ctx<B, Q>) => unknown
   handler: Handler<B, Q>
 }
 

@@ -103,6 +103,11 @@ export interface Store {
   /** The cached tables' generations, shared by every hot thread's store over this environment (openStore's last argument). */
   readonly generations: SharedArrayBuffer
   /**
+   * This thread's write transactions and the seconds they held LMDB's one writer lock, from taking it to the commit:
+   * the time no other thread can commit, which bounds a node's writes however many cores it has (/metrics).
+   */
+  readonly held: { transactions: number, seconds: number }
+  /**
    * Makes the next read see every commit made so far, by any thread. lmdb-js keeps a thread's read snapshot until a
    * zero-delay timer renews it, so a read soon after another could miss what a second thread has just committed: each
    * request, and each message from another thread, starts with this (about a microsecond).
@@ -154,17 +159,24 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   let depth = 0
   let rollbacks = 0
   let pending: Array<() => void> = []
+  const held = { transactions: 0, seconds: 0 }
   const write = <T>(fn: () => T): T => {
     depth++
+    // From the lock taken (the callback starts) to the commit done: the time no other thread can commit.
+    let started = 0
     let result: T
     try {
-      result = root.transactionSync(fn)
+      result = depth === 1 ? root.transactionSync(() => { started = performance.now(); return fn() }) : root.transactionSync(fn)
     } catch (err) {
       if (depth === 1) pending = []
       rollbacks++
       throw err
     } finally {
       depth--
+      if (depth === 0 && started > 0) {
+        held.transactions++
+        held.seconds += (performance.now() - started) / 1000
+      }
     }
     if (depth === 0 && pending.length > 0) {
       const run = pending
@@ -228,6 +240,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     write,
     get rollbacks () { return rollbacks },
     generations,
+    held,
     afterCommit,
     refresh () {
       if (depth === 0) root.resetReadTxn()

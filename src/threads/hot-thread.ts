@@ -35,7 +35,6 @@ import type { HotThreadData } from './supervisor.js'
  */
 const { thread, config, shared: memory } = workerData as HotThreadData
 const port = parentPort as unknown as Port
-const metrics = new Metrics(thread)
 const analytics: AnalyticsSource & { backend: AnalyticsSource['backend'], lastError: string | undefined } = {
   backend: undefined,
   lastError: undefined,
@@ -60,6 +59,7 @@ const rpc = new Rpc(port, {
 const log = createLogger(config.logLevel, (line) => rpc.notify('log', line))
 const clock = clockOf(memory.clock)
 const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: config.syncIntervalMs }, false, memory.generations)
+const metrics = new Metrics(thread, store.held)
 const outbox = new Outbox(store, clock)
 outbox.onAppend(onNextTurn(() => rpc.notify('outbox')))
 const notices = new Notices(store)

@@ -3,12 +3,12 @@ import { presentedKey } from '../../auth/keys.js'
 import { activeDealsFor } from '../../campaigns/deals.js'
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
-import type { BidResponse, BidResult, FunnelEvent } from '../../generated/types.js'
+import type { BidResponse, BidResult, FunnelEvent, OrtbBid } from '../../generated/types.js'
 import { registerCreative } from '../../creatives/register.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { StoredBid } from '../../store/records.js'
 import { lossNotices, type NoticeBid } from '../auction/settle.js'
-import { scoreBid, type Outcome } from './score.js'
+import { scoreBid, type Outcome, type Scored } from './score.js'
 import { countResponse, lastDay } from './stats.js'
 
 /** OpenRTB 2.6 no-bid reason given with invalid_bid_response: the response could not be read. */
@@ -35,63 +35,67 @@ export function bidRoute ({ store, outbox, impIds, sealer, funnel, auth, notices
     data: 'BidResult',
     invalidBody: { code: 'invalid_bid_response', extras: { nbr: NBR_INVALID } },
     errors: ['invalid_bid_response'],
+    // Scoring reads only (imp id signatures, screens, creatives, deals): it runs before the write lock is taken.
+    prepare: (ctx) => {
+      const seat = ctx.principal!.seat!
+      const deals = activeDealsFor(store, seat.seat_id)
+      const cur = ctx.body.cur ?? 'USD'
+      return (ctx.body.seatbid ?? []).flatMap((seatbid) => seatbid.bid.map((bid) => ({ bid, scored: scoreBid(bid, { store, impIds, seatId: seat.seat_id, deals, cur, now: ctx.now, allowPrivateAssetUrls: config.allowPrivateAssetUrls }) })))
+    },
     handler: (ctx) => {
       const { seat: maybeSeat, key } = ctx.principal!
       const seat = maybeSeat!
       const live = seat.status === 'approved' && !ctx.dryRun
-      const deals = activeDealsFor(store, seat.seat_id)
-      const cur = ctx.body.cur ?? 'USD'
       const result: BidResult = { id: ctx.body.id, sandbox: seat.status !== 'approved', accepted: 0, rejected: 0, results: [] }
       const counted: Array<{ outcome: Outcome, latencyMs?: number }> = []
       const events: NonNullable<FunnelEvent['bids']> = []
-      for (const seatbid of ctx.body.seatbid ?? []) {
-        for (const bid of seatbid.bid) {
-          const { outcome, imp, creativeId, loss, register } = scoreBid(bid, { store, impIds, seatId: seat.seat_id, deals, cur, now: ctx.now, allowPrivateAssetUrls: config.allowPrivateAssetUrls })
-          if (register !== undefined) {
-            registerCreative({ store, outbox }, seat.seat_id, register, ctx.now, creativeId!)
-            if (!ctx.dryRun) moderator.schedule(creativeId!)
-          }
-          // A production bid refused at intake lost too: it gets its lurl and legacy bid.lost like an auction loss.
-          if (loss !== undefined && live && outcome.reason !== 'invalid_notice_url') {
-            const lost: NoticeBid = { bid_id: bid.id, response_id: ctx.body.id, impid: bid.impid, seat_id: seat.seat_id, creative_id: creativeId ?? bid.crid ?? '', price: bid.price, key_id: key.key_id }
-            if (bid.lurl !== undefined) lost.lurl = bid.lurl
-            if (ctx.body.bidid !== undefined) lost.bidid = ctx.body.bidid
-            if (bid.adid !== undefined) lost.adid = bid.adid
-            if (bid.dealid !== undefined) lost.dealid = bid.dealid
-            // A price can only win against the floor: for a creative that may not play there is no minimum to win.
-            const minToWin = outcome.reason === 'below_floor' ? outcome.floor : undefined
-            lossNotices({ store, notices }, lost, imp !== undefined ? store.screens.get(imp.screenId) : undefined, loss, minToWin, undefined, ctx.now)
-          }
-          if (outcome.status === 'accepted' && live && imp !== undefined && creativeId !== undefined) {
-            const stored: StoredBid = {
-              bid_id: bid.id, response_id: ctx.body.id, seat_id: seat.seat_id, impid: bid.impid, screen_id: imp.screenId,
-              price: bid.price, floor: outcome.floor!, multiplier: imp.multiplier, creative_id: creativeId, adomain: bid.adomain ?? [],
-              received_at: ctx.now, expires_at: imp.expiresAt
-            }
-            if (bid.dealid !== undefined) stored.dealid = bid.dealid
-            stored.key_id = key.key_id
-            if (ctx.body.bidid !== undefined) stored.bidid = ctx.body.bidid
-            if (bid.adid !== undefined) stored.adid = bid.adid
-            if (bid.nurl !== undefined) stored.nurl = bid.nurl
-            if (bid.lurl !== undefined) stored.lurl = bid.lurl
-            if (bid.burl !== undefined) stored.burl = bid.burl
-            if (bid.adm !== undefined) stored.adm = bid.adm
-            store.bids.putSync([imp.screenId, bid.impid, seat.seat_id], stored)
-            store.bidExpiry.putSync([imp.expiresAt, imp.screenId, bid.impid, seat.seat_id], 1)
-            outcome.stored = true
-          }
-          result.results.push(outcome)
-          counted.push(imp !== undefined ? { outcome, latencyMs: ctx.now - imp.issuedAt } : { outcome })
-          const event: NonNullable<FunnelEvent['bids']>[number] = { screen_id: outcome.screen_id ?? '', price: bid.price, status: outcome.status }
-          if (outcome.reason !== undefined) event.reason = outcome.reason
-          if (bid.dealid !== undefined) event.deal_id = bid.dealid
-          if (bid.cat !== undefined) event.cat = bid.cat
-          if (bid.adomain !== undefined) event.adomain = bid.adomain
-          if (imp !== undefined) event.latency_ms = ctx.now - imp.issuedAt
-          events.push(event)
-          if (outcome.status === 'accepted') result.accepted++
-          else result.rejected++
+      for (const { bid, scored } of ctx.prepared as Array<{ bid: OrtbBid, scored: Scored }>) {
+        const { outcome, imp, creativeId, loss, register } = scored
+        // Scored outside the lock: another bid of this response, or another thread, may have registered it since.
+        if (register !== undefined && store.creatives.get(creativeId!) === undefined) {
+          registerCreative({ store, outbox }, seat.seat_id, register, ctx.now, creativeId!)
+          if (!ctx.dryRun) moderator.schedule(creativeId!)
         }
+        // A production bid refused at intake lost too: it gets its lurl and legacy bid.lost like an auction loss.
+        if (loss !== undefined && live && outcome.reason !== 'invalid_notice_url') {
+          const lost: NoticeBid = { bid_id: bid.id, response_id: ctx.body.id, impid: bid.impid, seat_id: seat.seat_id, creative_id: creativeId ?? bid.crid ?? '', price: bid.price, key_id: key.key_id }
+          if (bid.lurl !== undefined) lost.lurl = bid.lurl
+          if (ctx.body.bidid !== undefined) lost.bidid = ctx.body.bidid
+          if (bid.adid !== undefined) lost.adid = bid.adid
+          if (bid.dealid !== undefined) lost.dealid = bid.dealid
+          // A price can only win against the floor: for a creative that may not play there is no minimum to win.
+          const minToWin = outcome.reason === 'below_floor' ? outcome.floor : undefined
+          lossNotices({ store, notices }, lost, imp !== undefined ? store.screens.get(imp.screenId) : undefined, loss, minToWin, undefined, ctx.now)
+        }
+        if (outcome.status === 'accepted' && live && imp !== undefined && creativeId !== undefined) {
+          const stored: StoredBid = {
+            bid_id: bid.id, response_id: ctx.body.id, seat_id: seat.seat_id, impid: bid.impid, screen_id: imp.screenId,
+            price: bid.price, floor: outcome.floor!, multiplier: imp.multiplier, creative_id: creativeId, adomain: bid.adomain ?? [],
+            received_at: ctx.now, expires_at: imp.expiresAt
+          }
+          if (bid.dealid !== undefined) stored.dealid = bid.dealid
+          stored.key_id = key.key_id
+          if (ctx.body.bidid !== undefined) stored.bidid = ctx.body.bidid
+          if (bid.adid !== undefined) stored.adid = bid.adid
+          if (bid.nurl !== undefined) stored.nurl = bid.nurl
+          if (bid.lurl !== undefined) stored.lurl = bid.lurl
+          if (bid.burl !== undefined) stored.burl = bid.burl
+          if (bid.adm !== undefined) stored.adm = bid.adm
+          store.bids.putSync([imp.screenId, bid.impid, seat.seat_id], stored)
+          store.bidExpiry.putSync([imp.expiresAt, imp.screenId, bid.impid, seat.seat_id], 1)
+          outcome.stored = true
+        }
+        result.results.push(outcome)
+        counted.push(imp !== undefined ? { outcome, latencyMs: ctx.now - imp.issuedAt } : { outcome })
+        const event: NonNullable<FunnelEvent['bids']>[number] = { screen_id: outcome.screen_id ?? '', price: bid.price, status: outcome.status }
+        if (outcome.reason !== undefined) event.reason = outcome.reason
+        if (bid.dealid !== undefined) event.deal_id = bid.dealid
+        if (bid.cat !== undefined) event.cat = bid.cat
+        if (bid.adomain !== undefined) event.adomain = bid.adomain
+        if (imp !== undefined) event.latency_ms = ctx.now - imp.issuedAt
+        events.push(event)
+        if (outcome.status === 'accepted') result.accepted++
+        else result.rejected++
       }
       countResponse(store, seat.seat_id, ctx.now, counted)
       if (!ctx.dryRun) {
