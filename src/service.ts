@@ -171,18 +171,22 @@ export async function startService ({ config: given, clock = systemClock, log = 
   analytics.start()
   /** Whatever the hot threads handed over before now has arrived (each answers after the messages it sent before). */
   const flushed = () => threads.call('flushed')
+  /** The jobs this thread runs: campaign moves, expired holds and deals, bids their imps outlived. */
+  const ownJobs = () => ({
+    ...runCampaignJobs(store, outbox, clock.now()),
+    expiredBids: expireBids({ store, notices }, clock.now()),
+    expiredExchangeBids: expireExchangeBids(store, clock.now())
+  })
   const runJobs = async () => {
     const inThreads = await threads.call<{ demoted: number, offline: number }>('runJobs')
     return {
       demoted: inThreads.reduce((n, j) => n + j.demoted, 0),
       offline: inThreads.reduce((n, j) => n + j.offline, 0),
-      ...runCampaignJobs(store, outbox, clock.now()),
-      expiredBids: expireBids({ store, notices }, clock.now()),
-      expiredExchangeBids: expireExchangeBids(store, clock.now())
+      ...ownJobs()
     }
   }
   const timers = [
-    setInterval(() => { runCampaignJobs(store, outbox, clock.now()); expireBids({ store, notices }, clock.now()); expireExchangeBids(store, clock.now()) }, 1000),
+    setInterval(ownJobs, 1000),
     setInterval(tellAnalytics, 250),
     setInterval(() => idempotency.sweep(), 3_600_000),
     setInterval(() => deliveries.sweep(clock.now()), 3_600_000)
