@@ -161,8 +161,9 @@ export async function startService ({ config: given, clock = systemClock, log = 
   let analyticsState = ''
   const tellAnalytics = () => {
     const state = { backend: analytics.backend, lastError: analytics.lastError }
-    if (JSON.stringify(state) === analyticsState) return
-    analyticsState = JSON.stringify(state)
+    const text = JSON.stringify(state)
+    if (text === analyticsState) return
+    analyticsState = text
     threads.notify('analytics', state)
   }
   moderator.resume()

@@ -39,3 +39,15 @@ export function cpuMicros (pid: number): number | undefined {
   }
   return ticks * TICK_US
 }
+
+/**
+ * Starts metering a server's CPU (its whole process tree); the returned function gives the microseconds per request
+ * over `served` requests, or undefined without /proc or for a run that served almost nothing (a stalled baseline).
+ */
+export function cpuMeter (pid: number | undefined): (served: number) => number | undefined {
+  const before = pid !== undefined ? cpuMicros(pid) : undefined
+  return (served) => {
+    const after = pid !== undefined ? cpuMicros(pid) : undefined
+    return before !== undefined && after !== undefined && served >= 100 ? Math.round((after - before) / served) : undefined
+  }
+}

@@ -1,5 +1,5 @@
 import autocannon from 'autocannon'
-import { cpuMicros } from './cpu.js'
+import { cpuMeter } from './cpu.js'
 
 /** One measured run. */
 export interface Measurement {
@@ -15,17 +15,21 @@ export interface Measurement {
   cpuUs?: number
 }
 
+/** A measured run as its progress line ends it: requests/s, p99, CPU per request, failures. */
+export function outcome (m: Measurement): string {
+  return `${m.rps} req/s, p99 ${m.p99} ms${m.cpuUs !== undefined ? `, CPU ${m.cpuUs} us/req` : ''}${m.non2xx || m.errors ? `, ${m.non2xx} non-2xx, ${m.errors} errors` : ''}\n`
+}
+
 /**
  * Runs autocannon against a URL and reports requests/s, latency percentiles (ms) and, given the server's process id,
  * the server's CPU per request served (all its processes, children included).
  */
 export async function measure (name: string, opts: autocannon.Options & { pipelining: number, connections: number }, serverPid?: number): Promise<Measurement> {
   process.stdout.write(`  ${name.padEnd(28)} -p ${String(opts.pipelining).padEnd(3)} c=${opts.connections} ${opts.duration !== undefined ? `${opts.duration}s` : `${opts.amount} requests`} ... `)
-  const cpuBefore = serverPid !== undefined ? cpuMicros(serverPid) : undefined
+  const cpu = cpuMeter(serverPid)
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     autocannon(opts, (err, res) => err ? reject(err) : resolve(res))
   })
-  const cpuAfter = serverPid !== undefined ? cpuMicros(serverPid) : undefined
   const m: Measurement = {
     name,
     pipelining: opts.pipelining,
@@ -36,9 +40,8 @@ export async function measure (name: string, opts: autocannon.Options & { pipeli
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts
   }
-  const served = result.requests.total
-  // A run that served almost nothing (a stalled baseline) has no meaningful CPU per request.
-  if (cpuBefore !== undefined && cpuAfter !== undefined && served >= 100) m.cpuUs = Math.round((cpuAfter - cpuBefore) / served)
-  process.stdout.write(`${m.rps} req/s, p99 ${m.p99} ms${m.cpuUs !== undefined ? `, CPU ${m.cpuUs} us/req` : ''}${m.non2xx || m.errors ? `, ${m.non2xx} non-2xx, ${m.errors} errors` : ''}\n`)
+  const cpuUs = cpu(result.requests.total)
+  if (cpuUs !== undefined) m.cpuUs = cpuUs
+  process.stdout.write(outcome(m))
   return m
 }

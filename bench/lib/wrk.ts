@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { cpuMicros } from './cpu.js'
-import type { Measurement } from './load.js'
+import { cpuMeter } from './cpu.js'
+import { outcome, type Measurement } from './load.js'
 
 const run = promisify(execFile)
 
@@ -37,15 +37,15 @@ export async function wrk (name: string, request: { url: string, method: string,
     '  io.write(string.format("RESULT %d %d %d %d %d %d\\n", summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))',
     'end'
   ].join('\n'))
-  const before = serverPid !== undefined ? cpuMicros(serverPid) : undefined
+  const cpu = cpuMeter(serverPid)
   const { stdout } = await run('wrk', [`-t${opts.threads}`, `-c${opts.connections}`, `-d${opts.seconds}s`, '-s', script, request.url], { maxBuffer: 1 << 20 })
-  const after = serverPid !== undefined ? cpuMicros(serverPid) : undefined
   rmSync(dir, { recursive: true, force: true })
   const m = /RESULT (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)/.exec(stdout)
   if (m === null) throw new Error(`wrk printed no result: ${stdout}`)
   const [requests, durationUs, p50Us, p99Us, non2xx, errors] = m.slice(1).map(Number) as [number, number, number, number, number, number]
   const result: Measurement = { name, pipelining: 1, connections: opts.connections, rps: Math.round(requests / (durationUs / 1e6)), p50: p50Us / 1000, p99: p99Us / 1000, non2xx, errors }
-  if (before !== undefined && after !== undefined && requests >= 100) result.cpuUs = Math.round((after - before) / requests)
-  process.stdout.write(`${result.rps} req/s, p99 ${result.p99} ms${result.cpuUs !== undefined ? `, CPU ${result.cpuUs} us/req` : ''}${non2xx || errors ? `, ${non2xx} non-2xx, ${errors} errors` : ''}\n`)
+  const cpuUs = cpu(requests)
+  if (cpuUs !== undefined) result.cpuUs = cpuUs
+  process.stdout.write(outcome(result))
   return result
 }

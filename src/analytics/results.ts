@@ -48,12 +48,7 @@ export class ResultCache {
 
   /** An answer another thread computed; kept unless this thread holds a newer one. */
   received (key: string, data: unknown, computedAt: number): void {
-    let e = this.#entries.get(key)
-    if (e === undefined) {
-      if (this.#entries.size >= MAX_ENTRIES) this.#entries.delete(this.#entries.keys().next().value!)
-      e = {}
-      this.#entries.set(key, e)
-    }
+    const e = this.#entry(key)
     if (e.computedAt !== undefined && e.computedAt >= computedAt) return
     e.data = data
     e.computedAt = computedAt
@@ -67,17 +62,23 @@ export class ResultCache {
 
   /** The answer for key now, starting compute when there is none or it expired. */
   get<T> (key: string, compute: () => Promise<T>): Answer<T> {
+    const e = this.#entry(key)
+    const now = this.#clock.now()
+    const fresh = e.computedAt !== undefined && now - e.computedAt < this.#ttlMs
+    const failing = e.failedAt !== undefined && now - e.failedAt < FAILURE_MS
+    if (!fresh && e.computing === undefined && !failing) this.#start(key, e, compute)
+    return this.#answerOf<T>(e)
+  }
+
+  /** The entry of key, made (the oldest given up beyond MAX_ENTRIES) when there is none. */
+  #entry (key: string): Entry {
     let e = this.#entries.get(key)
     if (e === undefined) {
       if (this.#entries.size >= MAX_ENTRIES) this.#entries.delete(this.#entries.keys().next().value!)
       e = {}
       this.#entries.set(key, e)
     }
-    const now = this.#clock.now()
-    const fresh = e.computedAt !== undefined && now - e.computedAt < this.#ttlMs
-    const failing = e.failedAt !== undefined && now - e.failedAt < FAILURE_MS
-    if (!fresh && e.computing === undefined && !failing) this.#start(key, e, compute)
-    return this.#answerOf<T>(e)
+    return e
   }
 
   /** The answer for key once its computation settles, or pending when it takes longer than waitMs. */

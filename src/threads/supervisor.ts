@@ -33,8 +33,6 @@ const RESTART_BACKOFF_MS = [0, 100, 1000, 5000]
 interface Running {
   worker: Worker
   rpc: Rpc
-  startedAt: number
-  restarts: number
   listening: boolean
 }
 
@@ -74,7 +72,8 @@ export class Supervisor {
           resolve()
         }
       }, this.#refresh)
-      const running: Running = { worker, rpc, startedAt: Date.now(), restarts, listening: false }
+      const running: Running = { worker, rpc, listening: false }
+      const startedAt = Date.now()
       this.#threads[thread - 1] = running
       worker.on('error', (err) => {
         this.#log.error('hot thread failed', { thread, error: err instanceof Error ? err.stack ?? err.message : String(err) })
@@ -88,7 +87,7 @@ export class Supervisor {
           return
         }
         if (this.#closing) return
-        const quick = Date.now() - running.startedAt < 10_000
+        const quick = Date.now() - startedAt < 10_000
         const next = quick ? restarts + 1 : 0
         const delay = RESTART_BACKOFF_MS[Math.min(next, RESTART_BACKOFF_MS.length - 1)]!
         this.#log.error('hot thread stopped; restarting it', { thread, code, in_ms: delay })
