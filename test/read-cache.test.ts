@@ -2,13 +2,21 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { openStore } from '../src/store/store.js'
+import { openStore, type Store } from '../src/store/store.js'
+
+/** Two stores over one new environment, sharing their cache generations as two hot threads do. */
+function stores (t: { teardown (fn: () => unknown): void }): [Store, Store] {
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-cache-'))
+  const a = openStore(dir)
+  const b = openStore(dir, undefined, false, a.generations)
+  t.teardown(async () => { await b.close(); await a.close(); rmSync(dir, { recursive: true, force: true }) })
+  return [a, b]
+}
+
+const record = (status: string) => ({ creative_id: 'cr_1', seat_id: 's', name: 'n', content_type: 'image/png', mode: 'url', status, created_at: '', updated_at: '', moderated_at: null }) as never
 
 t.test('a rolled-back write never shows through the read cache', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'oohbid-cache-'))
-  const store = openStore(dir)
-  t.teardown(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
-  const record = (status: string) => ({ creative_id: 'cr_1', seat_id: 's', name: 'n', content_type: 'image/png', mode: 'url', status, created_at: '', updated_at: '', moderated_at: null }) as never
+  const [store] = stores(t)
   store.write(() => store.creatives.putSync('cr_1', record('awaiting_upload')))
   t.equal(store.creatives.get('cr_1')!.status, 'awaiting_upload', 'read once: now cached')
   t.throws(() => store.write(() => { store.creatives.putSync('cr_1', record('pending_moderation')); throw new Error('rollback') }))
@@ -20,11 +28,7 @@ t.test('a rolled-back write never shows through the read cache', async (t) => {
 })
 
 t.test('hot threads\' caches over one environment: a write through one is read through the other at once', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'oohbid-cache-'))
-  const a = openStore(dir)
-  const b = openStore(dir, undefined, false, a.generations)
-  t.teardown(async () => { await b.close(); await a.close(); rmSync(dir, { recursive: true, force: true }) })
-  const record = (status: string) => ({ creative_id: 'cr_1', seat_id: 's', name: 'n', content_type: 'image/png', mode: 'url', status, created_at: '', updated_at: '', moderated_at: null }) as never
+  const [a, b] = stores(t)
   a.write(() => a.creatives.putSync('cr_1', record('pending_moderation')))
   // As each request and each message from another thread does: read from a snapshot taken now.
   b.refresh()
@@ -37,4 +41,28 @@ t.test('hot threads\' caches over one environment: a write through one is read t
   t.throws(() => a.write(() => { a.creatives.putSync('cr_1', record('rejected')); throw new Error('rollback') }))
   b.refresh()
   t.equal(b.creatives.get('cr_1')!.status, 'approved', 'a rollback in a shows nothing in b')
+})
+
+t.test('a value read from a snapshot older than the commit that changed it serves that read only', async (t) => {
+  const [a, b] = stores(t)
+  a.write(() => a.creatives.putSync('cr_1', record('pending_moderation')))
+  b.refresh()
+  // b's request has begun: its first read fixes its snapshot, then a commits a change and moves the generation.
+  b.meta.get('anything')
+  a.write(() => a.creatives.putSync('cr_1', record('approved')))
+  t.equal(b.creatives.get('cr_1')!.status, 'pending_moderation', 'b\'s request reads its own snapshot')
+  b.refresh()
+  t.equal(b.creatives.get('cr_1')!.status, 'approved', 'b\'s next request reads the commit, not a copy kept from the old snapshot')
+})
+
+t.test('a value read inside the transaction that wrote it is not kept when the transaction rolls back', async (t) => {
+  const [store] = stores(t)
+  store.write(() => store.creatives.putSync('cr_1', record('awaiting_upload')))
+  t.throws(() => store.write(() => {
+    store.creatives.putSync('cr_1', record('pending_moderation'))
+    t.equal(store.creatives.get('cr_1')!.status, 'pending_moderation', 'the transaction reads its own write')
+    throw new Error('rollback')
+  }))
+  store.refresh()
+  t.equal(store.creatives.get('cr_1')!.status, 'awaiting_upload', 'the committed value after the rollback')
 })

@@ -7,6 +7,9 @@ export type Answer<T> =
   | { state: 'pending' }
   | { state: 'failed', error: string }
 
+/** How a computation ended, as one thread hands it to the others. */
+export type Outcome = { data: unknown, computedAt: number } | { error: string, failedAt: number }
+
 interface Entry {
   data?: unknown
   computedAt?: number
@@ -31,14 +34,14 @@ export class ResultCache {
   readonly #ttlMs: number
   readonly #waitMs: number
   readonly #entries = new Map<string, Entry>()
-  readonly #share: ((key: string, data: unknown, computedAt: number) => void) | undefined
+  readonly #share: ((key: string, outcome: Outcome) => void) | undefined
 
   /**
    * waitMs: how long wait() holds for a computation before it answers pending (REPORT_WAIT_MS). share: hands each
-   * computed answer to the other hot threads' caches (received), so that a client's next request finds it whichever
-   * thread it reaches.
+   * computed answer, and each failure, to the other hot threads' caches (received), so that a client's next request
+   * finds it whichever thread it reaches: a failure there too answers unavailable instead of asking ClickHouse again.
    */
-  constructor (clock: Clock, log: Logger, ttlMs: number, waitMs: number, share?: (key: string, data: unknown, computedAt: number) => void) {
+  constructor (clock: Clock, log: Logger, ttlMs: number, waitMs: number, share?: (key: string, outcome: Outcome) => void) {
     this.#clock = clock
     this.#log = log
     this.#ttlMs = ttlMs
@@ -46,14 +49,15 @@ export class ResultCache {
     this.#share = share
   }
 
-  /** An answer another thread computed; kept unless this thread holds a newer one. */
-  received (key: string, data: unknown, computedAt: number): void {
+  /** How another thread's computation ended; an answer is kept unless this thread holds a newer one. */
+  received (key: string, outcome: Outcome): void {
     const e = this.#entry(key)
-    if (e.computedAt !== undefined && e.computedAt >= computedAt) return
-    e.data = data
-    e.computedAt = computedAt
-    delete e.error
-    delete e.failedAt
+    if ('error' in outcome) {
+      if (e.failedAt === undefined || e.failedAt < outcome.failedAt) this.#failed(e, outcome.error, outcome.failedAt)
+      return
+    }
+    if (e.computedAt !== undefined && e.computedAt >= outcome.computedAt) return
+    this.#computed(e, outcome.data, outcome.computedAt)
   }
 
   get ttlMs (): number {
@@ -102,16 +106,29 @@ export class ResultCache {
 
   #start<T> (key: string, e: Entry, compute: () => Promise<T>): void {
     e.computing = compute().then((data) => {
-      e.data = data
-      e.computedAt = this.#clock.now()
-      delete e.error
-      delete e.failedAt
-      this.#share?.(key, data, e.computedAt)
+      const computedAt = this.#clock.now()
+      this.#computed(e, data, computedAt)
+      this.#share?.(key, { data, computedAt })
     }, (err: unknown) => {
-      e.error = err instanceof Error ? err.message : String(err)
-      e.failedAt = this.#clock.now()
-      this.#log.warn('report query failed', { key, error: e.error })
+      const error = err instanceof Error ? err.message : String(err)
+      const failedAt = this.#clock.now()
+      this.#failed(e, error, failedAt)
+      this.#log.warn('report query failed', { key, error })
+      this.#share?.(key, { error, failedAt })
     }).finally(() => { delete e.computing })
+  }
+
+  #computed (e: Entry, data: unknown, computedAt: number): void {
+    e.data = data
+    e.computedAt = computedAt
+    delete e.error
+    delete e.failedAt
+  }
+
+  /** A failure keeps the last answer, served stale, and holds off asking again for FAILURE_MS. */
+  #failed (e: Entry, error: string, failedAt: number): void {
+    e.error = error
+    e.failedAt = failedAt
   }
 
   /** Resolves when every query started so far has finished (tests). */

@@ -1,14 +1,29 @@
 import type { Database, RangeOptions } from 'lmdb'
 
+/** What a CachedTable needs from its store. */
+export interface CacheScope {
+  /** One generation per cached table, in memory shared by the hot threads. */
+  readonly generations: Int32Array
+  /**
+   * Whether a value of table `slot` read now may be filed under `generation`: whether the view it was read from holds
+   * every commit that generation counts, and none of a transaction's writes that may still roll back.
+   */
+  keeps (slot: number, generation: number): boolean
+  /** Records a write to table `slot` in the current transaction; fn runs after its commit (at once outside one). */
+  wrote (slot: number, fn: () => void): void
+}
+
 /**
  * A table whose decoded values are kept in memory after a read. Writes drop the entry instead of caching the new
- * value, so a transaction that rolls back (a dry run, a failed request) can never leave a value in the cache that is
- * not in LMDB: the next read fetches the committed one. (lmdb-js's own `cache` option keeps an aborted object value.)
+ * value, and a value read inside the transaction that wrote the table is not kept, so a transaction that rolls back
+ * (a dry run, a failed request) can never leave a value in the cache that is not in LMDB. (lmdb-js's own `cache`
+ * option keeps an aborted object value.)
  *
  * Every hot thread has its own copy of the cache over the one environment. A commit that wrote the table moves its
  * generation, a counter in memory shared by the threads; a thread that finds the generation moved by someone else
- * drops its copy. The bump comes after the commit, so a thread that read the old value between the two sees the bump
- * on its next read. (The analytics process writes none of these tables.)
+ * drops its copy. A read snapshot taken before that commit still holds the old value, so a value is kept only when
+ * the scope says its snapshot is as new as the generation: otherwise it serves that one read and is fetched again.
+ * (The analytics process writes none of these tables.)
  */
 export class CachedTable<V> {
   readonly #db: Database<V, string>
@@ -16,20 +31,20 @@ export class CachedTable<V> {
   readonly #values = new Map<string, V>()
   readonly #generations: Int32Array
   readonly #slot: number
-  readonly #afterCommit: (fn: () => void) => void
+  readonly #scope: CacheScope
   /** The shared generation this copy reflects. */
   #seen: number
   /** This thread's writes, committed or not: memory derived inside a transaction must change with them at once. */
   #local = 0
 
-  /** generations[slot]: this table's shared generation; afterCommit: the store's (bumps follow the commit). */
-  constructor (db: Database<V, string>, generations: Int32Array, slot: number, afterCommit: (fn: () => void) => void, max = 250_000) {
+  /** scope.generations[slot]: this table's shared generation. */
+  constructor (db: Database<V, string>, slot: number, scope: CacheScope, max = 250_000) {
     this.#db = db
     this.#max = max
-    this.#generations = generations
+    this.#generations = scope.generations
     this.#slot = slot
-    this.#afterCommit = afterCommit
-    this.#seen = Atomics.load(generations, slot)
+    this.#scope = scope
+    this.#seen = Atomics.load(this.#generations, slot)
   }
 
   /** Moves on every write in any thread, so that whatever is derived from the whole table knows when to derive again. */
@@ -46,7 +61,7 @@ export class CachedTable<V> {
     const hit = this.#values.get(key)
     if (hit !== undefined) return hit
     const value = this.#db.get(key)
-    if (value === undefined) return undefined
+    if (value === undefined || !this.#scope.keeps(this.#slot, generation)) return value
     if (this.#values.size >= this.#max) {
       // Drop the oldest tenth: insertion order approximates age well enough for a bounded read cache.
       let n = Math.ceil(this.#max / 10)
@@ -74,7 +89,7 @@ export class CachedTable<V> {
   #wrote (key: string): void {
     this.#local++
     this.#values.delete(key)
-    this.#afterCommit(() => {
+    this.#scope.wrote(this.#slot, () => {
       // Our own bump keeps our copy, unless another thread's landed since we last looked.
       if (Atomics.add(this.#generations, this.#slot, 1) === this.#seen) this.#seen++
     })

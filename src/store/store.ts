@@ -1,7 +1,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
-import { CachedTable } from './read-cache.js'
+import { CachedTable, type CacheScope } from './read-cache.js'
 import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
 import type { FunnelEvent, ProofRecord } from '../generated/types.js'
 import type { ChainHead, ProofDay } from '../proof/chain.js'
@@ -151,8 +151,22 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   // Read on every adslots row or bid: decoded values stay in memory (a page of 200 rows costs ~20 us instead of
   // ~220 us, bench/adslots), dropped by writes so that rollbacks cannot leave them wrong.
   const counters = new Int32Array(generations)
+  // The generations every commit visible to this thread's next read had moved by (taken when the read snapshot was
+  // dropped, before the next read renews it), and the cached tables the open transaction wrote (a bit each).
+  const inSnapshot = new Int32Array(CACHED_TABLES)
+  let writtenInTxn = 0
+  const snapshotDropped = () => { for (let i = 0; i < CACHED_TABLES; i++) inSnapshot[i] = Atomics.load(counters, i) }
+  const scope: CacheScope = {
+    generations: counters,
+    // A write transaction reads the newest commits (it holds the writer lock), but not its own writes for keeps.
+    keeps: (slot, generation) => depth > 0 ? (writtenInTxn & (1 << slot)) === 0 : inSnapshot[slot] === generation,
+    wrote: (slot, fn) => {
+      if (depth > 0) writtenInTxn |= 1 << slot
+      afterCommit(fn)
+    }
+  }
   let slots = 0
-  const cached = <V>(name: string) => new CachedTable<V>(db<V>(name), counters, slots++, (fn) => afterCommit(fn))
+  const cached = <V>(name: string) => new CachedTable<V>(db<V>(name), slots++, scope)
   // Tables written on every bid keep their record shapes in the table instead of in each value: a bid encodes in
   // half the time and decodes without rebuilding its shape.
   const shared = { sharedStructuresKey: Symbol.for('structures') }
@@ -167,11 +181,14 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     let result: T
     try {
       result = depth === 1 ? root.transactionSync(() => { started = performance.now(); return fn() }) : root.transactionSync(fn)
+      // lmdb-js dropped the read snapshot with the commit; nothing has read since.
+      if (depth === 1) snapshotDropped()
     } catch (err) {
       if (depth === 1) pending = []
       rollbacks++
       throw err
     } finally {
+      if (depth === 1) writtenInTxn = 0
       depth--
       if (depth === 0 && started > 0) {
         held.transactions++
@@ -243,7 +260,9 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     held,
     afterCommit,
     refresh () {
-      if (depth === 0) root.resetReadTxn()
+      if (depth !== 0) return
+      root.resetReadTxn()
+      snapshotDropped()
     },
     async close () {
       if (timer !== undefined) clearInterval(timer)

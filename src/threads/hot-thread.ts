@@ -1,5 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads'
-import { ResultCache } from '../analytics/results.js'
+import { ResultCache, type Outcome } from '../analytics/results.js'
 import { Authenticator } from '../auth/authenticate.js'
 import { KeySealer } from '../auth/sealed-keys.js'
 import { bookedOn } from '../campaigns/ledger.js'
@@ -77,8 +77,8 @@ const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: conf
 const bookings = new Bookings()
 bookings.register((screenId, date) => bookedOn(store, screenId, date))
 const shared = broadcast((channel, key, value) => rpc.notify('broadcast', channel, key, value))
-const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs, (key, data, computedAt) => shared.send('report', key, { data, computedAt }))
-shared.on('report', (key, value) => { const { data, computedAt } = value as { data: unknown, computedAt: number }; reports.received(key, data, computedAt) })
+const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs, (key, outcome) => shared.send('report', key, outcome))
+shared.on('report', (key, value) => reports.received(key, value as Outcome))
 const routes = allRoutes({
   config,
   clock,
