@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium } from 'playwright-core'
+import { chromiumLaunchOptions } from '../test/helpers/chromium.js'
 import { adImage } from '../test/helpers/media.js'
 import { startBaseline, startOohbid } from './lib/processes.js'
 import { benchCreative, benchScreen, jsonClient } from './lib/fixtures.js'
@@ -28,7 +29,7 @@ const assigned = await call('/openrtb/v2/campaigns/assign', { method: 'POST', ke
 if (assigned.assignment_id === undefined) throw new Error(`assignment refused: ${JSON.stringify(assigned)}`)
 await new Promise((r) => setTimeout(r, 1500))
 
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'] })
+const browser = await chromium.launch(await chromiumLaunchOptions())
 /** Loads a page `loads` times, each in a fresh context; the first-frame times (ms) and the page's bytes. */
 async function measure (url: string, firstFrame: () => unknown): Promise<{ times: number[], bytes: number }> {
   const times: number[] = []
