@@ -2,24 +2,34 @@ import { fork, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { loadConfig } from './config.js'
+import { uwsStandInReason } from './http/uws-native.js'
 import { createLogger } from './log.js'
-import { startService } from './service.js'
 import { StartRefused } from './start-refused.js'
+
+/**
+ * Refuses to start, for a reason the operator fixes (configuration, the runtime, a port or data directory another
+ * process holds): one JSON log line like every other line on stderr, no stack trace, exit 1.
+ */
+function refuse (message: string): never {
+  createLogger('error').error(message, { event: 'start_refused' })
+  process.exit(1)
+}
 
 const config = (() => {
   try {
     return loadConfig()
   } catch (err) {
-    // A configuration mistake is the operator's to fix: say what it is, without a stack trace.
-    process.stderr.write(`oohbid: ${err instanceof Error ? err.message : String(err)}\n`)
-    process.exit(1)
+    return refuse(err instanceof Error ? err.message : String(err))
   }
 })()
+const standIn = uwsStandInReason()
+if (standIn !== undefined) refuse(standIn)
 const log = createLogger(config.logLevel)
+// Imported only now: importing the service loads uWebSockets.js, whose loader would print its own warnings first.
+const { startService } = await import('./service.js')
 const service = await startService({ config, log }).catch((err: unknown) => {
   if (!(err instanceof StartRefused)) throw err
-  process.stderr.write(`oohbid: ${err.message}\n`)
-  process.exit(1)
+  return refuse(err.message)
 })
 // The line scripts and tests wait for: the port is known only after listen when PORT=0.
 process.stdout.write(`oohbid listening on ${service.url}\n`)

@@ -4,28 +4,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { lockDataDir } from '../src/store/data-dir-lock.js'
-import { startProcess } from './helpers/process.js'
+import { reason, refusedStart, startProcess } from './helpers/process.js'
 
 // One owner per data directory and per port: a second `npm start` refuses to start with a clear message instead of
 // sharing the port (SO_REUSEPORT) and the LMDB file with the first.
-
-/** Runs the service as users do and waits for it to exit on its own; fails if it starts serving instead. */
-function refusedStart (dataDir: string, env: Record<string, string>): Promise<{ code: number | null, stderr: string }> {
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TAP') && k !== 'NODE_OPTIONS'))
-  const child = spawn(process.execPath, ['dist/src/main.js'], {
-    env: { ...inherited, HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN: 'own-admin', LOG_LEVEL: 'error', DEMO_FLEET: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (d) => { stdout += d })
-  child.stderr.on('data', (d) => { stderr += d })
-  const killer = setTimeout(() => child.kill('SIGKILL'), 20_000)
-  return new Promise((resolve) => child.once('exit', (code) => {
-    clearTimeout(killer)
-    resolve({ code, stderr: stdout.includes('listening on') ? `it started serving: ${stdout}` : stderr })
-  }))
-}
 
 const dir = (name: string) => mkdtempSync(join(tmpdir(), `oohbid-own-${name}-`))
 
@@ -37,16 +19,16 @@ t.test('a second service on the same data directory or port refuses to start, an
 
   const sameBoth = await refusedStart(dataDir, { PORT: port })
   t.equal(sameBoth.code, 1, 'same DATA_DIR and PORT: exits 1')
-  t.match(sameBoth.stderr, new RegExp(`^oohbid: DATA_DIR ${dataDir} is in use by another oohbid process \\(pid ${first.child.pid}\\); stop it first`), sameBoth.stderr)
+  t.match(reason(sameBoth), new RegExp(`^DATA_DIR ${dataDir} is in use by another oohbid process \\(pid ${first.child.pid}\\); stop it first`))
   t.notMatch(sameBoth.stderr, /\n\s+at /, 'no stack trace')
 
   const sameDir = await refusedStart(dataDir, { PORT: '0' })
   t.equal(sameDir.code, 1, 'same DATA_DIR on another port: exits 1')
-  t.match(sameDir.stderr, /DATA_DIR .* is in use by another oohbid process/)
+  t.match(reason(sameDir), /DATA_DIR .* is in use by another oohbid process/)
 
   const samePort = await refusedStart(dir('b'), { PORT: port })
   t.equal(samePort.code, 1, 'another DATA_DIR on the same port: exits 1')
-  t.match(samePort.stderr, new RegExp(`^oohbid: Port ${port} on 127.0.0.1 is in use by another process`), samePort.stderr)
+  t.match(reason(samePort), new RegExp(`^Port ${port} on 127.0.0.1 is in use by another process`))
 
   const health = await fetch(`${first.url}/healthz`)
   t.equal(health.status, 200, 'the first service still serves')
