@@ -15,6 +15,9 @@ RUN npm run build && npm prune --omit=dev
 # Runtime stage: compiled code and production dependencies only. uWebSockets.js and lmdb ship glibc binaries,
 # hence a Debian base rather than Alpine.
 FROM node:20-bookworm-slim
+# Moderation runs ffmpeg and ffprobe on untrusted uploads: Debian's, kept current by its security updates, rather
+# than the 2018 static builds packaged on npm (src/moderation/media-tools.ts prefers /usr/bin).
+RUN apt-get update && apt-get install -y --no-install-recommends ffmpeg && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production PORT=8080 HOST=0.0.0.0 DATA_DIR=/data
 WORKDIR /app
 COPY --from=build /app/package.json ./

@@ -12,13 +12,12 @@ import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm'
 import * as nsfwjs from 'nsfwjs'
 import sharp from 'sharp'
 import { createWorker, type Worker as OcrWorker } from 'tesseract.js'
+import { FFMPEG, FFPROBE } from './media-tools.js'
 import { ageRating, classifyText, decide, namedCategories, type ImageClasses } from './classify.js'
 import type { ModerationReply, ModerationTask } from './types.js'
 
 const run = promisify(execFile)
 const require = createRequire(import.meta.url)
-const FFMPEG: string = require('@ffmpeg-installer/ffmpeg').path
-const FFPROBE: string = require('@ffprobe-installer/ffprobe').path
 const MAX_FRAMES = 5
 const OCR_FRAMES = 3
 

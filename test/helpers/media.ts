@@ -1,10 +1,8 @@
 import { execFile } from 'node:child_process'
-import { createRequire } from 'node:module'
 import { promisify } from 'node:util'
 import sharp from 'sharp'
+import { FFMPEG } from '../../src/moderation/media-tools.js'
 
-const require = createRequire(import.meta.url)
-const FFMPEG: string = require('@ffmpeg-installer/ffmpeg').path
 const run = promisify(execFile)
 
 /** A 1280x720 ad card with two lines of text, rendered by sharp. */
@@ -16,7 +14,7 @@ export async function adImage (line1: string, line2: string, background = '#174'
   return format === 'png' ? img.png().toBuffer() : img.jpeg().toBuffer()
 }
 
-/** A video of `seconds` showing an image, made with the bundled ffmpeg. */
+/** A video of `seconds` showing an image, made with the ffmpeg moderation uses. */
 export async function adVideo (imagePath: string, outPath: string, seconds = 15): Promise<void> {
   await run(FFMPEG, ['-v', 'error', '-y', '-loop', '1', '-i', imagePath, '-t', String(seconds), '-r', '10', '-vf', 'scale=1280:720', '-pix_fmt', 'yuv420p', '-c:v', 'libx264', '-preset', 'ultrafast', outPath])
 }
