@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The operator CLI: a thin client of /admin/v1, so every action it takes is the audited API call.
 import { existsSync, readFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.js'
 import { adminTokenPath } from '../src/control/admin/token.js'
 
@@ -22,20 +23,35 @@ const USAGE = `Usage: npm run admin -- <command> [options]
 Options: --json prints the response data as JSON.
 Environment: BASE_URL (default http://127.0.0.1:$PORT), ADMIN_TOKEN (default: DATA_DIR/admin-token).`
 
-interface Args { positional: string[], flags: Record<string, string | true> }
+const OPTIONS = {
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  status: { type: 'string' },
+  limit: { type: 'string' },
+  reason: { type: 'string' },
+  subject: { type: 'string' },
+  name: { type: 'string' },
+  ips: { type: 'string' },
+  signed: { type: 'boolean' },
+  rpm: { type: 'string' },
+  tmax: { type: 'string' },
+  seats: { type: 'string' },
+  'no-win': { type: 'boolean' },
+  'no-loss': { type: 'boolean' },
+  'no-billing': { type: 'boolean' },
+  disabled: { type: 'boolean' }
+} as const
 
-function parseArgs (argv: string[]): Args {
-  const positional: string[] = []
-  const flags: Record<string, string | true> = {}
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!
-    if (!arg.startsWith('--')) { positional.push(arg); continue }
-    const name = arg.slice(2)
-    const next = argv[i + 1]
-    if (name === 'json' || name === 'help' || next === undefined || next.startsWith('--')) flags[name] = true
-    else { flags[name] = next; i++ }
+interface Args { positional: string[], flags: ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>>['values'] }
+
+/** The command line, strictly: an option the CLI does not know (a typo such as --limt) is an error, not ignored. */
+function readArgs (argv: string[]): Args {
+  try {
+    const { positionals, values } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true })
+    return { positional: positionals, flags: values }
+  } catch (err) {
+    throw new CliError(`${err instanceof Error ? err.message : String(err)}\n\n${USAGE}`)
   }
-  return { positional, flags }
 }
 
 class CliError extends Error {}
@@ -70,7 +86,7 @@ function aliasLine (a: { alias: string, status: string, endpoint: string, ip_all
 }
 
 async function main (argv: string[]): Promise<void> {
-  const { positional, flags } = parseArgs(argv)
+  const { positional, flags } = readArgs(argv)
   const [area, verb, id, ...rest] = positional
   if (flags.help || area === undefined) { console.log(USAGE); return }
   let data: any
