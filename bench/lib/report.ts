@@ -64,6 +64,11 @@ export interface Bar {
   baseline?: boolean
 }
 
+/** Text as SVG character data: a label such as "<img> markup" must not open an element. */
+function xmlText (text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+}
+
 /** A horizontal SVG bar chart. */
 export function barChart (title: string, bars: Bar[]): string {
   const barH = 22
@@ -76,12 +81,12 @@ export function barChart (title: string, bars: Bar[]): string {
   const body = bars.map((b, i) => {
     const y = 40 + i * (barH + gap)
     const w = Math.max(1, Math.round((width - left - 150) * b.value / max))
-    return `<text x="${left - 8}" y="${y + 15}" text-anchor="end">${b.label}</text>` +
+    return `<text x="${left - 8}" y="${y + 15}" text-anchor="end">${xmlText(b.label)}</text>` +
       `<rect x="${left}" y="${y}" width="${w}" height="${barH}" fill="${b.baseline === true ? '#9aa5b1' : '#2f6fde'}"/>` +
-      `<text x="${left + w + 6}" y="${y + 15}">${b.text}</text>`
+      `<text x="${left + w + 6}" y="${y + 15}">${xmlText(b.text)}</text>`
   }).join('')
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="system-ui,sans-serif" font-size="13">` +
-    `<rect width="100%" height="100%" fill="#fff"/><text x="12" y="24" font-size="15" font-weight="bold">${title}</text>${body}</svg>`
+    `<rect width="100%" height="100%" fill="#fff"/><text x="12" y="24" font-size="15" font-weight="bold">${xmlText(title)}</text>${body}</svg>`
 }
 
 function svgChart (title: string, rows: Measurement[]): string {
