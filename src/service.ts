@@ -141,11 +141,11 @@ export async function startService ({ config: given, clock = systemClock, log = 
     query: (sql: string, timeoutMs?: number) => analytics.query(sql, timeoutMs),
     broadcast: (channel: string, key: string, value: unknown) => threads.notify('broadcast', channel, key, value),
     scrape: async () => renderMetrics([metrics.snapshot(), ...await threads.call<MetricsSnapshot>('snapshot')], {
-      oohbid_hot_threads: config.hotThreads,
-      oohbid_outbox_pending_events: outbox.size(),
-      oohbid_funnel_pending_events: funnel.size(),
-      oohbid_notices_pending: notices.size(),
-      oohbid_analytics_connected: analytics.backend !== undefined ? 1 : 0
+      oohbid_hot_threads: { help: 'Hot threads serving HTTP (HOT_THREADS).', value: config.hotThreads },
+      oohbid_outbox_pending_events: { help: 'Events held in the outbox, the durable log webhooks are delivered from, until it is compacted.', value: outbox.size() },
+      oohbid_funnel_pending_events: { help: 'Funnel events in LMDB waiting for the analytics process to ship them to ClickHouse.', value: funnel.size() },
+      oohbid_notices_pending: { help: 'Win, loss and billing notices and legacy notifications waiting for their (next) attempt.', value: notices.size() },
+      oohbid_analytics_connected: { help: 'Whether the analytics process is connected to ClickHouse (1) or not (0).', value: analytics.backend !== undefined ? 1 : 0 }
     })
   }, log, () => store.refresh())
   // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.

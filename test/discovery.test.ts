@@ -124,6 +124,29 @@ t.test('partner registration: nested errors, unique slugs, nothing written on fa
   t.match(limited.body.error, { code: 'RATE_LIMITED', retry_after_seconds: Number })
 })
 
+/** What a Prometheus linter would object to in a text exposition: samples without HELP and TYPE, families declared twice. */
+function expositionProblems (text: string): string[] {
+  const help = new Set<string>()
+  const type = new Map<string, string>()
+  const problems: string[] = []
+  for (const line of text.split('\n')) {
+    const declared = /^# (HELP|TYPE) (\S+)(?: (\S+))?/.exec(line)
+    if (declared !== null) {
+      const [, kind, name, value] = declared
+      const seen = kind === 'HELP' ? help.has(name!) : type.has(name!)
+      if (seen) problems.push(`${kind} ${name} declared twice`)
+      if (kind === 'HELP') help.add(name!)
+      else type.set(name!, value!)
+      continue
+    }
+    if (line === '' || line.startsWith('#')) continue
+    const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)/.exec(line)![1]!
+    const family = type.has(sample) ? sample : sample.replace(/_(bucket|sum|count)$/, '')
+    if (!help.has(family) || !type.has(family)) problems.push(`${sample} has no HELP or TYPE`)
+  }
+  return problems
+}
+
 t.test('health, readiness, metrics and the error reference', async (t) => {
   const svc = await startTestService(t)
   t.match((await svc.request('GET', '/healthz')).body, { success: true, data: { status: 'ok', version: '1.0.0' } })
@@ -136,6 +159,10 @@ t.test('health, readiness, metrics and the error reference', async (t) => {
   t.match(metrics.text, /oohbid_http_requests_total\{method="GET",route="\/openrtb\/v2\/seat",status="401"\} 1/)
   t.match(metrics.text, /oohbid_http_request_duration_seconds_bucket\{method="POST",route="\/openrtb\/v2\/onboard",le="\+Inf"\} 1/)
   t.match(metrics.text, /oohbid_outbox_pending_events 1/)
+  t.same(expositionProblems(metrics.text), [], 'every family has HELP and TYPE before its samples, each once (what promtool check metrics asks)')
+  for (const name of ['process_cpu_seconds_total', 'process_cpu_user_seconds_total', 'process_cpu_system_seconds_total', 'process_start_time_seconds', 'process_resident_memory_bytes', 'process_virtual_memory_bytes', 'process_heap_bytes', 'process_open_fds', 'process_max_fds']) {
+    t.match(metrics.text, new RegExp(`^${name} \\d`, 'm'), `the standard ${name}`)
+  }
   const docs = await svc.request('GET', '/docs/errors')
   for (const { code } of errorTable()) t.match(docs.text, `id="${code}"`)
 })

@@ -1,4 +1,5 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { processSeries } from './process-metrics.js'
 
 const BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
 
@@ -101,8 +102,14 @@ function add<K> (into: Map<K, number>, key: K, n: number): void {
   into.set(key, (into.get(key) ?? 0) + n)
 }
 
-/** The Prometheus text exposition (version 0.0.4) of every thread's snapshot together. */
-export function renderMetrics (snapshots: MetricsSnapshot[], extra: Record<string, number> = {}): string {
+/** A gauge the caller reads at scrape time, with its HELP text. */
+export interface Gauge {
+  help: string
+  value: number
+}
+
+/** The Prometheus text exposition (version 0.0.4) of every thread's snapshot together, the process series and gauges. */
+export function renderMetrics (snapshots: MetricsSnapshot[], gauges: Record<string, Gauge> = {}): string {
   const series = new Map<string, { method: string, route: string, byStatus: Map<number, number>, count: number, sum: number, buckets: number[] }>()
   const rejections = new Map<string, number>()
   const counters = new Map<string, { help: string, values: Map<string, number> }>()
@@ -150,8 +157,8 @@ export function renderMetrics (snapshots: MetricsSnapshot[], extra: Record<strin
   }
   out.push('# HELP oohbid_http_requests_in_flight Requests accepted and not yet answered.', '# TYPE oohbid_http_requests_in_flight gauge', `oohbid_http_requests_in_flight ${snapshots.reduce((n, s) => n + s.inFlight, 0)}`)
   out.push('# HELP oohbid_event_loop_delay_p99_seconds Event-loop delay, 99th percentile since the last scrape, of the most delayed thread.', '# TYPE oohbid_event_loop_delay_p99_seconds gauge', `oohbid_event_loop_delay_p99_seconds ${Math.max(0, ...snapshots.map((s) => s.loopP99))}`)
-  out.push('# HELP process_resident_memory_bytes Resident memory.', '# TYPE process_resident_memory_bytes gauge', `process_resident_memory_bytes ${process.memoryUsage().rss}`)
+  out.push(...processSeries())
   out.push('# HELP nodejs_heap_used_bytes V8 heap in use, all threads.', '# TYPE nodejs_heap_used_bytes gauge', `nodejs_heap_used_bytes ${snapshots.reduce((n, s) => n + s.heapUsed, 0)}`)
-  for (const [name, value] of Object.entries(extra)) out.push(`# TYPE ${name} gauge`, `${name} ${value}`)
+  for (const [name, { help, value }] of Object.entries(gauges)) out.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, `${name} ${value}`)
   return out.join('\n') + '\n'
 }
