@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The fleet simulator: registers partners and their screens through the public partner API, then streams heartbeats
-// and FEIN audience updates at device rates until stopped. `npm start` runs it with DEMO_FLEET screens; benchmarks
-// and load tests run it alone.
+// and FEIN audience updates at device rates and runs headless players (the spots their embed_url decides, played for
+// their slot with render_started and play_completed; now and then a screen drops offline and comes back) until
+// stopped. `npm start` runs it with DEMO_FLEET screens; benchmarks and load tests run it alone.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 
@@ -10,6 +11,7 @@ const { values: args } = parseArgs({
     screens: { type: 'string', default: '200' },
     'base-url': { type: 'string', default: process.env.BASE_URL ?? `http://127.0.0.1:${process.env.PORT ?? 8080}` },
     live: { type: 'string', description: 'screens that stream heartbeats and audience data' },
+    players: { type: 'string', description: 'live screens that also run a headless player (default: all live ones, at most 1000)' },
     duration: { type: 'string', description: 'seconds to stream; 0 registers and exits' },
     state: { type: 'string', description: 'file keeping the partner keys between runs' },
     seed: { type: 'string', default: '42' },
@@ -20,6 +22,7 @@ const { values: args } = parseArgs({
 const total = Number(args.screens)
 const base = args['base-url']!.replace(/\/+$/, '')
 const liveCount = Math.min(total, Number(args.live ?? Math.min(total, 5000)))
+const playerCount = Math.min(liveCount, Number(args.players ?? Math.min(liveCount, 1000)))
 const duration = args.duration === undefined ? Infinity : Number(args.duration)
 if (!Number.isInteger(total) || total < 0 || total > 1_000_000) throw new Error('--screens must be 0..1000000')
 
@@ -69,7 +72,18 @@ const DEVICE_TYPES = ['android_tv', 'fire_tv', 'tizen', 'webos', 'brightsign', '
 const DISPLAYS = [[1920, 1080, 55], [3840, 2160, 65], [1080, 1920, 43], [1280, 720, 32], [2160, 3840, 75]] as const
 
 interface Partner { slug: string, key: string, kind: string }
-interface Screen { partner: number, device_id: string, venue: string, peak: number, sensors: boolean, hours?: readonly (readonly string[])[] }
+interface Screen {
+  partner: number
+  device_id: string
+  venue: string
+  peak: number
+  sensors: boolean
+  hours?: readonly (readonly string[])[]
+  /** The player page's address, from registration. */
+  embed?: string
+  /** While set and in the future, the screen is off: no heartbeats, audience or spots. */
+  offlineUntil?: number
+}
 
 function log (line: string): void {
   if (!args.quiet) process.stdout.write(line + '\n')
@@ -159,6 +173,7 @@ async function register (ps: Partner[]): Promise<Screen[]> {
   const screens: Screen[] = []
   const started = Date.now()
   const batches = new Map<number, Array<Record<string, unknown>>>()
+  const embeds = new Map<string, string>()
   let done = 0
   const flush = async (p: number) => {
     const batch = batches.get(p) ?? []
@@ -166,7 +181,10 @@ async function register (ps: Partner[]): Promise<Screen[]> {
     batches.set(p, [])
     const r = await call('POST', '/v1/partner/devices/batch', { devices: batch }, ps[p]!.key)
     if (r.status !== 200) throw new Error(`batch registration failed: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`)
-    for (const item of r.body.data.results) if (item.status === 'rejected') log(`\nrejected ${item.device_id}: ${item.error.code} ${item.error.message}`)
+    for (const item of r.body.data.results) {
+      if (item.status === 'rejected') log(`\nrejected ${item.device_id}: ${item.error.code} ${item.error.message}`)
+      else embeds.set(item.device_id, item.embed_url)
+    }
     done += batch.length
     progress('registering screens', done, total, started)
   }
@@ -179,6 +197,10 @@ async function register (ps: Partner[]): Promise<Screen[]> {
     if (list.length === 1000) await flush(screen.partner)
   }
   for (const p of batches.keys()) await flush(p)
+  for (const s of screens) {
+    const embed = embeds.get(s.device_id)
+    if (embed !== undefined) s.embed = new URL(embed).pathname
+  }
   log(`registered ${total} screens for ${ps.length} partners in ${((Date.now() - started) / 1000).toFixed(1)} s`)
   return screens
 }
@@ -220,6 +242,7 @@ async function stream (ps: Partner[], screens: Screen[]): Promise<void> {
     const now = new Date()
     const byPartner = new Map<number, { heartbeats: unknown[], updates: unknown[] }>()
     live.forEach((s, i) => {
+      if ((s.offlineUntil ?? 0) > now.getTime()) return
       const slot = byPartner.get(s.partner) ?? { heartbeats: [], updates: [] }
       byPartner.set(s.partner, slot)
       if (i % 30 === tick % 30) slot.heartbeats.push({ device_id: s.device_id, app_version: 'sim-1.0', playing: true })
@@ -232,14 +255,64 @@ async function stream (ps: Partner[], screens: Screen[]): Promise<void> {
       sent = { heartbeats: sent.heartbeats + heartbeats.length, audience: sent.audience + updates.length }
       return calls
     }))
-    if (tick % 30 === 0) log(`${new Date().toISOString()} sent ${sent.heartbeats} heartbeats and ${sent.audience} audience updates`)
+    if (tick % 30 === 0) log(`${new Date().toISOString()} sent ${sent.heartbeats} heartbeats and ${sent.audience} audience updates; players were given ${played.spots} spots and played ${played.plays}`)
     tick++
     await new Promise((r) => setTimeout(r, Math.max(0, started + tick * 1000 - Date.now())))
   }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+/** Spots the players were given and played to the end, for the progress line. */
+const played = { spots: 0, plays: 0 }
+
+/**
+ * A headless player on one screen, as the player page behaves: ask for the next spot, report render_started, play it
+ * for its duration, report play_completed, ask again when the spot says (next_request_at); a closed screen waits as
+ * long as the answer says. About once an hour a screen drops offline for a minute or three (it leaves, as a closing
+ * page does, and sends nothing meanwhile), then comes back.
+ */
+async function player (s: Screen, stopped: () => boolean): Promise<void> {
+  const body = { fp: s.device_id }
+  // Players start spread over a few seconds, not all at once.
+  await sleep(random() * 5000)
+  while (!stopped()) {
+    if (random() < 0.004) {
+      s.offlineUntil = Date.now() + (60 + random() * 120) * 1000
+      await call('POST', `${s.embed}/leave`, body)
+      await sleep(s.offlineUntil - Date.now())
+      continue
+    }
+    const r = await call('POST', `${s.embed}/spots`, body).catch(() => undefined)
+    const spot = r?.body?.data
+    if (spot === undefined || spot.spot_id === null) {
+      await sleep(Math.min(60_000, Math.max(1000, Date.parse(spot?.next_request_at ?? '') - Date.now() || 15_000)))
+      continue
+    }
+    played.spots++
+    const started = Date.now()
+    await call('POST', `${s.embed}/spots/${spot.spot_id}/events`, { event: 'render_started' })
+    await sleep(spot.duration_seconds * 1000)
+    await call('POST', `${s.embed}/spots/${spot.spot_id}/events`, { event: 'play_completed', duration_ms: Date.now() - started })
+    played.plays++
+    await sleep(Math.max(0, Date.parse(spot.next_request_at) - Date.now()))
+  }
+}
+
+/** Runs the players of the first `playerCount` live screens until stopped, with a line now and then. */
+async function play (screens: Screen[]): Promise<void> {
+  const playing = screens.slice(0, playerCount).filter((s) => s.embed !== undefined)
+  if (playing.length === 0 || duration === 0) return
+  const started = Date.now()
+  let stop = false
+  const stopped = () => stop || (Date.now() - started) / 1000 >= duration
+  process.once('SIGINT', () => { stop = true })
+  process.once('SIGTERM', () => { stop = true })
+  log(`${playing.length} screens run a headless player`)
+  await Promise.all(playing.map((s) => player(s, stopped)))
 }
 
 // Forked as the demo fleet of `npm start`: it goes when the service that started it goes, kill -9 included.
 process.once('disconnect', () => process.exit(0))
 const ps = await partners()
 const screens = await register(ps)
-await stream(ps, screens)
+await Promise.all([stream(ps, screens), play(screens)])

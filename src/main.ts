@@ -34,18 +34,26 @@ const service = await startService({ config, log }).catch((err: unknown) => {
 // The line scripts and tests wait for: the port is known only after listen when PORT=0.
 process.stdout.write(`oohbid listening on ${service.url}\n`)
 
-/** DEMO_FLEET: simulated screens that register and stream through the public partner API, like real devices. */
-let fleet: ChildProcess | undefined
+/**
+ * DEMO_FLEET: a market that moves by itself. Simulated screens register, stream FEIN data and run headless players
+ * through the public partner API and player feed, and a demo buyer bids on them, like real devices and a real DSP.
+ */
+const demo: ChildProcess[] = []
 if (config.demoFleet > 0) {
-  const script = join(fileURLToPath(new URL('.', import.meta.url)), '..', 'scripts', 'simulate-fleet.js')
-  fleet = fork(script, ['--screens', String(config.demoFleet), '--base-url', service.url, '--state', join(config.dataDir, 'demo-fleet.json')], { stdio: 'inherit' })
-  fleet.on('exit', (code) => { if (code) log.warn('demo fleet stopped', { code }) })
+  const scripts = join(fileURLToPath(new URL('.', import.meta.url)), '..', 'scripts')
+  const start = (name: string, args: string[], env: Record<string, string> = {}): void => {
+    const child = fork(join(scripts, `${name}.js`), args, { stdio: 'inherit', env: { ...process.env, ...env } })
+    child.on('exit', (code) => { if (code) log.warn(`demo ${name} stopped`, { code }) })
+    demo.push(child)
+  }
+  start('simulate-fleet', ['--screens', String(config.demoFleet), '--base-url', service.url, '--state', join(config.dataDir, 'demo-fleet.json')])
+  start('demo-buyer', ['--base-url', service.url, '--state', join(config.dataDir, 'demo-buyer.json')], { ADMIN_TOKEN: service.adminToken })
 }
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => {
     log.info('shutting down', { signal })
-    fleet?.kill('SIGTERM')
+    for (const child of demo) child.kill('SIGTERM')
     service.close().then(() => process.exit(0), (err: unknown) => {
       log.error('shutdown failed', { error: String(err) })
       process.exit(1)

@@ -6,17 +6,23 @@ function inherited (): Record<string, string | undefined> {
 }
 
 /** The service as users run it (node dist/src/main.js), in its own process that a test can kill -9. */
-export function startProcess (dataDir: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess, url: string }> {
+export function startProcess (dataDir: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess, url: string, stderr: () => string }> {
   const child = spawn(process.execPath, ['dist/src/main.js'], {
     env: { ...inherited(), PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN: 'crash-admin', TRUST_PROXY: '127.0.0.1', LOG_LEVEL: 'error', DEMO_FLEET: '0', ...env },
-    stdio: ['ignore', 'pipe', 'inherit']
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  // Passed on as it comes, and kept, so that a test can read what an operator's log would hold.
+  let err = ''
+  child.stderr!.on('data', (d: Buffer) => {
+    err += d
+    process.stderr.write(d)
   })
   return new Promise((resolve, reject) => {
     let out = ''
     child.stdout!.on('data', (d) => {
       out += d
       const m = /listening on (\S+)/.exec(out)
-      if (m) resolve({ child, url: m[1]! })
+      if (m) resolve({ child, url: m[1]!, stderr: () => err })
     })
     child.once('exit', (code) => reject(new Error(`exited with ${code}`)))
   })

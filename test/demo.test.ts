@@ -1,0 +1,50 @@
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { startProcess } from './helpers/process.js'
+
+// `npm start` as a new user runs it, with a small demo (DEMO_FLEET=40) and nothing else done: within a minute the
+// market moves by itself. Screens' players are given spots and play them, plays are proven, the demo buyer's bids win
+// auctions, and its report shows the impressions. stderr carries JSON log lines only.
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+t.test('after npm start, within 60 s: spots played, proofs issued, the demo buyer winning, its report showing impressions', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-demo-'))
+  const svc = await startProcess(dataDir, { DEMO_FLEET: '40', LOG_LEVEL: 'info' })
+  t.teardown(async () => {
+    svc.child.kill('SIGTERM')
+    await new Promise((resolve) => svc.child.once('exit', resolve))
+  })
+  const get = async (path: string, key?: string) => {
+    const res = await fetch(svc.url + path, { headers: key !== undefined ? { authorization: `Bearer ${key}` } : {} })
+    return { status: res.status, text: await res.text() }
+  }
+  const json = async (path: string, key: string) => JSON.parse((await get(path, key)).text).data
+  const started = Date.now()
+  const seen = { plays: 0, wins: 0, proofs: 0 }
+  let key: string | undefined
+  while (Date.now() - started < 60_000 && (seen.plays === 0 || seen.wins === 0 || seen.proofs === 0)) {
+    await sleep(2000)
+    const state = join(dataDir, 'demo-buyer.json')
+    key ??= existsSync(state) ? JSON.parse(readFileSync(state, 'utf8')).key as string | undefined : undefined
+    const metrics = (await get('/metrics')).text
+    seen.plays = [...metrics.matchAll(/^oohbid_http_requests_total\{method="POST",route="\/embed\/:token\/spots\/:spot_id\/events",status="200"\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0)
+    if (key === undefined) continue
+    seen.wins = (await json('/openrtb/v2/stats', key)).wins
+    seen.proofs = (await json('/v1/advertiser/proof/proofs?limit=100', key)).proofs.length
+  }
+  t.ok(seen.plays > 0, `the screens' players reported plays (${seen.plays} events)`)
+  t.ok(key !== undefined, 'the demo buyer onboarded')
+  t.ok(seen.wins > 0, `the demo buyer won auctions (${seen.wins})`)
+  t.ok(seen.proofs > 0, `its plays were proven (${seen.proofs} proofs)`)
+  t.ok(Date.now() - started < 60_000, `all within 60 s of the start (${Math.round((Date.now() - started) / 1000)} s)`)
+  // The plays behind those proofs reach ClickHouse within the shipper's second; a report asked now counts them.
+  await sleep(3000)
+  const summary = await get('/openrtb/v2/reports/summary', key)
+  t.equal(summary.status, 200)
+  t.ok(JSON.parse(summary.text).data.impressions > 0, 'GET /reports/summary shows the demo buyer\'s impressions')
+  const lines = svc.stderr().split('\n').filter((l) => l !== '')
+  t.same(lines.filter((l) => { try { JSON.parse(l); return false } catch { return true } }), [], 'every stderr line is JSON')
+})
