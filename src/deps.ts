@@ -14,6 +14,8 @@ import type { Outbox } from './store/outbox.js'
 import type { Store } from './store/store.js'
 import type { DeliveryLog } from './webhooks/delivery-log.js'
 import type { Broadcast } from './threads/broadcast.js'
+import type { Dashboard } from './generated/types.js'
+import type { Metrics } from './http/metrics.js'
 
 /** Where a route hands a creative for moderation: the supervisor's moderator, reached from a hot thread by message. */
 export interface ModerationQueue {
@@ -47,8 +49,12 @@ export interface Deps {
   funnel: FunnelLog
   analytics: AnalyticsSource
   reports: ResultCache
+  /** This thread's metrics: routes count what they decide (spots by tier, bids by outcome). */
+  metrics: Metrics
   /** The Prometheus text of every thread's metrics together (/metrics). */
   scrape: () => Promise<string>
+  /** The operator dashboard's numbers, gathered from every thread (/admin/v1/dashboard). */
+  dashboard: () => Promise<Dashboard>
   /** Answers computed here, handed to the other hot threads. */
   shared: Broadcast
 }

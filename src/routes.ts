@@ -4,6 +4,7 @@ import { seatRoute } from './control/accounts/seat.js'
 import { adminAuditRoute } from './control/admin/audit.js'
 import { adminCreativeRoutes } from './control/admin/creatives.js'
 import { adminDealRoutes } from './control/admin/deals.js'
+import { dashboardRoutes } from './control/admin/dashboard.js'
 import { campaignRoutes } from './control/campaigns/campaigns.js'
 import { dealRoutes } from './control/campaigns/deals.js'
 import { reservationRoutes } from './control/campaigns/reservations.js'
@@ -75,6 +76,7 @@ export function allRoutes (deps: Deps): RouteDef[] {
     ...adminSeatRoutes(deps),
     ...adminKeyRoutes(deps),
     ...adminPlatformRoutes(deps),
+    ...dashboardRoutes(deps),
     ...adminCreativeRoutes(deps),
     ...adminDealRoutes(deps),
     ...adminBidderAliasRoutes(deps),

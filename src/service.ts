@@ -22,6 +22,8 @@ import { Moderator } from './moderation/moderator.js'
 import { ObjectStore } from './store/objects.js'
 import { Idempotency } from './http/idempotency.js'
 import { Metrics, renderMetrics, type MetricsSnapshot } from './http/metrics.js'
+import { dashboardOf } from './control/admin/dashboard.js'
+import type { Dashboard } from './generated/types.js'
 import { RateLimiter } from './http/rate-limit.js'
 import type { RouteDef } from './http/route.js'
 import { claimPort } from './http/server.js'
@@ -127,6 +129,11 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs)
   const limiter = new RateLimiter(clock)
   const idempotency = new Idempotency(store, clock)
+  const started = clock.now()
+  // Asked by a hot thread for /admin/v1/dashboard: every thread's counters (the event-loop delay left for /metrics).
+  const dashboard = async (): Promise<Dashboard> => dashboardOf([metrics.snapshot(clock.now(), false), ...await threads.call<MetricsSnapshot>('snapshot', false)], {
+    now: clock.now(), started, store, moderationQueue: moderator.queued, noticesPending: notices.size(), outboxPending: outbox.size(), funnel, connected: analytics.backend !== undefined
+  })
   const threads: Supervisor = new Supervisor({
     config,
     shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, principals: auth.buffer, limits: limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer }
@@ -140,7 +147,8 @@ export async function startService ({ config: given, clock = systemClock, log = 
     },
     query: (sql: string, timeoutMs?: number) => analytics.query(sql, timeoutMs),
     broadcast: (channel: string, key: string, value: unknown) => threads.notify('broadcast', channel, key, value),
-    scrape: async () => renderMetrics([metrics.snapshot(), ...await threads.call<MetricsSnapshot>('snapshot')], {
+    dashboard,
+    scrape: async () => renderMetrics([metrics.snapshot(clock.now()), ...await threads.call<MetricsSnapshot>('snapshot')], {
       oohbid_hot_threads: { help: 'Hot threads serving HTTP (HOT_THREADS).', value: config.hotThreads },
       oohbid_outbox_pending_events: { help: 'Events held in the outbox, the durable log webhooks are delivered from, until it is compacted.', value: outbox.size() },
       oohbid_funnel_pending_events: { help: 'Funnel events in LMDB waiting for the analytics process to ship them to ClickHouse.', value: funnel.size() },
@@ -149,7 +157,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     })
   }, log, () => store.refresh())
   // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.
-  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, analytics, reports, scrape: () => Promise.resolve(''), shared: broadcast(() => {}) })
+  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, analytics, reports, metrics, scrape: () => Promise.resolve(''), dashboard, shared: broadcast(() => {}) })
   try {
     await threads.start(config.hotThreads)
   } catch (err) {

@@ -45,6 +45,9 @@ t.test('after npm start, within 60 s: spots played, proofs issued, the demo buye
   const summary = await get('/openrtb/v2/reports/summary', key)
   t.equal(summary.status, 200)
   t.ok(JSON.parse(summary.text).data.impressions > 0, 'GET /reports/summary shows the demo buyer\'s impressions')
+  const dashboard = await fetch(`${svc.url}/admin/v1/dashboard`, { headers: { authorization: 'Bearer crash-admin' } }).then((r) => r.json()) as any
+  const decided = Object.entries(dashboard.data.spots as Record<string, number>).filter(([tier]) => tier !== 'closed').reduce((n, [, v]) => n + v, 0)
+  t.ok(decided > 0 && dashboard.data.bids.won > 0 && dashboard.data.top_screens.length > 0, `and the operator dashboard shows it (${decided} spots decided, ${dashboard.data.bids.won} won by bids)`)
   const lines = svc.stderr().split('\n').filter((l) => l !== '')
   t.same(lines.filter((l) => { try { JSON.parse(l); return false } catch { return true } }), [], 'every stderr line is JSON')
 })

@@ -79,6 +79,12 @@ export class FunnelLog {
     if (left < 0n) Atomics.compareExchange(this.#counters, PENDING, left, 0n)
   }
 
+  /** When the oldest event still waiting was made (ms), or undefined when none waits: how far ClickHouse lags. */
+  oldestAt (): number | undefined {
+    const [first] = [...this.#store.funnel.getKeys({ limit: 1 })] as number[]
+    return first !== undefined ? Math.floor(first / PER_MS) : undefined
+  }
+
   /**
    * Events waiting to be shipped, for /metrics and /readyz. Counting keys costs about 20 ns each (2 s with 100M
    * waiting, as a long ClickHouse outage leaves), so a large backlog is a running count; it is off by at most a batch

@@ -1,7 +1,8 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { processSeries } from './process-metrics.js'
 
-const BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+/** Latency histogram bounds, seconds (Prometheus le). */
+export const BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
 
 /** One route's counters: requests by status and the latency histogram. A request costs a few array writes. */
 export class RouteSeries {
@@ -37,7 +38,12 @@ export interface MetricsSnapshot {
   heapUsed: number
   /** The thread's write transactions and the seconds they held LMDB's writer lock (Store.held). */
   writes: { transactions: number, seconds: number }
+  /** The screens this thread gave the most spots in the last one to two minutes: [screen_id, spots]. */
+  screens: Array<[string, number]>
 }
+
+/** Screens each thread reports for the dashboard's top screens. */
+const TOP_SCREENS = 20
 
 /**
  * Prometheus counters and histograms, one set per thread. Kept in plain maps keyed by label values: a request costs a
@@ -48,6 +54,10 @@ export class Metrics {
   readonly #rejections = new Map<string, number>()
   readonly #counters = new Map<string, { help: string, values: Map<string, number> }>()
   readonly #loop = monitorEventLoopDelay({ resolution: 10 })
+  /** Spots by screen in this minute and the one before: a sliding window without a timer. */
+  #minute = 0
+  #current = new Map<string, number>()
+  #previous = new Map<string, number>()
   inFlight = 0
 
   /** thread: 0 for the supervisor, 1.. for the hot threads; writes: its store's held counters. */
@@ -76,15 +86,38 @@ export class Metrics {
     c.values.set(labels, (c.values.get(labels) ?? 0) + by)
   }
 
+  /**
+   * Records a spot the waterfall decided on a screen (tier closed: asked outside its hours, nothing decided), and
+   * whether a stored bid won it (open auction or deal).
+   */
+  spot (screenId: string, tier: string, wonByBid: boolean, now: number): void {
+    this.inc('oohbid_spots_total', 'Spots decided by the waterfall, by tier (closed: asked outside operating hours).', `tier="${tier}"`)
+    if (wonByBid) this.inc('oohbid_spots_won_by_bids_total', 'Spots a stored bid won (open auction, PMP and Preferred deals).')
+    if (tier === 'closed') return
+    this.#roll(now)
+    this.#current.set(screenId, (this.#current.get(screenId) ?? 0) + 1)
+  }
+
+  #roll (now: number): void {
+    const minute = Math.floor(now / 60_000)
+    if (minute === this.#minute) return
+    this.#previous = minute === this.#minute + 1 ? this.#current : new Map()
+    this.#current = new Map()
+    this.#minute = minute
+  }
+
   /** Records a request refused by the rate limiter. */
   rejected (group: string): void {
     this.#rejections.set(group, (this.#rejections.get(group) ?? 0) + 1)
   }
 
-  /** This thread's numbers; the event-loop delay starts over. */
-  snapshot (): MetricsSnapshot {
+  /** This thread's numbers at `now`; a scrape (reset) starts the event-loop delay over, the dashboard's does not. */
+  snapshot (now: number, reset = true): MetricsSnapshot {
     const loopP99 = this.#loop.percentile(99) / 1e9
-    this.#loop.reset()
+    if (reset) this.#loop.reset()
+    this.#roll(now)
+    const screens = new Map(this.#previous)
+    for (const [id, n] of this.#current) screens.set(id, (screens.get(id) ?? 0) + n)
     return {
       thread: this.thread,
       series: [...this.#series.values()].map((s) => ({ method: s.method, route: s.route, byStatus: [...s.byStatus], count: s.count, sum: s.sum, buckets: [...s.buckets] })),
@@ -93,7 +126,8 @@ export class Metrics {
       inFlight: this.inFlight,
       loopP99,
       heapUsed: process.memoryUsage().heapUsed,
-      writes: { ...this.writes }
+      writes: { ...this.writes },
+      screens: [...screens].sort((a, b) => b[1] - a[1]).slice(0, TOP_SCREENS)
     }
   }
 }

@@ -43,6 +43,11 @@ export class Moderator {
     for (const { key, value } of this.#store.creatives.getRange()) if (value.status === 'pending_moderation') this.schedule(key)
   }
 
+  /** Creatives scheduled and not yet moderated (the operator dashboard's queue). */
+  get queued (): number {
+    return this.#inFlight.size
+  }
+
   /** Moderates a creative soon; call after the transaction that made it pending (a rolled-back one finds nothing). */
   schedule (creativeId: string): void {
     if (this.#inFlight.has(creativeId)) return

@@ -48,7 +48,7 @@ const rpc = new Rpc(port, {
     analytics.lastError = state.lastError
   },
   broadcast: (channel: string, key: string, value: unknown) => shared.deliver(channel, key, value),
-  snapshot: () => metrics.snapshot(),
+  snapshot: (reset?: boolean) => metrics.snapshot(clock.now(), reset),
   runJobs: () => inventory.runJobs(),
   settled: () => reports.settled(),
   flushed: () => true,
@@ -98,7 +98,9 @@ const routes = allRoutes({
   funnel: new FunnelLog(store, memory.funnel),
   analytics,
   reports,
+  metrics,
   scrape: () => rpc.call('scrape'),
+  dashboard: () => rpc.call('dashboard'),
   shared
 })
 const server = await listen(config.host, config.port)

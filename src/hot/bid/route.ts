@@ -20,7 +20,7 @@ const NBR_INVALID = 2
  * pipelined request. Accepted bids of production seats are stored for the waterfall in the same transaction that
  * answers; sandbox seats are scored only.
  */
-export function bidRoute ({ store, outbox, impIds, sealer, funnel, auth, notices, moderator, config }: Deps): RouteDef {
+export function bidRoute ({ store, outbox, impIds, sealer, funnel, auth, notices, moderator, config, metrics }: Deps): RouteDef {
   return route<BidResponse>({
     method: 'post',
     path: '/openrtb/v2/bid',
@@ -98,6 +98,10 @@ export function bidRoute ({ store, outbox, impIds, sealer, funnel, auth, notices
         else result.rejected++
       }
       countResponse(store, seat.seat_id, ctx.now, counted)
+      store.afterCommit(() => {
+        metrics.inc('oohbid_bids_total', 'Bids received on POST /openrtb/v2/bid, by outcome.', 'status="accepted"', result.accepted)
+        metrics.inc('oohbid_bids_total', 'Bids received on POST /openrtb/v2/bid, by outcome.', 'status="rejected"', result.rejected)
+      })
       if (!ctx.dryRun) {
         funnel.append({ stage: 'bid_received', at: ctx.now, seat_id: seat.seat_id, sandbox: result.sandbox, screens: [], bids: events })
         // Legacy notifications are signed with the key that bid; a key minted before keys were sealed is sealed on

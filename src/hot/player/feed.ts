@@ -35,9 +35,11 @@ export type TakenSpot = { closed: true, waitSeconds: number } | { closed: false,
  * (winner's nurl, losers' lurl) and counting the auction; call inside the request's write transaction. The JSON
  * feed and the VAST tag both serve spots from here.
  */
-export function takeSpot ({ store, notices, funnel }: Deps, screen: ScreenRecord, now: number): TakenSpot {
+export function takeSpot ({ store, notices, funnel, metrics }: Deps, screen: ScreenRecord, now: number): TakenSpot {
   const house = store.meta.get('settings:house_creative_id') as string | undefined
   const decision = decide(store, screen, now, house)
+  // Counted once committed: a dry run's decision is rolled back, and so is its count.
+  store.afterCommit(() => metrics.spot(screen.screen_id, decision.tier, decision.winner !== undefined, now))
   if (decision.tier === 'closed') return { closed: true, waitSeconds: Math.min(CLOSED_RETRY_SECONDS, (minutesUntilOpen(screen.operating_hours, localTime(screen.timezone, now)) ?? 60) * 60) }
   const spotId = `spt_${randomUUID()}`
   const duration = screen.slot_duration_seconds
