@@ -3,7 +3,9 @@
 // and FEIN audience updates at device rates and runs headless players (the spots their embed_url decides, played for
 // their slot with render_started and play_completed; now and then a screen drops offline and comes back) until
 // stopped. `npm start` runs it with DEMO_FLEET screens; benchmarks and load tests run it alone.
+import { setMaxListeners } from 'node:events'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { setTimeout as wait } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 
 const { values: args } = parseArgs({
@@ -228,6 +230,17 @@ function audience (s: Screen, now: Date): Record<string, unknown> {
   }
 }
 
+/** Stops streaming and every player at once: SIGINT, SIGTERM, or the end of --duration (counted from streaming's start). */
+const stopping = new AbortController()
+// Every player sleeps on it at once.
+setMaxListeners(Infinity, stopping.signal)
+process.once('SIGINT', () => stopping.abort())
+process.once('SIGTERM', () => stopping.abort())
+/** Waits ms, or less when stopping. */
+const sleep = (ms: number) => wait(Math.max(0, ms), undefined, { signal: stopping.signal }).catch(() => {})
+/** Spots the players were given and played to the end, for the progress line. */
+const played = { spots: 0, plays: 0 }
+
 async function stream (ps: Partner[], screens: Screen[]): Promise<void> {
   const live = screens.slice(0, liveCount)
   if (live.length === 0 || duration === 0) return
@@ -235,10 +248,7 @@ async function stream (ps: Partner[], screens: Screen[]): Promise<void> {
   const started = Date.now()
   let tick = 0
   let sent = { heartbeats: 0, audience: 0 }
-  let stop = false
-  process.once('SIGINT', () => { stop = true })
-  process.once('SIGTERM', () => { stop = true })
-  while (!stop && (Date.now() - started) / 1000 < duration) {
+  while (!stopping.signal.aborted) {
     const now = new Date()
     const byPartner = new Map<number, { heartbeats: unknown[], updates: unknown[] }>()
     live.forEach((s, i) => {
@@ -257,13 +267,10 @@ async function stream (ps: Partner[], screens: Screen[]): Promise<void> {
     }))
     if (tick % 30 === 0) log(`${new Date().toISOString()} sent ${sent.heartbeats} heartbeats and ${sent.audience} audience updates; players were given ${played.spots} spots and played ${played.plays}`)
     tick++
-    await new Promise((r) => setTimeout(r, Math.max(0, started + tick * 1000 - Date.now())))
+    await sleep(started + tick * 1000 - Date.now())
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-/** Spots the players were given and played to the end, for the progress line. */
-const played = { spots: 0, plays: 0 }
 
 /**
  * A headless player on one screen, as the player page behaves: ask for the next spot, report render_started, play it
@@ -271,11 +278,11 @@ const played = { spots: 0, plays: 0 }
  * long as the answer says. About once an hour a screen drops offline for a minute or three (it leaves, as a closing
  * page does, and sends nothing meanwhile), then comes back.
  */
-async function player (s: Screen, stopped: () => boolean): Promise<void> {
+async function player (s: Screen): Promise<void> {
   const body = { fp: s.device_id }
   // Players start spread over a few seconds, not all at once.
   await sleep(random() * 5000)
-  while (!stopped()) {
+  while (!stopping.signal.aborted) {
     if (random() < 0.004) {
       s.offlineUntil = Date.now() + (60 + random() * 120) * 1000
       await call('POST', `${s.embed}/leave`, body)
@@ -298,21 +305,17 @@ async function player (s: Screen, stopped: () => boolean): Promise<void> {
   }
 }
 
-/** Runs the players of the first `playerCount` live screens until stopped, with a line now and then. */
+/** Runs the players of the first `playerCount` live screens until stopped. */
 async function play (screens: Screen[]): Promise<void> {
   const playing = screens.slice(0, playerCount).filter((s) => s.embed !== undefined)
   if (playing.length === 0 || duration === 0) return
-  const started = Date.now()
-  let stop = false
-  const stopped = () => stop || (Date.now() - started) / 1000 >= duration
-  process.once('SIGINT', () => { stop = true })
-  process.once('SIGTERM', () => { stop = true })
   log(`${playing.length} screens run a headless player`)
-  await Promise.all(playing.map((s) => player(s, stopped)))
+  await Promise.all(playing.map((s) => player(s)))
 }
 
 // Forked as the demo fleet of `npm start`: it goes when the service that started it goes, kill -9 included.
 process.once('disconnect', () => process.exit(0))
 const ps = await partners()
 const screens = await register(ps)
+if (Number.isFinite(duration)) setTimeout(() => stopping.abort(), duration * 1000).unref()
 await Promise.all([stream(ps, screens), play(screens)])

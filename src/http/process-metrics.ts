@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 
-/** When this process started, in seconds since the epoch. */
-const started = (Date.now() - performance.now()) / 1000
+/** When this process started, in seconds since the epoch (rendered by the main thread, whose origin is the process's). */
+const started = performance.timeOrigin / 1000
 
 /** A number read from a /proc file by pattern, or undefined off Linux. */
 function procNumber (path: string, pattern: RegExp): number | undefined {
