@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import sharp from 'sharp'
+import { apiClient } from './lib/api-client.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -30,22 +31,7 @@ function log (line: string): void {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-/** One JSON call; the answer's status and body. A restarting or busy service is retried, like a DSP would. */
-async function call (method: string, path: string, body?: unknown, key?: string): Promise<{ status: number, body: any }> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const res = await fetch(base + path, { method, headers: { 'content-type': 'application/json', ...(key !== undefined ? { authorization: `Bearer ${key}` } : {}) }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) })
-      if ((res.status === 429 || res.status >= 500) && attempt < 5) {
-        await sleep(1000 * Number(res.headers.get('retry-after') ?? 2 ** attempt))
-        continue
-      }
-      return { status: res.status, body: await res.json() }
-    } catch (err) {
-      if (attempt >= 5) throw err
-      await sleep(2 ** attempt * 1000)
-    }
-  }
-}
+const call = apiClient(base)
 
 function save (state: State): State {
   if (args.state !== undefined) writeFileSync(args.state, JSON.stringify(state, null, 2), { mode: 0o600 })

@@ -7,6 +7,7 @@ import { setMaxListeners } from 'node:events'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { setTimeout as wait } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
+import { apiClient } from './lib/api-client.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -100,30 +101,7 @@ function progress (label: string, done: number, all: number, started: number): v
   if (done === all) process.stdout.write('\n')
 }
 
-async function call (method: string, path: string, body: unknown, key?: string): Promise<any> {
-  for (let attempt = 0; ; attempt++) {
-    let res: Response
-    let json: any
-    try {
-      res = await fetch(base + path, { method, headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify(body) })
-      json = await res.json()
-    } catch (err) {
-      // A restarting service resets or refuses connections: a real screen retries, and so does this one.
-      if (attempt >= 5) throw err
-      await new Promise((r) => setTimeout(r, 2 ** attempt * 1000))
-      continue
-    }
-    if (res.status === 429 && attempt < 5) {
-      await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 1)))
-      continue
-    }
-    if (res.status >= 500 && attempt < 5) {
-      await new Promise((r) => setTimeout(r, 2 ** attempt * 1000))
-      continue
-    }
-    return { status: res.status, body: json }
-  }
-}
+const call = apiClient(base)
 
 async function partners (): Promise<Partner[]> {
   const file = args.state
