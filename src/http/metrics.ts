@@ -22,6 +22,11 @@ export class RouteSeries {
   }
 }
 
+/** How a route's series is keyed, in a thread and when the threads' are added up. */
+export function seriesKey (method: string, route: string): string {
+  return `${method.toUpperCase()}\u0000${route}`
+}
+
 function escape (v: string): string {
   return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')
 }
@@ -67,7 +72,7 @@ export class Metrics {
 
   /** The series of a route pattern (never a raw path, which would make cardinality unbounded). */
   route (method: string, route: string): RouteSeries {
-    const key = `${method.toUpperCase()}\u0000${route}`
+    const key = seriesKey(method, route)
     let s = this.#series.get(key)
     if (s === undefined) {
       s = new RouteSeries(method.toUpperCase(), route)
@@ -136,20 +141,18 @@ function add<K> (into: Map<K, number>, key: K, n: number): void {
   into.set(key, (into.get(key) ?? 0) + n)
 }
 
-/** A gauge the caller reads at scrape time, with its HELP text. */
-export interface Gauge {
-  help: string
-  value: number
-}
-
-/** The Prometheus text exposition (version 0.0.4) of every thread's snapshot together, the process series and gauges. */
-export function renderMetrics (snapshots: MetricsSnapshot[], gauges: Record<string, Gauge> = {}): string {
+/** Every thread's snapshot added up: a route's series, a rate group's refusals, a counter's label sets. */
+export function merge (snapshots: MetricsSnapshot[]): {
+  series: Map<string, { method: string, route: string, byStatus: Map<number, number>, count: number, sum: number, buckets: number[] }>
+  rejections: Map<string, number>
+  counters: Map<string, { help: string, values: Map<string, number> }>
+} {
   const series = new Map<string, { method: string, route: string, byStatus: Map<number, number>, count: number, sum: number, buckets: number[] }>()
   const rejections = new Map<string, number>()
   const counters = new Map<string, { help: string, values: Map<string, number> }>()
   for (const snap of snapshots) {
     for (const s of snap.series) {
-      const key = `${s.method}\u0000${s.route}`
+      const key = seriesKey(s.method, s.route)
       let m = series.get(key)
       if (m === undefined) series.set(key, m = { method: s.method, route: s.route, byStatus: new Map(), count: 0, sum: 0, buckets: BUCKETS.map(() => 0) })
       for (const [status, n] of s.byStatus) add(m.byStatus, status, n)
@@ -164,6 +167,18 @@ export function renderMetrics (snapshots: MetricsSnapshot[], gauges: Record<stri
       for (const [labels, n] of c.values) add(m.values, labels, n)
     }
   }
+  return { series, rejections, counters }
+}
+
+/** A gauge the caller reads at scrape time, with its HELP text. */
+export interface Gauge {
+  help: string
+  value: number
+}
+
+/** The Prometheus text exposition (version 0.0.4) of every thread's snapshot together, the process series and gauges. */
+export function renderMetrics (snapshots: MetricsSnapshot[], gauges: Record<string, Gauge> = {}): string {
+  const { series, rejections, counters } = merge(snapshots)
   const out: string[] = []
   out.push('# HELP oohbid_http_requests_total HTTP requests by method, route and status.', '# TYPE oohbid_http_requests_total counter')
   for (const s of series.values()) {

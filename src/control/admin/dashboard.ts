@@ -1,7 +1,7 @@
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
 import type { Dashboard } from '../../generated/types.js'
-import { BUCKETS, type MetricsSnapshot } from '../../http/metrics.js'
+import { BUCKETS, merge, seriesKey, type MetricsSnapshot } from '../../http/metrics.js'
 import { held, ok, raw, route, type RouteDef } from '../../http/route.js'
 import type { Store } from '../../store/store.js'
 import { DASHBOARD_PAGE } from './dashboard-page.js'
@@ -20,37 +20,25 @@ export interface DashboardSources {
 
 const TIERS = ['guaranteed', 'preferred', 'pmp', 'open_auction', 'house', 'closed'] as const
 
-/** A counter's value for one label set, summed over the threads. */
-function counter (snapshots: MetricsSnapshot[], name: string, labels: string): number {
-  let n = 0
-  for (const s of snapshots) for (const c of s.counters) if (c.name === name) for (const [l, v] of c.values) if (l === labels) n += v
-  return n
-}
-
 /** The dashboard's numbers from every thread's metrics snapshot and the supervisor's backlogs. */
 export function dashboardOf (snapshots: MetricsSnapshot[], s: DashboardSources): Dashboard {
-  const spots = Object.fromEntries(TIERS.map((tier) => [tier, counter(snapshots, 'oohbid_spots_total', `tier="${tier}"`)])) as Dashboard['spots']
-  const latency = { bounds_seconds: BUCKETS, counts: BUCKETS.map(() => 0), count: 0 }
+  const { series, counters } = merge(snapshots)
+  const counter = (name: string, labels: string) => counters.get(name)?.values.get(labels) ?? 0
+  const spots = Object.fromEntries(TIERS.map((tier) => [tier, counter('oohbid_spots_total', `tier="${tier}"`)])) as Dashboard['spots']
+  const bids = series.get(seriesKey('POST', '/openrtb/v2/bid'))
   const screens = new Map<string, number>()
-  for (const snap of snapshots) {
-    for (const series of snap.series) {
-      if (series.method !== 'POST' || series.route !== '/openrtb/v2/bid') continue
-      series.buckets.forEach((n, i) => { latency.counts[i]! += n })
-      latency.count += series.count
-    }
-    for (const [id, n] of snap.screens) screens.set(id, (screens.get(id) ?? 0) + n)
-  }
+  for (const snap of snapshots) for (const [id, n] of snap.screens) screens.set(id, (screens.get(id) ?? 0) + n)
   const oldest = s.funnel.oldestAt()
   return {
     at: iso(s.now),
     uptime_seconds: Math.max(0, Math.round((s.now - s.started) / 1000)),
     spots,
     bids: {
-      accepted: counter(snapshots, 'oohbid_bids_total', 'status="accepted"'),
-      rejected: counter(snapshots, 'oohbid_bids_total', 'status="rejected"'),
-      won: counter(snapshots, 'oohbid_spots_won_by_bids_total', '')
+      accepted: counter('oohbid_bids_total', 'status="accepted"'),
+      rejected: counter('oohbid_bids_total', 'status="rejected"'),
+      won: counter('oohbid_spots_won_by_bids_total', '')
     },
-    bid_latency: latency,
+    bid_latency: { bounds_seconds: BUCKETS, counts: bids?.buckets ?? BUCKETS.map(() => 0), count: bids?.count ?? 0 },
     top_screens: [...screens].sort((a, b) => b[1] - a[1]).slice(0, 10).map(([id, n]) => ({ screen_id: id, name: s.store.screens.get(id)?.name ?? id, spots: n })),
     moderation_queue: s.moderationQueue,
     notices_pending: s.noticesPending,
