@@ -1,22 +1,19 @@
-import { execFile, spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
+import { inherited, startProcess } from './helpers/process.js'
 
 const run = promisify(execFile)
 
 t.test('the fleet simulator registers and streams through the public API, and reruns reuse its partners', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-sim-'))
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TAP') && k !== 'NODE_OPTIONS'))
-  const child = spawn(process.execPath, ['dist/src/main.js'], { env: { ...env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN: 'sim-admin', DEMO_FLEET: '0', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'] })
+  const env = inherited()
+  const { child, url } = await startProcess(dataDir, { ADMIN_TOKEN: 'sim-admin', LOG_LEVEL: 'warn' })
   const exited = new Promise((r) => child.once('exit', r))
   t.teardown(async () => { child.kill('SIGTERM'); await exited; rmSync(dataDir, { recursive: true, force: true }) })
-  const url = await new Promise<string>((resolve) => {
-    let out = ''
-    child.stdout!.on('data', (d) => { out += d; const m = /listening on (\S+)/.exec(out); if (m) resolve(m[1]!) })
-  })
   const state = join(dataDir, 'fleet.json')
   const sim = () => run(process.execPath, ['dist/scripts/simulate-fleet.js', '--screens', '300', '--duration', '2', '--base-url', url, '--state', state], { env })
   const first = await sim()

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 
 /** The environment a child service gets: this one without the test runner's loaders and variables. */
-function inherited (): Record<string, string | undefined> {
+export function inherited (): Record<string, string | undefined> {
   return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TAP') && k !== 'NODE_OPTIONS'))
 }
 
