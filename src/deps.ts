@@ -1,4 +1,5 @@
 import type { ResultCache } from './analytics/results.js'
+import type { Params } from './analytics/sql.js'
 import type { Authenticator } from './auth/authenticate.js'
 import type { KeySealer } from './auth/sealed-keys.js'
 import type { FunnelLog } from './events/funnel.js'
@@ -24,7 +25,8 @@ export interface ModerationQueue {
 
 /** ClickHouse as routes see it: queries (answered by the supervisor's analytics process) and whether it is connected. */
 export interface AnalyticsSource {
-  query (sql: string, timeoutMs?: number): Promise<Array<Record<string, unknown>>>
+  /** Rows of a SELECT whose values are {name:Type} placeholders (src/analytics/sql.ts), with their values. */
+  query (sql: string, params?: Params, timeoutMs?: number): Promise<Array<Record<string, unknown>>>
   /** The backend once connected ('chdb' or 'server'), else undefined. */
   readonly backend: 'chdb' | 'server' | undefined
   readonly lastError: string | undefined

@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process'
+import { createInterface } from 'node:readline'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { loadConfig } from './config.js'
@@ -42,7 +43,9 @@ const demo: ChildProcess[] = []
 if (config.demoFleet > 0) {
   const scripts = join(fileURLToPath(new URL('.', import.meta.url)), '..', 'scripts')
   const start = (name: string, args: string[], env: Record<string, string> = {}): void => {
-    const child = fork(join(scripts, `${name}.js`), args, { stdio: 'inherit', env: { ...process.env, ...env } })
+    // Their progress lines share our stdout; their stderr (a crash's stack, say) joins the JSON log, line by line.
+    const child = fork(join(scripts, `${name}.js`), args, { stdio: ['ignore', 'inherit', 'pipe', 'ipc'], env: { ...process.env, ...env } })
+    createInterface({ input: child.stderr!, crlfDelay: Infinity }).on('line', (text) => log.warn(`demo ${name} wrote to stderr`, { text }))
     child.on('exit', (code) => { if (code) log.warn(`demo ${name} stopped`, { code }) })
     demo.push(child)
   }

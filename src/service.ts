@@ -1,5 +1,6 @@
 import { Analytics } from './analytics/client.js'
 import { ResultCache } from './analytics/results.js'
+import type { Params } from './analytics/sql.js'
 import { Authenticator } from './auth/authenticate.js'
 import { KeySealer } from './auth/sealed-keys.js'
 import { FunnelLog } from './events/funnel.js'
@@ -145,7 +146,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
       for (const [origin, at] of due) notices.noted(origin, at)
       sender.kick()
     },
-    query: (sql: string, timeoutMs?: number) => analytics.query(sql, timeoutMs),
+    query: (sql: string, params?: Params, timeoutMs?: number) => analytics.query(sql, params, timeoutMs),
     broadcast: (channel: string, key: string, value: unknown) => threads.notify('broadcast', channel, key, value),
     dashboard,
     scrape: async () => renderMetrics([metrics.snapshot(clock.now()), ...await threads.call<MetricsSnapshot>('snapshot')], {

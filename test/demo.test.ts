@@ -50,4 +50,5 @@ t.test('after npm start, within 60 s: spots played, proofs issued, the demo buye
   t.ok(decided > 0 && dashboard.data.bids.won > 0 && dashboard.data.top_screens.length > 0, `and the operator dashboard shows it (${decided} spots decided, ${dashboard.data.bids.won} won by bids)`)
   const lines = svc.stderr().split('\n').filter((l) => l !== '')
   t.same(lines.filter((l) => { try { JSON.parse(l); return false } catch { return true } }), [], 'every stderr line is JSON')
+  t.notMatch(svc.stdout(), /NSFWJS|using the model/, 'stdout has the demo\'s progress lines, and no library\'s (nsfwjs speaks through the log)')
 })

@@ -1,13 +1,17 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
+import type { ClickHouseClient } from '@clickhouse/client'
+import { inline, type Params } from './sql.js'
 
 /** What the analytics process needs of ClickHouse, embedded or a server. */
 export interface Backend {
   readonly name: 'chdb' | 'server'
+  /** How placeholders reach ClickHouse: bound by the client, or inlined as literals for a server without query parameters. */
+  readonly binding: 'bound' | 'inlined'
   /** Runs a statement (DDL). */
   exec (sql: string): Promise<void>
-  /** Rows of a SELECT, numbers as numbers. */
-  query (sql: string): Promise<Array<Record<string, unknown>>>
+  /** Rows of a SELECT, numbers as numbers, its {name:Type} placeholders bound to params. */
+  query (sql: string, params?: Params): Promise<Array<Record<string, unknown>>>
   /** Inserts JSONEachRow text into a table (database-qualified). */
   insert (table: string, jsonLines: string): Promise<void>
   close (): Promise<void>
@@ -40,8 +44,9 @@ async function chdb (dataDir: string): Promise<Backend> {
   session.query('SET output_format_json_quote_64bit_integers = 0')
   return {
     name: 'chdb',
+    binding: 'bound',
     async exec (sql) { session.query(sql) },
-    async query (sql) { return parseRows(session.query(sql, 'JSONEachRow')) },
+    async query (sql, params = {}) { return parseRows(session.queryBind(sql, params, 'JSONEachRow')) },
     async insert (table, jsonLines) { session.query(`INSERT INTO ${table} FORMAT JSONEachRow\n${jsonLines}`) },
     async close () { session.close() }
   }
@@ -60,15 +65,32 @@ async function server (config: BackendConfig): Promise<Backend> {
     // The shipper deletes events once an insert returns, so on a cluster the insert must wait for the shards.
     clickhouse_settings: { output_format_json_quote_64bit_integers: 0, ...(config.cluster !== undefined ? { insert_distributed_sync: 1 } : {}) }
   })
+  const bound = await takesParameters(client)
   return {
     name: 'server',
+    binding: bound ? 'bound' : 'inlined',
     async exec (sql) { await client.command({ query: sql }) },
-    async query (sql) {
-      const result = await client.query({ query: sql, format: 'JSONEachRow' })
+    async query (sql, params = {}) {
+      const result = await client.query(bound ? { query: sql, query_params: params, format: 'JSONEachRow' } : { query: inline(sql, params), format: 'JSONEachRow' })
       return await result.json<Record<string, unknown>>()
     },
     async insert (table, jsonLines) { await client.command({ query: `INSERT INTO ${table} FORMAT JSONEachRow\n${jsonLines}` }) },
     async close () { await client.close() }
+  }
+}
+
+/**
+ * Whether the server binds query parameters (ClickHouse 19.x on; Debian's 18.16 does not). Asked, not read from the
+ * version: the answer is what matters. An old server refuses the parameter as an unknown setting; any other failure
+ * (the server is down) is thrown, and the caller retries the connection.
+ */
+async function takesParameters (client: ClickHouseClient): Promise<boolean> {
+  try {
+    const rows = await (await client.query({ query: 'SELECT {probe:UInt8} AS probe', query_params: { probe: 7 }, format: 'JSONEachRow' })).json<{ probe: number }>()
+    return rows[0]?.probe === 7
+  } catch (err) {
+    if (err instanceof Error && /param_probe/.test(err.message)) return false
+    throw err
   }
 }
 

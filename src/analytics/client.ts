@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import type { Logger } from '../log.js'
 import type { AnalyticsReply, AnalyticsRequest, ProcessConfig } from './protocol.js'
+import type { Params } from './sql.js'
 
 const ENTRY = fileURLToPath(new URL('./process.js', import.meta.url))
 const QUERY_TIMEOUT_MS = 60_000
@@ -116,9 +117,9 @@ export class Analytics {
     })
   }
 
-  /** Rows of a SELECT. */
-  query (sql: string, timeoutMs = QUERY_TIMEOUT_MS): Promise<Array<Record<string, unknown>>> {
-    return this.#request({ op: 'query', sql }, timeoutMs)
+  /** Rows of a SELECT, its {name:Type} placeholders bound to params. */
+  query (sql: string, params: Params = {}, timeoutMs = QUERY_TIMEOUT_MS): Promise<Array<Record<string, unknown>>> {
+    return this.#request({ op: 'query', sql, params }, timeoutMs)
   }
 
   /** Resolves once connected (or at once when already). */

@@ -30,6 +30,7 @@ async function connect (): Promise<void> {
       for (const statement of ddl(target)) await b.exec(statement)
       backend = b
       shipper = new Shipper(store, b, target, log, (count) => send({ op: 'shipped', count }))
+      log.info('ClickHouse connected', { backend: b.name, parameters: b.binding })
       send({ op: 'ready', backend: b.name })
       void shipper.run()
       return
@@ -46,7 +47,7 @@ async function connect (): Promise<void> {
 async function handle (m: AnalyticsRequest): Promise<void> {
   try {
     if (backend === undefined || shipper === undefined) throw new Error('ClickHouse is not connected yet')
-    if (m.op === 'query') send({ op: 'result', id: m.id, rows: await backend.query(m.sql) })
+    if (m.op === 'query') send({ op: 'result', id: m.id, rows: await backend.query(m.sql, m.params) })
     else if (m.op === 'drain') {
       await shipper.drain()
       send({ op: 'result', id: m.id, rows: [] })

@@ -1,3 +1,5 @@
+import type { Params } from './sql.js'
+
 /** What the service tells the analytics process at fork (as JSON in OOHBID_ANALYTICS_CONFIG). */
 export interface ProcessConfig {
   dataDir: string
@@ -13,7 +15,7 @@ export interface ProcessConfig {
 
 /** Service -> analytics process. */
 export type AnalyticsRequest =
-  | { op: 'query', id: number, sql: string }
+  | { op: 'query', id: number, sql: string, params: Params }
   | { op: 'drain', id: number }
   | { op: 'status', id: number }
 

@@ -1,7 +1,7 @@
 import { iso } from '../clock.js'
 import type { CpmBenchmarks, DemandAnalysis, FunnelReport, ReportSummary, ScreensReport, SeatStats, TimeseriesReport } from '../generated/types.js'
 import type { AnalyticsSource } from '../deps.js'
-import { num, str, time } from './sql.js'
+import { limit, seconds, type Params } from './sql.js'
 
 /** A report window: [from, to] in ms, inclusive. */
 export interface Window {
@@ -21,6 +21,23 @@ const ratio = (a: number, b: number, digits = 4): number | null => (b > 0 ? Math
 const money = (v: number): number => Math.round(v * 1e6) / 1e6
 const cpm = (v: number | null): number | null => (v === null || !Number.isFinite(v) ? null : Math.round(v * 1e4) / 1e4)
 
+/** The rollup hours of a window; its bounds are the {from:UInt32} and {to:UInt32} parameters of span(). */
+const HOURS = 'hour >= toStartOfHour(toDateTime({from:UInt32})) AND hour <= toDateTime({to:UInt32})'
+/** One seat's rollup hours; the seat is the {seat:String} parameter. */
+const SEAT_HOURS = `seat_id = {seat:String} AND ${HOURS}`
+
+/** The parameters HOURS reads. */
+function span (w: Window): Params {
+  return { from: seconds(w.from), to: seconds(w.to) }
+}
+
+/** `column = {column:String}` for each filter given; the columns are the report's own filter names, never input. */
+function equal (filters: Record<string, string | undefined>): { clauses: string[], params: Record<string, string> } {
+  const params: Record<string, string> = {}
+  for (const [column, value] of Object.entries(filters)) if (value !== undefined) params[column] = value
+  return { clauses: Object.keys(params).map((column) => `${column} = {${column}:String}`), params }
+}
+
 /** What every report carries about itself; generated_at and stale are set when the answer is served. */
 function meta (w: Window): { from: string, to: string, generated_at: string, stale: boolean } {
   return { from: iso(w.from), to: iso(w.to), generated_at: '', stale: false }
@@ -36,19 +53,17 @@ export class Reports {
     this.#db = database
   }
 
-  #hours (w: Window): string {
-    return `hour >= toStartOfHour(${time(w.from)}) AND hour <= ${time(w.to)}`
-  }
 
   /** The funnel: totals, rates, the top 50 screens by requests, and a series. */
   async funnel (seat: string, w: Window, granularity: 'hourly' | 'daily' | 'flight', screenId: string | undefined): Promise<FunnelReport> {
-    const where = `seat_id = ${str(seat)} AND ${this.#hours(w)}${screenId !== undefined ? ` AND screen_id = ${str(screenId)}` : ''}`
+    const where = `${SEAT_HOURS}${screenId !== undefined ? ' AND screen_id = {screen:String}' : ''}`
+    const params = { ...span(w), seat, ...(screenId !== undefined ? { screen: screenId } : {}) }
     const measures = 'sumMerge(requests) AS request, sumMerge(bids) AS bid_received, sumMerge(starts) AS render_started, sumMerge(completes) AS play_completed'
-    const bucket = granularity === 'hourly' ? 'hour' : granularity === 'daily' ? 'toStartOfDay(hour)' : time(w.from)
+    const bucket = granularity === 'hourly' ? 'hour' : granularity === 'daily' ? 'toStartOfDay(hour)' : 'toDateTime({from:UInt32})'
     const [totals, screens, series] = await Promise.all([
-      this.#analytics.query(`SELECT ${measures} FROM ${this.#db}.screen_hourly WHERE ${where}`),
-      this.#analytics.query(`SELECT screen_id, ${measures} FROM ${this.#db}.screen_hourly WHERE ${where} AND screen_id != '' GROUP BY screen_id ORDER BY request DESC, play_completed DESC, screen_id LIMIT 50`),
-      this.#analytics.query(`SELECT toUInt32(${bucket}) AS period, ${measures} FROM ${this.#db}.screen_hourly WHERE ${where} GROUP BY period ORDER BY period`)
+      this.#analytics.query(`SELECT ${measures} FROM ${this.#db}.screen_hourly WHERE ${where}`, params),
+      this.#analytics.query(`SELECT screen_id, ${measures} FROM ${this.#db}.screen_hourly WHERE ${where} AND screen_id != '' GROUP BY screen_id ORDER BY request DESC, play_completed DESC, screen_id LIMIT 50`, params),
+      this.#analytics.query(`SELECT toUInt32(${bucket}) AS period, ${measures} FROM ${this.#db}.screen_hourly WHERE ${where} GROUP BY period ORDER BY period`, params)
     ])
     const stages = (r: Row | undefined) => ({ request: n(r?.request), bid_received: n(r?.bid_received), render_started: n(r?.render_started), play_completed: n(r?.play_completed) })
     const rates = (s: ReturnType<typeof stages>) => ({ bid_rate: ratio(s.bid_received, s.request), fill_rate: ratio(s.render_started, s.bid_received), start_to_complete_rate: ratio(s.play_completed, s.render_started) })
@@ -65,9 +80,10 @@ export class Reports {
 
   /** The seat's totals in the window. */
   async summary (seat: string, w: Window): Promise<ReportSummary> {
+    const params = { ...span(w), seat }
     const [totals, screens] = await Promise.all([
-      this.#analytics.query(`SELECT sumMerge(requests) AS requests, sumMerge(bids) AS bids, sumMerge(accepted) AS accepted, sumMerge(wins) AS wins, sumMerge(win_cpm) AS win_cpm, sumMerge(completes) AS plays, sumMerge(impressions) AS impressions, sumMerge(spend) AS spend FROM ${this.#db}.seat_hourly WHERE seat_id = ${str(seat)} AND ${this.#hours(w)}`),
-      this.#analytics.query(`SELECT count() AS unique_screens FROM (SELECT screen_id, sumMerge(completes) AS c FROM ${this.#db}.screen_hourly WHERE seat_id = ${str(seat)} AND ${this.#hours(w)} AND screen_id != '' GROUP BY screen_id) WHERE c > 0`)
+      this.#analytics.query(`SELECT sumMerge(requests) AS requests, sumMerge(bids) AS bids, sumMerge(accepted) AS accepted, sumMerge(wins) AS wins, sumMerge(win_cpm) AS win_cpm, sumMerge(completes) AS plays, sumMerge(impressions) AS impressions, sumMerge(spend) AS spend FROM ${this.#db}.seat_hourly WHERE ${SEAT_HOURS}`, params),
+      this.#analytics.query(`SELECT count() AS unique_screens FROM (SELECT screen_id, sumMerge(completes) AS c FROM ${this.#db}.screen_hourly WHERE ${SEAT_HOURS} AND screen_id != '' GROUP BY screen_id) WHERE c > 0`, params)
     ])
     const t = totals[0] ?? {}
     const spend = money(n(t.spend))
@@ -90,19 +106,19 @@ export class Reports {
 
   /** What ClickHouse adds to GET /stats: requests, plays, impressions and bid latency percentiles of the window. */
   async delivery (seat: string, w: Window): Promise<Omit<SeatStats['delivery'], 'status' | 'generated_at' | 'stale'>> {
-    const rows = await this.#analytics.query(`SELECT sumMerge(requests) AS requests, sumMerge(starts) AS render_started, sumMerge(completes) AS plays, sumMerge(impressions) AS impressions, sumMerge(accepted) AS accepted, quantilesMerge(0.5, 0.95, 0.99)(latency_q) AS latency FROM ${this.#db}.seat_hourly WHERE seat_id = ${str(seat)} AND ${this.#hours(w)}`)
+    const rows = await this.#analytics.query(`SELECT sumMerge(requests) AS requests, sumMerge(starts) AS render_started, sumMerge(completes) AS plays, sumMerge(impressions) AS impressions, sumMerge(accepted) AS accepted, quantilesMerge(0.5, 0.95, 0.99)(latency_q) AS latency FROM ${this.#db}.seat_hourly WHERE ${SEAT_HOURS}`, { ...span(w), seat })
     const r = rows[0] ?? {}
     const q = n(r.accepted) > 0 && Array.isArray(r.latency) ? r.latency.map((v) => (Number.isFinite(Number(v)) && v !== null ? Math.round(Number(v) * 10) / 10 : null)) : [null, null, null]
     return { requests: n(r.requests), render_started: n(r.render_started), plays: n(r.plays), impressions: money(n(r.impressions)), latency_ms: { p50: q[0] ?? null, p95: q[1] ?? null, p99: q[2] ?? null } }
   }
 
   /** Per screen, sorted. */
-  async screens (seat: string, w: Window, sort: ScreensReport['sort'], limit: number): Promise<ScreensReport> {
+  async screens (seat: string, w: Window, sort: ScreensReport['sort'], top: number): Promise<ScreensReport> {
     const order = { impressions: 'impressions', plays: 'plays', spend: 'spend', bids: 'bids', requests: 'requests' }[sort as 'impressions']
     const rows = await this.#analytics.query(
       `SELECT screen_id, any(venue_type) AS venue_type, any(city) AS city, any(state) AS state, any(country) AS country, sum(r) AS requests, sum(b) AS bids, sum(wi) AS wins, sum(c) AS plays, sum(i) AS impressions, sum(sp) AS spend, countIf(c > 0) AS hours_active FROM (` +
       `SELECT screen_id, hour, venue_type, city, state, country, sumMerge(requests) AS r, sumMerge(bids) AS b, sumMerge(wins) AS wi, sumMerge(completes) AS c, sumMerge(impressions) AS i, sumMerge(spend) AS sp FROM ${this.#db}.screen_hourly ` +
-      `WHERE seat_id = ${str(seat)} AND ${this.#hours(w)} AND screen_id != '' GROUP BY screen_id, hour, venue_type, city, state, country) GROUP BY screen_id ORDER BY ${order} DESC, screen_id LIMIT ${num(limit)}`)
+      `WHERE ${SEAT_HOURS} AND screen_id != '' GROUP BY screen_id, hour, venue_type, city, state, country) GROUP BY screen_id ORDER BY ${order} DESC, screen_id LIMIT ${limit(top)}`, { ...span(w), seat })
     return {
       ...meta(w),
       sort,
@@ -118,20 +134,23 @@ export class Reports {
   async timeseries (seat: string, w: Window, granularity: 'hourly' | 'daily', screenId: string | undefined): Promise<TimeseriesReport> {
     const table = screenId !== undefined ? 'screen_hourly' : 'seat_hourly'
     const bucket = granularity === 'hourly' ? 'hour' : 'toStartOfDay(hour)'
-    const rows = await this.#analytics.query(`SELECT toUInt32(${bucket}) AS period, sumMerge(requests) AS requests, sumMerge(bids) AS bids, sumMerge(accepted) AS accepted, sumMerge(wins) AS wins, sumMerge(completes) AS plays, sumMerge(impressions) AS impressions, sumMerge(spend) AS spend FROM ${this.#db}.${table} WHERE seat_id = ${str(seat)} AND ${this.#hours(w)}${screenId !== undefined ? ` AND screen_id = ${str(screenId)}` : ''} GROUP BY period ORDER BY period`)
+    const rows = await this.#analytics.query(`SELECT toUInt32(${bucket}) AS period, sumMerge(requests) AS requests, sumMerge(bids) AS bids, sumMerge(accepted) AS accepted, sumMerge(wins) AS wins, sumMerge(completes) AS plays, sumMerge(impressions) AS impressions, sumMerge(spend) AS spend FROM ${this.#db}.${table} WHERE ${SEAT_HOURS}${screenId !== undefined ? ' AND screen_id = {screen:String}' : ''} GROUP BY period ORDER BY period`,
+      { ...span(w), seat, ...(screenId !== undefined ? { screen: screenId } : {}) })
     const point = (r: Row | undefined) => ({ requests: n(r?.requests), bids: n(r?.bids), accepted: n(r?.accepted), wins: n(r?.wins), plays: n(r?.plays), impressions: money(n(r?.impressions)), spend_usd: money(n(r?.spend)), cpm: cpm(ratio(n(r?.spend) * 1000, n(r?.impressions), 6)) })
     return { ...meta(w), granularity, points: fill(rows, w, granularity, point, point(undefined)) }
   }
 
   /** CPM benchmarks across seats, with segments of fewer than MARKET_MIN_SEATS seats left out. */
   async cpmBenchmarks (w: Window, filters: { venue_type?: string, country?: string, state?: string, daypart?: string }, supplyScreens: number): Promise<CpmBenchmarks> {
-    const where = [this.#hours(w), ...Object.entries(filters).filter(([, v]) => v !== undefined).map(([k, v]) => `${k} = ${str(v!)}`)].join(' AND ')
+    const dims = equal(filters)
+    const where = [HOURS, ...dims.clauses].join(' AND ')
+    const params = { ...span(w), ...dims.params }
     const measures = 'quantilesMerge(0.25, 0.5, 0.75)(bid_q) AS q, avgMerge(bid_avg) AS average, sumMerge(accepted) AS samples, uniqMerge(seats) AS seats'
-    const by = (keys: string) => this.#analytics.query(`SELECT ${keys}, ${measures} FROM ${this.#db}.market_hourly WHERE ${where} GROUP BY ${keys} HAVING seats >= ${MARKET_MIN_SEATS} ORDER BY samples DESC, ${keys}`)
+    const by = (keys: string) => this.#analytics.query(`SELECT ${keys}, ${measures} FROM ${this.#db}.market_hourly WHERE ${where} GROUP BY ${keys} HAVING seats >= ${MARKET_MIN_SEATS} ORDER BY samples DESC, ${keys}`, params)
     const [overall, venues, countries, states, dayparts, overview] = await Promise.all([
-      this.#analytics.query(`SELECT ${measures} FROM ${this.#db}.market_hourly WHERE ${where}`),
+      this.#analytics.query(`SELECT ${measures} FROM ${this.#db}.market_hourly WHERE ${where}`, params),
       by('venue_type'), by('country'), by('country, state'), by('daypart'),
-      this.#analytics.query(`SELECT sumMerge(spots) AS spots, sumMerge(wins) AS wins, sumMerge(starts) AS starts, sumMerge(completes) AS completes FROM ${this.#db}.market_hourly WHERE ${where}`)
+      this.#analytics.query(`SELECT sumMerge(spots) AS spots, sumMerge(wins) AS wins, sumMerge(starts) AS starts, sumMerge(completes) AS completes FROM ${this.#db}.market_hourly WHERE ${where}`, params)
     ])
     const bench = (r: Row) => {
       const q = Array.isArray(r.q) ? r.q.map(Number) : []
@@ -153,15 +172,16 @@ export class Reports {
 
   /** Demand across seats: categories, daypart curves and segment premiums. */
   async demand (w: Window, filters: { venue_type?: string, country?: string }, categoryName: (id: string) => string | null): Promise<DemandAnalysis> {
-    const dims = Object.entries(filters).filter(([, v]) => v !== undefined).map(([k, v]) => `${k} = ${str(v!)}`)
-    const hourWhere = [this.#hours(w), ...dims].join(' AND ')
-    const dayWhere = [`day >= toDate(${time(w.from)}) AND day <= toDate(${time(w.to)})`, ...dims].join(' AND ')
+    const dims = equal(filters)
+    const params = { ...span(w), ...dims.params }
+    const hourWhere = [HOURS, ...dims.clauses].join(' AND ')
+    const dayWhere = ['day >= toDate(toDateTime({from:UInt32})) AND day <= toDate(toDateTime({to:UInt32}))', ...dims.clauses].join(' AND ')
     const [categories, totals, dayparts, venues, countries] = await Promise.all([
-      this.#analytics.query(`SELECT category, sumMerge(bids) AS bids, sumMerge(accepted) AS accepted, sumMerge(bid_cpm) AS cpm_sum, uniqMerge(seats) AS seats FROM ${this.#db}.category_daily WHERE ${dayWhere} GROUP BY category HAVING seats >= ${MARKET_MIN_SEATS} ORDER BY bids DESC, category LIMIT 20`),
-      this.#analytics.query(`SELECT sumMerge(bids) AS bids, avgMerge(bid_avg) AS average, uniqMerge(seats) AS seats FROM ${this.#db}.market_hourly WHERE ${hourWhere}`),
-      this.#analytics.query(`SELECT daypart, sumMerge(bids) AS bids, avgMerge(bid_avg) AS average, sumMerge(spots) AS spots, sumMerge(wins) AS wins, uniqMerge(seats) AS seats FROM ${this.#db}.market_hourly WHERE ${hourWhere} AND daypart != '' GROUP BY daypart HAVING seats >= ${MARKET_MIN_SEATS} ORDER BY daypart`),
-      this.#analytics.query(`SELECT venue_type AS value, sumMerge(bids) AS bids, avgMerge(bid_avg) AS average, uniqMerge(seats) AS seats FROM ${this.#db}.market_hourly WHERE ${hourWhere} AND venue_type != '' GROUP BY value HAVING seats >= ${MARKET_MIN_SEATS} ORDER BY bids DESC, value`),
-      this.#analytics.query(`SELECT country AS value, sumMerge(bids) AS bids, avgMerge(bid_avg) AS average, uniqMerge(seats) AS seats FROM ${this.#db}.market_hourly WHERE ${hourWhere} AND country != '' GROUP BY value HAVING seats >= ${MARKET_MIN_SEATS} ORDER BY bids DESC, value`)
+      this.#analytics.query(`SELECT category, sumMerge(bids) AS bids, sumMerge(accepted) AS accepted, sumMerge(bid_cpm) AS cpm_sum, uniqMerge(seats) AS seats FROM ${this.#db}.category_daily WHERE ${dayWhere} GROUP BY category HAVING seats >= ${MARKET_MIN_SEATS} ORDER BY bids DESC, category LIMIT 20`, params),
+      this.#analytics.query(`SELECT sumMerge(bids) AS bids, avgMerge(bid_avg) AS average, uniqMerge(seats) AS seats FROM ${this.#db}.market_hourly WHERE ${hourWhere}`, params),
+      this.#analytics.query(`SELECT daypart, sumMerge(bids) AS bids, avgMerge(bid_avg) AS average, sumMerge(spots) AS spots, sumMerge(wins) AS wins, uniqMerge(seats) AS seats FROM ${this.#db}.market_hourly WHERE ${hourWhere} AND daypart != '' GROUP BY daypart HAVING seats >= ${MARKET_MIN_SEATS} ORDER BY daypart`, params),
+      this.#analytics.query(`SELECT venue_type AS value, sumMerge(bids) AS bids, avgMerge(bid_avg) AS average, uniqMerge(seats) AS seats FROM ${this.#db}.market_hourly WHERE ${hourWhere} AND venue_type != '' GROUP BY value HAVING seats >= ${MARKET_MIN_SEATS} ORDER BY bids DESC, value`, params),
+      this.#analytics.query(`SELECT country AS value, sumMerge(bids) AS bids, avgMerge(bid_avg) AS average, uniqMerge(seats) AS seats FROM ${this.#db}.market_hourly WHERE ${hourWhere} AND country != '' GROUP BY value HAVING seats >= ${MARKET_MIN_SEATS} ORDER BY bids DESC, value`, params)
     ])
     const t = totals[0] ?? {}
     const baseline = n(t.seats) >= MARKET_MIN_SEATS ? cpm(n(t.average)) : null
@@ -182,12 +202,14 @@ export class Reports {
 
   /** The last full days of activity on screens matching location filters, per screen (all seats, for the forecast). */
   async screenHistory (w: Window, filters: { venue_type?: string, country?: string, state?: string, city?: string }): Promise<Array<{ screen_id: string, days: number, spots: number, wins: number, accepted: number, plays: number, impressions: number, win_cpm: number }>> {
-    const dims = Object.entries(filters).filter(([, v]) => v !== undefined).map(([k, v]) => k === 'city' ? `positionCaseInsensitive(city, ${str(v!)}) > 0` : `${k} = ${str(v!)}`)
-    const where = [this.#hours(w), "screen_id != ''", ...dims].join(' AND ')
+    const { city, ...exact } = filters
+    const dims = equal(exact)
+    const where = [HOURS, "screen_id != ''", ...dims.clauses, ...(city !== undefined ? ['positionCaseInsensitive(city, {city:String}) > 0'] : [])].join(' AND ')
+    const params = { ...span(w), ...dims.params, ...(city !== undefined ? { city } : {}) }
     const rows = await this.#analytics.query(
       `SELECT screen_id, uniqExact(toDate(hour)) AS days, sum(s) AS spots, sum(wi) AS wins, sum(a) AS accepted, sum(c) AS plays, sum(i) AS impressions, sum(wc) AS win_cpm FROM (` +
       `SELECT screen_id, hour, sumMerge(spots) AS s, sumMerge(wins) AS wi, sumMerge(accepted) AS a, sumMerge(completes) AS c, sumMerge(impressions) AS i, sumMerge(win_cpm) AS wc FROM ${this.#db}.screen_hourly WHERE ${where} GROUP BY screen_id, hour) ` +
-      'WHERE s > 0 OR c > 0 OR a > 0 GROUP BY screen_id')
+      'WHERE s > 0 OR c > 0 OR a > 0 GROUP BY screen_id', params)
     return rows.map((r) => ({ screen_id: String(r.screen_id), days: n(r.days), spots: n(r.spots), wins: n(r.wins), accepted: n(r.accepted), plays: n(r.plays), impressions: n(r.impressions), win_cpm: n(r.win_cpm) }))
   }
 
@@ -195,13 +217,14 @@ export class Reports {
   async partner (screenIds: string[], w: Window): Promise<{ plays: number, impressions: number, spend: number, days: Array<{ period: string, plays: number, impressions: number, spend: number }>, screens: Array<{ screen_id: string, plays: number, impressions: number, spend: number }> }> {
     const zero = { plays: 0, impressions: 0, spend: 0 }
     if (screenIds.length === 0) return { ...zero, days: fill([], w, 'daily', () => zero, zero), screens: [] }
-    // The partner's screens are known to LMDB, not to the rollups: one IN list (ClickHouse turns it into a set).
-    const where = `screen_id IN (${screenIds.map(str).join(', ')}) AND ${this.#hours(w)}`
+    // The partner's screens are known to LMDB, not to the rollups: one list, which ClickHouse turns into a set.
+    const where = `screen_id IN (SELECT arrayJoin({screens:Array(String)})) AND ${HOURS}`
+    const params = { ...span(w), screens: screenIds }
     const measures = 'sumMerge(completes) AS plays, sumMerge(impressions) AS impressions, sumMerge(spend) AS spend'
     const [totals, days, screens] = await Promise.all([
-      this.#analytics.query(`SELECT ${measures} FROM ${this.#db}.screen_hourly WHERE ${where}`),
-      this.#analytics.query(`SELECT toUInt32(toStartOfDay(hour)) AS period, ${measures} FROM ${this.#db}.screen_hourly WHERE ${where} GROUP BY period ORDER BY period`),
-      this.#analytics.query(`SELECT screen_id, ${measures} FROM ${this.#db}.screen_hourly WHERE ${where} GROUP BY screen_id HAVING plays > 0 ORDER BY spend DESC, screen_id LIMIT 500`)
+      this.#analytics.query(`SELECT ${measures} FROM ${this.#db}.screen_hourly WHERE ${where}`, params),
+      this.#analytics.query(`SELECT toUInt32(toStartOfDay(hour)) AS period, ${measures} FROM ${this.#db}.screen_hourly WHERE ${where} GROUP BY period ORDER BY period`, params),
+      this.#analytics.query(`SELECT screen_id, ${measures} FROM ${this.#db}.screen_hourly WHERE ${where} GROUP BY screen_id HAVING plays > 0 ORDER BY spend DESC, screen_id LIMIT 500`, params)
     ])
     const shape = (r: Row | undefined) => ({ plays: n(r?.plays), impressions: money(n(r?.impressions)), spend: money(n(r?.spend)) })
     return { ...shape(totals[0]), days: fill(days, w, 'daily', shape, zero), screens: screens.map((r) => ({ screen_id: String(r.screen_id), ...shape(r) })) }

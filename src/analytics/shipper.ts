@@ -70,7 +70,7 @@ export class Shipper {
     const last = events[events.length - 1]!.key
     for (const [table, rows] of this.#rows.take()) {
       const name = tableName(this.#target, table)
-      const present = await this.#backend.query(`SELECT DISTINCT event_id FROM ${name} WHERE ts BETWEEN toDateTime(${minTs}) AND toDateTime(${maxTs}) AND event_id BETWEEN ${first} AND ${last}`)
+      const present = await this.#backend.query(`SELECT DISTINCT event_id FROM ${name} WHERE ts BETWEEN toDateTime({min_ts:UInt32}) AND toDateTime({max_ts:UInt32}) AND event_id BETWEEN {first:UInt64} AND {last:UInt64}`, { min_ts: minTs, max_ts: maxTs, first, last })
       const have = new Set(present.map((r) => Number(r.event_id)))
       const lines = have.size === 0 ? rows : rows.filter(([id]) => !have.has(id))
       if (lines.length > 0) await this.#backend.insert(name, lines.map(([, line]) => line).join('\n'))

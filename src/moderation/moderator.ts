@@ -104,7 +104,7 @@ export class Moderator {
         return
       }
     }
-    this.#pool ??= new Piscina<ModerationTask, ModerationReply>({ filename: new URL('./worker.js', import.meta.url).href, minThreads: 0, maxThreads: 1, idleTimeout: 60_000 })
+    this.#pool ??= new Piscina<ModerationTask, ModerationReply>({ filename: new URL('./worker.js', import.meta.url).href, workerData: { logLevel: this.#log.level }, minThreads: 0, maxThreads: 1, idleTimeout: 60_000 })
     const reply = await this.#pool.run({ path: this.#objects.path(creative.object!), declaredType: creative.content_type })
     if (!reply.ok) {
       this.#finish(id, 'rejected', { failure: `The asset could not be read: ${reply.failure}.` })

@@ -6,7 +6,8 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { promisify } from 'node:util'
+import { format, promisify } from 'node:util'
+import { workerData } from 'node:worker_threads'
 import * as tf from '@tensorflow/tfjs'
 import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm'
 import * as nsfwjs from 'nsfwjs'
@@ -15,8 +16,16 @@ import { createWorker, type Worker as OcrWorker } from 'tesseract.js'
 import { FFMPEG, FFPROBE } from './media-tools.js'
 import { ageRating, classifyText, decide, namedCategories, type ImageClasses } from './classify.js'
 import type { ModerationReply, ModerationTask } from './types.js'
+import { createLogger, type Level } from '../log.js'
 
 const run = promisify(execFile)
+
+// The libraries in this thread (nsfwjs, tfjs) talk through console: nsfwjs announces its model on stdout at load. The
+// service's output is JSON lines, so what they say joins the log, as debug lines (warnings as warnings).
+const log = createLogger((workerData as { logLevel?: Level } | null)?.logLevel ?? 'info')
+const relay = (at: 'debug' | 'warn') => (...args: unknown[]) => log[at]('moderation library output', { text: format(...args) })
+console.log = console.info = console.debug = relay('debug')
+console.warn = relay('warn')
 const require = createRequire(import.meta.url)
 const MAX_FRAMES = 5
 const OCR_FRAMES = 3

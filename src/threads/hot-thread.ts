@@ -38,7 +38,7 @@ const port = parentPort as unknown as Port
 const analytics: AnalyticsSource & { backend: AnalyticsSource['backend'], lastError: string | undefined } = {
   backend: undefined,
   lastError: undefined,
-  query: (sql, timeoutMs) => rpc.call('query', sql, timeoutMs)
+  query: (sql, params, timeoutMs) => rpc.call('query', sql, params, timeoutMs)
 }
 const lifecycle: Lifecycle = { draining: false, inFlight: 0, onIdle: undefined }
 

@@ -115,6 +115,15 @@ export function analyticsSuite (t: Test, v: Variant): void {
     const flight = (await report(svc, '/openrtb/v2/analytics/funnel?granularity=flight', { key: alpha })).body.data
     t.equal(flight.series.length, 1)
     t.match(flight.series[0], { request: 2, bid_received: 2, play_completed: 1 })
+    const oneScreen = (await report(svc, `/openrtb/v2/analytics/funnel?screen_id=${w.ids['bar-1']}`, { key: alpha })).body.data
+    t.same(oneScreen.stages, { request: 1, bid_received: 1, render_started: 1, play_completed: 1 }, 'one screen\'s funnel')
+    // Values travel as query parameters (or typed literals on a server without them): quotes and backslashes are data.
+    for (const hostile of [`${w.ids['bar-1']}' OR screen_id != '`, `${w.ids['bar-1']}\\' OR 1 = 1 --`, "x'); DROP TABLE screen_hourly; --"]) {
+      const r = await report(svc, `/openrtb/v2/analytics/funnel?screen_id=${encodeURIComponent(hostile)}`, { key: alpha })
+      t.equal(r.status, 200, hostile)
+      t.same(r.body.data.stages, { request: 0, bid_received: 0, render_started: 0, play_completed: 0 }, 'no screen has that id: nothing matched, nothing widened')
+    }
+    t.same((await report(svc, '/openrtb/v2/analytics/funnel?granularity=flight', { key: alpha })).body.data.stages, flight.stages, 'and the rollups are all still there')
 
     const charlie = w.seats.charlie.key
     const screens = (await report(svc, '/openrtb/v2/reports/screens?sort=bids', { key: charlie })).body.data

@@ -6,7 +6,7 @@ export function inherited (): Record<string, string | undefined> {
 }
 
 /** The service as users run it (node dist/src/main.js), in its own process that a test can kill -9. */
-export function startProcess (dataDir: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess, url: string, stderr: () => string }> {
+export function startProcess (dataDir: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess, url: string, stdout: () => string, stderr: () => string }> {
   const child = spawn(process.execPath, ['dist/src/main.js'], {
     env: { ...inherited(), PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN: 'crash-admin', TRUST_PROXY: '127.0.0.1', LOG_LEVEL: 'error', DEMO_FLEET: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe']
@@ -22,7 +22,7 @@ export function startProcess (dataDir: string, env: Record<string, string> = {})
     child.stdout!.on('data', (d) => {
       out += d
       const m = /listening on (\S+)/.exec(out)
-      if (m) resolve({ child, url: m[1]!, stderr: () => err })
+      if (m) resolve({ child, url: m[1]!, stdout: () => out, stderr: () => err })
     })
     child.once('exit', (code) => reject(new Error(`exited with ${code}`)))
   })

@@ -69,6 +69,9 @@ const fmt = (v, digits) => v === null || !Number.isFinite(v) ? '-' : v.toFixed(d
 function draw (d) {
   const s = d.spots
   const decided = s.guaranteed + s.preferred + s.pmp + s.open_auction + s.house
+  // A restarted service counts from zero again: rates start over rather than go negative.
+  const newest = answers[answers.length - 1]
+  if (newest && (decided < newest.decided || d.bid_latency.count < newest.bid_latency.count)) answers.length = 0
   const last = answers[0]
   const seconds = last ? (Date.parse(d.at) - Date.parse(last.at)) / 1000 : 0
   const spotsRate = last && seconds > 0 ? (decided - last.decided) / seconds : 0
