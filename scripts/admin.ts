@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.js'
-import { adminTokenPath } from '../src/control/admin/token.js'
+import { adminTokenPath } from '../src/admin/token.js'
 
 const USAGE = `Usage: npm run admin -- <command> [options]
 

@@ -4,32 +4,30 @@ import type { Params } from './analytics/sql.js'
 import { Authenticator } from './auth/authenticate.js'
 import { KeySealer } from './auth/sealed-keys.js'
 import { FunnelLog } from './events/funnel.js'
-import { expireBids } from './hot/auction/expiry.js'
-import { expireExchangeBids } from './hot/bidder/route.js'
+import { expireBids } from './bidding/auction/expiry.js'
+import { expireExchangeBids } from './exchange/routes/bidder.js'
 import { biddingKinds } from './notify/kinds.js'
 import { Notices } from './notify/notices.js'
 import { NoticeSender } from './notify/sender.js'
 import { systemClock, type Clock } from './clock.js'
 import type { Config, ResolvedConfig } from './config.js'
-import { resolveAdminToken } from './control/admin/token.js'
+import { resolveAdminToken } from './admin/token.js'
 import { ProofSigner } from './proof/signer.js'
 import { allRoutes } from './routes.js'
-import { ImpIds } from './hot/adslots/imp-ids.js'
-import { Bookings } from './inventory/bookings.js'
-import { bookedOn } from './campaigns/ledger.js'
+import { ImpIds } from './inventory/adslots/imp-ids.js'
 import { runCampaignJobs } from './campaigns/lifecycle.js'
 import { Inventory } from './inventory/inventory.js'
 import { Moderator } from './moderation/moderator.js'
 import { ObjectStore } from './store/objects.js'
 import { Idempotency } from './http/idempotency.js'
 import { Metrics, renderMetrics, type MetricsSnapshot } from './http/metrics.js'
-import { dashboardOf } from './control/admin/dashboard.js'
+import { dashboardOf } from './admin/dashboard.js'
 import type { Dashboard } from './generated/types.js'
 import { RateLimiter } from './http/rate-limit.js'
 import type { RouteDef } from './http/route.js'
 import { claimPort } from './http/server.js'
-import { broadcast } from './threads/broadcast.js'
-import { Supervisor } from './threads/supervisor.js'
+import { broadcast } from './hot/broadcast.js'
+import { Supervisor } from './control/supervisor.js'
 import { createLogger, type Logger } from './log.js'
 import { Outbox } from './store/outbox.js'
 import { lockDataDir } from './store/data-dir-lock.js'
@@ -81,7 +79,7 @@ export interface ServiceOptions {
 
 /**
  * Takes the data directory and the port (or refuses to start), opens the store and starts HOT_THREADS hot threads
- * that serve every route on that port (src/threads/hot-thread.ts). This thread supervises them and runs what must run
+ * that serve every route on that port (src/hot/thread.ts). This thread supervises them and runs what must run
  * once: moderation, the notice sender, the webhook dispatcher, the analytics process and the periodic jobs, so that
  * none of it competes with a request.
  */
@@ -106,8 +104,6 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, resume: false })
   const objects = new ObjectStore(config.dataDir)
   const moderator = new Moderator(store, outbox, objects, clock, log, { maxBytes: config.maxCreativeBytes, timeoutMs: config.creativeFetchTimeoutMs, allowPrivate: config.allowPrivateAssetUrls, dnsServers: config.dnsServers })
-  const bookings = new Bookings()
-  bookings.register((screenId, date) => bookedOn(store, screenId, date))
   const sealer = KeySealer.open(config.keyEncryptionKey, config.dataDir)
   const notices = new Notices(store)
   const funnel = new FunnelLog(store)
@@ -158,7 +154,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     })
   }, log, () => store.refresh())
   // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.
-  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), bookings, objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, analytics, reports, metrics, scrape: () => Promise.resolve(''), dashboard, shared: broadcast(() => {}) })
+  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, analytics, reports, metrics, scrape: () => Promise.resolve(''), dashboard, shared: broadcast(() => {}) })
   try {
     await threads.start(config.hotThreads)
   } catch (err) {

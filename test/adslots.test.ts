@@ -1,6 +1,6 @@
 import t from 'tap'
 import { prebidServerRejects } from './helpers/prebid-server.js'
-import { ImpIds } from '../src/hot/adslots/imp-ids.js'
+import { ImpIds } from '../src/inventory/adslots/imp-ids.js'
 import { buyer, deviceBody, registerDevices, registerPartner, sendAudience } from './helpers/fleet.js'
 import { startTestService, type TestService } from './helpers/service.js'
 

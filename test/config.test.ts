@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { loadConfig } from '../src/config.js'
-import { resolveAdminToken } from '../src/control/admin/token.js'
+import { resolveAdminToken } from '../src/admin/token.js'
 import { startProcess } from './helpers/process.js'
 import { startTestService } from './helpers/service.js'
 

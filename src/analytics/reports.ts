@@ -1,6 +1,6 @@
 import { iso } from '../clock.js'
 import type { CpmBenchmarks, DemandAnalysis, FunnelReport, ReportSummary, ScreensReport, SeatStats, TimeseriesReport } from '../generated/types.js'
-import type { AnalyticsSource } from '../deps.js'
+import type { AnalyticsSource } from './source.js'
 import { limit, seconds, type Params } from './sql.js'
 
 /** A report window: [from, to] in ms, inclusive. */

@@ -6,8 +6,8 @@ import type { Store } from '../store/store.js'
 import { LOSS } from './loss-codes.js'
 
 /**
- * The bidding rules, in one place for the three paths that decide what may play: bid intake (src/hot/bid), the
- * waterfall (src/hot/auction) and the exchange bidder (src/hot/bidder). Each rule answers with the OpenRTB 2.6 loss
+ * The bidding rules, in one place for the three paths that decide what may play: bid intake (src/bidding/score.ts), the
+ * waterfall (src/bidding/auction) and the exchange bidder (src/exchange). Each rule answers with the OpenRTB 2.6 loss
  * code a buyer is told and the words that explain it.
  */
 

@@ -3,7 +3,7 @@ import type { Outbox } from '../store/outbox.js'
 import type { CampaignRecord, DealRecord } from '../store/records.js'
 import type { Store } from '../store/store.js'
 import { dealOverEverywhere } from '../bidding/rules.js'
-import { give } from './ledger.js'
+import { give } from './screen-bookings.js'
 import { dealEvent } from './deals.js'
 
 /** Today's date (UTC) of a clock reading. */

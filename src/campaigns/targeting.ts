@@ -2,7 +2,6 @@ import { ApiError } from '../errors.js'
 import type { Targeting } from '../generated/types.js'
 import { SOURCE_ORDER, tupleMatches, type IndexKey, type IndexTuple, type Source } from '../inventory/adslot-index.js'
 import { isCountry, stateCode } from '../inventory/geo.js'
-import type { ScreenRecord } from '../store/records.js'
 import type { Store } from '../store/store.js'
 
 /** Validates targeting beyond its schema (known countries, state with a country); returns it normalized. */
@@ -45,16 +44,4 @@ export function matchingScreens (store: Store, sources: Source[], t: Targeting, 
     }
   }
   return { ids, count }
-}
-
-/** Whether a screen record matches a targeting's static part (for deals carried in bid requests). */
-export function screenMatches (t: Targeting, s: ScreenRecord): boolean {
-  const countries = [...(t.countries ?? []), ...(t.country !== undefined ? [t.country] : [])]
-  const venues = [...(t.venue_types ?? []), ...(t.venue_type !== undefined ? [t.venue_type] : [])]
-  if (countries.length > 0 && !countries.includes(s.location.country)) return false
-  if (venues.length > 0 && !venues.includes(s.location.venue_type)) return false
-  if (t.screen_ids !== undefined && t.screen_ids.length > 0 && !t.screen_ids.includes(s.screen_id)) return false
-  if (t.state !== undefined && s.location.state.toUpperCase() !== t.state) return false
-  if (t.city !== undefined && !s.location.city.toLowerCase().includes(t.city.toLowerCase())) return false
-  return true
 }

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { iso } from '../clock.js'
-import { indexForSeat } from '../control/seat-lists.js'
+import { indexForSeat } from '../accounts/seat-lists.js'
 import { callbackUrlProblem } from '../net/url-guard.js'
 import type { Outbox } from '../store/outbox.js'
 import type { CreativeRecord } from '../store/records.js'

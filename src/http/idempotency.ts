@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { IdempotencyRecord } from '../store/records.js'
 import type { Store } from '../store/store.js'
-import { SharedTable } from '../threads/shared-table.js'
+import { SharedTable } from './shared-table.js'
 
 /** Keys live 24 hours and may be reused after that (spec, Idempotency and dry run). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000

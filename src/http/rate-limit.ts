@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js'
 import type { RateGroup } from '../generated/types.js'
 import type { Principal } from './route.js'
-import { SharedTable } from '../threads/shared-table.js'
+import { SharedTable } from './shared-table.js'
 
 interface GroupPolicy {
   sandbox: number

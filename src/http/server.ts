@@ -2,7 +2,7 @@ import { createServer } from 'node:net'
 import uWS from 'uWebSockets.js'
 import { ApiError } from '../errors.js'
 import { StartRefused } from '../start-refused.js'
-import { Exchange, type HttpDeps } from './exchange.js'
+import { RequestCycle, type HttpDeps } from './request-cycle.js'
 import type { Method, RouteDef } from './route.js'
 
 /** A listening server and how to stop it. */
@@ -35,9 +35,9 @@ function mount (app: uWS.TemplatedApp, routes: RouteDef[], deps: HttpDeps): void
     const paramNames = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]!)
     const register = route.method === 'delete' ? app.del : app[route.method]
     const series = deps.metrics.route(route.method, route.path)
-    register.call(app, route.path, (res, req) => new Exchange(res, req, route, deps, paramNames, series).run())
+    register.call(app, route.path, (res, req) => new RequestCycle(res, req, route, deps, paramNames, series).run())
     // HEAD is GET without the body (RFC 9110): crawlers probe sellers.json and app-ads.txt with it.
-    if (route.method === 'get') app.head(route.path, (res, req) => new Exchange(res, req, route, deps, paramNames, series).run())
+    if (route.method === 'get') app.head(route.path, (res, req) => new RequestCycle(res, req, route, deps, paramNames, series).run())
   }
   app.any('/*', (res, req) => {
     const path = req.getUrl()
@@ -58,7 +58,7 @@ function mount (app: uWS.TemplatedApp, routes: RouteDef[], deps: HttpDeps): void
       rateGroup: 'unauthenticated',
       handler: () => { throw error }
     }
-    new Exchange(res, req, fallback, deps, [], deps.metrics.route(fallback.method, fallback.path)).run()
+    new RequestCycle(res, req, fallback, deps, [], deps.metrics.route(fallback.method, fallback.path)).run()
   })
 }
 

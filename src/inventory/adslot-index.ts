@@ -1,18 +1,8 @@
 import type { ScreenRecord } from '../store/records.js'
 import { QUALITY_RANK, type Quality } from './fein.js'
+import type { IndexKey, IndexTuple } from './records.js'
 
-/**
- * The adslots order as an LMDB key: [source, quality rank, -vas_7d, screen_id]. A page is one range read over
- * ordered keys: no sort, no decoding of screen records, and a cursor is simply the last key.
- */
-export type IndexKey = [source: number, rank: number, negVas: number, screenId: string]
-
-/**
- * What filters need, stored as the index value so that a page scan never opens the screen record:
- * [venue_type, country, state, city (lower case), updated_at ms, has sensors, portrait, max age rank,
- *  blocks alcohol, blocks gambling, floor CPM, online].
- */
-export type IndexTuple = [string, string, string, string, number, 0 | 1, 0 | 1, number, 0 | 1, 0 | 1, number, 0 | 1]
+export type { IndexKey, IndexTuple } from './records.js'
 
 export const SOURCES = ['owned', 'partner'] as const
 export type Source = typeof SOURCES[number]

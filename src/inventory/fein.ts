@@ -1,4 +1,5 @@
 import type { AudienceUpdate, FeinSignals } from '../generated/types.js'
+import type { FeinState, Signal } from './records.js'
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
@@ -13,22 +14,11 @@ export const FRESHNESS = {
   ad_receptivity: 30_000,
   dwell_time_ms: 30_000,
   income_level: HOUR
-} as const
+} as const satisfies Record<Signal, number>
 
-export type Signal = keyof typeof FRESHNESS
 const SIGNALS = Object.keys(FRESHNESS) as Signal[]
 
-/** An hour of measurements: [hour start (ms), face count sum, attention sum, samples, VAS seconds, VAS plays]. */
-export type HourBucket = [number, number, number, number, number, number]
-
-/** What is stored per sensor screen. */
-export interface FeinState {
-  values: Partial<Record<Signal, number | string | null>>
-  at: Partial<Record<Signal, number>>
-  last_updated: number | null
-  /** Up to 7 days of hourly buckets, oldest first. */
-  hours: HourBucket[]
-}
+export type { FeinState, HourBucket, Signal } from './records.js'
 
 /** The order of data_quality in listings: live first. */
 export const QUALITY_RANK = { live: 0, historical: 1, none: 2 } as const

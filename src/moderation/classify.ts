@@ -84,8 +84,3 @@ export function decide (flags: Set<FlagName>, classes: ImageClasses, confidence:
 export function namedCategories (categories: Map<string, number>): Moderation['iab_categories'] {
   return [...categories].sort((a, b) => b[1] - a[1]).map(([id, confidence]) => ({ id, name: NAMES[id] ?? id, confidence }))
 }
-
-/** Every IAB Content Taxonomy 1.0 category, id to name. */
-export function iabTaxonomy (): Record<string, string> {
-  return NAMES
-}

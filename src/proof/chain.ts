@@ -1,26 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { iso } from '../clock.js'
 import type { ProofRecord } from '../generated/types.js'
-import type { Deps } from '../deps.js'
+import type { FunnelLog } from '../events/funnel.js'
+import type { Outbox } from '../store/outbox.js'
 import type { Store } from '../store/store.js'
-import { PROOF_VERSION, proofPayload, type SignedFields } from './signer.js'
+import type { ProofDay } from './records.js'
+import { PROOF_VERSION, proofPayload, type ProofSigner, type SignedFields } from './signer.js'
 
 /** The digest a screen's first proof chains from. */
 export const GENESIS = '0'.repeat(64)
-
-/** A screen's chain head: the last proof's sequence number and digest. */
-export interface ChainHead {
-  seq: number
-  digest: string
-}
-
-/** A seat's proofs of one UTC day: per tier, and how many passed GIVT or which rule filtered them. */
-export interface ProofDay {
-  tiers: Record<string, number>
-  passed: number
-  filtered: number
-  reasons: Record<string, number>
-}
 
 const DAY = 86_400_000
 
@@ -30,7 +18,12 @@ export function chainDigest (prev: string, fields: SignedFields, signature: stri
 }
 
 /** What issuing a proof writes to: the store, the signing key, webhook events and the analytics log. */
-export type ProofDeps = Pick<Deps, 'store' | 'proofSigner' | 'outbox' | 'funnel'>
+export interface ProofDeps {
+  store: Store
+  proofSigner: ProofSigner
+  outbox: Outbox
+  funnel: FunnelLog
+}
 
 /** What a proof records beyond the signed fields. */
 export type ProofFacts = Pick<ProofRecord, 'verification_tier' | 'seat_id' | 'creative_id' | 'spot_id' | 'duration_ms' | 'completed' | 'givt'>

@@ -1,5 +1,5 @@
 import type { Assignment, Campaign, Creative, CustomRateLimits, Deal, Display, OperatingHours, Reservation, Scope, SeatStatus, VenueType, Webhook, WebhookDelivery } from '../generated/types.js'
-import type { FeinState } from '../inventory/fein.js'
+import type { FeinState } from '../inventory/records.js'
 
 // Storage shapes. These are not wire objects (those live in schemas/): they hold what the wire never shows, such as
 // key digests and callback URLs, and each route maps them to its schema'd response.

@@ -2,9 +2,9 @@ import { closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import { CachedTable, type CacheScope } from './read-cache.js'
-import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
+import type { IndexKey, IndexTuple } from '../inventory/records.js'
 import type { FunnelEvent, ProofRecord } from '../generated/types.js'
-import type { ChainHead, ProofDay } from '../proof/chain.js'
+import type { ChainHead, ProofDay } from '../proof/records.js'
 import type { BidderAliasRecord, CampaignLedger, ExchangeBidRecord, HourStats, NoticeRecord, SpotRecord, StoredBid, AssignmentRecord, CampaignRecord, CreativeRecord, DealRecord, ReservationRecord, FeinState, IdempotencyRecord, KeyRecord, OutboxEvent, PartnerRecord, ScreenRecord, ScreenStatus, SeatRecord, WebhookRecord, DeliveryRecord } from './records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */

@@ -1,0 +1,147 @@
+import { Reports } from '../../analytics/reports.js'
+import { presentedKey } from '../../auth/keys.js'
+import { activeDealsFor } from '../../campaigns/deals.js'
+import { iso } from '../../clock.js'
+import type { Deps } from '../../deps.js'
+import type { BidResponse, BidResult, FunnelEvent, OrtbBid } from '../../generated/types.js'
+import { registerCreative } from '../../creatives/register.js'
+import { ok, route, type RouteDef } from '../../http/route.js'
+import type { StoredBid } from '../../store/records.js'
+import { lossNotices, type NoticeBid } from '../auction/settle.js'
+import { scoreBid, type Outcome, type Scored } from '../score.js'
+import { countResponse, lastDay } from '../hour-stats.js'
+
+/** OpenRTB 2.6 no-bid reason given with invalid_bid_response: the response could not be read. */
+const NBR_INVALID = 2
+
+/**
+ * POST /openrtb/v2/bid (spec, POST /bid): an OpenRTB 2.6 bid response answering bid requests from GET /adslots. Each
+ * bid is scored inline (src/bidding/score.ts): a worker hop would cost more than the scoring and could not answer a
+ * pipelined request. Accepted bids of production seats are stored for the waterfall in the same transaction that
+ * answers; sandbox seats are scored only.
+ */
+export function bidRoute ({ store, outbox, impIds, sealer, funnel, auth, notices, moderator, config, metrics }: Deps): RouteDef {
+  return route<BidResponse>({
+    method: 'post',
+    path: '/openrtb/v2/bid',
+    summary: 'Submit an OpenRTB 2.6 bid response',
+    description: 'Each bid needs impid (an imp issued to this seat by GET /adslots?format=openrtb, before imp.exp), price in USD CPM, adm or nurl, and crid naming one of the seat\'s approved creatives (its creative_id, or the crid a bid registered it from). A crid the seat has not registered whose asset is in adm (an <img>, a VAST MediaFile, or the image or video URL itself; public http(s) hosts) is registered from the markup as a creative and sent to moderation, as the large exchanges do: that bid is rejected with creative_blocked and loss 201 (creative pending), result.creative_id names the new creative, creative.moderation.completed announces the outcome, and bids with the same crid play once it is approved. The answer gives a result per bid: accepted, or rejected with below_floor, creative_blocked, missing_adm_and_nurl (spec), unknown_imp, imp_expired, invalid_deal, currency_not_supported or invalid_notice_url; reasons lists every reason that applies, the floor first, each with its loss code. A dealid prices the bid against the deal (fixed_cpm or floor_cpm). A payload that fails the OpenRTB 2.6 schema is 400 invalid_bid_response with nbr 2. Sandbox seats: scored only (stored false); approved seats: accepted bids enter the live waterfall, the seat\'s latest bid per imp replacing earlier ones. Each stored bid is settled exactly once by the waterfall (docs/architecture.md): the auction it wins (nurl with ${AUCTION_PRICE}, burl when the play completes), the auction it loses (lurl with ${AUCTION_LOSS}), or its imp expiring first (lurl with ${AUCTION_LOSS}=2). A production bid refused at intake gets its lurl at once with the matching code (100/101 below floor, 201/202 creative pending or not approved, 205/209 advertiser or category blocked, 7 missing markup, 4 invalid deal, 2 expired imp, 3 otherwise). Seats with a notification_url also get the signed legacy bid.won / bid.lost POST (schema LegacyNotification).',
+    tag: 'Bidding',
+    envelope: 'flat',
+    auth: 'seat',
+    scope: 'bid:write',
+    rateGroup: 'bidding',
+    body: 'BidResponse',
+    data: 'BidResult',
+    invalidBody: { code: 'invalid_bid_response', extras: { nbr: NBR_INVALID } },
+    errors: ['invalid_bid_response'],
+    // Scoring reads only (imp id signatures, screens, creatives, deals): it runs before the write lock is taken.
+    prepare: (ctx) => {
+      const seat = ctx.principal!.seat!
+      const deals = activeDealsFor(store, seat.seat_id)
+      const cur = ctx.body.cur ?? 'USD'
+      return (ctx.body.seatbid ?? []).flatMap((seatbid) => seatbid.bid.map((bid) => ({ bid, scored: scoreBid(bid, { store, impIds, seatId: seat.seat_id, deals, cur, now: ctx.now, allowPrivateAssetUrls: config.allowPrivateAssetUrls }) })))
+    },
+    handler: (ctx) => {
+      const { seat: maybeSeat, key } = ctx.principal!
+      const seat = maybeSeat!
+      const live = seat.status === 'approved' && !ctx.dryRun
+      const result: BidResult = { id: ctx.body.id, sandbox: seat.status !== 'approved', accepted: 0, rejected: 0, results: [] }
+      const counted: Array<{ outcome: Outcome, latencyMs?: number }> = []
+      const events: NonNullable<FunnelEvent['bids']> = []
+      for (const { bid, scored } of ctx.prepared as Array<{ bid: OrtbBid, scored: Scored }>) {
+        const { outcome, imp, creativeId, loss, register } = scored
+        // Scored outside the lock: another bid of this response, or another thread, may have registered it since.
+        if (register !== undefined && store.creatives.get(creativeId!) === undefined) {
+          registerCreative({ store, outbox }, seat.seat_id, register, ctx.now, creativeId!)
+          if (!ctx.dryRun) moderator.schedule(creativeId!)
+        }
+        // A production bid refused at intake lost too: it gets its lurl and legacy bid.lost like an auction loss.
+        if (loss !== undefined && live && outcome.reason !== 'invalid_notice_url') {
+          const lost: NoticeBid = { bid_id: bid.id, response_id: ctx.body.id, impid: bid.impid, seat_id: seat.seat_id, creative_id: creativeId ?? bid.crid ?? '', price: bid.price, key_id: key.key_id }
+          if (bid.lurl !== undefined) lost.lurl = bid.lurl
+          if (ctx.body.bidid !== undefined) lost.bidid = ctx.body.bidid
+          if (bid.adid !== undefined) lost.adid = bid.adid
+          if (bid.dealid !== undefined) lost.dealid = bid.dealid
+          // A price can only win against the floor: for a creative that may not play there is no minimum to win.
+          const minToWin = outcome.reason === 'below_floor' ? outcome.floor : undefined
+          lossNotices({ store, notices }, lost, imp !== undefined ? store.screens.get(imp.screenId) : undefined, loss, minToWin, undefined, ctx.now)
+        }
+        if (outcome.status === 'accepted' && live && imp !== undefined && creativeId !== undefined) {
+          const stored: StoredBid = {
+            bid_id: bid.id, response_id: ctx.body.id, seat_id: seat.seat_id, impid: bid.impid, screen_id: imp.screenId,
+            price: bid.price, floor: outcome.floor!, multiplier: imp.multiplier, creative_id: creativeId, adomain: bid.adomain ?? [],
+            received_at: ctx.now, expires_at: imp.expiresAt
+          }
+          if (bid.dealid !== undefined) stored.dealid = bid.dealid
+          stored.key_id = key.key_id
+          if (ctx.body.bidid !== undefined) stored.bidid = ctx.body.bidid
+          if (bid.adid !== undefined) stored.adid = bid.adid
+          if (bid.nurl !== undefined) stored.nurl = bid.nurl
+          if (bid.lurl !== undefined) stored.lurl = bid.lurl
+          if (bid.burl !== undefined) stored.burl = bid.burl
+          if (bid.adm !== undefined) stored.adm = bid.adm
+          store.bids.putSync([imp.screenId, bid.impid, seat.seat_id], stored)
+          store.bidExpiry.putSync([imp.expiresAt, imp.screenId, bid.impid, seat.seat_id], 1)
+          outcome.stored = true
+        }
+        result.results.push(outcome)
+        counted.push(imp !== undefined ? { outcome, latencyMs: ctx.now - imp.issuedAt } : { outcome })
+        const event: NonNullable<FunnelEvent['bids']>[number] = { screen_id: outcome.screen_id ?? '', price: bid.price, status: outcome.status }
+        if (outcome.reason !== undefined) event.reason = outcome.reason
+        if (bid.dealid !== undefined) event.deal_id = bid.dealid
+        if (bid.cat !== undefined) event.cat = bid.cat
+        if (bid.adomain !== undefined) event.adomain = bid.adomain
+        if (imp !== undefined) event.latency_ms = ctx.now - imp.issuedAt
+        events.push(event)
+        if (outcome.status === 'accepted') result.accepted++
+        else result.rejected++
+      }
+      countResponse(store, seat.seat_id, ctx.now, counted)
+      store.afterCommit(() => {
+        metrics.inc('oohbid_bids_total', 'Bids received on POST /openrtb/v2/bid, by outcome.', 'status="accepted"', result.accepted)
+        metrics.inc('oohbid_bids_total', 'Bids received on POST /openrtb/v2/bid, by outcome.', 'status="rejected"', result.rejected)
+      })
+      if (!ctx.dryRun) {
+        funnel.append({ stage: 'bid_received', at: ctx.now, seat_id: seat.seat_id, sandbox: result.sandbox, screens: [], bids: events })
+        // Legacy notifications are signed with the key that bid; a key minted before keys were sealed is sealed on
+        // its first bid, from the copy it presented.
+        if (live && key.sealed === undefined) {
+          const presented = presentedKey(ctx.headers)
+          if (presented !== undefined && presented !== '') {
+            store.keys.putSync(key.key_id, { ...key, sealed: sealer.seal(key.key_id, presented) })
+            store.afterCommit(() => auth.invalidate())
+          }
+        }
+      }
+      return ok(result)
+    }
+  })
+}
+
+/**
+ * GET /openrtb/v2/stats (spec, GET /stats): the seat's last 24 hours of bidding from LMDB counters, real time, and
+ * what ClickHouse adds from the result cache without waiting for it.
+ */
+export function statsRoute ({ store, analytics, reports: cache, config, clock }: Deps): RouteDef {
+  const reports = new Reports(analytics, config.clickhouseDatabase)
+  return route({
+    method: 'get',
+    path: '/openrtb/v2/stats',
+    summary: '24-hour bidding performance: bids, acceptance, wins, CPM, fill, latency, win rate',
+    description: 'Counters written with each bid response (wins and spend from the auction), real time. delivery: requests, plays, impressions and latency percentiles from ClickHouse, refreshed every 5 minutes; its status is pending until the first computation is done and unavailable while ClickHouse is down, and the counters are served either way.',
+    tag: 'Bidding',
+    envelope: 'flat',
+    auth: 'seat',
+    scope: 'stats:read',
+    rateGroup: 'bidding',
+    data: 'SeatStats',
+    handler: (ctx) => {
+      const seat = ctx.principal!.seat!.seat_id
+      const counters = lastDay(store, seat, ctx.now)
+      const a = cache.get(`stats|${seat}`, () => reports.delivery(seat, { from: Date.parse(counters.from), to: clock.now() }))
+      const delivery = a.state === 'ready' ? { status: 'ready' as const, generated_at: iso(a.computedAt), stale: a.stale, ...a.data } : { status: a.state === 'pending' ? 'pending' as const : 'unavailable' as const }
+      return ok({ ...counters, delivery })
+    }
+  })
+}

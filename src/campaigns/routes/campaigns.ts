@@ -1,0 +1,195 @@
+import { randomUUID } from 'node:crypto'
+import { datedStatus } from '../lifecycle.js'
+import { take } from '../screen-bookings.js'
+import { matchingScreens, normalizeTargeting } from '../targeting.js'
+import { iso } from '../../clock.js'
+import type { Deps } from '../../deps.js'
+import { ApiError } from '../../errors.js'
+import type { ActionRequest, Assignment, AssignmentRequest, Campaign, CampaignRequest, ListQuery } from '../../generated/types.js'
+import { ok, route, type RouteDef } from '../../http/route.js'
+import { withDefaults } from '../../http/validate.js'
+import { qualityOf, vasOf } from '../../inventory/adslot-index.js'
+import { summaryOf } from '../../inventory/rows.js'
+import type { AssignmentRecord, CampaignRecord } from '../../store/records.js'
+import type { Store } from '../../store/store.js'
+import { indexForSeat, seatPage } from '../../accounts/seat-lists.js'
+import { approvedCreative, flightOf, usableScreens } from '../inputs.js'
+
+function campaignView ({ seat_id: _seat, started_at: _started, ...c }: CampaignRecord): Campaign {
+  return c
+}
+
+function assignmentView ({ seat_id: _seat, ...a }: AssignmentRecord): Assignment {
+  return a
+}
+
+/** Places a creative on screens: takes the spots, records the placements the player feed reads. Call inside Store.write. */
+export function place (deps: Pick<Deps, 'store' | 'outbox' | 'config'>, seatId: string, body: { creative_id: string, screen_ids: string[], start_date: string, end_date: string, spots_per_day: number, campaign_id?: string }, screens: Parameters<typeof take>[1], now: number, source: string, takeSpots = true): AssignmentRecord {
+  const { store, outbox, config } = deps
+  const spots = body.spots_per_day
+  if (takeSpots) take(store, screens, body.start_date, body.end_date, spots)
+  const id = `as_${randomUUID().replace(/-/g, '')}`
+  const a: AssignmentRecord = {
+    assignment_id: id,
+    seat_id: seatId,
+    creative_id: body.creative_id,
+    screen_ids: screens.map((s) => s.screen_id),
+    start_date: body.start_date,
+    end_date: body.end_date,
+    spots_per_day: spots,
+    status: 'active',
+    effective_at: iso(now + config.pickupSeconds * 1000),
+    source,
+    created_at: iso(now)
+  }
+  if (body.campaign_id !== undefined) a.campaign_id = body.campaign_id
+  store.assignments.putSync(id, a)
+  for (const s of a.screen_ids) store.placements.putSync([s, a.start_date, id], id)
+  indexForSeat(store, 'assignment', seatId, now, id)
+  outbox.append('campaign.allocated', `assignment:${id}`, { campaign_id: a.campaign_id ?? null, assignment_id: id, creative_id: a.creative_id, screen_ids: a.screen_ids, matching_screens: a.screen_ids.length, start_date: a.start_date, end_date: a.end_date, effective_at: a.effective_at }, seatId)
+  return a
+}
+
+/** The seat's campaign with this id; 404 campaign_not_found when it is unknown or another seat's. */
+export function seatCampaign (store: Store, seatId: string, id: string): CampaignRecord {
+  const c = store.campaigns.get(id)
+  if (c === undefined || c.seat_id.toLowerCase() !== seatId.toLowerCase()) throw new ApiError('campaign_not_found', `No campaign ${id} belongs to this seat.`, { param: 'id' })
+  return c
+}
+
+/** Campaigns and direct assignments (spec, Campaigns). */
+export function campaignRoutes (deps: Deps): RouteDef[] {
+  const { store, outbox, inventory } = deps
+  const common = { tag: 'Campaigns', envelope: 'flat', auth: 'seat', scope: 'campaigns:write', rateGroup: 'campaigns' } as const
+  const move = (name: 'pause' | 'resume') => route<ActionRequest>({
+    ...common,
+    method: 'post',
+    path: `/openrtb/v2/campaigns/:id/${name}`,
+    summary: `${name === 'pause' ? 'Pause' : 'Resume'} a campaign`,
+    description: name === 'pause' ? 'From scheduled or active; a paused campaign does not bid or play.' : 'From paused: back to scheduled, active or completed as its dates say.',
+    body: 'ActionRequest',
+    data: 'Campaign',
+    errors: ['campaign_not_found', 'invalid_transition'],
+    handler: (ctx) => {
+      const c = seatCampaign(store, ctx.principal!.seat!.seat_id, ctx.params.id!)
+      const allowed = name === 'pause' ? c.status === 'scheduled' || c.status === 'active' : c.status === 'paused'
+      if (!allowed) throw new ApiError('invalid_transition', `A ${c.status} campaign cannot be ${name}d.`, { status: c.status })
+      const status = name === 'pause' ? 'paused' : datedStatus({ ...c, status: 'active' }, ctx.now)
+      const next: CampaignRecord = { ...c, status, updated_at: iso(ctx.now) }
+      if (status === 'completed') next.completed_reason = 'end_date passed'
+      store.campaigns.putSync(c.campaign_id, next)
+      outbox.append(`campaign.${name}d`, `campaign:${c.campaign_id}`, { campaign_id: c.campaign_id, status, reason: ctx.body.reason ?? null }, c.seat_id)
+      return ok(campaignView(next))
+    }
+  })
+
+  return [
+    route<CampaignRequest>({
+      ...common,
+      method: 'post',
+      path: '/openrtb/v2/campaigns',
+      summary: 'Create a campaign for an approved creative; the answer lists the matching screens',
+      description: 'Only creative_id and name are required: budget_usd defaults to 100, start_date to today, end_date to 29 days later, pacing to even, each default shown in the answer and named in warnings. The creative must be approved (422 validation_failed otherwise). Targeting keys: country/countries, state (with one country), city (partial), venue_type/venue_types, screen_ids, min_vas, and the play-time conditions min_attention, emotion and dayparts. bid_cpm excludes screens whose floor is higher. Emits campaign.allocated.',
+      body: 'CampaignRequest',
+      data: 'Campaign',
+      status: 201,
+      errors: ['missing_creative_id', 'missing_name', 'creative_not_found', 'validation_failed', 'invalid_budget', 'invalid_date'],
+      handler: (ctx) => {
+        const seatId = ctx.principal!.seat!.seat_id
+        approvedCreative(store, seatId, ctx.body.creative_id)
+        const body = { ...withDefaults<CampaignRequest, 'budget_usd' | 'pacing'>('CampaignRequest', ctx.body, ctx.warn), ...flightOf(ctx.body, ctx.now, ctx.warn) }
+        if (body.daily_budget_usd !== undefined && body.daily_budget_usd > body.budget_usd) throw new ApiError('invalid_budget', 'daily_budget_usd exceeds budget_usd.', { param: 'daily_budget_usd' })
+        const targeting = normalizeTargeting(body.targeting)
+        const sources = inventory.sourcesEnabled()
+        const { ids, count } = matchingScreens(store, sources, targeting, body.bid_cpm)
+        if (count === 0) ctx.warn('No screen matches this targeting now; the campaign will match screens registered later.')
+        const now = iso(ctx.now)
+        const id = `cmp_${randomUUID().replace(/-/g, '')}`
+        const c: CampaignRecord = {
+          campaign_id: id,
+          seat_id: seatId,
+          name: body.name,
+          creative_id: body.creative_id,
+          status: 'scheduled',
+          targeting,
+          budget_usd: body.budget_usd,
+          pacing: body.pacing,
+          start_date: body.start_date,
+          end_date: body.end_date,
+          spent_usd: 0,
+          impressions: 0,
+          matching_screens: count,
+          created_at: now,
+          updated_at: now
+        }
+        c.status = datedStatus(c, ctx.now)
+        if (body.daily_budget_usd !== undefined) c.daily_budget_usd = body.daily_budget_usd
+        if (body.bid_cpm !== undefined) c.bid_cpm = body.bid_cpm
+        if (body.goal_impressions !== undefined) c.goal_impressions = body.goal_impressions
+        store.campaigns.putSync(id, c)
+        indexForSeat(store, 'campaign', seatId, ctx.now, id)
+        outbox.append('campaign.allocated', `campaign:${id}`, { campaign_id: id, assignment_id: null, creative_id: c.creative_id, screen_ids: null, matching_screens: count, start_date: c.start_date, end_date: c.end_date, effective_at: null }, seatId)
+        const screens = ids.map((sid) => {
+          const s = store.screens.get(sid)!
+          const pos = store.adslotPos.get(sid)!
+          return { ...summaryOf(s), data_quality: qualityOf(pos[1]), vas_7d: vasOf(pos[2]) }
+        })
+        return ok({ ...campaignView(c), screens }, 201)
+      }
+    }),
+    route<undefined, ListQuery>({
+      ...common,
+      method: 'get',
+      path: '/openrtb/v2/campaigns',
+      summary: 'List the seat\'s campaigns, newest first',
+      querySchema: 'ListQuery',
+      data: 'CampaignList',
+      handler: (ctx) => {
+        const { items, cursor } = seatPage(store, 'campaign', ctx.principal!.seat!.seat_id, ctx.q, (id) => store.campaigns.get(id), campaignView)
+        return ok({ campaigns: items, cursor })
+      }
+    }),
+    route({
+      ...common,
+      method: 'get',
+      path: '/openrtb/v2/campaigns/:id',
+      summary: 'One campaign with its delivery so far',
+      data: 'Campaign',
+      errors: ['campaign_not_found'],
+      handler: (ctx) => ok(campaignView(seatCampaign(store, ctx.principal!.seat!.seat_id, ctx.params.id!)))
+    }),
+    move('pause'),
+    move('resume'),
+    route<AssignmentRequest>({
+      ...common,
+      method: 'post',
+      path: '/openrtb/v2/campaigns/assign',
+      summary: 'Assign an approved creative to screens for a date range',
+      description: 'Only creative_id and screen_ids are required: start_date defaults to today, end_date to 29 days later, spots_per_day to 24, each default shown in the answer and named in warnings. Takes spots_per_day on every screen and day from availability (409 capacity_unavailable when a screen is full) and records placements that players pick up within PICKUP_SECONDS (effective_at). Unknown screens are 400 invalid_screen. Emits campaign.allocated.',
+      body: 'AssignmentRequest',
+      data: 'Assignment',
+      status: 201,
+      errors: ['missing_creative_id', 'missing_screen_ids', 'invalid_screen', 'creative_not_found', 'validation_failed', 'invalid_date', 'capacity_unavailable', 'campaign_not_found'],
+      handler: (ctx) => {
+        const seatId = ctx.principal!.seat!.seat_id
+        approvedCreative(store, seatId, ctx.body.creative_id)
+        if (ctx.body.campaign_id !== undefined) seatCampaign(store, seatId, ctx.body.campaign_id)
+        const screens = usableScreens(inventory, ctx.body.screen_ids)
+        const body = { ...withDefaults<AssignmentRequest, 'spots_per_day'>('AssignmentRequest', ctx.body, ctx.warn), ...flightOf(ctx.body, ctx.now, ctx.warn, screens) }
+        return ok(assignmentView(place(deps, seatId, body, screens, ctx.now, 'assignment')), 201)
+      }
+    }),
+    route<undefined, ListQuery>({
+      ...common,
+      method: 'get',
+      path: '/openrtb/v2/assignments',
+      summary: 'List the seat\'s assignments (placements), newest first',
+      querySchema: 'ListQuery',
+      data: 'AssignmentList',
+      handler: (ctx) => {
+        const { items, cursor } = seatPage(store, 'assignment', ctx.principal!.seat!.seat_id, ctx.q, (id) => store.assignments.get(id), assignmentView)
+        return ok({ assignments: items, cursor })
+      }
+    })
+  ]
+}

@@ -1,0 +1,140 @@
+import { parentPort, workerData } from 'node:worker_threads'
+import { ResultCache, type Outcome } from '../analytics/results.js'
+import { Authenticator } from '../auth/authenticate.js'
+import { KeySealer } from '../auth/sealed-keys.js'
+import { clockOf } from '../clock.js'
+import type { AnalyticsSource } from '../analytics/source.js'
+import { FunnelLog } from '../events/funnel.js'
+import { ImpIds } from '../inventory/adslots/imp-ids.js'
+import type { Lifecycle } from '../http/request-cycle.js'
+import { Idempotency } from '../http/idempotency.js'
+import { Metrics } from '../http/metrics.js'
+import { RateLimiter } from '../http/rate-limit.js'
+import { listen } from '../http/server.js'
+import { Inventory } from '../inventory/inventory.js'
+import { createLogger } from '../log.js'
+import { onNextTurn } from '../next-turn.js'
+import { Notices } from '../notify/notices.js'
+import { ProofSigner } from '../proof/signer.js'
+import { allRoutes } from '../routes.js'
+import { ObjectStore } from '../store/objects.js'
+import { Outbox } from '../store/outbox.js'
+import { openStore } from '../store/store.js'
+import { DeliveryLog } from '../webhooks/delivery-log.js'
+import { broadcast } from './broadcast.js'
+import { Rpc, type Port } from './rpc.js'
+import type { HotThreadData } from '../control/supervisor.js'
+
+/**
+ * A hot thread: one uWS app on the shared port (SO_REUSEPORT; the kernel spreads connections over the threads) with
+ * every route, over the one LMDB environment. What must agree across threads lives in shared memory (the clock, rate
+ * limits, idempotency keys in flight, cache generations, funnel ids); what only the supervisor runs (moderation,
+ * notices and webhooks going out, ClickHouse) is reached by message.
+ */
+const { thread, config, shared: memory } = workerData as HotThreadData
+const port = parentPort as unknown as Port
+const analytics: AnalyticsSource & { backend: AnalyticsSource['backend'], lastError: string | undefined } = {
+  backend: undefined,
+  lastError: undefined,
+  query: (sql, params, timeoutMs) => rpc.call('query', sql, params, timeoutMs)
+}
+const lifecycle: Lifecycle = { draining: false, inFlight: 0, onIdle: undefined }
+
+const rpc = new Rpc(port, {
+  analytics (state: { backend: AnalyticsSource['backend'], lastError: string | undefined }) {
+    analytics.backend = state.backend
+    analytics.lastError = state.lastError
+  },
+  broadcast: (channel: string, key: string, value: unknown) => shared.deliver(channel, key, value),
+  snapshot: (reset?: boolean) => metrics.snapshot(clock.now(), reset),
+  runJobs: () => inventory.runJobs(),
+  settled: () => reports.settled(),
+  flushed: () => true,
+  stopAccepting: () => stopAccepting(),
+  finish,
+  close
+}, () => store.refresh())
+const log = createLogger(config.logLevel, (line) => rpc.notify('log', line))
+const clock = clockOf(memory.clock)
+const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: config.syncIntervalMs }, false, memory.generations)
+const metrics = new Metrics(thread, store.held)
+const outbox = new Outbox(store, clock)
+outbox.onAppend(onNextTurn(() => rpc.notify('outbox')))
+const notices = new Notices(store)
+const due = new Map<string, number>()
+const sendDue = onNextTurn(() => {
+  rpc.notify('notices', [...due])
+  due.clear()
+})
+notices.onEnqueue((origin, at) => {
+  due.set(origin, Math.min(due.get(origin) ?? Infinity, at))
+  sendDue()
+})
+const auth = new Authenticator(store, clock, config.adminToken!, memory.principals)
+const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, resume: thread === 1 })
+const shared = broadcast((channel, key, value) => rpc.notify('broadcast', channel, key, value))
+const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs, (key, outcome) => shared.send('report', key, outcome))
+shared.on('report', (key, value) => reports.received(key, value as Outcome))
+const routes = allRoutes({
+  config,
+  clock,
+  store,
+  outbox,
+  auth,
+  inventory,
+  impIds: new ImpIds(store, thread),
+  objects: new ObjectStore(config.dataDir),
+  // Handed over once committed: the supervisor's moderator reads the creative the moment the message lands.
+  moderator: { schedule: (id) => store.afterCommit(() => rpc.notify('moderate', id)) },
+  sealer: KeySealer.open(config.keyEncryptionKey, config.dataDir),
+  proofSigner: ProofSigner.open(config.dataDir),
+  notices,
+  deliveries: new DeliveryLog(store),
+  funnel: new FunnelLog(store, memory.funnel),
+  analytics,
+  reports,
+  metrics,
+  scrape: () => rpc.call('scrape'),
+  dashboard: () => rpc.call('dashboard'),
+  shared
+})
+const server = await listen(config.host, config.port)
+// An error nothing caught ends this thread, and the supervisor starts another. uWS's sockets are closed first: a
+// thread whose event loop still holds them cannot end without aborting the whole process.
+const die = (err: unknown): void => {
+  log.error('hot thread fatal error', { thread, error: err instanceof Error ? err.stack ?? err.message : String(err) })
+  server.closeAll()
+  process.exit(1)
+}
+process.on('uncaughtException', die)
+process.on('unhandledRejection', die)
+server.mount(routes, { config, clock, log, store, auth, metrics, lifecycle, limiter: new RateLimiter(clock, memory.limits), idempotency: new Idempotency(store, clock, memory.inFlight) })
+// Screens' freshness and heartbeat deadlines armed by this thread's requests come due here.
+const jobs = setInterval(() => inventory.runJobs(), 1000)
+rpc.notify('listening', server.port)
+
+/** Graceful stop, first step: refuse new connections; requests on open ones answer 503 from here on. */
+function stopAccepting (): void {
+  lifecycle.draining = true
+  server.stopListening()
+  clearInterval(jobs)
+}
+
+/** Second step: the requests in flight finish (up to the grace); resolves with how many did not. */
+async function finish (): Promise<number> {
+  if (lifecycle.inFlight > 0) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, config.shutdownGraceMs)
+      lifecycle.onIdle = () => { clearTimeout(timer); resolve() }
+    })
+  }
+  return lifecycle.inFlight
+}
+
+/** Last step, once every thread has finished: close the connections left and the store. */
+async function close (): Promise<void> {
+  // The last reply is still corked inside the uWS callback that finished it; let the loop flush it first.
+  await new Promise((resolve) => setImmediate(resolve))
+  server.closeAll()
+  await store.close()
+}

@@ -1,0 +1,421 @@
+import { randomUUID } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
+import type { Authenticator } from '../auth/authenticate.js'
+import type { Clock } from '../clock.js'
+import type { ResolvedConfig } from '../config.js'
+import { ApiError } from '../errors.js'
+import type { Logger } from '../log.js'
+import type { Store } from '../store/store.js'
+import { flatError, nestedError, statusLine } from './envelope.js'
+import { checkQueryLengths, decodePathParams } from './url-params.js'
+import { Idempotency } from './idempotency.js'
+import type { Metrics, RouteSeries } from './metrics.js'
+import { limitFor, RATE_GROUPS, type RateDecision, type RateLimiter } from './rate-limit.js'
+import { isMutating, RawJson, type Ctx, type Method, type Principal, type Result, type RouteDef } from './route.js'
+import { validate, validateQuery } from './validate.js'
+
+/** What the request pipeline needs from the service. */
+export interface HttpDeps {
+  config: ResolvedConfig
+  clock: Clock
+  log: Logger
+  store: Store
+  auth: Authenticator
+  limiter: RateLimiter
+  metrics: Metrics
+  idempotency: Idempotency
+  lifecycle: Lifecycle
+}
+
+/** In-flight accounting for graceful shutdown. */
+export interface Lifecycle {
+  draining: boolean
+  inFlight: number
+  onIdle: (() => void) | undefined
+}
+
+/** An answer that can be written now. */
+type Written = Exclude<Result, { kind: 'held' }>
+
+/** Shared by requests without a query string; nothing mutates a request's query. */
+const NO_QUERY = new URLSearchParams()
+
+/** Thrown inside a dry run's transaction to roll it back while keeping the handler's answer. */
+class Rollback {
+  constructor (readonly result: Result) {}
+}
+
+function isJson (contentType: string | undefined): boolean {
+  if (contentType === undefined) return false
+  const type = contentType.split(';', 1)[0]!.trim().toLowerCase()
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'))
+}
+
+/** The client address: the socket's, or the nearest untrusted X-Forwarded-For hop when the socket is a trusted proxy. */
+function clientIp (socketIp: string, forwarded: string | undefined, trusted: string[]): string {
+  if (forwarded === undefined || !trusted.includes(socketIp)) return socketIp
+  const hops = forwarded.split(',').map((h) => h.trim()).filter(Boolean)
+  for (let i = hops.length - 1; i >= 0; i--) if (!trusted.includes(hops[i]!)) return hops[i]!
+  return hops[0] ?? socketIp
+}
+
+/** The socket's address: IPv4 clients (shown by uWS as IPv4-mapped IPv6) read straight from the 16 bytes. */
+function socketIp (res: HttpResponse): string {
+  const b = new Uint8Array(res.getRemoteAddress())
+  if (b.length === 16 && b[10] === 255 && b[11] === 255 && b.subarray(0, 10).every((x) => x === 0)) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`
+  if (b.length === 4) return `${b[0]}.${b[1]}.${b[2]}.${b[3]}`
+  return normalizeIp(Buffer.from(res.getRemoteAddressAsText()).toString())
+}
+
+function normalizeIp (text: string): string {
+  // uWS reports IPv4 clients of a dual-stack socket as IPv4-mapped IPv6.
+  const mapped = /^(?:0{1,4}:){5}ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(text)
+  if (mapped) {
+    const hi = parseInt(mapped[1]!, 16)
+    const lo = parseInt(mapped[2]!, 16)
+    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
+  }
+  return text.replace(/^::ffff:/i, '')
+}
+
+/**
+ * One request from arrival to the last byte: auth, rate limit, body, validation, idempotency, the handler (inside a
+ * write transaction on mutating routes) and the reply. Every reply is written inside a uWS callback (the route callback
+ * or the last onData), corked, so pipelined requests are answered in order; only computed routes hold theirs (#hold).
+ */
+export class RequestCycle {
+  readonly #res: HttpResponse
+  readonly #route: RouteDef
+  readonly #deps: HttpDeps
+  readonly #ctx: Ctx
+  readonly #series: RouteSeries
+  readonly #start = performance.now()
+  readonly #warnings: string[] = []
+  #rate: RateDecision | undefined
+  #aborted = false
+  #done = false
+  #claim: string | undefined
+  #chunks: Buffer[] = []
+  #size = 0
+  readonly #paramNames: readonly string[]
+  readonly #rawParams: string[] = []
+  /** A HEAD request: run as the GET it mirrors, answered with its status and headers only. */
+  readonly #head: boolean
+
+  constructor (res: HttpResponse, req: HttpRequest, route: RouteDef, deps: HttpDeps, paramNames: string[], series: RouteSeries) {
+    this.#res = res
+    this.#route = route
+    this.#deps = deps
+    this.#series = series
+    const headers: Record<string, string> = {}
+    req.forEach((k, v) => { headers[k] = v })
+    // Copied raw now (uWS frees req when this callback returns), decoded inside run() where a bad escape is a 400.
+    for (let i = 0; i < paramNames.length; i++) this.#rawParams.push(req.getParameter(i) ?? '')
+    this.#paramNames = paramNames
+    const query = req.getQuery()
+    const warnings = this.#warnings
+    const trusted = deps.config.trustProxy
+    const method = req.getCaseSensitiveMethod().toLowerCase()
+    this.#head = method === 'head'
+    let ip: string | undefined
+    this.#ctx = {
+      requestId: `req_${randomUUID()}`,
+      method: (this.#head ? 'get' : method) as Method,
+      path: req.getUrl(),
+      params: {},
+      query: query ? new URLSearchParams(query) : NO_QUERY,
+      q: undefined,
+      headers,
+      // Read when first asked (the rate limiter of address-keyed groups, the allowlists), while the response is open.
+      get ip () {
+        ip ??= clientIp(socketIp(res), headers['x-forwarded-for'], trusted)
+        return ip
+      },
+      principal: undefined,
+      body: undefined,
+      dryRun: false,
+      now: deps.clock.now(),
+      warn: (m) => { warnings.push(m) }
+    }
+  }
+
+  /** Runs the request; called synchronously from the uWS route callback. */
+  run (): void {
+    this.#deps.lifecycle.inFlight++
+    this.#deps.metrics.inFlight++
+    this.#res.onAborted(() => {
+      this.#aborted = true
+      this.#finish(499)
+    })
+    try {
+      this.#admit()
+      if (this.#route.body === undefined && this.#route.rawBody !== true) return this.#complete(undefined)
+      this.#expectBody()
+    } catch (err) {
+      this.#fail(err, false)
+    }
+  }
+
+  /** Everything decided from the headers alone: draining, auth, rate limit, scope, dry run, Idempotency-Key. */
+  #admit (): void {
+    const { lifecycle, auth } = this.#deps
+    const route = this.#route
+    const ctx = this.#ctx
+    this.#deps.store.refresh()
+    if (lifecycle.draining) throw new ApiError('service_unavailable', 'The service is shutting down; retry shortly.')
+    // Before anything reads a parameter: the alias's rate limit, authentication and every lookup.
+    ctx.params = decodePathParams(this.#paramNames, this.#rawParams)
+    if (ctx.query !== NO_QUERY) checkQueryLengths(ctx.query)
+    const group = RATE_GROUPS[route.rateGroup]
+    const custom = route.rateLimit?.(ctx)
+    if (custom !== undefined) this.#take(route.rateGroup, custom.subject, undefined, custom.limit)
+    else if (group.per === 'ip') this.#take(route.rateGroup, `ip:${ctx.ip}`, undefined)
+    let principal: Principal | undefined
+    try {
+      principal = auth.authenticate(route, ctx.headers)
+    } catch (err) {
+      // Failed authentication (API key or operator token) counts against the client address, which slows guessing.
+      if (err instanceof ApiError && err.status === 401) this.#take('unauthenticated', `ip:${ctx.ip}`, undefined)
+      throw err
+    }
+    ctx.principal = principal
+    if (group.per === 'key') {
+      const subject = principal !== undefined ? `key:${principal.key.key_id}` : `ip:${ctx.ip}`
+      this.#take(route.rateGroup, subject, principal)
+    }
+    auth.checkAccess(route, principal)
+    route.admit?.(ctx)
+    if (route.querySchema !== undefined) {
+      const q: Record<string, unknown> = Object.fromEntries(ctx.query)
+      validateQuery(route.querySchema, q)
+      ctx.q = q
+    }
+    if (isMutating(ctx.method)) {
+      const dry = ctx.query.get('dry_run')
+      if (dry !== null && dry !== 'true' && dry !== 'false') throw new ApiError('invalid_parameter', 'dry_run must be true or false.', { param: 'dry_run' })
+      ctx.dryRun = dry === 'true'
+      const key = Idempotency.parse(ctx.headers['idempotency-key'])
+      // A dry run persists nothing, so it neither replays nor records a key.
+      if (key !== undefined && !ctx.dryRun) {
+        this.#claim = this.#deps.idempotency.claim(principal !== undefined ? `key:${principal.key.key_id}` : `ip:${ctx.ip}`, key)
+      }
+    }
+  }
+
+  #take (group: RouteDef['rateGroup'], subject: string, principal: Principal | undefined, given?: number): void {
+    const policy = limitFor(group, principal)
+    const { windowMs } = policy
+    const limit = given ?? policy.limit
+    const decision = this.#deps.limiter.take(group, subject, limit, windowMs)
+    this.#rate = decision
+    if (decision.allowed) return
+    this.#deps.metrics.rejected(group)
+    const extras: Record<string, number> = { retry_after_seconds: decision.resetSeconds }
+    if (group === 'onboarding') extras.retry_after = decision.resetSeconds
+    throw new ApiError('rate_limited', `Rate limit of ${limit} requests per ${windowMs / 1000} s exceeded for ${group}; retry in ${decision.resetSeconds} s.`, extras, { 'Retry-After': String(decision.resetSeconds) })
+  }
+
+  #expectBody (): void {
+    const headers = this.#ctx.headers
+    const max = this.#route.maxBodyBytes ?? this.#deps.config.maxBodyBytes
+    const declared = headers['content-length'] === undefined ? undefined : Number(headers['content-length'])
+    const chunked = /chunked/i.test(headers['transfer-encoding'] ?? '')
+    if ((declared === undefined || declared === 0) && !chunked) return this.#complete(Buffer.alloc(0))
+    if (this.#route.rawBody !== true && !isJson(headers['content-type'])) throw new ApiError('unsupported_media_type', 'Send the body as Content-Type: application/json.')
+    if (declared !== undefined && declared > max) throw new ApiError('payload_too_large', `The body is ${declared} bytes; this route accepts at most ${max}.`)
+    this.#res.onData((chunk, isLast) => {
+      if (this.#done) return
+      try {
+        this.#size += chunk.byteLength
+        if (this.#size > max) throw new ApiError('payload_too_large', `The body exceeds ${max} bytes.`)
+        if (isLast && this.#chunks.length === 0) {
+          // uWS owns the chunk's memory only until this callback returns; the handler runs before that, but a raw
+          // body may be kept by the handler, so it gets a copy.
+          return this.#complete(this.#route.rawBody === true ? Buffer.from(new Uint8Array(chunk)) : Buffer.from(chunk))
+        }
+        this.#chunks.push(Buffer.from(new Uint8Array(chunk)))
+        if (isLast) this.#complete(Buffer.concat(this.#chunks))
+      } catch (err) {
+        this.#fail(err, true)
+      }
+    })
+  }
+
+  /** Parses, validates, replays or runs the handler, and replies. */
+  #complete (raw: Buffer | undefined): void {
+    const { route, ctx } = { route: this.#route, ctx: this.#ctx }
+    // The body may have arrived over several turns: read what other threads committed meanwhile.
+    if (raw !== undefined) this.#deps.store.refresh()
+    try {
+      route.verifyRaw?.(ctx, raw ?? Buffer.alloc(0))
+      if (route.rawBody === true) ctx.body = raw ?? Buffer.alloc(0)
+      if (route.body !== undefined) {
+        try {
+          let body: unknown = {}
+          if (raw !== undefined && raw.length > 0) {
+            try {
+              body = JSON.parse(raw.toString('utf8'))
+            } catch {
+              throw new ApiError('invalid_json', 'The request body is not valid JSON.')
+            }
+          }
+          validate(route.body, body)
+          ctx.body = body
+        } catch (err) {
+          const invalid = route.invalidBody
+          if (invalid === undefined || !(err instanceof ApiError)) throw err
+          throw new ApiError(invalid.code, err.message, { ...invalid.extras, ...(err.extras.param !== undefined ? { param: err.extras.param } : {}) })
+        }
+      }
+      const fingerprint = this.#claim !== undefined ? Idempotency.fingerprint(ctx.method, ctx.path, ctx.query.toString(), raw?.toString('utf8') ?? '') : ''
+      if (this.#claim !== undefined) {
+        const stored = this.#deps.idempotency.replay(this.#claim, fingerprint)
+        if (stored !== undefined) return this.#send(stored.status, stored.headers['content-type'] ?? 'application/json', stored.body, { ...stored.headers, 'Idempotent-Replayed': 'true' })
+      }
+      const result = this.#execute(fingerprint)
+      if (result.kind === 'held') return this.#hold(result.answer, fingerprint)
+      this.#reply(result)
+    } catch (err) {
+      this.#fail(err, false)
+    }
+  }
+
+  /**
+   * Keeps the response open until a computed or gathered route's answer settles (onAborted was registered in run()),
+   * then writes it corked. Any other route must not hold: its clients may pipeline.
+   */
+  #hold (answer: Promise<Result>, fingerprint: string): void {
+    const { route, ctx } = { route: this.#route, ctx: this.#ctx }
+    if (route.computed !== true && route.gathered !== true) {
+      // The answer is refused, but it still settles: its failure must not go unhandled and end the process.
+      answer.catch(() => {})
+      throw new Error(`${route.method.toUpperCase()} ${route.path} held its response but is neither computed nor gathered`)
+    }
+    answer.then((result) => {
+      if (this.#aborted) return
+      if (result.kind === 'held') throw new Error('a held answer settled into another held answer')
+      const claim = this.#claim
+      if (claim !== undefined && !ctx.dryRun) this.#deps.store.write(() => this.#save(claim, fingerprint, result))
+      this.#reply(result)
+    }).catch((err: unknown) => { this.#fail(err, false) })
+  }
+
+  #save (claim: string, fingerprint: string, result: Written): void {
+    const { body, contentType, status } = this.#render(result)
+    this.#deps.idempotency.save(claim, fingerprint, status, body.toString(), { 'content-type': contentType, ...result.headers })
+  }
+
+  #execute (fingerprint: string): Result {
+    const { route, ctx } = { route: this.#route, ctx: this.#ctx }
+    if (route.prepare !== undefined) ctx.prepared = route.prepare(ctx)
+    if (!isMutating(ctx.method)) return route.handler(ctx)
+    const claim = this.#claim
+    try {
+      return this.#deps.store.write(() => {
+        const result = route.handler(ctx)
+        if (ctx.dryRun) throw new Rollback(result)
+        // A held answer is recorded once it settles (#hold), in a transaction of its own.
+        if (claim !== undefined && result.kind !== 'held') this.#save(claim, fingerprint, result)
+        return result
+      })
+    } catch (err) {
+      if (err instanceof Rollback) return err.result
+      // A handler's own 4xx is part of the key's outcome and is replayed too; 5xx and 429 may be retried.
+      if (claim !== undefined && err instanceof ApiError && err.status < 500 && err.status !== 429) {
+        const body = this.#errorBody(err)
+        this.#deps.store.write(() => this.#deps.idempotency.save(claim, fingerprint, err.status, body, { 'content-type': 'application/json', ...err.headers }))
+      }
+      throw err
+    }
+  }
+
+  #render (result: Written): { status: number, contentType: string, body: string | Buffer } {
+    if (this.#ctx.dryRun && result.kind === 'raw') {
+      const text = result.body.toString()
+      const data = text === '' ? null : result.contentType.startsWith('application/json') ? JSON.parse(text) as unknown : text
+      return { status: 200, contentType: 'application/json', body: JSON.stringify({ dry_run: true, data, warnings: this.#warnings }) }
+    }
+    if (result.kind === 'raw') return { status: result.status, contentType: result.contentType, body: result.body }
+    if (this.#ctx.dryRun) return { status: 200, contentType: 'application/json', body: JSON.stringify({ dry_run: true, data: result.data, warnings: this.#warnings }) }
+    const data = result.data instanceof RawJson ? result.data.json : JSON.stringify(result.data)
+    // What the service decided for the caller (defaults it filled in, a targeting that matches nothing yet).
+    const warnings = this.#warnings.length > 0 ? `,"warnings":${JSON.stringify(this.#warnings)}` : ''
+    return { status: result.status, contentType: 'application/json', body: data === undefined ? `{"success":true${warnings}}` : `{"success":true,"data":${data}${warnings}}` }
+  }
+
+  #reply (result: Written): void {
+    const { status, contentType, body } = this.#render(result)
+    this.#send(status, contentType, body, result.headers)
+  }
+
+  #errorBody (err: ApiError): string {
+    return this.#route.envelope === 'nested'
+      ? nestedError(err, this.#ctx.requestId, this.#deps.config.baseUrl)
+      : flatError(err, this.#ctx.requestId)
+  }
+
+  /**
+   * Renders any failure; close is set when the rest of the body was not read. Nothing a request does may end the
+   * process: should rendering the failure fail too, the connection is closed and the service goes on serving.
+   */
+  #fail (err: unknown, close: boolean): void {
+    try {
+      this.#renderFailure(err, close)
+    } catch (fatal) {
+      this.#deps.log.error('could not answer a failed request', { request_id: this.#ctx.requestId, error: fatal instanceof Error ? fatal.stack : String(fatal) })
+      this.#finish(500)
+      try {
+        this.#res.close()
+      } catch {
+        // uWS had already closed or answered it: there is nothing left to do for this request.
+      }
+    }
+  }
+
+  #renderFailure (err: unknown, close: boolean): void {
+    let apiError: ApiError
+    if (err instanceof ApiError) {
+      apiError = err
+    } else {
+      // No stack trace leaves the process; the log has it, under the request id.
+      this.#deps.log.error('unhandled error', { request_id: this.#ctx.requestId, route: `${this.#route.method.toUpperCase()} ${this.#route.path}`, error: err instanceof Error ? err.stack : String(err) })
+      apiError = new ApiError('internal_error', 'Internal error; quote request_id to support.')
+    }
+    const mustClose = close || (apiError.code === 'payload_too_large') || apiError.code === 'service_unavailable'
+    const headers = apiError.headers
+    this.#send(apiError.status, 'application/json', this.#errorBody(apiError), headers, mustClose && (this.#route.body !== undefined || this.#route.rawBody === true))
+  }
+
+  #send (status: number, contentType: string, body: string | Buffer, headers: Record<string, string> | undefined, close = false): void {
+    if (this.#aborted || this.#done) return
+    const res = this.#res
+    const rate = this.#rate
+    const cache = this.#route.cacheSeconds
+    res.cork(() => {
+      res.writeStatus(statusLine(status))
+      res.writeHeader('Content-Type', contentType)
+      res.writeHeader('X-Request-Id', this.#ctx.requestId)
+      if (rate !== undefined) {
+        res.writeHeader('RateLimit-Limit', String(rate.limit))
+        res.writeHeader('RateLimit-Remaining', String(rate.remaining))
+        res.writeHeader('RateLimit-Reset', String(rate.resetSeconds))
+      }
+      res.writeHeader('Cache-Control', cache !== undefined && status < 400 ? `public, max-age=${cache}` : 'no-store')
+      if (headers !== undefined) for (const name in headers) if (name !== 'content-type') res.writeHeader(name, headers[name]!)
+      if (this.#head) res.endWithoutBody(Buffer.byteLength(body), close)
+      else res.end(body, close)
+    })
+    this.#finish(status)
+  }
+
+  #finish (status: number): void {
+    if (this.#done) return
+    this.#done = true
+    const { metrics, lifecycle, idempotency } = this.#deps
+    if (this.#claim !== undefined) idempotency.release(this.#claim)
+    this.#series.observe(status, (performance.now() - this.#start) / 1000)
+    metrics.inFlight--
+    if (--lifecycle.inFlight === 0 && lifecycle.onIdle !== undefined) lifecycle.onIdle()
+  }
+}

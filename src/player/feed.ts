@@ -1,0 +1,144 @@
+import { randomUUID } from 'node:crypto'
+import { recordDelivery } from '../campaigns/lifecycle.js'
+import type { FunnelLog } from '../events/funnel.js'
+import { ApiError } from '../errors.js'
+import type { ProofRecord, SpotEventResult } from '../generated/types.js'
+import { impressionMultiplier } from '../inventory/fein.js'
+import { localTime, minutesUntilOpen } from '../inventory/local-time.js'
+import type { Metrics } from '../http/metrics.js'
+import type { Notices } from '../notify/notices.js'
+import { issueProof, type ProofDeps } from '../proof/chain.js'
+import { givtOf } from '../proof/givt.js'
+import type { CreativeRecord, ScreenRecord, SpotRecord } from '../store/records.js'
+import type { Store } from '../store/store.js'
+import { fromMicros, playCostMicros } from '../bidding/auction/money.js'
+import { settleBilling, settleLoss, settleWin } from '../bidding/auction/settle.js'
+import { decide } from '../bidding/auction/waterfall.js'
+import { addToHour } from '../bidding/hour-stats.js'
+
+/** How long a closed screen waits before asking again, at most. */
+const CLOSED_RETRY_SECONDS = 300
+/** Clock skew tolerated between a player and the service. */
+const SKEW_MS = 60_000
+
+/** The screen an embed token addresses (404 screen_not_found otherwise). */
+export function screenOfToken (store: Store, token: string): ScreenRecord {
+  const id = store.embeds.get(token)
+  const screen = id !== undefined ? store.screens.get(id) : undefined
+  if (screen === undefined) throw new ApiError('screen_not_found', 'No screen has this embed token; use the embed_url its device registration returned.', { param: 'token' })
+  return screen
+}
+
+/** A screen's next spot: closed (and for how long), or the spot recorded with the creative it plays. */
+export type TakenSpot = { closed: true, waitSeconds: number } | { closed: false, record: SpotRecord, creative?: CreativeRecord }
+
+/**
+ * Runs the waterfall for a screen now and records the spot it decides, settling every stored bid on the screen
+ * (winner's nurl, losers' lurl) and counting the auction; call inside the request's write transaction. The JSON
+ * feed and the VAST tag both serve spots from here.
+ */
+export function takeSpot ({ store, notices, funnel, metrics }: { store: Store, notices: Notices, funnel: FunnelLog, metrics: Metrics }, screen: ScreenRecord, now: number): TakenSpot {
+  const house = store.meta.get('settings:house_creative_id') as string | undefined
+  const decision = decide(store, screen, now, house)
+  // Counted once committed: a dry run's decision is rolled back, and so is its count.
+  store.afterCommit(() => metrics.spot(screen.screen_id, decision.tier, decision.winner !== undefined, now))
+  if (decision.tier === 'closed') return { closed: true, waitSeconds: Math.min(CLOSED_RETRY_SECONDS, (minutesUntilOpen(screen.operating_hours, localTime(screen.timezone, now)) ?? 60) * 60) }
+  const spotId = `spt_${randomUUID()}`
+  const duration = screen.slot_duration_seconds
+  const record: SpotRecord = { spot_id: spotId, screen_id: screen.screen_id, tier: decision.tier, decided_at: now, starts_at: now, duration_seconds: duration, status: 'served' }
+  if (decision.creative !== undefined) record.creative_id = decision.creative.creative_id
+  const settle = { store, notices }
+  for (const loss of decision.losses) settleLoss(settle, screen, loss, decision.tier, now)
+  if (decision.winner !== undefined) {
+    const { bid, clearing } = decision.winner
+    settleWin(settle, screen, decision.winner, decision.tier, spotId, now)
+    record.bid = { ...bid, clearing }
+    record.seat_id = bid.seat_id
+    if (bid.dealid !== undefined) record.deal_id = bid.dealid
+    if (bid.adm !== undefined) record.adm = bid.adm
+  }
+  if (decision.assignment !== undefined) {
+    record.assignment_id = decision.assignment.assignment_id
+    record.seat_id = decision.assignment.seat_id
+    if (decision.assignment.campaign_id !== undefined) record.campaign_id = decision.assignment.campaign_id
+  }
+  if (decision.line !== undefined) {
+    const key: [string, string, string] = [screen.screen_id, decision.local.date, decision.line]
+    store.plays.putSync(key, (store.plays.get(key) ?? 0) + 1)
+  }
+  store.spots.putSync(spotId, record)
+  funnel.append({
+    stage: 'auction', at: now, screens: [screen.screen_id], spot_id: spotId, tier: decision.tier, competitors: decision.losses.length + (decision.winner !== undefined ? 1 : 0),
+    ...(record.seat_id !== undefined ? { seat_id: record.seat_id } : {}),
+    ...(record.creative_id !== undefined ? { creative_id: record.creative_id } : {}),
+    ...(record.bid !== undefined ? { clearing_cpm: record.bid.clearing, multiplier: record.bid.multiplier } : {})
+  })
+  return { closed: false, record, ...(decision.creative !== undefined ? { creative: decision.creative } : {}) }
+}
+
+/** A player's report on a spot: what it says, when, and how the play is verified. */
+export interface SpotEventInput {
+  event: 'render_started' | 'play_completed'
+  at?: number
+  durationMs?: number
+  /** signed: the JSON player reported it; event_confirmed: a VAST tracking event did. */
+  tier: ProofRecord['verification_tier']
+}
+
+/**
+ * Records render_started or play_completed of a spot once: the render confirms the impression multiplier; the
+ * completion bills a bid spot (spend, burl), counts a placement's delivery and signs a proof of play. A repeat
+ * changes nothing and says duplicate.
+ */
+export function spotEvent ({ store, notices, funnel, outbox, proofSigner }: ProofDeps & { notices: Notices }, screen: ScreenRecord, spot: SpotRecord, input: SpotEventInput, now: number): SpotEventResult {
+  const at = input.at ?? now
+  if (at < spot.decided_at - SKEW_MS || at > now + SKEW_MS) throw new ApiError('invalid_parameter', 'at must lie between the spot\'s decision and now (epoch ms).', { param: 'at' })
+  const event = input.event
+  const result: SpotEventResult = { spot_id: spot.spot_id, event, status: spot.status, duplicate: false }
+  const next: SpotRecord = { ...spot }
+  if (event === 'render_started') {
+    if (spot.started_at !== undefined) return { ...result, duplicate: true }
+    next.started_at = at
+    if (spot.status === 'served') next.status = 'started'
+    if (spot.bid !== undefined) next.multiplier = Math.min(spot.bid.multiplier, impressionMultiplier(store.fein.get(screen.screen_id), screen.capabilities.fein, now))
+    funnel.append({ stage: 'render_started', at, screens: [screen.screen_id], spot_id: spot.spot_id, tier: spot.tier, ...(spot.seat_id !== undefined ? { seat_id: spot.seat_id } : {}), ...(spot.creative_id !== undefined ? { creative_id: spot.creative_id } : {}) })
+  } else {
+    if (spot.status === 'completed') return { ...result, duplicate: true }
+    next.status = 'completed'
+    next.completed_at = at
+    next.started_at ??= at - (input.durationMs ?? spot.duration_seconds * 1000)
+    const multiplier = next.multiplier ?? spot.bid?.multiplier ?? 1
+    next.multiplier = multiplier
+    if (spot.bid !== undefined) {
+      const cost = playCostMicros(spot.bid.clearing, multiplier)
+      next.cost_micros = cost
+      addToHour(store, spot.bid.seat_id, now, (h) => { h.spend_usd = fromMicros(Math.round(h.spend_usd * 1e6) + cost) })
+      settleBilling({ store, notices }, spot.bid, multiplier, at, now)
+      result.billed = true
+    }
+    if (spot.campaign_id !== undefined) recordDelivery(store, outbox, spot.campaign_id, Math.max(1, Math.round(multiplier)), 0, now)
+    if (spot.creative_id !== undefined) {
+      const durationMs = Math.round(input.durationMs ?? at - next.started_at)
+      const proof = issueProof({ store, proofSigner, outbox, funnel }, { timestamp: at, adId: spot.creative_id, impressionId: spot.spot_id, screenId: screen.screen_id, deviceId: screen.device_id }, {
+        verification_tier: input.tier,
+        seat_id: spot.seat_id ?? null,
+        creative_id: spot.creative_id,
+        spot_id: spot.spot_id,
+        duration_ms: durationMs,
+        completed: true,
+        givt: givtOf(store, screen, { timestamp: at, durationMs, completed: true, slotSeconds: spot.duration_seconds })
+      }, now)
+      result.proof_id = proof.proof_id
+    }
+    funnel.append({
+      stage: 'play_completed', at, screens: [screen.screen_id], spot_id: spot.spot_id, tier: spot.tier, multiplier,
+      ...(input.durationMs !== undefined ? { duration_ms: input.durationMs } : {}),
+      ...(spot.seat_id !== undefined ? { seat_id: spot.seat_id } : {}),
+      ...(spot.creative_id !== undefined ? { creative_id: spot.creative_id } : {}),
+      ...(spot.bid !== undefined ? { clearing_cpm: spot.bid.clearing, cost_usd: fromMicros(next.cost_micros!) } : {})
+    })
+  }
+  store.spots.putSync(spot.spot_id, next)
+  result.status = next.status
+  return result
+}

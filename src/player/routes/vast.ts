@@ -1,0 +1,75 @@
+import type { Deps } from '../../deps.js'
+import { ApiError } from '../../errors.js'
+import { raw, route, type RouteDef } from '../../http/route.js'
+import { vastEmpty, vastInline } from '../vast.js'
+import { screenOfToken, spotEvent, takeSpot } from '../feed.js'
+
+const EVENTS = new Set(['impression', 'start', 'firstQuartile', 'midpoint', 'thirdQuartile', 'complete', 'error'])
+
+/**
+ * The feed for players that speak VAST (spec: VAST-tag operation, path not shown): GET {embed_url}/vast runs the
+ * same waterfall as the JSON feed and answers a VAST 4.2 InLine ad whose tracking URLs report the play: start
+ * (and the impression) is render_started, complete is play_completed, which bills the spot and signs its proof at
+ * tier event_confirmed.
+ */
+export function vastRoutes (deps: Deps): RouteDef[] {
+  const { store, config } = deps
+  const common = { tag: 'Player', envelope: 'flat', auth: 'none', rateGroup: 'player' } as const
+  const base = (token: string) => `${config.baseUrl}/embed/${token}`
+  return [
+    route({
+      ...common,
+      method: 'get',
+      path: '/embed/:token/vast',
+      summary: 'The next spot as a VAST 4.2 tag, for players that speak VAST',
+      description: 'Each request takes a spot, like POST {embed_url}/spots: an InLine linear ad with the creative\'s asset as MediaFile, an Impression URL and tracking events start, firstQuartile, midpoint, thirdQuartile and complete. A closed screen or nothing to play answers an empty <VAST version="4.2"/>. Not cacheable.',
+      produces: 'application/xml',
+      errors: ['screen_not_found'],
+      handler: (ctx) => {
+        const token = ctx.params.token!
+        const screen = screenOfToken(store, token)
+        const xml = store.write(() => {
+          const taken = takeSpot(deps, screen, ctx.now)
+          if (taken.closed || taken.creative === undefined) return vastEmpty()
+          const spot = `${base(token)}/vast/${taken.record.spot_id}`
+          return vastInline({
+            adId: taken.record.spot_id,
+            creative: taken.creative,
+            assetUrl: `${base(token)}/assets/${taken.creative.creative_id}`,
+            impressionUrl: `${spot}/impression`,
+            durationSeconds: taken.record.duration_seconds,
+            display: screen.display,
+            errorUrl: `${spot}/error?code=[ERRORCODE]`,
+            tracking: { start: `${spot}/start`, firstQuartile: `${spot}/firstQuartile`, midpoint: `${spot}/midpoint`, thirdQuartile: `${spot}/thirdQuartile`, complete: `${spot}/complete` }
+          })
+        })
+        return raw(xml, 'application/xml; charset=utf-8')
+      }
+    }),
+    route({
+      ...common,
+      method: 'get',
+      path: '/embed/:token/vast/:spot_id/:event',
+      summary: 'A VAST tracking event of a spot (204)',
+      description: 'impression and start record render_started; complete records play_completed (billing, burl, and a proof of play at tier event_confirmed); quartiles and error are acknowledged. Repeats change nothing.',
+      noContent: 'The event was recorded (or was already).',
+      status: 204,
+      errors: ['screen_not_found', 'spot_not_found'],
+      handler: (ctx) => {
+        const screen = screenOfToken(store, ctx.params.token!)
+        const event = ctx.params.event!
+        if (!EVENTS.has(event)) throw new ApiError('invalid_parameter', `event must be one of ${[...EVENTS].join(', ')}.`, { param: 'event' })
+        const spot = store.spots.get(ctx.params.spot_id!)
+        if (spot === undefined || spot.screen_id !== screen.screen_id) throw new ApiError('spot_not_found', `No spot ${ctx.params.spot_id} was given to this screen.`, { param: 'spot_id' })
+        store.write(() => {
+          if (event === 'impression' || event === 'start') spotEvent(deps, screen, spot, { event: 'render_started', tier: 'event_confirmed' }, ctx.now)
+          else if (event === 'complete') {
+            const durationMs = spot.started_at !== undefined ? ctx.now - spot.started_at : spot.duration_seconds * 1000
+            spotEvent(deps, screen, spot, { event: 'play_completed', tier: 'event_confirmed', durationMs }, ctx.now)
+          }
+        })
+        return raw('', 'text/plain', 204)
+      }
+    })
+  ]
+}
