@@ -133,7 +133,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   })
   const threads: Supervisor = new Supervisor({
     config,
-    shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, principals: auth.buffer, limits: limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer }
+    shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer }
   }, {
     log: (line: string) => log.write(line),
     moderate: (id: string) => moderator.schedule(id),

@@ -157,7 +157,7 @@ t.test('an internal error is internal_error with the request id and no stack tra
   const { key } = await svc.onboard('corrupt')
   // A record damaged on disk: the seat lost its key list.
   const seat = svc.service.store.seats.get('corrupt')!
-  await svc.service.store.seats.put('corrupt', { ...seat, key_ids: undefined as unknown as string[] })
+  svc.service.store.write(() => svc.service.store.seats.putSync('corrupt', { ...seat, key_ids: undefined as unknown as string[] }))
   svc.clock.advance(2000)
   const r = await svc.request('GET', '/openrtb/v2/keys', { key })
   t.equal(r.status, 500)

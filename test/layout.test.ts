@@ -3,7 +3,8 @@ import { dirname, join, relative, resolve } from 'node:path'
 import t from 'tap'
 
 // The layering docs/architecture.md draws, checked on the source (no service started): import arrows only point down,
-// and there is no circle, type-only imports included. The README's layout and route tables match the tree.
+// there is no circle (type-only imports included), and each table is written by its owner only. The README's layout
+// and route tables match the tree.
 
 const ROOT = process.cwd()
 const files: string[] = []
@@ -76,6 +77,76 @@ t.test('no import circle, type-only imports included', async (t) => {
   }
   for (const file of imports.keys()) if (!index.has(file)) visit(file)
   t.same(circles, [])
+})
+
+/**
+ * Who may write each table: its owning domain (docs/architecture.md, "The map"). Everyone else reads, or calls the
+ * owner. `meta` is the one shared table, namespaced by key prefix (settings:, secret:, ...).
+ */
+const OWNERS: Record<string, string[]> = {
+  seats: ['src/accounts/'],
+  bySeat: ['src/accounts/'],
+  keys: ['src/auth/'],
+  keyDigests: ['src/auth/'],
+  partners: ['src/inventory/'],
+  partnerSlugs: ['src/inventory/'],
+  devices: ['src/inventory/'],
+  embeds: ['src/inventory/'],
+  screens: ['src/inventory/'],
+  status: ['src/inventory/'],
+  fein: ['src/inventory/'],
+  adslotIndex: ['src/inventory/'],
+  adslotPos: ['src/inventory/'],
+  rows: ['src/inventory/'],
+  creatives: ['src/creatives/', 'src/moderation/'],
+  campaigns: ['src/campaigns/'],
+  assignments: ['src/campaigns/'],
+  reservations: ['src/campaigns/'],
+  deals: ['src/campaigns/'],
+  booked: ['src/campaigns/'],
+  placements: ['src/campaigns/'],
+  holds: ['src/campaigns/'],
+  bids: ['src/bidding/'],
+  bidExpiry: ['src/bidding/'],
+  stats: ['src/bidding/'],
+  spots: ['src/player/'],
+  plays: ['src/player/'],
+  aliases: ['src/exchange/'],
+  exchangeBids: ['src/exchange/'],
+  exchangePending: ['src/exchange/'],
+  ledgers: ['src/exchange/'],
+  proofs: ['src/proof/'],
+  proofHeads: ['src/proof/'],
+  proofChain: ['src/proof/'],
+  proofByImpression: ['src/proof/'],
+  proofTimes: ['src/proof/'],
+  proofDays: ['src/proof/'],
+  proofsBySeat: ['src/proof/'],
+  notices: ['src/notify/'],
+  webhooks: ['src/webhooks/'],
+  deliveries: ['src/webhooks/'],
+  funnel: ['src/events/'],
+  idempotency: ['src/http/'],
+  outbox: ['src/store/'],
+  audit: ['src/store/']
+}
+
+t.test('each table is written only by the domain that owns it', async (t) => {
+  const strays: string[] = []
+  let writes = 0
+  for (const file of files) {
+    if (file.endsWith('.test.ts')) continue
+    for (const m of readFileSync(file, 'utf8').matchAll(/store\.(\w+)\.(?:putSync|removeSync|put|remove|ifNoExists|clearSync|dropSync)\(/g)) {
+      const table = m[1]!
+      if (table === 'meta') continue
+      writes++
+      const owners = OWNERS[table]
+      if (owners === undefined) strays.push(`${file} writes ${table}, which has no owner here`)
+      else if (!owners.some((o) => file.startsWith(o))) strays.push(`${file} writes ${table}, owned by ${owners.join(' and ')}`)
+    }
+  }
+  t.same(strays, [])
+  t.ok(writes > 80, `${writes} writes checked`)
 })
 
 const readme = readFileSync('README.md', 'utf8')

@@ -9,6 +9,11 @@ export function indexForSeat (store: Store, kind: string, seatId: string, create
   store.bySeat.putSync([kind, seatId.toLowerCase(), -createdMs, id], id)
 }
 
+/** Takes the item out of the seat's list (it was deleted). Call inside Store.write. */
+export function unindexForSeat (store: Store, kind: string, seatId: string, createdMs: number, id: string): void {
+  store.bySeat.removeSync([kind, seatId.toLowerCase(), -createdMs, id])
+}
+
 /** One page of a seat's items of a kind, newest first, optionally by status. */
 export function seatPage<T extends { status: string }, V> (store: Store, kind: string, seatId: string, q: ListQuery, load: (id: string) => T | undefined, view: (item: T) => V): Page<V> {
   const seat = seatId.toLowerCase()

@@ -4,7 +4,7 @@ import type { Deps } from '../deps.js'
 import { ApiError } from '../errors.js'
 import type { BidderAlias, BidderAliasRequest } from '../generated/types.js'
 import { ok, route, type RouteDef } from '../http/route.js'
-import { cidrProblem } from '../exchange/aliases.js'
+import { cidrProblem, removeAlias, saveAlias } from '../exchange/aliases.js'
 import type { BidderAliasRecord } from '../store/records.js'
 
 const ALIAS = /^[a-z0-9][a-z0-9_-]{1,63}$/
@@ -75,7 +75,7 @@ export function adminBidderAliasRoutes ({ store, outbox, config, sealer }: Deps)
           secret = minted.secret
           record.secret_sealed = minted.sealed
         }
-        store.aliases.putSync(alias, record)
+        saveAlias(store, record)
         outbox.append(`audit.bidder_alias.${existing === undefined ? 'created' : 'updated'}`, `bidder_alias:${alias}`, { actor: 'operator', alias, ip_allowlist: record.ip_allowlist, require_signature: record.require_signature, rate_limit_per_minute: record.rate_limit_per_minute, status: record.status })
         return ok(view(record, ctx.dryRun ? undefined : secret), existing === undefined ? 201 : 200)
       }
@@ -109,7 +109,7 @@ export function adminBidderAliasRoutes ({ store, outbox, config, sealer }: Deps)
         const r = load(ctx.params.alias!)
         const minted = mintSecret(r.alias)
         const next: BidderAliasRecord = { ...r, secret_sealed: minted.sealed, updated_at: iso(ctx.now) }
-        store.aliases.putSync(r.alias, next)
+        saveAlias(store, next)
         outbox.append('audit.bidder_alias.secret_rotated', `bidder_alias:${r.alias}`, { actor: 'operator', alias: r.alias })
         return ok(view(next, ctx.dryRun ? undefined : minted.secret))
       }
@@ -124,7 +124,7 @@ export function adminBidderAliasRoutes ({ store, outbox, config, sealer }: Deps)
       errors: ['alias_not_found'],
       handler: (ctx) => {
         const r = load(ctx.params.alias!)
-        store.aliases.removeSync(r.alias)
+        removeAlias(store, r.alias)
         outbox.append('audit.bidder_alias.deleted', `bidder_alias:${r.alias}`, { actor: 'operator', alias: r.alias })
         return ok(view(r))
       }

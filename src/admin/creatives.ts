@@ -1,10 +1,7 @@
-import { iso } from '../clock.js'
 import type { Deps } from '../deps.js'
-import { ApiError } from '../errors.js'
 import type { CreativeListQuery, CreativeReviewRequest } from '../generated/types.js'
 import { ok, route, type RouteDef } from '../http/route.js'
-import { completedEvent } from '../moderation/moderator.js'
-import type { CreativeRecord } from '../store/records.js'
+import { reviewCreative } from '../moderation/review.js'
 import { creativeView, UploadUrls } from '../creatives/routes/creatives.js'
 
 /**
@@ -37,15 +34,7 @@ export function adminCreativeRoutes ({ store, outbox, config }: Deps): RouteDef[
       data: 'Creative',
       errors: ['creative_not_found', 'invalid_transition'],
       handler: (ctx) => {
-        const c = store.creatives.get(ctx.params.id!)
-        if (c === undefined) throw new ApiError('creative_not_found', `No creative ${ctx.params.id}.`, { param: 'id' })
-        const allowed = c.status === 'needs_review' || (c.status === 'rejected' && ctx.body.decision === 'approved')
-        if (!allowed) throw new ApiError('invalid_transition', `A ${c.status} creative cannot be ${ctx.body.decision} on review.`, { status: c.status })
-        const now = iso(ctx.now)
-        const next: CreativeRecord = { ...c, status: ctx.body.decision, updated_at: now, reviews: [...(c.reviews ?? []), { decision: ctx.body.decision, reason: ctx.body.reason, at: now, from: c.status }] }
-        store.creatives.putSync(c.creative_id, next)
-        outbox.append('creative.moderation.completed', `creative:${c.creative_id}`, completedEvent(next), c.seat_id)
-        outbox.append('audit.creative.reviewed', `creative:${c.creative_id}`, { actor: 'operator', from: c.status, to: ctx.body.decision, reason: ctx.body.reason }, c.seat_id)
+        const next = reviewCreative(store, outbox, ctx.params.id!, ctx.body.decision, ctx.body.reason, ctx.now)
         return ok(creativeView(next, uploads, config.baseUrl, config.maxCreativeBytes))
       }
     })

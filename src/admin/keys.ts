@@ -1,5 +1,5 @@
 import { iso } from '../clock.js'
-import { revokeKey } from '../auth/keys.js'
+import { revokeKey, updateKey } from '../auth/keys.js'
 import { ApiError } from '../errors.js'
 import type { KeyUpdateRequest, SeatActionRequest } from '../generated/types.js'
 import { ok, route, type RouteDef } from '../http/route.js'
@@ -8,7 +8,7 @@ import { keyView } from '../accounts/views.js'
 import type { Deps } from '../deps.js'
 
 /** Operator routes over API keys: read, narrow or widen scopes, revoke; each audited. */
-export function adminKeyRoutes ({ store, outbox, auth }: Deps): RouteDef[] {
+export function adminKeyRoutes ({ store, outbox }: Deps): RouteDef[] {
   const load = (keyId: string): KeyRecord => {
     const key = store.keys.get(keyId)
     if (key === undefined) throw new ApiError('key_not_found', `No key ${keyId}.`, { param: 'key_id' })
@@ -16,7 +16,6 @@ export function adminKeyRoutes ({ store, outbox, auth }: Deps): RouteDef[] {
   }
   const audited = (key: KeyRecord, type: string, data: Record<string, unknown>) => {
     outbox.append(type, `key:${key.key_id}`, { actor: 'operator', ...data }, key.seat_id)
-    auth.invalidate()
     return ok(keyView(key))
   }
   const common = { tag: 'Operator', envelope: 'flat', auth: 'admin', rateGroup: 'ops', data: 'KeySummary', errors: ['key_not_found'] } as const
@@ -31,8 +30,7 @@ export function adminKeyRoutes ({ store, outbox, auth }: Deps): RouteDef[] {
       body: 'KeyUpdateRequest',
       handler: (ctx) => {
         const key = load(ctx.params.key_id!)
-        const next = { ...key, scopes: ctx.body.scopes }
-        store.keys.putSync(key.key_id, next)
+        const next = updateKey(store, key, { scopes: ctx.body.scopes })
         return audited(next, 'audit.key.scopes_changed', { before: key.scopes, after: next.scopes, reason: ctx.body.reason ?? null })
       }
     }),

@@ -6,6 +6,7 @@ import { ok, route, type RouteDef } from '../http/route.js'
 import type { SeatRecord } from '../store/records.js'
 import type { Deps } from '../deps.js'
 import { pageQuery, pageParams } from './paging.js'
+import { saveSeat } from '../accounts/seats.js'
 
 type SeatAction = 'approve' | 'suspend' | 'reinstate' | 'revoke'
 
@@ -40,7 +41,7 @@ export function adminSeatView (seat: SeatRecord): AdminSeat {
 }
 
 /** Operator routes over seats: list, read, state moves and custom rate limits, each audited. */
-export function adminSeatRoutes ({ store, outbox, auth }: Deps): RouteDef[] {
+export function adminSeatRoutes ({ store, outbox }: Deps): RouteDef[] {
   const load = (seatId: string): SeatRecord => {
     const seat = store.seats.get(seatId.toLowerCase())
     if (seat === undefined) throw new ApiError('seat_not_found', `No seat ${seatId}.`, { param: 'seat_id' })
@@ -67,10 +68,9 @@ export function adminSeatRoutes ({ store, outbox, auth }: Deps): RouteDef[] {
       const next: SeatRecord = { ...seat, status: to, updated_at: iso(ctx.now) }
       if (name === 'suspend') next.suspended_from = seat.status
       else delete next.suspended_from
-      store.seats.putSync(seat.seat_id.toLowerCase(), next)
+      saveSeat(store, next)
       const past = { approve: 'approved', suspend: 'suspended', reinstate: 'reinstated', revoke: 'revoked' }[name]
       outbox.append(`audit.seat.${past}`, `seat:${seat.seat_id}`, { actor: 'operator', from: seat.status, to, reason: ctx.body.reason ?? null }, seat.seat_id)
-      auth.invalidate()
       return ok(adminSeatView(next))
     }
   })
@@ -122,9 +122,8 @@ export function adminSeatRoutes ({ store, outbox, auth }: Deps): RouteDef[] {
           else (limits as Record<string, number>)[group] = value
         }
         const next = { ...seat, rate_limits: limits, updated_at: iso(ctx.now) }
-        store.seats.putSync(seat.seat_id.toLowerCase(), next)
+        saveSeat(store, next)
         outbox.append('audit.seat.rate_limits_changed', `seat:${seat.seat_id}`, { actor: 'operator', before: seat.rate_limits, after: limits, reason: ctx.body.reason ?? null }, seat.seat_id)
-        auth.invalidate()
         return ok(adminSeatView(next))
       }
     })

@@ -1,4 +1,5 @@
 import type { Logger } from '../log.js'
+import { dropShipped } from '../events/funnel.js'
 import type { Store } from '../store/store.js'
 import type { Backend } from './backends.js'
 import { RowBuilder } from './rows.js'
@@ -75,9 +76,7 @@ export class Shipper {
       const lines = have.size === 0 ? rows : rows.filter(([id]) => !have.has(id))
       if (lines.length > 0) await this.#backend.insert(name, lines.map(([, line]) => line).join('\n'))
     }
-    this.#store.write(() => {
-      for (const key of this.#store.funnel.getKeys({ end: last + 1 })) this.#store.funnel.removeSync(key)
-    })
+    this.#store.write(() => dropShipped(this.#store, last))
     this.shipped += events.length
     this.#onShipped(events.length)
     return events.length

@@ -10,36 +10,34 @@ const CACHE_MAX = 100_000
 
 /**
  * Resolves API keys to principals. Hot routes see the same few keys at high rates, so a resolved principal is kept
- * for up to a second. Every change to keys, seats or partners calls invalidate(), which moves a generation in memory
- * shared by the hot threads: a key revoked through one thread stops working in all of them at once. Another
- * process's change is seen within that second.
+ * for up to a second, and dropped as soon as the keys, seats or partners table changes: their generations live in
+ * memory shared by the hot threads (the store's cached tables), so a key revoked through one thread stops working in
+ * all of them at once, with nobody having to remember to say so. Keys are resolved before a route's transaction
+ * opens, so a principal is never read from writes that may still roll back.
  */
 export class Authenticator {
   readonly #store: Store
   readonly #clock: Clock
   readonly #adminDigest: Buffer
   #cache = new Map<string, { principal: Principal, until: number }>()
-  readonly #generation: Int32Array
-  #seen: number
+  #seen = -1
 
-  /** buffer: another thread's generation, so that an invalidate() anywhere drops every thread's cache. */
-  constructor (store: Store, clock: Clock, adminToken: string, buffer = new SharedArrayBuffer(4)) {
+  constructor (store: Store, clock: Clock, adminToken: string) {
     this.#store = store
     this.#clock = clock
     this.#adminDigest = createHash('sha256').update(adminToken).digest()
-    this.#generation = new Int32Array(buffer)
-    this.#seen = Atomics.load(this.#generation, 0)
   }
 
-  /** The memory to hand a hot thread's Authenticator. */
-  get buffer (): SharedArrayBuffer {
-    return this.#generation.buffer as SharedArrayBuffer
+  /** Moves whenever a principal's tables do: every term only grows, so any change grows the sum. */
+  #generation (): number {
+    const s = this.#store
+    return s.keys.version + s.seats.version + s.partners.version
   }
 
   /** The principal of a presented key, or undefined when the key is unknown, revoked or expired. */
   resolve (presented: string): Principal | undefined {
     const now = this.#clock.now()
-    const generation = Atomics.load(this.#generation, 0)
+    const generation = this.#generation()
     if (generation !== this.#seen) {
       this.#cache.clear()
       this.#seen = generation
@@ -60,13 +58,6 @@ export class Authenticator {
     if (this.#cache.size >= CACHE_MAX) this.#cache = new Map()
     this.#cache.set(presented, { principal, until: now + CACHE_MS })
     return principal
-  }
-
-  /** Drops every cached principal; call after changing a key, seat or partner. */
-  invalidate (): void {
-    this.#cache.clear()
-    // Inside a transaction, other threads must not drop their copies before the change is there to read.
-    this.#store.afterCommit(() => Atomics.add(this.#generation, 0, 1))
   }
 
   /** Whether a bearer token is the operator token (constant-time). */

@@ -43,6 +43,13 @@ export function saveKey (store: Store, record: KeyRecord): void {
   store.keyDigests.putSync(record.digest, record.key_id)
 }
 
+/** Stores a change to a key record (its scopes, its seat, its sealed copy); call inside Store.write. */
+export function updateKey (store: Store, record: KeyRecord, change: Partial<Omit<KeyRecord, 'key_id' | 'digest'>>): KeyRecord {
+  const next = { ...record, ...change }
+  store.keys.putSync(record.key_id, next)
+  return next
+}
+
 /** Marks a key revoked and stores it; call inside Store.write. */
 export function revokeKey (store: Store, record: KeyRecord, now: string): KeyRecord {
   const revoked = { ...record, revoked_at: now }

@@ -9,8 +9,6 @@ export interface HotShared {
   clock: ClockShare
   /** Store: the cached tables' generations. */
   generations: SharedArrayBuffer
-  /** Authenticator: the principals' generation. */
-  principals: SharedArrayBuffer
   /** RateLimiter: the windows. */
   limits: SharedArrayBuffer
   /** Idempotency: keys in flight. */

@@ -1,6 +1,11 @@
 import type { FunnelEvent } from '../generated/types.js'
 import type { Store } from '../store/store.js'
 
+/** Deletes the logged events up to and including `last`, once ClickHouse holds them. Call inside Store.write. */
+export function dropShipped (store: Store, last: number): void {
+  for (const key of store.funnel.getKeys({ end: last + 1 })) store.funnel.removeSync(key)
+}
+
 /** Events one millisecond can hold before ids borrow the next millisecond (ids stay unique and ordered). */
 const PER_MS = 1000
 /** Below this many waiting events size() counts them exactly (under 2 ms); above, it keeps a running count. */

@@ -43,6 +43,16 @@ interface Compiled {
  * The bidder aliases as the hot path needs them: each alias's allowlist compiled into a BlockList (Node's own CIDR
  * matcher) and its signing secret unsealed once, rebuilt when the aliases table changes.
  */
+/** Stores a bidder alias's configuration. Call inside Store.write. */
+export function saveAlias (store: Store, record: BidderAliasRecord): void {
+  store.aliases.putSync(record.alias, record)
+}
+
+/** Removes a bidder alias: its endpoint answers 404 from then on. Call inside Store.write. */
+export function removeAlias (store: Store, alias: string): void {
+  store.aliases.removeSync(alias)
+}
+
 export class AliasGuard {
   readonly #store: Store
   readonly #sealer: KeySealer

@@ -70,7 +70,7 @@ notices.onEnqueue((origin, at) => {
   due.set(origin, Math.min(due.get(origin) ?? Infinity, at))
   sendDue()
 })
-const auth = new Authenticator(store, clock, config.adminToken!, memory.principals)
+const auth = new Authenticator(store, clock, config.adminToken!)
 const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, resume: thread === 1 })
 const shared = broadcast((channel, key, value) => rpc.notify('broadcast', channel, key, value))
 const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs, (key, outcome) => shared.send('report', key, outcome))

@@ -209,8 +209,9 @@ export class Inventory {
     return next
   }
 
-  /** Moves all of a partner's screens to another source. Call inside Store.write. */
+  /** Classifies a partner as owned or partner inventory, and moves all its screens there. Call inside Store.write. */
   setPartnerSource (partner: PartnerRecord, source: Source, now: number): number {
+    this.store.partners.putSync(partner.id, { ...partner, source })
     let moved = 0
     for (const { value } of this.store.devices.getRange({ start: `${partner.id}\u0000`, end: `${partner.id}\u0001` })) {
       const screen = this.store.screens.get(value)
@@ -219,6 +220,12 @@ export class Inventory {
       moved++
     }
     return moved
+  }
+
+  /** Stores a new partner and its slug, which must be free. Call inside Store.write. */
+  addPartner (partner: PartnerRecord): void {
+    this.store.partners.putSync(partner.id, partner)
+    this.store.partnerSlugs.putSync(partner.slug, partner.id)
   }
 
   /** Applies one FEIN measurement to a screen. Call inside Store.write. */

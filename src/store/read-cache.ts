@@ -99,6 +99,10 @@ export class CachedTable<V> {
     return this.#db.getRange(options)
   }
 
+  getKeys (options?: RangeOptions): ReturnType<Database<V, string>['getKeys']> {
+    return this.#db.getKeys(options)
+  }
+
   getCount (): number {
     return this.#db.getCount()
   }

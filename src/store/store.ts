@@ -10,10 +10,10 @@ import type { BidderAliasRecord, CampaignLedger, ExchangeBidRecord, HourStats, N
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
 export interface Store {
   root: RootDatabase
-  seats: Database<SeatRecord, string>
-  keys: Database<KeyRecord, string>
+  seats: CachedTable<SeatRecord>
+  keys: CachedTable<KeyRecord>
   keyDigests: Database<string, string>
-  partners: Database<PartnerRecord, string>
+  partners: CachedTable<PartnerRecord>
   partnerSlugs: Database<string, string>
   idempotency: Database<IdempotencyRecord, string>
   outbox: Database<OutboxEvent, number>
@@ -118,7 +118,7 @@ export interface Store {
 }
 
 /** The tables opened through CachedTable (screens, fein, rows, creatives, campaigns, deals, aliases), one generation each. */
-const CACHED_TABLES = 7
+const CACHED_TABLES = 10
 
 /**
  * How commits reach the disk. `os`: a commit is in the operating system's page cache when transactionSync returns
@@ -208,10 +208,10 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   }
   return {
     root,
-    seats: db('seats'),
-    keys: db('keys'),
+    seats: cached('seats'),
+    keys: cached('keys'),
     keyDigests: db('key_digests'),
-    partners: db('partners'),
+    partners: cached('partners'),
     partnerSlugs: db('partner_slugs'),
     idempotency: db('idempotency'),
     outbox: db<OutboxEvent, number>('outbox', 'ordered-binary'),

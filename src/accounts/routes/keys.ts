@@ -4,6 +4,7 @@ import { ApiError } from '../../errors.js'
 import type { KeyCreateRequest, Scope } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { Deps } from '../../deps.js'
+import { saveSeat } from '../seats.js'
 import { keyView } from '../views.js'
 
 /**
@@ -20,7 +21,7 @@ function beyondCaller (caller: readonly Scope[], scopes: readonly Scope[]): Scop
  * old one. A seat always keeps one live key, so it cannot lock itself out. The spec names no scope for keys; they
  * are governed by campaigns:write, the scope of the seat's other account configuration (webhooks).
  */
-export function keyRoutes ({ store, outbox, auth, sealer }: Deps): RouteDef[] {
+export function keyRoutes ({ store, outbox, sealer }: Deps): RouteDef[] {
   const liveKeys = (seatKeyIds: string[], now: number) => seatKeyIds
     .map((id) => store.keys.get(id))
     .filter((k) => k !== undefined && k.revoked_at === null && (k.expires_at === undefined || Date.parse(k.expires_at) > now))
@@ -59,9 +60,8 @@ export function keyRoutes ({ store, outbox, auth, sealer }: Deps): RouteDef[] {
           // Sealed so that it can sign the seat's notifications and webhook_url events.
           record.sealed = sealer.seal(record.key_id, key)
           saveKey(store, record)
-          store.seats.putSync(seat!.seat_id.toLowerCase(), { ...seat!, key_ids: [...seat!.key_ids, record.key_id], updated_at: now })
+          saveSeat(store, { ...seat!, key_ids: [...seat!.key_ids, record.key_id], updated_at: now })
           outbox.append('key.created', `key:${record.key_id}`, { key_id: record.key_id, prefix: record.prefix, scopes }, seat!.seat_id)
-          auth.invalidate()
         }
         const data: Record<string, unknown> = { key_id: record.key_id, key: ctx.dryRun ? undefined : key, prefix: record.prefix, scopes, created_at: now }
         if (record.label !== undefined) data.label = record.label
@@ -107,7 +107,6 @@ export function keyRoutes ({ store, outbox, auth, sealer }: Deps): RouteDef[] {
         if (liveKeys(seat.key_ids, ctx.now).length <= 1) throw new ApiError('invalid_transition', 'This is the seat\'s last live key; mint a new one before revoking it.')
         const revoked = revokeKey(store, target, iso(ctx.now))
         outbox.append('key.revoked', `key:${target.key_id}`, { key_id: target.key_id, prefix: target.prefix }, seat.seat_id)
-        auth.invalidate()
         return ok(keyView(revoked))
       }
     })

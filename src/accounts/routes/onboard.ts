@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { DSP_SCOPES, KEY_PREFIX, mintKey, presentedKey, saveKey } from '../../auth/keys.js'
+import { DSP_SCOPES, KEY_PREFIX, mintKey, presentedKey, saveKey, updateKey } from '../../auth/keys.js'
 import { iso } from '../../clock.js'
 import type { ResolvedConfig } from '../../config.js'
 import { ApiError } from '../../errors.js'
@@ -9,6 +9,7 @@ import { ok, route, type RouteDef } from '../../http/route.js'
 import { RATE_GROUPS } from '../../http/rate-limit.js'
 import type { SeatRecord } from '../../store/records.js'
 import type { Deps } from '../../deps.js'
+import { saveSeat } from '../seats.js'
 import { registrationView } from '../views.js'
 
 function sandboxBlock (config: ResolvedConfig): SandboxInfo {
@@ -26,7 +27,7 @@ function sandboxBlock (config: ResolvedConfig): SandboxInfo {
  * to the new seat and gains the DSP scopes; an invalid key is refused before anything is minted (401, by the auth
  * layer). Seat and key commit in one transaction, so a seat never exists without its key.
  */
-export function onboardRoute ({ config, store, outbox, auth, sealer }: Deps): RouteDef {
+export function onboardRoute ({ config, store, outbox, sealer }: Deps): RouteDef {
   return route<OnboardRequest>({
     method: 'post',
     path: '/openrtb/v2/onboard',
@@ -78,7 +79,7 @@ export function onboardRoute ({ config, store, outbox, auth, sealer }: Deps): Ro
         const scopes = [...new Set([...linked.scopes, ...DSP_SCOPES])]
         const presented = presentedKey(ctx.headers)
         // Sealed so that it can sign the seat's notifications and webhook_url events.
-        store.keys.putSync(linked.key_id, { ...linked, seat_id: seat.seat_id, scopes, ...(presented !== undefined && presented !== '' ? { sealed: sealer.seal(linked.key_id, presented) } : {}) })
+        updateKey(store, linked, { seat_id: seat.seat_id, scopes, ...(presented !== undefined && presented !== '' ? { sealed: sealer.seal(linked.key_id, presented) } : {}) })
         seat.key_ids.push(linked.key_id)
         credential = { key_id: linked.key_id, reused_platform_key: true, prefix: linked.prefix, scopes, rate_limit_rpm: RATE_GROUPS.bidding.sandbox }
       } else if (ctx.dryRun) {
@@ -91,9 +92,8 @@ export function onboardRoute ({ config, store, outbox, auth, sealer }: Deps): Ro
         seat.key_ids.push(record.key_id)
         credential = { reused_platform_key: false, key, prefix: record.prefix, scopes: record.scopes, rate_limit_rpm: RATE_GROUPS.bidding.sandbox }
       }
-      store.seats.putSync(seat.seat_id.toLowerCase(), seat)
+      saveSeat(store, seat)
       outbox.append('seat.registered', `seat:${seat.seat_id}`, { seat_id: seat.seat_id, status: seat.status, reused_platform_key: credential.reused_platform_key }, seat.seat_id)
-      auth.invalidate()
       return ok({ registration: registrationView(seat), api_key: credential, sandbox: sandboxBlock(config) }, 201)
     }
   })

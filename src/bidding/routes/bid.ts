@@ -1,5 +1,5 @@
 import { Reports } from '../../analytics/reports.js'
-import { presentedKey } from '../../auth/keys.js'
+import { presentedKey, updateKey } from '../../auth/keys.js'
 import { activeDealsFor } from '../../campaigns/deals.js'
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
@@ -20,7 +20,7 @@ const NBR_INVALID = 2
  * pipelined request. Accepted bids of production seats are stored for the waterfall in the same transaction that
  * answers; sandbox seats are scored only.
  */
-export function bidRoute ({ store, outbox, impIds, sealer, funnel, auth, notices, moderator, config, metrics }: Deps): RouteDef {
+export function bidRoute ({ store, outbox, impIds, sealer, funnel, notices, moderator, config, metrics }: Deps): RouteDef {
   return route<BidResponse>({
     method: 'post',
     path: '/openrtb/v2/bid',
@@ -109,8 +109,7 @@ export function bidRoute ({ store, outbox, impIds, sealer, funnel, auth, notices
         if (live && key.sealed === undefined) {
           const presented = presentedKey(ctx.headers)
           if (presented !== undefined && presented !== '') {
-            store.keys.putSync(key.key_id, { ...key, sealed: sealer.seal(key.key_id, presented) })
-            store.afterCommit(() => auth.invalidate())
+            updateKey(store, key, { sealed: sealer.seal(key.key_id, presented) })
           }
         }
       }

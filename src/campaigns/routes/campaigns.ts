@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto'
 import { datedStatus } from '../lifecycle.js'
-import { take } from '../screen-bookings.js'
 import { matchingScreens, normalizeTargeting } from '../targeting.js'
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
@@ -11,9 +10,9 @@ import { withDefaults } from '../../http/validate.js'
 import { qualityOf, vasOf } from '../../inventory/adslot-index.js'
 import { summaryOf } from '../../inventory/rows.js'
 import type { AssignmentRecord, CampaignRecord } from '../../store/records.js'
-import type { Store } from '../../store/store.js'
 import { indexForSeat, seatPage } from '../../accounts/seat-lists.js'
 import { approvedCreative, flightOf, usableScreens } from '../inputs.js'
+import { place, seatCampaign } from '../placements.js'
 
 function campaignView ({ seat_id: _seat, started_at: _started, ...c }: CampaignRecord): Campaign {
   return c
@@ -21,40 +20,6 @@ function campaignView ({ seat_id: _seat, started_at: _started, ...c }: CampaignR
 
 function assignmentView ({ seat_id: _seat, ...a }: AssignmentRecord): Assignment {
   return a
-}
-
-/** Places a creative on screens: takes the spots, records the placements the player feed reads. Call inside Store.write. */
-export function place (deps: Pick<Deps, 'store' | 'outbox' | 'config'>, seatId: string, body: { creative_id: string, screen_ids: string[], start_date: string, end_date: string, spots_per_day: number, campaign_id?: string }, screens: Parameters<typeof take>[1], now: number, source: string, takeSpots = true): AssignmentRecord {
-  const { store, outbox, config } = deps
-  const spots = body.spots_per_day
-  if (takeSpots) take(store, screens, body.start_date, body.end_date, spots)
-  const id = `as_${randomUUID().replace(/-/g, '')}`
-  const a: AssignmentRecord = {
-    assignment_id: id,
-    seat_id: seatId,
-    creative_id: body.creative_id,
-    screen_ids: screens.map((s) => s.screen_id),
-    start_date: body.start_date,
-    end_date: body.end_date,
-    spots_per_day: spots,
-    status: 'active',
-    effective_at: iso(now + config.pickupSeconds * 1000),
-    source,
-    created_at: iso(now)
-  }
-  if (body.campaign_id !== undefined) a.campaign_id = body.campaign_id
-  store.assignments.putSync(id, a)
-  for (const s of a.screen_ids) store.placements.putSync([s, a.start_date, id], id)
-  indexForSeat(store, 'assignment', seatId, now, id)
-  outbox.append('campaign.allocated', `assignment:${id}`, { campaign_id: a.campaign_id ?? null, assignment_id: id, creative_id: a.creative_id, screen_ids: a.screen_ids, matching_screens: a.screen_ids.length, start_date: a.start_date, end_date: a.end_date, effective_at: a.effective_at }, seatId)
-  return a
-}
-
-/** The seat's campaign with this id; 404 campaign_not_found when it is unknown or another seat's. */
-export function seatCampaign (store: Store, seatId: string, id: string): CampaignRecord {
-  const c = store.campaigns.get(id)
-  if (c === undefined || c.seat_id.toLowerCase() !== seatId.toLowerCase()) throw new ApiError('campaign_not_found', `No campaign ${id} belongs to this seat.`, { param: 'id' })
-  return c
 }
 
 /** Campaigns and direct assignments (spec, Campaigns). */

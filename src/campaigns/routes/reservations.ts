@@ -7,7 +7,7 @@ import { ApiError } from '../../errors.js'
 import type { ListQuery, Reservation, ReservationConfirmRequest, ReservationRequest } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { ReservationRecord } from '../../store/records.js'
-import { place } from './campaigns.js'
+import { place } from '../placements.js'
 import { indexForSeat, seatPage } from '../../accounts/seat-lists.js'
 import { approvedCreative, checkFlight, usableScreens } from '../inputs.js'
 

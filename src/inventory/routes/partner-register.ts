@@ -24,7 +24,7 @@ export function partnerView (p: PartnerRecord): Partner {
  * POST /v1/partner/register and POST /v1/partner/agent/register: the two ways to mint a platform key (spec,
  * Authentication 2). Both are open, so both are limited per client address with failures counted.
  */
-export function partnerRegistrationRoutes ({ store, outbox, auth }: Deps): RouteDef[] {
+export function partnerRegistrationRoutes ({ store, outbox, inventory }: Deps): RouteDef[] {
   return [
     route<PartnerRegisterRequest>({
       method: 'post',
@@ -46,12 +46,10 @@ export function partnerRegistrationRoutes ({ store, outbox, auth }: Deps): Route
         const partner: PartnerRecord = { id: randomUUID(), name: body.name, slug: body.slug, partner_type: body.partner_type, contact_email: body.contact_email, seller_id: body.slug, source: body.partner_type === 'reseller' ? 'partner' : 'owned', created_at: now }
         if (body.domain !== undefined) partner.domain = body.domain
         const { key, record } = mintKey('platform', [], now, { partner_id: partner.id, label: `partner ${body.slug}` })
-        store.partners.putSync(partner.id, partner)
-        store.partnerSlugs.putSync(partner.slug, partner.id)
+        inventory.addPartner(partner)
         if (ctx.dryRun) ctx.warn('Dry run: no key was minted.')
         else saveKey(store, record)
         outbox.append('partner.registered', `partner:${partner.id}`, { partner_id: partner.id, slug: partner.slug, partner_type: partner.partner_type })
-        auth.invalidate()
         return ok({ partner: partnerView(partner), api_key: minted(ctx.dryRun ? undefined : key, record) }, 201)
       }
     }),

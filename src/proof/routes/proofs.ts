@@ -3,7 +3,7 @@ import { ApiError } from '../../errors.js'
 import type { ProofListQuery, VerifyProofRequest } from '../../generated/types.js'
 import { ok, raw, route, type RouteDef } from '../../http/route.js'
 import { exportProofs } from '../export.js'
-import { seatCampaign } from '../../campaigns/routes/campaigns.js'
+import { seatCampaign } from '../../campaigns/placements.js'
 import { checkTier, seatProofs } from '../list.js'
 import { PROOF_VERSION } from '../signer.js'
 

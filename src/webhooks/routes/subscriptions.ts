@@ -9,7 +9,7 @@ import { callbackUrlProblem } from '../../net/url-guard.js'
 import type { WebhookRecord } from '../../store/records.js'
 import { cancelQueued } from '../health.js'
 import { seatWebhooks } from '../recipients.js'
-import { indexForSeat } from '../../accounts/seat-lists.js'
+import { indexForSeat, unindexForSeat } from '../../accounts/seat-lists.js'
 
 /** Active subscriptions a seat may have (spec, Webhook subscriptions). */
 const MAX_ACTIVE = 10
@@ -83,7 +83,7 @@ export function webhookRoutes ({ store, config, sealer, notices, deliveries }: D
         if (w === undefined || w.seat_id.toLowerCase() !== ctx.principal!.seat!.seat_id.toLowerCase()) throw new ApiError('webhook_not_found', `No webhook ${ctx.params.id} belongs to this seat.`, { param: 'id' })
         store.webhooks.removeSync(w.webhook_id)
         cancelQueued(notices, deliveries, w, 'the subscription was deleted')
-        store.bySeat.removeSync(['webhook', w.seat_id.toLowerCase(), -Date.parse(w.created_at), w.webhook_id])
+        unindexForSeat(store, 'webhook', w.seat_id, Date.parse(w.created_at), w.webhook_id)
         return ok(view(w))
       }
     })

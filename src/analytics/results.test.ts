@@ -1,7 +1,7 @@
 import t from 'tap'
-import { ResultCache, type Outcome } from '../src/analytics/results.js'
-import { ManualClock } from '../src/clock.js'
-import { createLogger } from '../src/log.js'
+import { ResultCache, type Outcome } from './results.js'
+import { ManualClock } from '../clock.js'
+import { createLogger } from '../log.js'
 
 // Two hot threads' report caches, wired as the threads wire them: what one computes or fails to, the other knows.
 function pair () {

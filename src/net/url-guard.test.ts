@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { callbackUrlProblem, isPublicAddress } from '../src/net/url-guard.js'
+import { callbackUrlProblem, isPublicAddress } from './url-guard.js'
 
 t.test('private, loopback, link-local and reserved addresses in every spelling are refused', async (t) => {
   const refused = [

@@ -1,8 +1,8 @@
 import t from 'tap'
-import { LOSS } from '../src/bidding/loss-codes.js'
-import { blockedCategory, blockedDomain, creativeRefusal, dealRuns, declaredRefusals, floorFor, floorRefusal, screenDate } from '../src/bidding/rules.js'
-import type { IndexKey, IndexTuple } from '../src/inventory/adslot-index.js'
-import type { CreativeRecord, DealRecord, ScreenRecord } from '../src/store/records.js'
+import { LOSS } from './loss-codes.js'
+import { blockedCategory, blockedDomain, creativeRefusal, dealRuns, declaredRefusals, floorFor, floorRefusal, screenDate } from './rules.js'
+import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
+import type { CreativeRecord, DealRecord, ScreenRecord } from '../store/records.js'
 
 // The bidding rules that bid intake, the waterfall and the exchange bidder share (src/bidding/rules.ts), pinned one
 // by one with the loss code each answers. No service is started.

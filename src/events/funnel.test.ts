@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { FunnelLog } from '../src/events/funnel.js'
-import { openStore } from '../src/store/store.js'
+import { FunnelLog } from './funnel.js'
+import { openStore } from '../store/store.js'
 
 // The funnel log's size is what /metrics and /readyz report; past 100k waiting events it is a running count, since
 // counting keys on every scrape would stall the event loop for seconds during a long ClickHouse outage.

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ageRating, classifyText, decide, RULES, type ImageClasses } from '../src/moderation/classify.js'
+import { ageRating, classifyText, decide, RULES, type ImageClasses } from './classify.js'
 
 const SAFE: ImageClasses = { Neutral: 0.9, Drawing: 0.08, Sexy: 0.01, Porn: 0.005, Hentai: 0.005 }
 

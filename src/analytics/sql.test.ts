@@ -1,6 +1,6 @@
 import t from 'tap'
 import { query, queryBind } from 'chdb'
-import { inline, limit, seconds } from '../src/analytics/sql.js'
+import { inline, limit, seconds } from './sql.js'
 
 const row = (text: string): Record<string, unknown> => JSON.parse(text.trim()) as Record<string, unknown>
 

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import * as ed from '@noble/ed25519'
 import t from 'tap'
-import { proofPayload, ProofSigner } from '../src/proof/signer.js'
+import { proofPayload, ProofSigner } from './signer.js'
 
 // The service signs proofs with Node's native Ed25519; buyers' offline verifier (scripts/verify-proofs.ts) checks
 // them with @noble/ed25519. Ed25519 signatures are deterministic (RFC 8032), so the two must agree byte for byte.

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { assetInMarkup } from '../src/creatives/from-markup.js'
+import { assetInMarkup } from './from-markup.js'
 
 // Which asset a bid's markup carries, as bid intake reads it to register a new crid (no service started).
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { openStore, type Store } from '../src/store/store.js'
+import { openStore, type Store } from './store.js'
 
 /** Two stores over one new environment, sharing their cache generations as two hot threads do. */
 function stores (t: { teardown (fn: () => unknown): void }): [Store, Store] {

@@ -1,0 +1,122 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { decide, INCREMENT } from './waterfall.js'
+import { LOSS } from '../loss-codes.js'
+import { openStore, type Store } from '../../store/store.js'
+import type { IndexKey, IndexTuple } from '../../inventory/records.js'
+import type { AssignmentRecord, CreativeRecord, DealRecord, ScreenRecord, SeatRecord, StoredBid } from '../../store/records.js'
+
+// The waterfall decision for a screen's next spot, on a real LMDB store holding just the records the decision reads
+// (no service, no HTTP): which tier plays, the clearing price, and the loss code every other stored bid comes to.
+
+// Tuesday 2026-11-24 15:00 UTC: 09:00 in Chicago.
+const NOW = Date.parse('2026-11-24T15:00:00Z')
+const screen: ScreenRecord = {
+  screen_id: 'scr_1', timezone: 'America/Chicago', floor_price_cpm: 2, auction_enabled: true, blocked_categories: [], blocked_advertisers: ['rival.example'], max_age_rating: 'PG-13'
+} as unknown as ScreenRecord
+const creative = (id: string, over: Partial<CreativeRecord> = {}) => ({ creative_id: id, seat_id: 'x', status: 'approved', moderation: { age_rating: 'G', iab_categories: [] }, ...over }) as unknown as CreativeRecord
+
+function world (t: Test): { store: Store, bid: (id: string, seat: string, price: number, over?: Partial<StoredBid>) => void } {
+  const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-waterfall-')))
+  t.teardown(() => store.close())
+  store.write(() => {
+    store.screens.putSync(screen.screen_id, screen)
+    // The screen's adslots index entry: what deal targeting is matched against (a gym in Chicago).
+    const key: IndexKey = [0, 0, 0, screen.screen_id]
+    const tuple: IndexTuple = ['gym', 'US', 'IL', 'chicago', NOW, 0, 0, 2, 0, 0, 2, 1]
+    store.adslotPos.putSync(screen.screen_id, key)
+    store.adslotIndex.putSync(key, tuple)
+    for (const seat of ['alpha', 'bravo', 'charlie']) store.seats.putSync(seat, { seat_id: seat, status: 'approved' } as unknown as SeatRecord)
+    store.seats.putSync('suspended', { seat_id: 'suspended', status: 'suspended' } as unknown as SeatRecord)
+    for (const id of ['cr_a', 'cr_b', 'cr_c', 'cr_house']) store.creatives.putSync(id, creative(id))
+    store.creatives.putSync('cr_pending', creative('cr_pending', { status: 'pending_moderation' }))
+  })
+  let n = 0
+  const bid = (id: string, seat: string, price: number, over: Partial<StoredBid> = {}) => {
+    const stored = { bid_id: id, response_id: 'r', seat_id: seat, impid: `imp_${id}`, screen_id: screen.screen_id, price, floor: 2, multiplier: 1, creative_id: `cr_${seat[0]}`, adomain: [], received_at: NOW - 1000 + n++, expires_at: NOW + 60_000, ...over } as StoredBid
+    store.write(() => store.bids.putSync([screen.screen_id, seat, id] as never, stored))
+  }
+  return { store, bid }
+}
+const lossOf = (d: ReturnType<typeof decide>, bidId: string) => d.losses.find((l) => l.candidate.bid.bid_id === bidId)
+
+t.test('the open auction: second price plus the increment, one bid per seat setting prices', async (t) => {
+  const { store, bid } = world(t)
+  bid('b1', 'alpha', 7)
+  bid('b2', 'bravo', 5)
+  bid('b3', 'alpha', 6.5)
+  const d = decide(store, screen, NOW, undefined)
+  t.equal(d.tier, 'open_auction')
+  t.equal(d.winner?.bid.bid_id, 'b1')
+  t.equal(d.winner?.clearing, 5 + INCREMENT, 'the runner-up from another seat sets the price, not alpha\'s own 6.50')
+  t.same([lossOf(d, 'b2')?.code, lossOf(d, 'b2')?.minToWin], [LOSS.outbid, 7.01], 'the loser learns what would have won')
+  t.equal(lossOf(d, 'b3')?.code, LOSS.outbid)
+})
+
+t.test('a lone bid pays the floor plus the increment, never more than it bid', async (t) => {
+  const { store, bid } = world(t)
+  bid('b1', 'alpha', 9)
+  t.equal(decide(store, screen, NOW, undefined).winner?.clearing, 2 + INCREMENT)
+  const { store: store2, bid: bid2 } = world(t)
+  bid2('b1', 'alpha', 2)
+  t.equal(decide(store2, screen, NOW, undefined).winner?.clearing, 2, 'a bid at the floor pays the floor')
+})
+
+t.test('bids that cannot compete get their loss code and leave the auction to the rest', async (t) => {
+  const { store, bid } = world(t)
+  bid('expired', 'alpha', 9, { expires_at: NOW - 1 })
+  bid('blocked_seat', 'suspended', 9, { creative_id: 'cr_a' })
+  bid('pending', 'charlie', 9, { creative_id: 'cr_pending' })
+  bid('rival', 'charlie', 9, { adomain: ['shop.rival.example'] })
+  bid('low', 'alpha', 1.5, { floor: 1 })
+  bid('ok', 'bravo', 3)
+  const d = decide(store, screen, NOW, undefined)
+  t.equal(d.winner?.bid.bid_id, 'ok')
+  t.same(Object.fromEntries(['expired', 'blocked_seat', 'pending', 'rival', 'low'].map((id) => [id, lossOf(d, id)?.code])), {
+    expired: LOSS.expired, blocked_seat: LOSS.seatBlocked, pending: LOSS.creativePending, rival: LOSS.advertiserExcluded, low: LOSS.belowAuctionFloor
+  }, 'the floor raised since the imp was issued (1 -> 2) is the floor in force')
+})
+
+t.test('deals come before the open auction: PMP at its own price, the open bids lost to a deal', async (t) => {
+  const { store, bid } = world(t)
+  const deal = { deal_id: 'd1', type: 'PMP', status: 'active', floor_cpm: 3, start_date: '2026-11-01', end_date: '2026-12-31', targeting: {}, invited_seats: ['bravo'] } as unknown as DealRecord
+  store.write(() => store.deals.putSync('d1', deal))
+  bid('open', 'alpha', 20)
+  bid('pmp', 'bravo', 4, { dealid: 'd1' })
+  bid('pmp_low', 'charlie', 3.5, { dealid: 'd1' })
+  const d = decide(store, screen, NOW, undefined)
+  t.equal(d.tier, 'pmp')
+  t.same([d.winner?.bid.bid_id, d.winner?.clearing], ['pmp', 4], 'first price')
+  t.equal(lossOf(d, 'open')?.code, LOSS.lostToDeal)
+  t.equal(lossOf(d, 'pmp_low')?.code, LOSS.outbid)
+  store.write(() => store.deals.putSync('d1', { ...deal, targeting: { venue_type: 'airport' } }))
+  const elsewhere = decide(store, screen, NOW, undefined)
+  t.same([elsewhere.tier, lossOf(elsewhere, 'pmp')?.code], ['open_auction', LOSS.invalidDeal], 'a deal targeting airports does not run on a gym screen')
+})
+
+t.test('a placement behind its even pace plays before any bid; nothing at all plays the house creative', async (t) => {
+  const { store, bid } = world(t)
+  const assignment = { assignment_id: 'a1', seat_id: 'alpha', creative_id: 'cr_a', status: 'active', start_date: '2026-11-24', end_date: '2026-11-30', spots_per_day: 24, effective_at: '2026-11-24T00:00:00Z', created_at: '2026-11-24T00:00:00Z' } as unknown as AssignmentRecord
+  store.write(() => {
+    store.assignments.putSync('a1', assignment)
+    store.placements.putSync([screen.screen_id, '2026-11-24', 'a1'] as never, 'a1')
+  })
+  bid('open', 'bravo', 20)
+  const d = decide(store, screen, NOW, undefined)
+  t.equal(d.tier, 'guaranteed', '9 of 24 hours gone, nothing played: the line is behind')
+  t.equal(d.assignment?.assignment_id, 'a1')
+  t.equal(lossOf(d, 'open')?.code, LOSS.lostToDeal)
+
+  const empty = world(t)
+  t.same([decide(empty.store, screen, NOW, 'cr_house').tier, decide(empty.store, screen, NOW, 'cr_house').creative?.creative_id], ['house', 'cr_house'])
+  t.equal(decide(empty.store, screen, NOW, undefined).creative, undefined, 'no house creative: nothing plays')
+})
+
+t.test('outside operating hours the screen is closed and nothing is settled', async (t) => {
+  const { store, bid } = world(t)
+  bid('b1', 'alpha', 9)
+  const d = decide(store, { ...screen, operating_hours: { tue: [['10:00', '18:00']] } } as ScreenRecord, NOW, 'cr_house')
+  t.same([d.tier, d.losses.length], ['closed', 0], '09:00 local on a Tuesday opening at 10:00')
+})

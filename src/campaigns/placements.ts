@@ -1,0 +1,43 @@
+import { randomUUID } from 'node:crypto'
+import { iso } from '../clock.js'
+import type { ResolvedConfig } from '../config.js'
+import { ApiError } from '../errors.js'
+import { indexForSeat } from '../accounts/seat-lists.js'
+import type { Outbox } from '../store/outbox.js'
+import type { AssignmentRecord, CampaignRecord } from '../store/records.js'
+import type { Store } from '../store/store.js'
+import { take } from './screen-bookings.js'
+
+/** Places a creative on screens: takes the spots, records the placements the player feed reads. Call inside Store.write. */
+export function place (deps: { store: Store, outbox: Outbox, config: Pick<ResolvedConfig, 'pickupSeconds'> }, seatId: string, body: { creative_id: string, screen_ids: string[], start_date: string, end_date: string, spots_per_day: number, campaign_id?: string }, screens: Parameters<typeof take>[1], now: number, source: string, takeSpots = true): AssignmentRecord {
+  const { store, outbox, config } = deps
+  const spots = body.spots_per_day
+  if (takeSpots) take(store, screens, body.start_date, body.end_date, spots)
+  const id = `as_${randomUUID().replace(/-/g, '')}`
+  const a: AssignmentRecord = {
+    assignment_id: id,
+    seat_id: seatId,
+    creative_id: body.creative_id,
+    screen_ids: screens.map((s) => s.screen_id),
+    start_date: body.start_date,
+    end_date: body.end_date,
+    spots_per_day: spots,
+    status: 'active',
+    effective_at: iso(now + config.pickupSeconds * 1000),
+    source,
+    created_at: iso(now)
+  }
+  if (body.campaign_id !== undefined) a.campaign_id = body.campaign_id
+  store.assignments.putSync(id, a)
+  for (const s of a.screen_ids) store.placements.putSync([s, a.start_date, id], id)
+  indexForSeat(store, 'assignment', seatId, now, id)
+  outbox.append('campaign.allocated', `assignment:${id}`, { campaign_id: a.campaign_id ?? null, assignment_id: id, creative_id: a.creative_id, screen_ids: a.screen_ids, matching_screens: a.screen_ids.length, start_date: a.start_date, end_date: a.end_date, effective_at: a.effective_at }, seatId)
+  return a
+}
+
+/** The seat's campaign with this id; 404 campaign_not_found when it is unknown or another seat's. */
+export function seatCampaign (store: Store, seatId: string, id: string): CampaignRecord {
+  const c = store.campaigns.get(id)
+  if (c === undefined || c.seat_id.toLowerCase() !== seatId.toLowerCase()) throw new ApiError('campaign_not_found', `No campaign ${id} belongs to this seat.`, { param: 'id' })
+  return c
+}
