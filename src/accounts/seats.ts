@@ -1,4 +1,4 @@
-import type { SeatRecord } from '../store/records.js'
+import type { SeatRecord } from './records.js'
 import type { Store } from '../store/store.js'
 
 /** Stores a seat under its lower-cased id: seat ids match whatever their case. Call inside Store.write. */

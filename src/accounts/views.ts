@@ -1,5 +1,6 @@
 import type { KeySummary, SeatRegistration } from '../generated/types.js'
-import type { KeyRecord, SeatRecord } from '../store/records.js'
+import type { SeatRecord } from './records.js'
+import type { KeyRecord } from '../auth/records.js'
 
 /** A seat as its owner sees it: contact, billing and callback fields are never read back. */
 export function registrationView (seat: SeatRecord): SeatRegistration {

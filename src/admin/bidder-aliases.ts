@@ -5,7 +5,7 @@ import { ApiError } from '../errors.js'
 import type { BidderAlias, BidderAliasRequest } from '../generated/types.js'
 import { ok, route, type RouteDef } from '../http/route.js'
 import { cidrProblem, removeAlias, saveAlias } from '../exchange/aliases.js'
-import type { BidderAliasRecord } from '../store/records.js'
+import type { BidderAliasRecord } from '../exchange/records.js'
 
 const ALIAS = /^[a-z0-9][a-z0-9_-]{1,63}$/
 

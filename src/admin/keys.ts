@@ -3,7 +3,7 @@ import { revokeKey, updateKey } from '../auth/keys.js'
 import { ApiError } from '../errors.js'
 import type { KeyUpdateRequest, SeatActionRequest } from '../generated/types.js'
 import { ok, route, type RouteDef } from '../http/route.js'
-import type { KeyRecord } from '../store/records.js'
+import type { KeyRecord } from '../auth/records.js'
 import { keyView } from '../accounts/views.js'
 import type { Deps } from '../deps.js'
 

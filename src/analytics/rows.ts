@@ -1,6 +1,6 @@
 import type { FunnelEvent } from '../generated/types.js'
 import { localTime } from '../inventory/local-time.js'
-import type { ScreenRecord } from '../store/records.js'
+import type { ScreenRecord } from '../inventory/records.js'
 
 /** A screen's dimensions as rows carry them. */
 interface Dims {

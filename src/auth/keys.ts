@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import type { Scope } from '../generated/types.js'
-import type { KeyRecord } from '../store/records.js'
+import type { KeyRecord } from './records.js'
 import type { Store } from '../store/store.js'
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'

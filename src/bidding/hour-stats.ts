@@ -1,6 +1,6 @@
 import { iso } from '../clock.js'
 import type { SeatStats } from '../generated/types.js'
-import type { HourStats } from '../store/records.js'
+import type { HourStats } from './records.js'
 import type { Store } from '../store/store.js'
 import type { Outcome } from './score.js'
 

@@ -1,7 +1,9 @@
 import { matchesEntry } from '../campaigns/targeting.js'
 import { AGE_RANK, type IndexKey, type IndexTuple } from '../inventory/adslot-index.js'
 import { localTime } from '../inventory/local-time.js'
-import type { CreativeRecord, DealRecord, ScreenRecord } from '../store/records.js'
+import type { DealRecord } from '../campaigns/records.js'
+import type { CreativeRecord } from '../creatives/records.js'
+import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
 import { LOSS } from './loss-codes.js'
 

@@ -8,7 +8,8 @@ import { creativeIdOfCrid } from '../creatives/register.js'
 import { ImpIds } from '../inventory/adslots/imp-ids.js'
 import { openStore } from '../store/store.js'
 import type { OrtbBid } from '../generated/types.js'
-import type { CreativeRecord, ScreenRecord } from '../store/records.js'
+import type { CreativeRecord } from '../creatives/records.js'
+import type { ScreenRecord } from '../inventory/records.js'
 
 // Bid scoring at intake (scoreBid): what a buyer is told about each bid, in the order it would want to be told, with
 // the OpenRTB loss code. A real LMDB store holds the screen and the creative; imp ids are issued as GET /adslots

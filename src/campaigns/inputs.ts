@@ -1,6 +1,7 @@
 import { ApiError } from '../errors.js'
 import type { Inventory } from '../inventory/inventory.js'
-import type { CreativeRecord, ScreenRecord } from '../store/records.js'
+import type { CreativeRecord } from '../creatives/records.js'
+import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
 import { today } from './lifecycle.js'
 import { screenDate } from '../bidding/rules.js'

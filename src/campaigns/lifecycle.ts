@@ -1,6 +1,6 @@
 import { iso } from '../clock.js'
 import type { Outbox } from '../store/outbox.js'
-import type { CampaignRecord, DealRecord } from '../store/records.js'
+import type { CampaignRecord, DealRecord } from './records.js'
 import type { Store } from '../store/store.js'
 import { dealOverEverywhere } from '../bidding/rules.js'
 import { give } from './screen-bookings.js'

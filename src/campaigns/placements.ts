@@ -4,7 +4,7 @@ import type { ResolvedConfig } from '../config.js'
 import { ApiError } from '../errors.js'
 import { indexForSeat } from '../accounts/seat-lists.js'
 import type { Outbox } from '../store/outbox.js'
-import type { AssignmentRecord, CampaignRecord } from '../store/records.js'
+import type { AssignmentRecord, CampaignRecord } from './records.js'
 import type { Store } from '../store/store.js'
 import { take } from './screen-bookings.js'
 

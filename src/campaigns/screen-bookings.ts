@@ -1,6 +1,6 @@
 import { ApiError } from '../errors.js'
 import { datesBetween, openMinutesOn } from '../inventory/hours.js'
-import type { ScreenRecord } from '../store/records.js'
+import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
 
 /** Spots a screen can play on a date: open time in its local hours divided by its slot duration. */

@@ -3,7 +3,7 @@ import { iso } from '../clock.js'
 import { indexForSeat } from '../accounts/seat-lists.js'
 import { callbackUrlProblem } from '../net/url-guard.js'
 import type { Outbox } from '../store/outbox.js'
-import type { CreativeRecord } from '../store/records.js'
+import type { CreativeRecord } from './records.js'
 import type { Store } from '../store/store.js'
 
 /** The media types a screen's player can show. */

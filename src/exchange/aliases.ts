@@ -3,7 +3,7 @@ import { BlockList, isIP } from 'node:net'
 import { hmacHex } from '../auth/hmac.js'
 import type { KeySealer } from '../auth/sealed-keys.js'
 import { ApiError } from '../errors.js'
-import type { BidderAliasRecord } from '../store/records.js'
+import type { BidderAliasRecord } from './records.js'
 import type { Store } from '../store/store.js'
 
 /** How old a signed request's timestamp may be, either way, in seconds. */

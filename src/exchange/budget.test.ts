@@ -1,6 +1,7 @@
 import t from 'tap'
 import { headroom } from './budget.js'
-import type { CampaignLedger, CampaignRecord } from '../store/records.js'
+import type { CampaignRecord } from '../campaigns/records.js'
+import type { CampaignLedger } from './records.js'
 
 // Pacing on the exchange path (headroom): what a campaign may commit to one more play at a moment of the day. Pure:
 // a campaign, its ledger and the clock in, micro-dollars out. No service, no store.

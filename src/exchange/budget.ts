@@ -1,7 +1,8 @@
 import { iso } from '../clock.js'
 import { recordDelivery } from '../campaigns/lifecycle.js'
 import type { Outbox } from '../store/outbox.js'
-import type { CampaignLedger, CampaignRecord } from '../store/records.js'
+import type { CampaignRecord } from '../campaigns/records.js'
+import type { CampaignLedger } from './records.js'
 import type { Store } from '../store/store.js'
 import { fromMicros, toMicros } from '../bidding/auction/money.js'
 

@@ -1,5 +1,5 @@
 import type { ExchangeBidRequest } from '../generated/types.js'
-import type { CreativeRecord } from '../store/records.js'
+import type { CreativeRecord } from '../creatives/records.js'
 import { escapeXml, vastInline } from '../player/vast.js'
 
 /**

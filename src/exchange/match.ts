@@ -6,7 +6,9 @@ import { present } from '../inventory/fein.js'
 import { countryCode, stateCode, timezoneAt } from '../inventory/geo.js'
 import { localTime } from '../inventory/local-time.js'
 import { VENUES } from '../inventory/venues.js'
-import type { CampaignRecord, CreativeRecord, ScreenRecord } from '../store/records.js'
+import type { CampaignRecord } from '../campaigns/records.js'
+import type { CreativeRecord } from '../creatives/records.js'
+import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
 
 type Imp = ExchangeBidRequest['imp'][number]

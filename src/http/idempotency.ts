@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
-import type { IdempotencyRecord } from '../store/records.js'
+import type { IdempotencyRecord } from './records.js'
 import type { Store } from '../store/store.js'
 import { SharedTable } from './shared-table.js'
 

@@ -1,6 +1,8 @@
 import type { ErrorCode, RateGroup, Scope } from '../generated/types.js'
 import type { SchemaTitle } from '../generated/schemas.js'
-import type { KeyRecord, PartnerRecord, SeatRecord } from '../store/records.js'
+import type { SeatRecord } from '../accounts/records.js'
+import type { KeyRecord } from '../auth/records.js'
+import type { PartnerRecord } from '../inventory/records.js'
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete'
 

@@ -1,4 +1,4 @@
-import type { ScreenRecord } from '../store/records.js'
+import type { ScreenRecord } from './records.js'
 import { QUALITY_RANK, type Quality } from './fein.js'
 import type { IndexKey, IndexTuple } from './records.js'
 

@@ -1,4 +1,4 @@
-import type { ScreenRecord } from '../store/records.js'
+import type { ScreenRecord } from './records.js'
 import { alpha3 } from './geo.js'
 import { openrtbDeviceType, VENUES } from './venues.js'
 

@@ -2,7 +2,7 @@ import { iso } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { CreativeReviewRequest } from '../generated/types.js'
 import type { Outbox } from '../store/outbox.js'
-import type { CreativeRecord } from '../store/records.js'
+import type { CreativeRecord } from '../creatives/records.js'
 import type { Store } from '../store/store.js'
 import { completedEvent } from './moderator.js'
 

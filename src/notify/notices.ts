@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { NoticeRecord } from '../store/records.js'
+import type { NoticeRecord } from './records.js'
 import type { Store } from '../store/store.js'
 
 /** What a caller says about a notice; the queue adds its id, attempt count and time. */

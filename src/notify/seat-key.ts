@@ -1,5 +1,5 @@
 import type { KeySealer } from '../auth/sealed-keys.js'
-import type { KeyRecord } from '../store/records.js'
+import type { KeyRecord } from '../auth/records.js'
 import type { Store } from '../store/store.js'
 
 /** A seat's API key, unsealed for the moment of signing, with its record (its prefix names it to the receiver). */

@@ -6,7 +6,7 @@ import type { Logger } from '../log.js'
 import { guardedLookup } from '../net/guarded-lookup.js'
 import { callbackUrlProblem } from '../net/url-guard.js'
 import { onNextTurn } from '../next-turn.js'
-import type { NoticeRecord } from '../store/records.js'
+import type { NoticeRecord } from './records.js'
 import type { Store } from '../store/store.js'
 import type { NoticeKey, Notices } from './notices.js'
 

@@ -1,4 +1,4 @@
-import type { CreativeRecord } from '../store/records.js'
+import type { CreativeRecord } from '../creatives/records.js'
 
 /** Text or attribute content safe inside XML. */
 export function escapeXml (s: string): string {

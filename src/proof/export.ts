@@ -1,6 +1,6 @@
 import { iso } from '../clock.js'
 import type { ProofExport, ProofRecord } from '../generated/types.js'
-import type { CampaignRecord } from '../store/records.js'
+import type { CampaignRecord } from '../campaigns/records.js'
 import type { Store } from '../store/store.js'
 import type { ProofSigner } from './signer.js'
 

@@ -1,6 +1,6 @@
 import type { ProofRecord } from '../generated/types.js'
 import { isOpen, localTime } from '../inventory/local-time.js'
-import type { ScreenRecord } from '../store/records.js'
+import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
 
 /** A GIVT rule that fired. */

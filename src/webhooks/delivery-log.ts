@@ -2,7 +2,8 @@ import { iso } from '../clock.js'
 import type { WebhookDeliveryQuery } from '../generated/types.js'
 import { cursorOfKey, decodeCursor, pageOf, type Page } from '../http/cursor.js'
 import type { Attempt } from '../notify/sender.js'
-import type { DeliveryRecord, NoticeRecord } from '../store/records.js'
+import type { NoticeRecord } from '../notify/records.js'
+import type { DeliveryRecord } from './records.js'
 import type { Store } from '../store/store.js'
 
 /** How long the log keeps a delivery (spec, Limits: webhook delivery log, last 7 days). */

@@ -1,5 +1,6 @@
 import { schemas } from '../generated/schemas.js'
-import type { OutboxEvent, WebhookRecord } from '../store/records.js'
+import type { OutboxEvent } from '../store/records.js'
+import type { WebhookRecord } from './records.js'
 import type { Store } from '../store/store.js'
 
 const SUBSCRIBABLE: ReadonlySet<string> = new Set(schemas.WebhookEventType.enum)

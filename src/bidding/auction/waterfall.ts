@@ -1,7 +1,11 @@
 import { LOSS } from '../loss-codes.js'
 import { creativeRefusal, dealRuns, declaredRefusals, floorFor, floorRefusal, indexEntryOf } from '../rules.js'
 import { isOpen, localTime, openProgress, type LocalTime } from '../../inventory/local-time.js'
-import type { AssignmentRecord, CreativeRecord, DealRecord, ScreenRecord, StoredBid, Tier } from '../../store/records.js'
+import type { StoredBid } from '../records.js'
+import type { AssignmentRecord, DealRecord } from '../../campaigns/records.js'
+import type { CreativeRecord } from '../../creatives/records.js'
+import type { ScreenRecord } from '../../inventory/records.js'
+import type { Tier } from '../../player/records.js'
 import type { Store } from '../../store/store.js'
 
 /** The bid increment of the second-price open auction, USD CPM. */

@@ -7,7 +7,7 @@ import { ApiError } from '../../errors.js'
 import type { DealProposal, ListQuery } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { withDefaults } from '../../http/validate.js'
-import type { DealRecord } from '../../store/records.js'
+import type { DealRecord } from '../records.js'
 import { flightOf } from '../inputs.js'
 
 /** Whether a seat may see a deal: invited (the proposer always is) and approved, or its own proposal. */

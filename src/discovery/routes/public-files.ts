@@ -1,4 +1,4 @@
-import type { PartnerRecord } from '../../store/records.js'
+import type { PartnerRecord } from '../../inventory/records.js'
 import type { SellersJson } from '../../generated/types.js'
 import { raw, route, type RouteDef } from '../../http/route.js'
 import type { Deps } from '../../deps.js'

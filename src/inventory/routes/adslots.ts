@@ -6,7 +6,7 @@ import { impressionMultiplier, liveSignals, present } from '../fein.js'
 import { ok, RawJson, route, type RouteDef } from '../../http/route.js'
 import { activeDealsFor } from '../../campaigns/deals.js'
 import { dealPrice, dealRuns, screenDate } from '../../bidding/rules.js'
-import type { DealRecord } from '../../store/records.js'
+import type { DealRecord } from '../../campaigns/records.js'
 import { CountCache, decodeCursor, encodeCursor, hasFeinFilter, page, planFrom, type Plan } from '../adslots/query.js'
 
 /**

@@ -7,7 +7,7 @@ import { SOURCE_ORDER, tupleMatches, type TupleFilter } from '../adslot-index.js
 import { isCountry, stateCode } from '../geo.js'
 import type { Inventory } from '../inventory.js'
 import { VENUES } from '../venues.js'
-import type { ScreenRecord } from '../../store/records.js'
+import type { ScreenRecord } from '../records.js'
 
 const TTL_MS = 60_000
 

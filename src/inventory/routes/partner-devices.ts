@@ -6,7 +6,7 @@ import { itemError } from '../../http/envelope.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { validate } from '../../http/validate.js'
 import type { Inventory } from '../inventory.js'
-import type { PartnerRecord, ScreenRecord } from '../../store/records.js'
+import type { PartnerRecord, ScreenRecord } from '../records.js'
 
 const MAX_AGE_MS = 10 * 60_000
 const MAX_SKEW_MS = 5_000

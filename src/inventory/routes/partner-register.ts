@@ -4,7 +4,8 @@ import { iso } from '../../clock.js'
 import { ApiError } from '../../errors.js'
 import type { AgentRegisterRequest, MintedKey, Partner, PartnerRegisterRequest } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
-import type { KeyRecord, PartnerRecord } from '../../store/records.js'
+import type { KeyRecord } from '../../auth/records.js'
+import type { PartnerRecord } from '../records.js'
 import type { Deps } from '../../deps.js'
 
 function minted (key: string | undefined, record: KeyRecord): MintedKey {

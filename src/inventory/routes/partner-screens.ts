@@ -5,7 +5,7 @@ import type { PartnerListQuery, PartnerScreen, ScreenSettingsRequest } from '../
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { present } from '../fein.js'
 import type { Inventory } from '../inventory.js'
-import type { ScreenRecord } from '../../store/records.js'
+import type { ScreenRecord } from '../records.js'
 import { partnerScreens } from './partner-devices.js'
 
 /** A screen as its partner sees it: settings, status and the audience state buyers see. */

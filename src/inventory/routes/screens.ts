@@ -8,7 +8,7 @@ import { present, vas7d, type FeinState } from '../fein.js'
 import { datesBetween, openHoursPerWeek, openMinutesOn } from '../hours.js'
 import type { Inventory } from '../inventory.js'
 import { openrtbDeviceType, VENUES } from '../venues.js'
-import type { ScreenRecord } from '../../store/records.js'
+import type { ScreenRecord } from '../records.js'
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR

@@ -1,7 +1,7 @@
 import type { Deps } from '../../deps.js'
 import type { WebhookDeliveryQuery } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
-import type { DeliveryRecord } from '../../store/records.js'
+import type { DeliveryRecord } from '../records.js'
 import { retrySchedule } from '../kind.js'
 
 /** A delivery as its seat sees it. */

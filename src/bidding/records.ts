@@ -1,0 +1,41 @@
+// Bidding's storage shapes: bids received and a seat's hourly counters. A leaf.
+
+/** A production bid waiting for its screen's next spot (the open auction of the waterfall). */
+export interface StoredBid {
+  bid_id: string
+  response_id: string
+  seat_id: string
+  impid: string
+  screen_id: string
+  price: number
+  floor: number
+  multiplier: number
+  creative_id: string
+  adomain: string[]
+  dealid?: string
+  nurl?: string
+  lurl?: string
+  burl?: string
+  adm?: string
+  received_at: number
+  expires_at: number
+  /** The key that submitted it: legacy notifications are signed with it. */
+  key_id?: string
+  /** BidResponse.bidid, for ${AUCTION_BID_ID}. */
+  bidid?: string
+  adid?: string
+}
+
+/** One hour of a seat's bidding. */
+export interface HourStats {
+  bid_responses: number
+  bids: number
+  accepted: number
+  rejected: Record<string, number>
+  wins: number
+  spend_usd: number
+  accepted_cpm_sum: number
+  win_cpm_sum: number
+  latency_ms_sum: number
+  latency_max_ms: number
+}

@@ -1,0 +1,47 @@
+// The exchange path's storage shapes: bidder aliases, bids sent to exchanges, campaign budgets. A leaf.
+
+/** An exchange's bidder alias (operator API); the signing secret is kept sealed like API keys. */
+export interface BidderAliasRecord {
+  alias: string
+  name: string
+  status: 'active' | 'disabled'
+  ip_allowlist: string[]
+  require_signature: boolean
+  secret_sealed?: string
+  rate_limit_per_minute: number
+  default_tmax_ms: number
+  notices: { win: boolean, loss: boolean, billing: boolean }
+  seats?: string[]
+  created_at: string
+  updated_at: string
+}
+
+/** A bid oohbid made to an exchange for a campaign, until the exchange's notices settle it. */
+export interface ExchangeBidRecord {
+  bid_id: string
+  alias: string
+  request_id: string
+  imp_id: string
+  campaign_id: string
+  seat_id: string
+  creative_id: string
+  price: number
+  multiplier: number
+  /** Budget held for the play until it is won and billed, lost or expired. */
+  reserved_micros: number
+  at: number
+  status: 'pending' | 'won' | 'billed' | 'lost' | 'expired'
+  test: boolean
+  clearing?: number
+  loss_code?: number
+  settled_at?: number
+}
+
+/** A campaign's money on the exchange path: spend, budget held by bids in flight, and today's spend for pacing. */
+export interface CampaignLedger {
+  spent_micros: number
+  reserved_micros: number
+  /** UTC date of day_spent_micros. */
+  day: string
+  day_spent_micros: number
+}

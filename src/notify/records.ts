@@ -1,0 +1,22 @@
+// Notices' storage shape: a win, loss or billing notice or legacy notification waiting to be sent. A leaf.
+
+/**
+ * An outbound notice: an OpenRTB nurl, lurl or burl (GET), a legacy win/loss notification or a webhook delivery
+ * (signed POSTs). A webhook delivery's id is its delivery id (del_...).
+ */
+export interface NoticeRecord {
+  id: string
+  kind: 'nurl' | 'lurl' | 'burl' | 'legacy' | 'webhook'
+  url: string
+  seat_id?: string
+  /** legacy and webhook: the event name. */
+  event?: string
+  /** legacy: the JSON body. webhook: the JSON of its data; the envelope is built at each attempt, with its delivered_at. */
+  body?: string
+  /** legacy: the key that signs it when it is sent. */
+  key_id?: string
+  /** webhook: the subscription; absent for a delivery to the seat's webhook_url (signed with the seat's API key). */
+  webhook_id?: string
+  attempts: number
+  created_at: number
+}

@@ -1,0 +1,29 @@
+// The player feed's storage shapes: spots taken by screens and how they were decided. A leaf.
+import type { StoredBid } from '../bidding/records.js'
+
+/** Where a spot came from, in waterfall order. closed: outside operating hours, nothing plays. */
+export type Tier = 'guaranteed' | 'preferred' | 'pmp' | 'open_auction' | 'house' | 'closed'
+
+/** A spot the waterfall gave a screen's player, kept until its play is reported (and then for the proof). */
+export interface SpotRecord {
+  spot_id: string
+  screen_id: string
+  tier: Tier
+  decided_at: number
+  starts_at: number
+  duration_seconds: number
+  status: 'served' | 'started' | 'completed'
+  creative_id?: string
+  adm?: string
+  seat_id?: string
+  assignment_id?: string
+  campaign_id?: string
+  deal_id?: string
+  /** The winning bid: what the play is billed at and whom to tell. */
+  bid?: StoredBid & { clearing: number }
+  started_at?: number
+  completed_at?: number
+  /** Impressions the play counted (imp.qty.multiplier confirmed at render: live faces, at most what was offered). */
+  multiplier?: number
+  cost_micros?: number
+}
