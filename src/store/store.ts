@@ -37,7 +37,7 @@ export interface Store {
   embeds: Database<string, string>
   fein: CachedTable<FeinState>
   status: Database<ScreenStatus, string>
-  /** The adslots order: [source, quality rank, -vas, screen_id] -> filter tuple (src/inventory/index.ts). */
+  /** The adslots order: [source, quality rank, -vas, screen_id] -> filter tuple (src/inventory/adslot-index.ts). */
   adslotIndex: Database<IndexTuple, IndexKey>
   /** screen_id -> its current adslotIndex key. */
   adslotPos: Database<IndexKey, string>
