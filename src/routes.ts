@@ -2,6 +2,7 @@ import { keyRoutes } from './accounts/routes/keys.js'
 import { onboardRoute } from './accounts/routes/onboard.js'
 import { seatRoute } from './accounts/routes/seat.js'
 import { adminAuditRoute } from './admin/audit.js'
+import { mcpRoutes } from './agents/routes/mcp.js'
 import { adminCreativeRoutes } from './admin/creatives.js'
 import { adminDealRoutes } from './admin/deals.js'
 import { dashboardRoutes } from './admin/dashboard.js'
@@ -81,6 +82,7 @@ export function allRoutes (deps: Deps): RouteDef[] {
     ...adminDealRoutes(deps),
     ...adminBidderAliasRoutes(deps),
     adminAuditRoute(deps),
+    ...mcpRoutes(deps),
     ...publicFileRoutes(deps),
     ...opsRoutes(deps, () => openapi)
   ]

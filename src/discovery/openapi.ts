@@ -220,6 +220,7 @@ A device's embed_url (GET /embed/{token}?fp=<device fingerprint>) is the player 
 /** What each tag groups, for readers of the rendered document. */
 const TAG_DESCRIPTIONS: Record<string, string> = {
   Accounts: 'Seat onboarding, the seat record and API keys.',
+  Agents: 'AI buying agents: the AdCP media-buy tasks as tools of an MCP server (POST /mcp, keys with mcp:tools).',
   Bidding: 'OpenRTB 2.6 bid responses (POST /bid) and the seat\'s real-time bidding statistics.',
   Campaigns: 'Campaigns and direct placements (assignments) of approved creatives on screens.',
   Creatives: 'Creative registration (URL or presigned upload) and its AI moderation.',

@@ -287,10 +287,10 @@ export class RequestCycle {
    */
   #hold (answer: Promise<Result>, fingerprint: string): void {
     const { route, ctx } = { route: this.#route, ctx: this.#ctx }
-    if (route.computed !== true && route.gathered !== true) {
+    if (route.computed !== true && route.gathered !== true && route.agent !== true) {
       // The answer is refused, but it still settles: its failure must not go unhandled and end the process.
       answer.catch(() => {})
-      throw new Error(`${route.method.toUpperCase()} ${route.path} held its response but is neither computed nor gathered`)
+      throw new Error(`${route.method.toUpperCase()} ${route.path} held its response but is neither computed, gathered nor an agent endpoint`)
     }
     answer.then((result) => {
       if (this.#aborted) return

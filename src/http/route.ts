@@ -125,6 +125,11 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * does not support HTTP pipelining either.
    */
   gathered?: boolean
+  /**
+   * The route is an AI agent's MCP endpoint: the MCP server answers asynchronously, so it holds its response too
+   * and does not support HTTP pipelining (MCP clients never pipeline).
+   */
+  agent?: boolean
   status?: number
   /** Query-string schema (x-query: true); validated and coerced into ctx.q before the handler runs. */
   querySchema?: SchemaTitle

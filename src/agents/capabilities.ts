@@ -1,0 +1,25 @@
+import type { SeatRecord } from '../accounts/records.js'
+
+/** The AdCP major version this sales agent speaks. */
+export const ADCP_MAJOR_VERSION = 3
+
+/**
+ * get_adcp_capabilities: a DOOH media-buy sales agent. Prices are CPM per 1,000 impressions, an impression being a
+ * play times the screen's audience multiplier (OpenRTB 2.6 DOOH imp.qty.multiplier); fixed prices for Preferred and
+ * Guaranteed deals. Video creatives are VAST 4.2. account.sandbox says whether the calling seat is a sandbox seat.
+ */
+export function capabilities (seat: SeatRecord): Record<string, unknown> {
+  return {
+    adcp: { major_versions: [ADCP_MAJOR_VERSION] },
+    supported_protocols: ['media_buy'],
+    account: { supported_billing: ['operator'], sandbox: seat.status === 'sandbox' },
+    media_buy: {
+      supported_pricing_models: ['cpm'],
+      reporting: { supports_date_range: true, supports_daily_breakdown: true, supports_webhooks: true, available_dimensions: ['geo', 'placement', 'creative'] },
+      execution: {
+        creative_specs: { vast_versions: ['4.2'] },
+        targeting: { geo_countries: true, geo_regions: true }
+      }
+    }
+  }
+}
