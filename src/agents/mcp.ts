@@ -23,7 +23,7 @@ function serverFor (call: ToolCall): Server {
     const tool = TOOLS.find((t) => t.name === request.params.name)
     if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `No tool ${request.params.name}; tools/list names them.`)
     const args = request.params.arguments ?? {}
-    call.store.write(() => call.outbox.append('audit.agent.tool_called', `seat:${call.seat.seat_id}`, { actor: 'agent', key_id: call.keyId, tool: tool.name }, call.seat.seat_id))
+    if (!call.dryRun) call.store.write(() => call.outbox.append('audit.agent.tool_called', `seat:${call.seat.seat_id}`, { actor: 'agent', key_id: call.keyId, tool: tool.name }, call.seat.seat_id))
     try {
       validate(tool.input, args)
       return answer(tool.run(call, args))

@@ -11,6 +11,8 @@ export interface ToolCall {
   seat: SeatRecord
   keyId: string
   now: number
+  /** ?dry_run=true: the tools run their checks and answer, and nothing they would record is kept. */
+  dryRun: boolean
 }
 
 /** An AdCP task offered as an MCP tool: its input schema (in schemas/) and what it answers. */

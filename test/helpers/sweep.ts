@@ -47,6 +47,7 @@ export function validBodies (f: SweepFixtures): Record<string, unknown> {
   return {
     'POST /openrtb/v2/onboard': { company_name: 'Dry Co', seat_id: 'dry_sweep', contact_email: 'd@dry.example' },
     'POST /openrtb/v2/keys': { label: 'dry' },
+    'POST /mcp': { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_adcp_capabilities', arguments: {} } },
     'DELETE /openrtb/v2/keys/:key_id': undefined,
     'POST /v1/partner/register': { name: 'Dry Screens', slug: 'dry-screens', contact_email: 'd@dry.example', partner_type: 'network' },
     'POST /v1/partner/agent/register': { name: 'dry agent' },
