@@ -25,7 +25,7 @@ for (const file of files) {
   imports.set(file, targets.filter((p) => p.startsWith('src/')))
 }
 
-const FOUNDATION = /^src\/(clock|errors|log|next-turn|start-refused|config)\.ts$|^src\/generated\//
+const FOUNDATION = /^src\/(clock|errors|log|next-turn|start-refused|config|version)\.ts$|^src\/generated\//
 const INFRASTRUCTURE = /^src\/(store|http|net|auth)\//
 const RECORDS = /\/records\.ts$/
 const ROUTES = /^src\/[a-z-]+\/routes\/|^src\/admin\//

@@ -54,8 +54,7 @@ export function adminPlatformRoutes ({ store, outbox, inventory }: Deps): RouteD
       handler: (ctx) => {
         const partner = store.partners.get(ctx.params.id!)
         if (partner === undefined) throw new ApiError('partner_not_found', `No partner ${ctx.params.id}.`, { param: 'id' })
-        const moved = inventory.setPartnerSource(partner, ctx.body.source, ctx.now)
-        const next = { ...partner, source: ctx.body.source }
+        const { partner: next, moved } = inventory.setPartnerSource(partner, ctx.body.source, ctx.now)
         outbox.append('audit.partner.source_changed', `partner:${partner.id}`, { actor: 'operator', from: partner.source, to: ctx.body.source, screens_moved: moved, reason: ctx.body.reason ?? null })
         return ok(partnerView(next))
       }

@@ -4,9 +4,10 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, typ
 import { ApiError } from '../errors.js'
 import { schemas } from '../generated/schemas.js'
 import { validate } from '../http/validate.js'
+import { VERSION } from '../version.js'
 import { TOOLS, type ToolCall } from './tools.js'
 
-const SERVER_INFO = { name: 'oohbid', title: 'oohbid DOOH sales agent (AdCP media buy)', version: '0.1.0' }
+const SERVER_INFO = { name: 'oohbid', title: 'oohbid DOOH sales agent (AdCP media buy)', version: VERSION }
 
 /** A tool's answer as MCP carries it: AdCP's JSON as structured content, and the same JSON as text for clients without it. */
 function answer (data: Record<string, unknown>, isError = false): CallToolResult {

@@ -3,6 +3,7 @@ import { dropShipped } from '../events/funnel.js'
 import type { Store } from '../store/store.js'
 import type { Backend } from './backends.js'
 import { RowBuilder } from './rows.js'
+import { seconds } from './sql.js'
 import { tableName, type SchemaTarget } from './schema.js'
 
 /**
@@ -64,8 +65,8 @@ export class Shipper {
     let maxTs = 0
     for (const { key, value } of events) {
       this.#rows.add(key, value)
-      minTs = Math.min(minTs, Math.floor(value.at / 1000))
-      maxTs = Math.max(maxTs, Math.floor(value.at / 1000))
+      minTs = Math.min(minTs, seconds(value.at))
+      maxTs = Math.max(maxTs, seconds(value.at))
     }
     const first = events[0]!.key
     const last = events[events.length - 1]!.key

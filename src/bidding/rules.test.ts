@@ -1,10 +1,9 @@
 import t from 'tap'
 import { LOSS } from './loss-codes.js'
 import { blockedCategory, blockedDomain, creativeRefusal, dealRuns, declaredRefusals, floorFor, floorRefusal, screenDate } from './rules.js'
-import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
+import type { IndexKey, IndexTuple, ScreenRecord } from '../inventory/records.js'
 import type { DealRecord } from '../campaigns/records.js'
 import type { CreativeRecord } from '../creatives/records.js'
-import type { ScreenRecord } from '../inventory/records.js'
 
 // The bidding rules that bid intake, the waterfall and the exchange bidder share (src/bidding/rules.ts), pinned one
 // by one with the loss code each answers. No service is started.

@@ -1,9 +1,9 @@
 import { matchesEntry } from '../campaigns/targeting.js'
-import { AGE_RANK, type IndexKey, type IndexTuple } from '../inventory/adslot-index.js'
+import { AGE_RANK } from '../inventory/adslot-index.js'
+import type { IndexKey, IndexTuple, ScreenRecord } from '../inventory/records.js'
 import { localTime } from '../inventory/local-time.js'
 import type { DealRecord } from '../campaigns/records.js'
 import type { CreativeRecord } from '../creatives/records.js'
-import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
 import { LOSS } from './loss-codes.js'
 

@@ -1,6 +1,7 @@
 import { ApiError } from '../errors.js'
 import type { Targeting } from '../generated/types.js'
-import { SOURCE_ORDER, tupleMatches, type IndexKey, type IndexTuple, type Source } from '../inventory/adslot-index.js'
+import { SOURCE_ORDER, tupleMatches, type Source } from '../inventory/adslot-index.js'
+import type { IndexKey, IndexTuple } from '../inventory/records.js'
 import { isCountry, stateCode } from '../inventory/geo.js'
 import type { Store } from '../store/store.js'
 

@@ -6,6 +6,7 @@ import { schemaById } from '../http/validate.js'
 import { retrySchedule } from '../webhooks/kind.js'
 import { webhookDocs } from './openapi-webhooks.js'
 import { MAX_PATH_PARAM_LENGTH, MAX_QUERY_VALUE_LENGTH } from '../http/url-params.js'
+import { VERSION } from '../version.js'
 
 type Json = Record<string, unknown>
 
@@ -250,7 +251,7 @@ export function buildOpenApi (routes: RouteDef[], baseUrl: string): Json {
   const componentSchemas = Object.fromEntries(Object.values(schemas).map((s) => [s.title, toOpenApiSchema(s)]))
   return {
     openapi: '3.0.3',
-    info: { title: 'oohbid', version: '1.0.0', description: DESCRIPTION, license: { name: 'Apache-2.0', url: 'https://www.apache.org/licenses/LICENSE-2.0' } },
+    info: { title: 'oohbid', version: VERSION, description: DESCRIPTION, license: { name: 'Apache-2.0', url: 'https://www.apache.org/licenses/LICENSE-2.0' } },
     servers: [{ url: baseUrl }],
     tags: [...new Set(routes.filter((r) => r.documented !== false).map((r) => r.tag))].map((name) => ({ name, description: TAG_DESCRIPTIONS[name] ?? name })),
     paths,

@@ -1,14 +1,13 @@
 import { datedStatus } from '../campaigns/lifecycle.js'
 import { matchesEntry } from '../campaigns/targeting.js'
 import type { ExchangeBidRequest, Targeting, VenueType } from '../generated/types.js'
-import type { IndexKey, IndexTuple } from '../inventory/adslot-index.js'
+import type { IndexKey, IndexTuple, ScreenRecord } from '../inventory/records.js'
 import { present } from '../inventory/fein.js'
 import { countryCode, stateCode, timezoneAt } from '../inventory/geo.js'
 import { localTime } from '../inventory/local-time.js'
 import { VENUES } from '../inventory/venues.js'
 import type { CampaignRecord } from '../campaigns/records.js'
 import type { CreativeRecord } from '../creatives/records.js'
-import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
 
 type Imp = ExchangeBidRequest['imp'][number]

@@ -1,8 +1,5 @@
-import type { ScreenRecord } from './records.js'
+import type { IndexKey, IndexTuple, ScreenRecord } from './records.js'
 import { QUALITY_RANK, type Quality } from './fein.js'
-import type { IndexKey, IndexTuple } from './records.js'
-
-export type { IndexKey, IndexTuple } from './records.js'
 
 export const SOURCES = ['owned', 'partner'] as const
 export type Source = typeof SOURCES[number]

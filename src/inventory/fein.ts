@@ -18,8 +18,6 @@ export const FRESHNESS = {
 
 const SIGNALS = Object.keys(FRESHNESS) as Signal[]
 
-export type { FeinState, HourBucket, Signal } from './records.js'
-
 /** The order of data_quality in listings: live first. */
 export const QUALITY_RANK = { live: 0, historical: 1, none: 2 } as const
 export type Quality = keyof typeof QUALITY_RANK

@@ -4,9 +4,9 @@ import { iso } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { AudienceUpdate, DeviceRegisterRequest, ScreenSettingsRequest, VenueType } from '../generated/types.js'
 import type { Outbox } from '../store/outbox.js'
-import type { FeinState, PartnerRecord, ScreenRecord, ScreenStatus } from './records.js'
+import type { FeinState, IndexKey, PartnerRecord, ScreenRecord, ScreenStatus } from './records.js'
 import type { Store } from '../store/store.js'
-import { indexKey, indexTuple, SOURCES, type IndexKey, type Source } from './adslot-index.js'
+import { indexKey, indexTuple, SOURCES, type Source } from './adslot-index.js'
 import { applyUpdate, emptyFein, liveUntil, quality, vas7d } from './fein.js'
 import { isCountry, isTimezone, nearestCity, stateCode, timezoneAt } from './geo.js'
 import { hoursProblem } from './hours.js'
@@ -210,8 +210,9 @@ export class Inventory {
   }
 
   /** Classifies a partner as owned or partner inventory, and moves all its screens there. Call inside Store.write. */
-  setPartnerSource (partner: PartnerRecord, source: Source, now: number): number {
-    this.store.partners.putSync(partner.id, { ...partner, source })
+  setPartnerSource (partner: PartnerRecord, source: Source, now: number): { partner: PartnerRecord, moved: number } {
+    const next = { ...partner, source }
+    this.store.partners.putSync(partner.id, next)
     let moved = 0
     for (const { value } of this.store.devices.getRange({ start: `${partner.id}\u0000`, end: `${partner.id}\u0001` })) {
       const screen = this.store.screens.get(value)
@@ -219,7 +220,7 @@ export class Inventory {
       this.#save({ ...screen, source, updated_at: iso(now) }, screen)
       moved++
     }
-    return moved
+    return { partner: next, moved }
   }
 
   /** Stores a new partner and its slug, which must be free. Call inside Store.write. */

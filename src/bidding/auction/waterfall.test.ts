@@ -5,12 +5,11 @@ import t, { type Test } from 'tap'
 import { decide, INCREMENT } from './waterfall.js'
 import { LOSS } from '../loss-codes.js'
 import { openStore, type Store } from '../../store/store.js'
-import type { IndexKey, IndexTuple } from '../../inventory/records.js'
+import type { IndexKey, IndexTuple, ScreenRecord } from '../../inventory/records.js'
 import type { SeatRecord } from '../../accounts/records.js'
 import type { StoredBid } from '../records.js'
 import type { AssignmentRecord, DealRecord } from '../../campaigns/records.js'
 import type { CreativeRecord } from '../../creatives/records.js'
-import type { ScreenRecord } from '../../inventory/records.js'
 
 // The waterfall decision for a screen's next spot, on a real LMDB store holding just the records the decision reads
 // (no service, no HTTP): which tier plays, the clearing price, and the loss code every other stored bid comes to.

@@ -1,8 +1,7 @@
 import { errorTable } from '../../errors.js'
 import { held, ok, raw, route, type RouteDef } from '../../http/route.js'
 import type { Deps } from '../../deps.js'
-
-const VERSION = '1.0.0'
+import { VERSION } from '../../version.js'
 
 function escapeHtml (s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')

@@ -1,6 +1,7 @@
 import { ApiError } from '../../errors.js'
 import type { AdslotsQuery, VenueType } from '../../generated/types.js'
-import { NO_VAS, SOURCE_ORDER, SOURCES, tupleMatches, type IndexKey, type IndexTuple, type Source, type TupleFilter } from '../adslot-index.js'
+import { NO_VAS, SOURCE_ORDER, SOURCES, tupleMatches, type Source, type TupleFilter } from '../adslot-index.js'
+import type { IndexKey, IndexTuple } from '../records.js'
 import { FRESHNESS } from '../fein.js'
 import { isCountry, stateCode } from '../geo.js'
 import { VENUES } from '../venues.js'

@@ -4,11 +4,11 @@ import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import type { AvailabilityRequest, ScreenAudienceRequest, ScreenProfile } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
-import { present, vas7d, type FeinState } from '../fein.js'
+import { present, vas7d } from '../fein.js'
 import { datesBetween, openHoursPerWeek, openMinutesOn } from '../hours.js'
 import type { Inventory } from '../inventory.js'
 import { openrtbDeviceType, VENUES } from '../venues.js'
-import type { ScreenRecord } from '../records.js'
+import type { FeinState, ScreenRecord } from '../records.js'
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
