@@ -15,6 +15,7 @@ import { resolveAdminToken } from './admin/token.js'
 import { ProofSigner } from './proof/signer.js'
 import { allRoutes } from './routes.js'
 import { ImpIds } from './inventory/adslots/imp-ids.js'
+import { activateMediaBuys } from './agents/media-buys.js'
 import { runCampaignJobs } from './campaigns/lifecycle.js'
 import { Inventory } from './inventory/inventory.js'
 import { Moderator } from './moderation/moderator.js'
@@ -177,9 +178,10 @@ export async function startService ({ config: given, clock = systemClock, log = 
   analytics.start()
   /** Whatever the hot threads handed over before now has arrived (each answers after the messages it sent before). */
   const flushed = () => threads.call('flushed')
-  /** The jobs this thread runs: campaign moves, expired holds and deals, bids their imps outlived. */
+  /** The jobs this thread runs: campaign moves, expired holds and deals, media buys whose creative was approved, bids their imps outlived. */
   const ownJobs = () => ({
     ...runCampaignJobs(store, outbox, clock.now()),
+    activatedMediaBuys: activateMediaBuys({ store, outbox, inventory, config }, clock.now()),
     expiredBids: expireBids({ store, notices }, clock.now()),
     expiredExchangeBids: expireExchangeBids(store, clock.now())
   })

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import t from 'tap'
+import { deviceBody, registerDevices, registerPartner, sendAudience } from './helpers/fleet.js'
 import { startTestService, type TestService } from './helpers/service.js'
 
 // AI buying agents over MCP (POST /mcp, AdCP media buy), as an agent reaches them: JSON-RPC over real HTTP, and the
@@ -8,9 +9,39 @@ import { startTestService, type TestService } from './helpers/service.js'
 
 const run = promisify(execFile)
 const ACCEPT = 'application/json, text/event-stream'
+const DAY = 86_400_000
+const SCENARIOS = ['health_check', 'discovery', 'create_media_buy', 'full_sales_flow', 'creative_sync', 'error_handling', 'validation', 'temporal_validation', 'pricing_edge_cases', 'response_consistency']
 
-async function rpc (svc: TestService, key: string | undefined, message: unknown) {
-  return await svc.request('POST', '/mcp', { ...(key !== undefined ? { key } : {}), headers: { accept: ACCEPT }, raw: JSON.stringify(message) })
+async function rpc (svc: TestService, key: string | undefined, message: unknown, headers: Record<string, string> = {}, query = '') {
+  return await svc.request('POST', `/mcp${query}`, { ...(key !== undefined ? { key } : {}), headers: { accept: ACCEPT, ...headers }, raw: JSON.stringify(message) })
+}
+
+let ids = 0
+/** Calls a tool; its answer (structuredContent) and whether it is a refusal. */
+async function tool (svc: TestService, key: string, name: string, args: Record<string, unknown>, headers: Record<string, string> = {}, query = '') {
+  const r = await rpc(svc, key, { jsonrpc: '2.0', id: ++ids, method: 'tools/call', params: { name, arguments: args } }, headers, query)
+  if (r.status !== 200 || r.body.result === undefined) throw new Error(`${name}: ${r.status} ${r.text}`)
+  return { data: r.body.result.structuredContent, error: r.body.result.isError === true }
+}
+
+/** The official runner's report for one scenario. */
+async function conformance (svc: TestService, key: string, scenario: string, extra: string[] = []) {
+  const { stdout } = await run(process.execPath, ['node_modules/@adcp/client/bin/adcp.js', 'test', `${svc.url}/mcp`, scenario, '--protocol', 'mcp', '--auth', key, '--json', ...extra], { timeout: 120_000 }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }))
+  return JSON.parse(stdout.slice(stdout.indexOf('{'))) as { overall_passed: boolean, summary: string, steps: Array<{ step: string, passed: boolean, error?: string, created_id?: string }> }
+}
+
+/** Austin gyms with a live audience (8 people per play) and floors of $9-$14, a Dallas gym and an Austin airport. */
+async function market (svc: TestService) {
+  const partner = await registerPartner(svc)
+  const screens = await registerDevices(svc, partner, [
+    ...[1, 2, 3, 4, 5, 6].map((i) => deviceBody(`gym-${i}`, { floor_price_cpm: 8 + i })),
+    deviceBody('gym-dallas', { location: { city: 'Dallas', lat: 32.7767, lng: -96.797 }, floor_price_cpm: 6 }),
+    deviceBody('airport-1', { location: { venue_type: 'airport' }, floor_price_cpm: 12 })
+  ])
+  await sendAudience(svc, partner, [1, 2, 3, 4, 5, 6].map((i) => ({ device_id: `gym-${i}`, live_face_count: 8, attention_score: 0.6 })))
+  const devices = (await svc.request('GET', '/v1/partner/devices', { key: partner.key })).body.data.devices as Array<{ device_id: string, screen_id: string, embed_url: string }>
+  const embedOf = (screenId: string) => new URL(devices.find((d) => d.screen_id === screenId)!.embed_url).pathname
+  return { partner, screens, embedOf }
 }
 
 t.test('tools/list and get_adcp_capabilities for a seat key with mcp:tools, each call audited', async (t) => {
@@ -19,11 +50,12 @@ t.test('tools/list and get_adcp_capabilities for a seat key with mcp:tools, each
   const list = await rpc(svc, key, { jsonrpc: '2.0', id: 1, method: 'tools/list' })
   t.equal(list.status, 200)
   t.match(list.headers.get('content-type'), /application\/json/)
-  t.same(list.body.result.tools.map((tool: { name: string }) => tool.name), ['get_adcp_capabilities'])
-  t.equal(list.body.result.tools[0].inputSchema.type, 'object', 'input schemas come from schemas/')
+  t.same(list.body.result.tools.map((tool: { name: string }) => tool.name), ['get_adcp_capabilities', 'get_products', 'list_creative_formats', 'list_authorized_properties', 'create_media_buy', 'update_media_buy', 'sync_creatives', 'get_media_buy_delivery'])
+  t.ok(list.body.result.tools.every((tool: { inputSchema: { type: string } }) => tool.inputSchema.type === 'object'), 'input schemas come from schemas/')
+  t.match(list.body.result.tools.find((tool: { name: string }) => tool.name === 'create_media_buy').inputSchema, { required: ['buyer_ref', 'packages', 'start_time', 'end_time'] })
   const caps = await rpc(svc, key, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'get_adcp_capabilities', arguments: { context: { trace: 't-1' } } } })
   t.equal(caps.status, 200)
-  t.match(caps.body.result.structuredContent, { adcp: { major_versions: [3] }, supported_protocols: ['media_buy'], account: { sandbox: true }, media_buy: { supported_pricing_models: ['cpm'] }, context: { trace: 't-1' } })
+  t.match(caps.body.result.structuredContent, { adcp: { major_versions: [3] }, supported_protocols: ['media_buy'], account: { sandbox: true }, media_buy: { supported_pricing_models: ['cpm'], features: { inline_creative_management: true } }, context: { trace: 't-1' } })
   t.same(JSON.parse(caps.body.result.content[0].text), caps.body.result.structuredContent, 'the same answer as text')
   const audit = await svc.admin('GET', '/admin/v1/audit')
   t.match(audit.body.data.events.find((e: { type: string }) => e.type === 'audit.agent.tool_called'), { actor: 'agent', subject: 'seat:agent_buyer', data: { tool: 'get_adcp_capabilities', key_id: String } })
@@ -53,11 +85,186 @@ t.test('refused: no key, a key without mcp:tools, bad arguments, unknown tools, 
   t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
 })
 
-t.test('the AdCP conformance runner passes health_check against the endpoint', async (t) => {
+t.test('the AdCP conformance runner passes every media-buy scenario', async (t) => {
   const svc = await startTestService(t)
+  await market(svc)
   const { key } = await svc.onboard('conformance')
-  const { stdout } = await run(process.execPath, ['node_modules/@adcp/client/bin/adcp.js', 'test', `${svc.url}/mcp`, 'health_check', '--protocol', 'mcp', '--auth', key, '--json'], { timeout: 60_000 })
-  const report = JSON.parse(stdout.slice(stdout.indexOf('{')))
+  for (const scenario of SCENARIOS) {
+    const report = await conformance(svc, key, scenario)
+    t.equal(report.overall_passed, true, `${scenario}: ${report.summary}${report.steps.filter((s) => !s.passed).map((s) => `\n  ${s.step}: ${s.error}`).join('')}`)
+  }
+  t.ok(svc.snapshot().mediaBuys! >= 2, 'a sandbox seat\'s runs are real (X-Dry-Run changes nothing there): the buys exist')
+})
+
+t.test('get_products reads the brief: segments, prices from the screens, forecasts, properties as in sellers.json', async (t) => {
+  const svc = await startTestService(t)
+  const { partner } = await market(svc)
+  const { key } = await svc.onboard('planner')
+  const gyms = await tool(svc, key, 'get_products', { buying_mode: 'brief', brief: 'gyms in Austin with attentive crowds', brand: { domain: 'acme.example' } })
+  t.equal(gyms.error, false)
+  t.same(gyms.data.products.map((p: { product_id: string }) => p.product_id), ['dooh:gym:US:TX:austin:guaranteed'], 'one segment: Dallas and the airport are not what the brief asked')
+  const [guaranteed] = gyms.data.products
+  t.match(guaranteed, {
+    delivery_type: 'guaranteed',
+    channels: ['dooh'],
+    pricing_options: [{ pricing_option_id: 'cpm_fixed', pricing_model: 'cpm', currency: 'USD', fixed_price: 16.8, min_spend_per_package: Number }],
+    format_ids: [{ id: 'dooh_1920x1080_15s', width: 1920, height: 1080, duration_ms: 15000 }],
+    forecast: { method: 'guaranteed', currency: 'USD', points: [{ budget: 1000, metrics: { impressions: { mid: 59523 } } }] },
+    brief_relevance: /6 screen\(s\) matched/,
+    ext: { oohbid: { screens: 6, impressions_per_play: 8, floor_cpm: { min: 9, max: 14 } } }
+  }, 'fixed CPM 20% over the top floor ($14); $1,000 buys 59,523 impressions')
+  t.same(guaranteed.publisher_properties, [{ publisher_domain: `${partner.slug}.example`, selection_type: 'by_id', property_ids: guaranteed.publisher_properties[0].property_ids }])
+  t.equal(guaranteed.publisher_properties[0].property_ids.length, 6)
+  const sellers = (await svc.request('GET', '/sellers.json')).body.sellers.map((s: { domain?: string }) => s.domain)
+  const properties = await tool(svc, key, 'list_authorized_properties', {})
+  t.same(properties.data.publisher_domains, sellers, 'the publishers are the sellers of /sellers.json')
+  const airports = await tool(svc, key, 'get_products', { brief: 'airport screens' })
+  t.same(airports.data.products.map((p: { product_id: string }) => p.product_id), ['dooh:airport:US:*:*:guaranteed'])
+  t.same((await tool(svc, key, 'get_products', { brief: 'airport screens', filters: { delivery_type: 'non_guaranteed' } })).data.products, [], 'every product is guaranteed')
+  const none = await tool(svc, key, 'get_products', { brief: 'gyms', filters: { channels: ['podcast'] } })
+  t.same(none.data.products, [], 'no podcast inventory here')
+  const formats = await tool(svc, key, 'list_creative_formats', {})
+  t.match(formats.data.formats, [{ format_id: { id: 'dooh_1920x1080_15s' }, type: 'dooh', assets: [{ asset_id: 'primary', required: true }] }])
+})
+
+t.test('a media buy made by the runner becomes the campaign REST clients see, plays on a screen and reports delivery', async (t) => {
+  const svc = await startTestService(t, { PICKUP_SECONDS: '5' })
+  const { embedOf, partner, screens } = await market(svc)
+  const { key } = await svc.onboard('agency')
+  const report = await conformance(svc, key, 'full_sales_flow')
   t.equal(report.overall_passed, true, report.summary)
-  t.match(report.steps[0].response_preview, /get_adcp_capabilities/)
+  const mediaBuyId = report.steps.find((s) => s.created_id !== undefined)!.created_id!
+  t.same((await svc.request('GET', '/openrtb/v2/campaigns', { key })).body.data.campaigns, [], 'no campaign before the package has a creative')
+  const synced = await tool(svc, key, 'sync_creatives', {
+    creatives: [{ creative_id: 'agency-spot-1', name: 'Agency spot', format_id: 'dooh_1920x1080_15s', assets: { primary: { url: 'https://assets.invalid/agency.png', format: 'png', width: 1920, height: 1080 } } }],
+    assignments: { 'agency-spot-1': [`${mediaBuyId}/pkg-0`] }
+  })
+  t.match(synced.data.creatives, [{ creative_id: 'agency-spot-1', action: 'created', platform_id: /^cr_/, status: 'pending_review', assigned_to: [`${mediaBuyId}/pkg-0`] }])
+  const creativeId = synced.data.creatives[0].platform_id
+  t.equal((await tool(svc, key, 'sync_creatives', { creatives: [{ creative_id: 'agency-spot-1', name: 'Agency spot', assets: { primary: { url: 'https://assets.invalid/agency.png', format: 'png' } } }] })).data.creatives[0].action, 'unchanged', 'syncing it again changes nothing')
+  await svc.service.moderator.idle()
+  await svc.admin('POST', `/admin/v1/creatives/${creativeId}/review`, { decision: 'approved', reason: 'checked for the test' })
+  await svc.service.runJobs()
+  const campaigns = (await svc.request('GET', '/openrtb/v2/campaigns', { key })).body.data.campaigns
+  t.match(campaigns, [{ name: /\/ pkg-0$/, creative_id: creativeId, budget_usd: 1500, status: 'scheduled' }], 'the same campaign a REST client sees, with the budget the runner raised to')
+  const [placement] = (await svc.request('GET', '/openrtb/v2/assignments', { key })).body.data.assignments
+  t.match(placement, { campaign_id: campaigns[0].campaign_id, creative_id: creativeId, source: 'media_buy', status: 'active' })
+  t.equal(placement.screen_ids.length, 7, 'the seven US gyms of the guaranteed product the runner bought')
+  svc.clock.advance(2 * DAY)
+  await svc.service.runJobs()
+  await sendAudience(svc, partner, [{ device_id: 'gym-1', live_face_count: 8 }])
+  t.ok(placement.screen_ids.includes(screens['gym-1']))
+  const embed = embedOf(screens['gym-1']!)
+  const spot = (await svc.request('POST', `${embed}/spots`, { body: {} })).body.data
+  t.match(spot, { tier: 'guaranteed', creative: { creative_id: creativeId } }, 'the screen plays the buy')
+  await svc.request('POST', `${embed}/spots/${spot.spot_id}/events`, { body: { event: 'render_started' } })
+  await svc.request('POST', `${embed}/spots/${spot.spot_id}/events`, { body: { event: 'play_completed', duration_ms: 15_000 } })
+  t.match((await svc.request('GET', `/openrtb/v2/campaigns/${campaigns[0].campaign_id}`, { key })).body.data, { status: 'active', impressions: 8 }, 'one play of eight people')
+  const delivery = await tool(svc, key, 'get_media_buy_delivery', { media_buy_ids: [mediaBuyId] })
+  t.match(delivery.data, {
+    currency: 'USD',
+    aggregated_totals: { impressions: 8, spend: 0.1344, media_buy_count: 1 },
+    media_buy_deliveries: [{ media_buy_id: mediaBuyId, status: 'active', totals: { impressions: 8 }, by_package: [{ package_id: 'pkg-0', impressions: 8, spend: 0.1344, rate: 16.8, delivery_status: 'delivering' }] }]
+  }, 'eight impressions at the fixed $16.80 CPM')
+  const paused = await tool(svc, key, 'update_media_buy', { media_buy_id: mediaBuyId, paused: true })
+  t.match(paused.data, { status: 'paused', affected_packages: [{ package_id: 'pkg-0' }] })
+  t.equal((await svc.request('GET', `/openrtb/v2/campaigns/${campaigns[0].campaign_id}`, { key })).body.data.status, 'paused')
+  t.equal((await svc.request('GET', '/openrtb/v2/assignments', { key })).body.data.assignments[0].status, 'paused')
+  t.match((await svc.request('POST', `${embed}/spots`, { body: {} })).body.data, { tier: 'house', creative: null }, 'a paused buy does not play')
+})
+
+t.test('another seat\'s media buy is not reachable through the tools', async (t) => {
+  const svc = await startTestService(t)
+  await market(svc)
+  const owner = (await svc.onboard('owner_seat')).key
+  const other = (await svc.onboard('other_seat')).key
+  const products = (await tool(svc, owner, 'get_products', { brief: 'gyms in Austin' })).data.products
+  const created = await tool(svc, owner, 'create_media_buy', { buyer_ref: 'q1', brand: { domain: 'owner.example' }, start_time: 'asap', end_time: new Date(svc.clock.now() + 7 * DAY).toISOString(), packages: [{ buyer_ref: 'p1', product_id: products[0].product_id, pricing_option_id: 'cpm_fixed', budget: 500 }] })
+  t.equal(created.error, false, JSON.stringify(created.data))
+  const id = created.data.media_buy_id
+  const before = svc.snapshot()
+  t.match(await tool(svc, other, 'update_media_buy', { media_buy_id: id, paused: true }), { error: true, data: { errors: [{ code: 'media_buy_not_found', field: 'media_buy_id' }] } })
+  t.match(await tool(svc, other, 'update_media_buy', { buyer_ref: 'q1', packages: [{ package_id: 'pkg-0', budget: 1 }] }), { error: true, data: { errors: [{ code: 'media_buy_not_found', field: 'buyer_ref' }] } })
+  t.match(await tool(svc, other, 'get_media_buy_delivery', { media_buy_ids: [id] }), { error: true, data: { errors: [{ code: 'media_buy_not_found', field: 'media_buy_ids.0' }] } })
+  t.same((await tool(svc, other, 'get_media_buy_delivery', {})).data.media_buy_deliveries, [], 'its own buys only: none')
+  const attach = await tool(svc, other, 'sync_creatives', { creatives: [{ creative_id: 'x', name: 'x', assets: { primary: { url: 'https://assets.invalid/x.png' } } }], assignments: { x: [`${id}/pkg-0`] } })
+  t.match(attach.data.creatives[0], { action: 'created', assignment_errors: { [`${id}/pkg-0`]: /No package/ } })
+  t.same({ ...svc.snapshot(), creatives: 0, outbox: 0, audit: 0, meta: 0 }, { ...before, creatives: 0, outbox: 0, audit: 0, meta: 0 }, 'the owner\'s buy is untouched')
+  t.equal((await tool(svc, owner, 'get_media_buy_delivery', { media_buy_ids: [id] })).data.media_buy_deliveries[0].media_buy_id, id, 'its owner still reaches it')
+})
+
+t.test('create_media_buy and update_media_buy refuse what they cannot sell, writing nothing; dry runs write nothing', async (t) => {
+  const svc = await startTestService(t)
+  await market(svc)
+  const { key } = await svc.onboard('careful')
+  const [product] = (await tool(svc, key, 'get_products', { brief: 'gyms in Austin' })).data.products
+  const end = new Date(svc.clock.now() + 7 * DAY).toISOString()
+  const base = { buyer_ref: 'b1', brand: { domain: 'careful.example' }, start_time: 'asap', end_time: end }
+  const g = { product_id: product.product_id, pricing_option_id: 'cpm_fixed', budget: 1000 }
+  const g2 = { ...g, buyer_ref: 'second', budget: 500 }
+  const before = svc.snapshot()
+  const cases: Array<[string, Record<string, unknown>, string, string]> = [
+    ['end before start', { ...base, start_time: new Date(svc.clock.now() + 3 * DAY).toISOString(), end_time: new Date(svc.clock.now() + DAY).toISOString(), packages: [g] }, 'invalid_date', 'end_time'],
+    ['start in the past', { ...base, start_time: new Date(svc.clock.now() - DAY).toISOString(), packages: [g] }, 'invalid_date', 'start_time'],
+    ['not a time', { ...base, start_time: 'tomorrow', packages: [g] }, 'invalid_date', 'start_time'],
+    ['no packages', { ...base, packages: [] }, 'invalid_parameter', 'packages'],
+    ['another seat\'s account', { ...base, account: { account_id: 'someone_else' }, packages: [g] }, 'not_authorized', 'account.account_id'],
+    ['a live account asked of a sandbox seat', { ...base, account: { brand: { domain: 'careful.example' }, operator: 'careful.example', sandbox: false }, packages: [g] }, 'invalid_parameter', 'account.sandbox'],
+    ['unknown product', { ...base, packages: [{ ...g, product_id: 'dooh:gym:US:*:*:auction' }] }, 'product_not_found', 'packages.0.product_id'],
+    ['product with no screens', { ...base, packages: [{ ...g, product_id: 'dooh:hospital:US:*:*:guaranteed' }] }, 'product_not_found', 'packages.0.product_id'],
+    ['wrong pricing option', { ...base, packages: [{ ...g, pricing_option_id: 'cpm_auction' }] }, 'invalid_parameter', 'packages.0.pricing_option_id'],
+    ['fixed price with a bid', { ...base, packages: [{ ...g, bid_price: 20 }] }, 'invalid_parameter', 'packages.0.bid_price'],
+    ['negative budget', { ...base, packages: [{ ...g, budget: -5 }] }, 'invalid_budget', 'packages.0.budget'],
+    ['below the minimum spend', { ...base, packages: [{ ...g, budget: 1 }] }, 'invalid_budget', 'packages.0.budget'],
+    ['more than the screens can play', { ...base, packages: [{ ...g, budget: 10_000_000 }] }, 'capacity_unavailable', 'packages.0.budget'],
+    ['front_loaded pacing', { ...base, packages: [{ ...g, pacing: 'front_loaded' }] }, 'invalid_parameter', 'packages.0.pacing'],
+    ['the second package fails', { ...base, packages: [g, { ...g2, bid_price: 1 }] }, 'invalid_parameter', 'packages.1.bid_price']
+  ]
+  for (const [name, args, code, field] of cases) {
+    const r = await tool(svc, key, 'create_media_buy', args)
+    t.equal(r.error, true, name)
+    t.match(r.data.errors?.[0], { code, field }, name)
+  }
+  t.same({ ...svc.snapshot(), outbox: 0, audit: 0 }, { ...before, outbox: 0, audit: 0 }, 'nothing written, no spot booked')
+  const dry = await rpc(svc, key, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'create_media_buy', arguments: { ...base, packages: [g, g2] } } }, {}, '?dry_run=true')
+  t.match(dry.body, { dry_run: true, data: { result: { structuredContent: { media_buy_id: /^mb_/, packages: [{ package_id: 'pkg-0' }, { package_id: 'pkg-1' }] } } } }, '?dry_run=true answers what would be bought')
+  t.same({ ...svc.snapshot(), outbox: 0, audit: 0 }, { ...before, outbox: 0, audit: 0 }, 'and records nothing')
+  const made = await tool(svc, key, 'create_media_buy', { ...base, packages: [g, g2] })
+  t.equal(made.error, false, JSON.stringify(made.data))
+  const id = made.data.media_buy_id
+  const afterCreate = svc.snapshot()
+  const updates: Array<[string, Record<string, unknown>, string, string]> = [
+    ['unknown package', { media_buy_id: id, packages: [{ package_id: 'pkg-9', budget: 5 }] }, 'package_not_found', 'packages.0.package_id'],
+    ['a bid on the fixed price', { media_buy_id: id, packages: [{ package_id: 'pkg-0', bid_price: 30 }] }, 'invalid_parameter', 'packages.0.bid_price'],
+    ['more than the screens can play', { media_buy_id: id, packages: [{ package_id: 'pkg-0', budget: 10_000_000 }] }, 'capacity_unavailable', 'packages.0.budget'],
+    ['no media buy named', { packages: [{ package_id: 'pkg-0', budget: 5 }] }, 'invalid_parameter', 'media_buy_id'],
+    ['the second change fails', { media_buy_id: id, packages: [{ buyer_ref: 'second', budget: 900 }, { package_id: 'pkg-7' }] }, 'package_not_found', 'packages.1.package_id']
+  ]
+  for (const [name, args, code, field] of updates) {
+    const r = await tool(svc, key, 'update_media_buy', args)
+    t.equal(r.error, true, name)
+    t.match(r.data.errors?.[0], { code, field }, name)
+  }
+  t.same({ ...svc.snapshot(), outbox: 0, audit: 0 }, { ...afterCreate, outbox: 0, audit: 0 }, 'no change kept')
+  t.match((await tool(svc, key, 'get_media_buy_delivery', { media_buy_ids: [id] })).data.media_buy_deliveries[0].by_package, [{ package_id: 'pkg-0' }, { package_id: 'pkg-1', buyer_ref: 'second', rate: 16.8 }], 'the buy as it was')
+  // An approved seat's AdCP test run (X-Dry-Run: true) is a dry run; a sandbox seat's is real (see the runner test).
+  await svc.admin('POST', '/admin/v1/seats/careful/approve', { reason: 'test' })
+  const header = await tool(svc, key, 'create_media_buy', { ...base, buyer_ref: 'b2', packages: [g] }, { 'x-dry-run': 'true' })
+  t.equal(header.error, false)
+  t.equal(svc.snapshot().mediaBuys, afterCreate.mediaBuys, 'X-Dry-Run on an approved seat records nothing')
+  t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
+})
+
+t.test('the README\'s example agent (scripts/agent-buy.ts, on @adcp/client) buys a screen package', async (t) => {
+  const svc = await startTestService(t)
+  await market(svc)
+  const { key } = await svc.onboard('example_agent')
+  const { stdout } = await run(process.execPath, ['dist/scripts/agent-buy.js', '--url', `${svc.url}/mcp`, '--key', key, '--brief', 'gyms in Austin', '--budget', '2000', '--creative-url', 'https://assets.invalid/spot.png'], { timeout: 60_000 })
+  const steps: Record<string, any> = Object.fromEntries(stdout.trim().split('\n').map((line) => JSON.parse(line)).map((s: { step: string }) => [s.step, s]))
+  t.match(steps.get_products, { chosen: 'dooh:gym:US:TX:austin:guaranteed', cpm: 16.8 })
+  t.match(steps.create_media_buy, { media_buy_id: /^mb_/, status: 'pending_activation', booked_impressions: 119047 })
+  t.match(steps.sync_creatives, { action: 'created', status: 'pending_review', assigned_to: [`${steps.create_media_buy.media_buy_id}/pkg-0`] })
+  t.match(steps.get_media_buy_delivery, { status: 'pending_activation', totals: { impressions: 0, spend: 0 } })
+  const [creative] = (await svc.request('GET', '/openrtb/v2/creatives', { key })).body.data.creatives
+  t.match(creative, { crid: steps.sync_creatives.creative_id, status: /pending_moderation|rejected/ }, 'the seat\'s creative, under the agent\'s own id, in moderation')
 })

@@ -103,6 +103,7 @@ const OWNERS: Record<string, string[]> = {
   assignments: ['src/campaigns/'],
   reservations: ['src/campaigns/'],
   deals: ['src/campaigns/'],
+  mediaBuys: ['src/agents/'],
   booked: ['src/campaigns/'],
   placements: ['src/campaigns/'],
   holds: ['src/campaigns/'],

@@ -5,8 +5,8 @@ export const ADCP_MAJOR_VERSION = 3
 
 /**
  * get_adcp_capabilities: a DOOH media-buy sales agent. Prices are CPM per 1,000 impressions, an impression being a
- * play times the screen's audience multiplier (OpenRTB 2.6 DOOH imp.qty.multiplier); fixed prices for Preferred and
- * Guaranteed deals. Video creatives are VAST 4.2. account.sandbox says whether the calling seat is a sandbox seat.
+ * play times the screen's audience multiplier (OpenRTB 2.6 DOOH imp.qty.multiplier): fixed for guaranteed products,
+ * bid above the screens' floors for auction products. Video creatives are VAST 4.2. account.sandbox says whether the calling seat is a sandbox seat.
  */
 export function capabilities (seat: SeatRecord): Record<string, unknown> {
   return {
@@ -15,7 +15,9 @@ export function capabilities (seat: SeatRecord): Record<string, unknown> {
     account: { supported_billing: ['operator'], sandbox: seat.status === 'sandbox' },
     media_buy: {
       supported_pricing_models: ['cpm'],
-      reporting: { supports_date_range: true, supports_daily_breakdown: true, supports_webhooks: true, available_dimensions: ['geo', 'placement', 'creative'] },
+      // Delivery is per media buy and package over a date range (get_media_buy_delivery); no daily rows, no webhooks yet.
+      reporting: { supports_date_range: true, supports_daily_breakdown: false, supports_webhooks: false, available_dimensions: [] },
+      features: { inline_creative_management: true, property_list_filtering: false, content_standards: false, conversion_tracking: false, audience_targeting: false, catalog_management: false },
       execution: {
         creative_specs: { vast_versions: ['4.2'] },
         targeting: { geo_countries: true, geo_regions: true }

@@ -5,7 +5,8 @@ import { ApiError } from '../errors.js'
 import { schemas } from '../generated/schemas.js'
 import { validate } from '../http/validate.js'
 import { VERSION } from '../version.js'
-import { TOOLS, type ToolCall } from './tools.js'
+import type { ToolCall } from './call.js'
+import { TOOLS } from './tools.js'
 
 const SERVER_INFO = { name: 'oohbid', title: 'oohbid DOOH sales agent (AdCP media buy)', version: VERSION }
 
@@ -27,7 +28,9 @@ function serverFor (call: ToolCall): Server {
     if (!call.dryRun) call.store.write(() => call.outbox.append('audit.agent.tool_called', `seat:${call.seat.seat_id}`, { actor: 'agent', key_id: call.keyId, tool: tool.name }, call.seat.seat_id))
     try {
       validate(tool.input, args)
-      return answer(tool.run(call, args))
+      const data = await tool.run(call, args)
+      // AdCP's context is the caller's own: every answer carries it back unchanged.
+      return answer(args.context !== undefined ? { ...data, context: args.context } : data)
     } catch (err) {
       // AdCP's error shape: the failure is the task's answer, so an agent can read and correct it.
       if (err instanceof ApiError) return answer({ errors: [{ code: err.code, message: err.message, ...(err.extras.param !== undefined ? { field: err.extras.param } : {}) }] }, true)

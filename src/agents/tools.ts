@@ -1,26 +1,16 @@
-import type { SeatRecord } from '../accounts/records.js'
 import type { SchemaTitle } from '../generated/schemas.js'
-import type { Outbox } from '../store/outbox.js'
-import type { Store } from '../store/store.js'
+import type { ToolCall } from './call.js'
 import { capabilities } from './capabilities.js'
-
-/** What a tool call runs with: the calling seat and key, the clock reading of the request, and the store. */
-export interface ToolCall {
-  store: Store
-  outbox: Outbox
-  seat: SeatRecord
-  keyId: string
-  now: number
-  /** ?dry_run=true: the tools run their checks and answer, and nothing they would record is kept. */
-  dryRun: boolean
-}
+import { authorizedProperties, creativeFormats, products } from './catalog.js'
+import { syncCreatives } from './creatives.js'
+import { createMediaBuy, mediaBuyDelivery, updateMediaBuy } from './media-buys.js'
 
 /** An AdCP task offered as an MCP tool: its input schema (in schemas/) and what it answers. */
 export interface Tool {
   name: string
   description: string
   input: SchemaTitle
-  run (call: ToolCall, args: Record<string, unknown>): Record<string, unknown>
+  run (call: ToolCall, args: Record<string, unknown>): Record<string, unknown> | Promise<Record<string, unknown>>
 }
 
 /** The AdCP media-buy tasks this sales agent offers, in the order tools/list gives them. */
@@ -29,6 +19,48 @@ export const TOOLS: Tool[] = [
     name: 'get_adcp_capabilities',
     description: 'What this DOOH sales agent supports: AdCP version, protocols (media_buy), pricing (CPM per 1,000 impressions, DOOH multipliers), reporting, creative specs and targeting.',
     input: 'AdcpCapabilitiesRequest',
-    run: (call, args) => ({ ...capabilities(call.seat), ...(args.context !== undefined ? { context: args.context } : {}) })
+    run: (call) => capabilities(call.seat)
+  },
+  {
+    name: 'get_products',
+    description: 'Products for a natural-language brief: screens grouped by venue type and place, each sold guaranteed (fixed CPM, spots booked) and by auction (bid above the floor), with forecast impressions and market CPMs.',
+    input: 'GetProductsRequest',
+    run: products
+  },
+  {
+    name: 'list_creative_formats',
+    description: 'The creative formats the screens on sale play: one per display size and slot length, each one image or video asset.',
+    input: 'ListCreativeFormatsRequest',
+    run: creativeFormats
+  },
+  {
+    name: 'list_authorized_properties',
+    description: 'The publisher domains whose screens this agent sells, as /sellers.json lists the sellers.',
+    input: 'ListAuthorizedPropertiesRequest',
+    run: authorizedProperties
+  },
+  {
+    name: 'create_media_buy',
+    description: 'Buys products as packages over one flight. Guaranteed packages book spots at once; each package becomes a campaign of the seat once it has an approved creative.',
+    input: 'CreateMediaBuyRequest',
+    run: createMediaBuy
+  },
+  {
+    name: 'update_media_buy',
+    description: 'Pauses or resumes a media buy or its packages, changes budgets, bids, pacing and creatives.',
+    input: 'UpdateMediaBuyRequest',
+    run: updateMediaBuy
+  },
+  {
+    name: 'sync_creatives',
+    description: 'Creates creatives by the buyer\'s creative_id (each goes through moderation, reported as its status) and attaches them to packages.',
+    input: 'SyncCreativesRequest',
+    run: syncCreatives
+  },
+  {
+    name: 'get_media_buy_delivery',
+    description: 'Impressions, spend, plays and proofs of play of the seat\'s media buys, per buy and package.',
+    input: 'GetMediaBuyDeliveryRequest',
+    run: mediaBuyDelivery
   }
 ]

@@ -43,7 +43,10 @@ function meta (w: Window): { from: string, to: string, generated_at: string, sta
   return { from: iso(w.from), to: iso(w.to), generated_at: '', stale: false }
 }
 
-/** Asks ClickHouse for the seat's reports, from the rollups (never the raw tables). */
+/**
+ * Asks ClickHouse for the seat's reports, from the rollups; the one exception is a media buy's delivery by creative
+ * (creativeDelivery), which reads the plays and proofs event tables narrowed to its creatives and flight.
+ */
 export class Reports {
   readonly #analytics: AnalyticsSource
   readonly #db: string
@@ -211,6 +214,26 @@ export class Reports {
       `SELECT screen_id, hour, sumMerge(spots) AS s, sumMerge(wins) AS wi, sumMerge(accepted) AS a, sumMerge(completes) AS c, sumMerge(impressions) AS i, sumMerge(win_cpm) AS wc FROM ${this.#db}.screen_hourly WHERE ${where} GROUP BY screen_id, hour) ` +
       'WHERE s > 0 OR c > 0 OR a > 0 GROUP BY screen_id', params)
     return rows.map((r) => ({ screen_id: String(r.screen_id), days: n(r.days), spots: n(r.spots), wins: n(r.wins), accepted: n(r.accepted), plays: n(r.plays), impressions: n(r.impressions), win_cpm: n(r.win_cpm) }))
+  }
+
+  /**
+   * Completed plays (with their impressions, spend and screens) and proofs of play (with how many passed GIVT
+   * filtering) of a seat's creatives in the window, per creative: what an AI buying agent's media buy delivered.
+   */
+  async creativeDelivery (seat: string, creativeIds: string[], w: Window): Promise<Array<{ creative_id: string, plays: number, impressions: number, spend: number, screens: number, proofs: number, givt_passed: number }>> {
+    if (creativeIds.length === 0) return []
+    const params = { from: seconds(w.from), to: seconds(w.to), seat, creatives: creativeIds }
+    const when = 'ts >= toDateTime({from:UInt32}) AND ts <= toDateTime({to:UInt32})'
+    const [plays, proofs] = await Promise.all([
+      this.#analytics.query(`SELECT creative_id, count() AS plays, sum(multiplier) AS impressions, sum(cost_usd) AS spend, uniqExact(screen_id) AS screens FROM ${this.#db}.plays WHERE seat_id = {seat:String} AND stage = 'play_completed' AND creative_id IN (SELECT arrayJoin({creatives:Array(String)})) AND ${when} GROUP BY creative_id`, params),
+      this.#analytics.query(`SELECT ad_id AS creative_id, count() AS proofs, sum(givt) AS givt_passed FROM ${this.#db}.proofs WHERE ad_id IN (SELECT arrayJoin({creatives:Array(String)})) AND ${when} GROUP BY ad_id`, params)
+    ])
+    const proven = new Map(proofs.map((r) => [String(r.creative_id), r]))
+    return creativeIds.map((id) => {
+      const p = plays.find((r) => String(r.creative_id) === id)
+      const q = proven.get(id)
+      return { creative_id: id, plays: n(p?.plays), impressions: money(n(p?.impressions)), spend: money(n(p?.spend)), screens: n(p?.screens), proofs: n(q?.proofs), givt_passed: n(q?.givt_passed) }
+    })
   }
 
   /** A partner's delivery on its screens in the window: completed plays, impressions and gross spend, per UTC day and per screen. */

@@ -74,6 +74,15 @@ export class ResultCache {
     return this.#answerOf<T>(e)
   }
 
+  /**
+   * The answer for key once it is known: at once when there is one, else when its computation settles (pending past
+   * waitMs). For callers that answer asynchronously anyway (the MCP endpoint), where get() and wait() are one step.
+   */
+  async settle<T> (key: string, compute: () => Promise<T>): Promise<Answer<T>> {
+    const now = this.get(key, compute)
+    return now.state === 'pending' ? await this.wait<T>(key) : now
+  }
+
   /** The entry of key, made (the oldest given up beyond MAX_ENTRIES) when there is none. */
   #entry (key: string): Entry {
     let e = this.#entries.get(key)

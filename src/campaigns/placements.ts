@@ -6,7 +6,7 @@ import { indexForSeat } from '../accounts/seat-lists.js'
 import type { Outbox } from '../store/outbox.js'
 import type { AssignmentRecord, CampaignRecord } from './records.js'
 import type { Store } from '../store/store.js'
-import { take } from './screen-bookings.js'
+import { give, take } from './screen-bookings.js'
 
 /** Places a creative on screens: takes the spots, records the placements the player feed reads. Call inside Store.write. */
 export function place (deps: { store: Store, outbox: Outbox, config: Pick<ResolvedConfig, 'pickupSeconds'> }, seatId: string, body: { creative_id: string, screen_ids: string[], start_date: string, end_date: string, spots_per_day: number, campaign_id?: string }, screens: Parameters<typeof take>[1], now: number, source: string, takeSpots = true): AssignmentRecord {
@@ -40,4 +40,24 @@ export function seatCampaign (store: Store, seatId: string, id: string): Campaig
   const c = store.campaigns.get(id)
   if (c === undefined || c.seat_id.toLowerCase() !== seatId.toLowerCase()) throw new ApiError('campaign_not_found', `No campaign ${id} belongs to this seat.`, { param: 'id' })
   return c
+}
+
+/** Pauses or resumes a placement: a paused one keeps its spots and does not play. Call inside Store.write. */
+export function setPlacementPaused (store: Store, a: AssignmentRecord, paused: boolean): AssignmentRecord {
+  if (a.status === 'completed') return a
+  const next: AssignmentRecord = { ...a, status: paused ? 'paused' : 'active' }
+  store.assignments.putSync(a.assignment_id, next)
+  return next
+}
+
+/**
+ * Books a placement's screens for another number of spots a day: its spots are given back and the new number taken
+ * (409 capacity_unavailable, nothing changed, when a screen cannot take them). Call inside Store.write.
+ */
+export function respot (store: Store, a: AssignmentRecord, screens: Parameters<typeof take>[1], spots: number, param?: string): AssignmentRecord {
+  give(store, a.screen_ids, a.start_date, a.end_date, a.spots_per_day)
+  take(store, screens, a.start_date, a.end_date, spots, param)
+  const next: AssignmentRecord = { ...a, spots_per_day: spots }
+  store.assignments.putSync(a.assignment_id, next)
+  return next
 }

@@ -35,7 +35,7 @@ export const RATE_GROUPS: Record<RateGroup, GroupPolicy> = {
   /* designed */ uploads: { sandbox: 300, production: 300, windowMs: MINUTE, per: 'ip' },
   /* designed */ unauthenticated: { sandbox: 60, production: 60, windowMs: MINUTE, per: 'ip' },
   /* designed */ player: { sandbox: 6000, production: 6000, windowMs: MINUTE, per: 'ip' },
-  /* designed: an AI agent's MCP calls (one tool call each); a buying task makes a handful */ agents: { sandbox: 60, production: 600, windowMs: MINUTE, per: 'key' },
+  /* designed: stateless MCP clients open each tool call with initialize and its notification, so a call is about three requests; a conformance run of every AdCP scenario makes about 200 */ agents: { sandbox: 300, production: 1200, windowMs: MINUTE, per: 'key' },
   /* designed: each bidder alias carries its own limit (operator API); this is the default */ exchange: { sandbox: 60000, production: 60000, windowMs: MINUTE, per: 'ip' }
 }
 

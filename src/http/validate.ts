@@ -33,6 +33,22 @@ function schemaAt (rootTitle: SchemaTitle, schemaPath: string, drop: number): Sc
   return resolvePointer(root, parts.slice(0, parts.length - drop))
 }
 
+/**
+ * The schema of the value at an instance path, found by walking properties and items from the root and through each
+ * $ref: Ajv's schemaPath stops at a $ref's target without naming it, so a code on a property of a referenced schema
+ * (a media buy package's budget) is found this way.
+ */
+function schemaAtInstance (rootTitle: SchemaTitle, instancePath: string): SchemaNode | undefined {
+  let node: SchemaNode | undefined = schemas[rootTitle] as unknown as SchemaNode
+  for (const part of instancePath.split('/').filter(Boolean)) {
+    if (typeof node?.$ref === 'string') node = byId.get(node.$ref)
+    const props: Record<string, SchemaNode> | undefined = node?.properties as Record<string, SchemaNode> | undefined
+    const key = decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~')
+    node = props?.[key] ?? (/^\d+$/.test(key) ? node?.items as SchemaNode | undefined : undefined)
+  }
+  return node
+}
+
 function dotted (instancePath: string, extra?: string): string {
   const parts = instancePath.split('/').filter(Boolean)
   if (extra !== undefined) parts.push(extra)
@@ -60,7 +76,7 @@ function toApiError (title: SchemaTitle, error: ErrorObject): ApiError {
   }
   const param = dotted(error.instancePath)
   const node = schemaAt(title, error.schemaPath, 1)
-  const code = (node?.['x-error-code'] as ErrorCode | undefined) ?? 'invalid_parameter'
+  const code = (node?.['x-error-code'] ?? schemaAtInstance(title, error.instancePath)?.['x-error-code'] ?? 'invalid_parameter') as ErrorCode
   return new ApiError(code, `${param || 'body'} ${error.message ?? 'is invalid'}.`, param ? { param } : {})
 }
 

@@ -88,7 +88,8 @@ export interface SpotEventInput {
 }
 
 /**
- * Records render_started or play_completed of a spot once: the render confirms the impression multiplier; the
+ * Records render_started or play_completed of a spot once: the render confirms the impression multiplier (a
+ * placement's too, so that its campaign counts impressions as bids do); the
  * completion bills a bid spot (spend, burl), counts a placement's delivery and signs a proof of play. A repeat
  * changes nothing and says duplicate.
  */
@@ -102,7 +103,9 @@ export function spotEvent ({ store, notices, funnel, outbox, proofSigner }: Proo
     if (spot.started_at !== undefined) return { ...result, duplicate: true }
     next.started_at = at
     if (spot.status === 'served') next.status = 'started'
-    if (spot.bid !== undefined) next.multiplier = Math.min(spot.bid.multiplier, impressionMultiplier(store.fein.get(screen.screen_id), screen.capabilities.fein, now))
+    // The audience the render saw: a bid pays for at most the audience it was offered; a placement counts it all.
+    const audience = impressionMultiplier(store.fein.get(screen.screen_id), screen.capabilities.fein, now)
+    next.multiplier = spot.bid !== undefined ? Math.min(spot.bid.multiplier, audience) : audience
     funnel.append({ stage: 'render_started', at, screens: [screen.screen_id], spot_id: spot.spot_id, tier: spot.tier, ...(spot.seat_id !== undefined ? { seat_id: spot.seat_id } : {}), ...(spot.creative_id !== undefined ? { creative_id: spot.creative_id } : {}) })
   } else {
     if (spot.status === 'completed') return { ...result, duplicate: true }

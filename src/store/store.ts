@@ -5,6 +5,7 @@ import { CachedTable, type CacheScope } from './read-cache.js'
 import type { FunnelEvent, ProofRecord } from '../generated/types.js'
 import type { ChainHead, ProofDay } from '../proof/records.js'
 import type { SeatRecord } from '../accounts/records.js'
+import type { MediaBuyRecord } from '../agents/records.js'
 import type { KeyRecord } from '../auth/records.js'
 import type { HourStats, StoredBid } from '../bidding/records.js'
 import type { AssignmentRecord, CampaignRecord, DealRecord, ReservationRecord } from '../campaigns/records.js'
@@ -49,6 +50,8 @@ export interface Store {
   assignments: Database<AssignmentRecord, string>
   reservations: Database<ReservationRecord, string>
   deals: CachedTable<DealRecord>
+  /** media_buy_id -> the media buy an AI buying agent made (src/agents). */
+  mediaBuys: Database<MediaBuyRecord, string>
   /** [kind, seat_id lower-cased, -created ms, id] -> id: a seat's creatives, campaigns, assignments and reservations, newest first. */
   bySeat: Database<string, [string, string, number, string]>
   /** [screen_id, date] -> spots taken by placements, held reservations and guaranteed deals. */
@@ -240,6 +243,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     assignments: db('assignments'),
     reservations: db('reservations'),
     deals: cached('deals'),
+    mediaBuys: db('media_buys'),
     bySeat: root.openDB<string, [string, string, number, string]>('by_seat', { keyEncoding: 'ordered-binary' }),
     booked: root.openDB<number, [string, string]>('booked', { keyEncoding: 'ordered-binary' }),
     placements: root.openDB<string, [string, string, string]>('placements', { keyEncoding: 'ordered-binary' }),

@@ -123,6 +123,7 @@ export async function startTestService (t: { teardown (fn: () => unknown): void 
         assignments: s.assignments.getCount(),
         reservations: s.reservations.getCount(),
         deals: s.deals.getCount(),
+        mediaBuys: s.mediaBuys.getCount(),
         booked: s.booked.getCount(),
         bids: s.bids.getCount(),
         bidExpiry: s.bidExpiry.getCount(),

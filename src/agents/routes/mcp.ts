@@ -1,3 +1,4 @@
+import { Reports } from '../../analytics/reports.js'
 import type { Deps } from '../../deps.js'
 import { held, raw, route, type Ctx, type Result, type RouteDef } from '../../http/route.js'
 import { answerMcp } from '../mcp.js'
@@ -9,15 +10,20 @@ const PASSED = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-i
  * The MCP endpoint AI buying agents use (AdCP media buy over Streamable HTTP): the seat's API key as Bearer, with the
  * mcp:tools scope. Stateless (no MCP session), JSON responses; not a hot path, so it answers when the tool has.
  */
-export function mcpRoutes ({ config, store, outbox }: Deps): RouteDef[] {
+export function mcpRoutes ({ config, store, outbox, inventory, moderator, analytics, reports: results }: Deps): RouteDef[] {
+  const reports = new Reports(analytics, config.clickhouseDatabase)
   const respond = async (ctx: Ctx<Buffer>): Promise<Result> => {
+    const seat = ctx.principal!.seat!
+    // AdCP test clients mark runs X-Dry-Run: true. A sandbox seat's buys already spend nothing real (AdCP's sandbox
+    // account), so there the run goes through end to end; an approved seat's run records nothing.
+    const dryRun = ctx.dryRun || (ctx.headers['x-dry-run']?.toLowerCase() === 'true' && seat.status !== 'sandbox')
     const headers = new Headers()
     for (const name of PASSED) if (ctx.headers[name] !== undefined) headers.set(name, ctx.headers[name]!)
     // MCP clients send both; a plain HTTP client that sends neither still gets the JSON answer every reply here is.
     if (!headers.has('accept')) headers.set('accept', 'application/json, text/event-stream')
     if (ctx.dryRun) ctx.warn('Dry run: tool calls ran their checks and answered; nothing they would record was kept.')
     const request = new Request(`${config.baseUrl}/mcp`, { method: 'POST', headers, body: new Uint8Array(ctx.body) })
-    const response = await answerMcp({ store, outbox, seat: ctx.principal!.seat!, keyId: ctx.principal!.key.key_id, now: ctx.now, dryRun: ctx.dryRun }, request)
+    const response = await answerMcp({ store, outbox, inventory, moderator, reports, results, config, seat, keyId: ctx.principal!.key.key_id, now: ctx.now, dryRun }, request)
     const out: Record<string, string> = {}
     for (const name of ['mcp-session-id', 'mcp-protocol-version', 'allow']) {
       const value = response.headers.get(name)
@@ -35,7 +41,7 @@ export function mcpRoutes ({ config, store, outbox }: Deps): RouteDef[] {
     agent: true,
     produces: 'application/json'
   } as const
-  const description = 'Model Context Protocol (Streamable HTTP, protocol 2025-06-18) for AI buying agents: the AdCP media-buy tasks as MCP tools (tools/list names them). Authenticate with the seat\'s API key as Bearer; the key needs the mcp:tools scope (403 missing_scope otherwise). Stateless: no Mcp-Session-Id is issued, and GET (server-sent events) and DELETE (end a session) answer 405 with Allow: POST. Every tool call is audited to the seat (audit.agent.tool_called); with ?dry_run=true the tools answer and record nothing. A tool\'s refusal is its answer, with isError and AdCP errors [{code, message, field}].'
+  const description = 'Model Context Protocol (Streamable HTTP, protocol 2025-06-18) for AI buying agents: the AdCP 3 media-buy tasks as MCP tools (tools/list names them with their input schemas): get_adcp_capabilities, get_products (a natural-language brief read by the discovery reader; products are venue-type and place segments sold guaranteed at a fixed CPM or by auction above the floors, with forecasts and market CPMs), list_creative_formats, list_authorized_properties (the sellers of /sellers.json), create_media_buy and update_media_buy (packages become campaigns of the seat, and guaranteed ones placements, once a creative is approved), sync_creatives (through moderation) and get_media_buy_delivery. Authenticate with the seat\'s API key as Bearer; the key needs the mcp:tools scope (403 missing_scope otherwise). Stateless: no Mcp-Session-Id is issued, and GET (server-sent events) and DELETE (end a session) answer 405 with Allow: POST. Every tool call is audited to the seat (audit.agent.tool_called). With ?dry_run=true the tools answer and record nothing; so does X-Dry-Run: true (AdCP\'s test clients) on an approved seat, while a sandbox seat\'s buys are made. A tool\'s refusal is its answer, with isError and AdCP errors [{code, message, field}]. Not a hot path: a call may wait on ClickHouse up to REPORT_WAIT_MS; HTTP pipelining is not supported here.'
   return [
     route<Buffer>({ ...common, method: 'post', summary: 'MCP: one JSON-RPC message (initialize, tools/list, tools/call)', description, rawBody: true, maxBodyBytes: 1_048_576, handler: (ctx) => held(respond(ctx)) })
   ]

@@ -1,16 +1,13 @@
-import { randomUUID } from 'node:crypto'
-import { datedStatus } from '../lifecycle.js'
-import { matchingScreens, normalizeTargeting } from '../targeting.js'
-import { iso } from '../../clock.js'
+import { createCampaign, moveCampaign } from '../campaigns.js'
+import { normalizeTargeting } from '../targeting.js'
 import type { Deps } from '../../deps.js'
-import { ApiError } from '../../errors.js'
 import type { ActionRequest, Assignment, AssignmentRequest, Campaign, CampaignRequest, ListQuery } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { withDefaults } from '../../http/validate.js'
 import { qualityOf, vasOf } from '../../inventory/adslot-index.js'
 import { summaryOf } from '../../inventory/rows.js'
 import type { AssignmentRecord, CampaignRecord } from '../records.js'
-import { indexForSeat, seatPage } from '../../accounts/seat-lists.js'
+import { seatPage } from '../../accounts/seat-lists.js'
 import { approvedCreative, flightOf, usableScreens } from '../inputs.js'
 import { place, seatCampaign } from '../placements.js'
 
@@ -35,17 +32,7 @@ export function campaignRoutes (deps: Deps): RouteDef[] {
     body: 'ActionRequest',
     data: 'Campaign',
     errors: ['campaign_not_found', 'invalid_transition'],
-    handler: (ctx) => {
-      const c = seatCampaign(store, ctx.principal!.seat!.seat_id, ctx.params.id!)
-      const allowed = name === 'pause' ? c.status === 'scheduled' || c.status === 'active' : c.status === 'paused'
-      if (!allowed) throw new ApiError('invalid_transition', `A ${c.status} campaign cannot be ${name}d.`, { status: c.status })
-      const status = name === 'pause' ? 'paused' : datedStatus({ ...c, status: 'active' }, ctx.now)
-      const next: CampaignRecord = { ...c, status, updated_at: iso(ctx.now) }
-      if (status === 'completed') next.completed_reason = 'end_date passed'
-      store.campaigns.putSync(c.campaign_id, next)
-      outbox.append(`campaign.${name}d`, `campaign:${c.campaign_id}`, { campaign_id: c.campaign_id, status, reason: ctx.body.reason ?? null }, c.seat_id)
-      return ok(campaignView(next))
-    }
+    handler: (ctx) => ok(campaignView(moveCampaign(store, outbox, seatCampaign(store, ctx.principal!.seat!.seat_id, ctx.params.id!), name, ctx.now, ctx.body.reason ?? null)))
   })
 
   return [
@@ -63,37 +50,8 @@ export function campaignRoutes (deps: Deps): RouteDef[] {
         const seatId = ctx.principal!.seat!.seat_id
         approvedCreative(store, seatId, ctx.body.creative_id)
         const body = { ...withDefaults<CampaignRequest, 'budget_usd' | 'pacing'>('CampaignRequest', ctx.body, ctx.warn), ...flightOf(ctx.body, ctx.now, ctx.warn) }
-        if (body.daily_budget_usd !== undefined && body.daily_budget_usd > body.budget_usd) throw new ApiError('invalid_budget', 'daily_budget_usd exceeds budget_usd.', { param: 'daily_budget_usd' })
-        const targeting = normalizeTargeting(body.targeting)
-        const sources = inventory.sourcesEnabled()
-        const { ids, count } = matchingScreens(store, sources, targeting, body.bid_cpm)
-        if (count === 0) ctx.warn('No screen matches this targeting now; the campaign will match screens registered later.')
-        const now = iso(ctx.now)
-        const id = `cmp_${randomUUID().replace(/-/g, '')}`
-        const c: CampaignRecord = {
-          campaign_id: id,
-          seat_id: seatId,
-          name: body.name,
-          creative_id: body.creative_id,
-          status: 'scheduled',
-          targeting,
-          budget_usd: body.budget_usd,
-          pacing: body.pacing,
-          start_date: body.start_date,
-          end_date: body.end_date,
-          spent_usd: 0,
-          impressions: 0,
-          matching_screens: count,
-          created_at: now,
-          updated_at: now
-        }
-        c.status = datedStatus(c, ctx.now)
-        if (body.daily_budget_usd !== undefined) c.daily_budget_usd = body.daily_budget_usd
-        if (body.bid_cpm !== undefined) c.bid_cpm = body.bid_cpm
-        if (body.goal_impressions !== undefined) c.goal_impressions = body.goal_impressions
-        store.campaigns.putSync(id, c)
-        indexForSeat(store, 'campaign', seatId, ctx.now, id)
-        outbox.append('campaign.allocated', `campaign:${id}`, { campaign_id: id, assignment_id: null, creative_id: c.creative_id, screen_ids: null, matching_screens: count, start_date: c.start_date, end_date: c.end_date, effective_at: null }, seatId)
+        const { campaign: c, ids } = createCampaign(deps, seatId, { ...body, targeting: normalizeTargeting(body.targeting) }, ctx.now)
+        if (c.matching_screens === 0) ctx.warn('No screen matches this targeting now; the campaign will match screens registered later.')
         const screens = ids.map((sid) => {
           const s = store.screens.get(sid)!
           const pos = store.adslotPos.get(sid)!

@@ -1,23 +1,12 @@
-import type { PartnerRecord } from '../../inventory/records.js'
+import { sellers } from '../../inventory/sellers.js'
 import type { SellersJson } from '../../generated/types.js'
 import { raw, route, type RouteDef } from '../../http/route.js'
 import type { Deps } from '../../deps.js'
 
 const DAY = 86_400
 
-type SellerType = SellersJson['sellers'][number]['seller_type']
-
-/**
- * How a partner sells (IAB sellers.json seller_type): operators and integrators sell screens they run (PUBLISHER),
- * resellers and agencies sell others' (INTERMEDIARY), networks do both (BOTH).
- */
-export function sellerTypeOf (partnerType: PartnerRecord['partner_type']): SellerType {
-  if (partnerType === 'reseller' || partnerType === 'agency') return 'INTERMEDIARY'
-  return partnerType === 'network' ? 'BOTH' : 'PUBLISHER'
-}
-
 /** The app-ads.txt relationship of a seller: RESELLER for an intermediary, else DIRECT (it controls its own screens). */
-function relationshipOf (type: SellerType): 'DIRECT' | 'RESELLER' {
+function relationshipOf (type: SellersJson['sellers'][number]['seller_type']): 'DIRECT' | 'RESELLER' {
   return type === 'INTERMEDIARY' ? 'RESELLER' : 'DIRECT'
 }
 
@@ -25,13 +14,12 @@ function relationshipOf (type: SellerType): 'DIRECT' | 'RESELLER' {
  * Supply-chain files at the root of BASE_URL, where crawlers look for them: /sellers.json (IAB sellers.json 1.0),
  * /app-ads.txt and /ads.txt (a redirect to app-ads.txt, as the spec says). The operator's own screens are the seller
  * OPERATOR_SELLER_ID; each registered partner is a seller whose seller_id is its slug and whose seller_type follows
- * its partner_type (sellerTypeOf), with the matching DIRECT or RESELLER line in app-ads.txt. Every GET here answers
+ * its partner_type (inventory/sellers.ts), with the matching DIRECT or RESELLER line in app-ads.txt. Every GET here answers
  * HEAD too, as crawlers probe with it.
  */
 export function publicFileRoutes ({ config, store }: Deps): RouteDef[] {
   const { operator } = config
   const common = { tag: 'Discovery', envelope: 'flat', auth: 'none', rateGroup: 'public', cacheSeconds: DAY } as const
-  const partners = () => [...store.partners.getRange()].map(({ value }) => value)
 
   return [
     route({
@@ -46,10 +34,7 @@ export function publicFileRoutes ({ config, store }: Deps): RouteDef[] {
           contact_email: operator.email,
           version: '1.0',
           identifiers: [{ name: 'domain', value: operator.domain }],
-          sellers: [
-            { seller_id: operator.sellerId, seller_type: 'PUBLISHER', name: operator.name, domain: operator.domain, is_confidential: 0, comment: 'Screens owned and operated by the network.' },
-            ...partners().map((p) => ({ seller_id: p.seller_id, seller_type: sellerTypeOf(p.partner_type), name: p.name, is_confidential: 0 as const, ...(p.domain !== undefined ? { domain: p.domain } : {}) }))
-          ]
+          sellers: sellers(operator, store)
         }
         return raw(JSON.stringify(doc), 'application/json')
       }
@@ -65,8 +50,7 @@ export function publicFileRoutes ({ config, store }: Deps): RouteDef[] {
         const lines = [
           `# app-ads.txt for ${operator.name}: sellers authorized to sell screens that run the ${operator.domain} player.`,
           `OWNERDOMAIN=${operator.domain}`,
-          `${operator.domain}, ${operator.sellerId}, DIRECT`,
-          ...partners().map((p) => `${operator.domain}, ${p.seller_id}, ${relationshipOf(sellerTypeOf(p.partner_type))}`),
+          ...sellers(operator, store).map((s) => `${operator.domain}, ${s.seller_id}, ${relationshipOf(s.seller_type)}`),
           `contact=${operator.email}`
         ]
         return raw(lines.join('\n') + '\n', 'text/plain; charset=utf-8')

@@ -1,0 +1,59 @@
+import type { SeatRecord } from '../accounts/records.js'
+import { ApiError } from '../errors.js'
+import type { AccountReference } from '../generated/types.js'
+import type { Reports } from '../analytics/reports.js'
+import type { ResultCache } from '../analytics/results.js'
+import type { ResolvedConfig } from '../config.js'
+import type { Inventory } from '../inventory/inventory.js'
+import type { Outbox } from '../store/outbox.js'
+import type { Store } from '../store/store.js'
+
+/** What a tool call runs with: the calling seat and key, the clock reading of the request, and the service's parts. */
+export interface ToolCall {
+  store: Store
+  outbox: Outbox
+  inventory: Inventory
+  /** Where a synced creative goes for moderation. */
+  moderator: { schedule (creativeId: string): void }
+  reports: Reports
+  results: ResultCache
+  config: Pick<ResolvedConfig, 'baseUrl' | 'operator' | 'pickupSeconds' | 'allowPrivateAssetUrls'>
+  seat: SeatRecord
+  keyId: string
+  now: number
+  /** ?dry_run=true (or X-Dry-Run on an approved seat): the tools run their checks and answer, and nothing they would record is kept. */
+  dryRun: boolean
+}
+
+/** What media buys are kept and played with, in a tool call or in the supervisor's activation job. */
+export type BuyDeps = Pick<ToolCall, 'store' | 'outbox' | 'inventory' | 'config'>
+
+class DryRun<T> {
+  constructor (readonly result: T) {}
+}
+
+/**
+ * Runs fn in one write transaction: everything a tool records happens together or not at all (a refusal thrown
+ * halfway writes nothing). In a dry run the transaction is rolled back once fn has answered.
+ */
+export function record<T> (call: Pick<ToolCall, 'store' | 'dryRun'>, fn: () => T): T {
+  try {
+    return call.store.write(() => {
+      const result = fn()
+      if (call.dryRun) throw new DryRun(result)
+      return result
+    })
+  } catch (err) {
+    if (err instanceof DryRun) return err.result as T
+    throw err
+  }
+}
+
+/**
+ * The AdCP account a request names must be the calling key's seat: its account_id, and a sandbox flag that matches
+ * the seat's status (a buy meant for a sandbox account is never made on a live seat, nor the other way round).
+ */
+export function checkAccount (call: Pick<ToolCall, 'seat'>, account: AccountReference | undefined): void {
+  if (account?.account_id !== undefined && account.account_id.toLowerCase() !== call.seat.seat_id.toLowerCase()) throw new ApiError('not_authorized', `account_id ${account.account_id} is not this key's seat; the key acts for account ${call.seat.seat_id}.`, { param: 'account.account_id' })
+  if (account?.sandbox !== undefined && account.sandbox !== (call.seat.status === 'sandbox')) throw new ApiError('invalid_parameter', `account.sandbox is ${account.sandbox}, but seat ${call.seat.seat_id} is ${call.seat.status === 'sandbox' ? '' : 'not '}a sandbox seat.`, { param: 'account.sandbox' })
+}

@@ -1,0 +1,398 @@
+import { randomUUID } from 'node:crypto'
+import { DAY } from '../analytics/reports.js'
+import { iso } from '../clock.js'
+import { ApiError } from '../errors.js'
+import type { CreateMediaBuyRequest, GetMediaBuyDeliveryRequest, MediaBuyPackageRequest, UpdateMediaBuyRequest } from '../generated/types.js'
+import { indexForSeat } from '../accounts/seat-lists.js'
+import { createCampaign, moveCampaign, retermCampaign } from '../campaigns/campaigns.js'
+import { checkFlight } from '../campaigns/inputs.js'
+import { today } from '../campaigns/lifecycle.js'
+import { place, respot, setPlacementPaused } from '../campaigns/placements.js'
+import { give, take } from '../campaigns/screen-bookings.js'
+import { seatCreativeByCrid } from '../creatives/register.js'
+import type { ScreenRecord } from '../inventory/records.js'
+import type { Store } from '../store/store.js'
+import { checkAccount, record, type BuyDeps, type ToolCall } from './call.js'
+import { upsertCreative } from './creative-upsert.js'
+import { DELIVERY, freeEveryDay, impressionsPerPlay, maxGuaranteedBudget, PRICING_OPTION, priceOf, productKeyOf, productScreens } from './products.js'
+import type { MediaBuyRecord, PackageRecord } from './records.js'
+
+/** A start_time this far in the past is still taken as now (clocks differ); earlier is refused. */
+const START_SKEW_MS = 5 * 60_000
+
+type MediaBuyStatus = 'pending_activation' | 'active' | 'paused' | 'completed'
+
+/** The AdCP status of a media buy: paused by the buyer, over, waiting for its start or a creative, or running. */
+function statusOf (buy: MediaBuyRecord, now: number): MediaBuyStatus {
+  if (buy.paused) return 'paused'
+  if (now >= Date.parse(buy.end_time)) return 'completed'
+  if (now < Date.parse(buy.start_time) || buy.packages.every((p) => p.campaign_id === undefined)) return 'pending_activation'
+  return 'active'
+}
+
+function packageView (p: PackageRecord): Record<string, unknown> {
+  return {
+    package_id: p.package_id,
+    ...(p.buyer_ref !== undefined ? { buyer_ref: p.buyer_ref } : {}),
+    product_id: p.product_id,
+    pricing_option_id: p.pricing_option_id,
+    budget: p.budget,
+    pacing: p.pacing,
+    impressions: p.impressions,
+    paused: p.paused,
+    creative_assignments: p.creative_ids.map((creative_id) => ({ creative_id })),
+    ext: { oohbid: { delivery_type: p.delivery_type, fixed_price: p.rate, spots_per_day: p.spots_per_day, screens: p.screen_ids.length, campaign_id: p.campaign_id ?? null, assignment_id: p.assignment_id ?? null } }
+  }
+}
+
+function buyView (buy: MediaBuyRecord, now: number): Record<string, unknown> {
+  return { media_buy_id: buy.media_buy_id, buyer_ref: buy.buyer_ref, status: statusOf(buy, now), packages: buy.packages.map(packageView) }
+}
+
+/** The flight an AdCP request names: 'asap' or a time not in the past, ending after it, as instants and as UTC dates. */
+function flightOf (startTime: string, endTime: string, now: number): Pick<MediaBuyRecord, 'start_time' | 'end_time' | 'start_date' | 'end_date'> {
+  const start = startTime === 'asap' ? now : Date.parse(startTime)
+  const end = Date.parse(endTime)
+  if (start < now - START_SKEW_MS) throw new ApiError('invalid_date', `start_time ${startTime} is in the past; give a later time or 'asap'.`, { param: 'start_time' })
+  if (end <= start) throw new ApiError('invalid_date', 'end_time must be after start_time.', { param: 'end_time' })
+  const flight = { start_time: iso(Math.max(start, now)), end_time: iso(end), start_date: today(Math.max(start, now)), end_date: today(end - 1) }
+  checkFlight(flight.start_date, flight.end_date, now)
+  return flight
+}
+
+const days = (buy: Pick<MediaBuyRecord, 'start_date' | 'end_date'>) => Math.round((Date.parse(buy.end_date) - Date.parse(buy.start_date)) / DAY) + 1
+
+/**
+ * The spots a guaranteed package books a day on each screen: the impressions its budget buys at the fixed CPM, in
+ * plays of the screens' current audience, spread over screens and days (rounded up, so the guarantee is met).
+ */
+function guaranteedSpots (store: Store, screens: ScreenRecord[], budget: number, rate: number, flightDays: number, now: number): { impressions: number, spots: number } {
+  const impressions = Math.floor((budget / rate) * 1000)
+  const plays = impressions / impressionsPerPlay(store, screens, now)
+  return { impressions, spots: Math.max(1, Math.ceil(plays / (screens.length * flightDays))) }
+}
+
+/**
+ * 409 capacity_unavailable, naming the most the screens can take, when they cannot play `spots` a day each over the
+ * buy's flight beyond what is booked (`held`: spots a day of this package already booked, which it would give back).
+ */
+function checkRoom (call: ToolCall, screens: ScreenRecord[], buy: MediaBuyRecord, spots: number, held: number, rate: number, budget: number, param: string): void {
+  if (spots <= freeEveryDay(call.store, screens, buy.start_date, buy.end_date) + held) return
+  const most = maxGuaranteedBudget(call.store, screens, buy.start_date, buy.end_date, rate, call.now) + Math.floor((held * screens.length * days(buy) * impressionsPerPlay(call.store, screens, call.now) * rate) / 10) / 100
+  throw new ApiError('capacity_unavailable', `These ${screens.length} screens can take at most $${most} of guaranteed spots from ${buy.start_date} to ${buy.end_date}; $${budget} was asked.`, { param })
+}
+
+/** Opens package i of a new media buy: checks the product, its pricing option and the money, and books its spots. */
+function openPackage (call: ToolCall, buy: MediaBuyRecord, p: MediaBuyPackageRequest, i: number): PackageRecord {
+  const at = `packages.${i}`
+  const k = productKeyOf(p.product_id, `${at}.product_id`)
+  if (p.pricing_option_id !== PRICING_OPTION) throw new ApiError('invalid_parameter', `Product ${p.product_id} is priced by pricing option ${PRICING_OPTION}, not ${p.pricing_option_id}.`, { param: `${at}.pricing_option_id` })
+  const screens = productScreens(call.store, call.inventory, k, `${at}.product_id`)
+  const price = priceOf(call.store, screens, days(buy), call.now)
+  if (p.bid_price !== undefined) throw new ApiError('invalid_parameter', `${p.product_id} has a fixed price of $${price.fixed_price} CPM: leave bid_price out.`, { param: `${at}.bid_price` })
+  if (p.budget < price.min_spend) throw new ApiError('invalid_budget', `A package on these ${screens.length} screens over ${days(buy)} days is at least $${price.min_spend} (one spot a day on every screen at $${price.fixed_price} CPM).`, { param: `${at}.budget` })
+  const booking = guaranteedSpots(call.store, screens, p.budget, price.fixed_price, days(buy), call.now)
+  checkRoom(call, screens, buy, booking.spots, 0, price.fixed_price, p.budget, `${at}.budget`)
+  take(call.store, screens, buy.start_date, buy.end_date, booking.spots, `${at}.budget`)
+  return {
+    package_id: `pkg-${i}`,
+    ...(p.buyer_ref !== undefined ? { buyer_ref: p.buyer_ref } : {}),
+    product_id: p.product_id,
+    pricing_option_id: p.pricing_option_id,
+    delivery_type: DELIVERY,
+    budget: p.budget,
+    rate: price.fixed_price,
+    pacing: p.pacing ?? 'even',
+    screen_ids: screens.map((s) => s.screen_id),
+    spots_per_day: booking.spots,
+    impressions: booking.impressions,
+    creative_ids: [...new Set(p.creative_ids ?? [])],
+    paused: false
+  }
+}
+
+/**
+ * Turns each package that has an approved creative (the first approved of its creative_ids) into a campaign of the
+ * seat and a placement of its booked spots that players pick up within PICKUP_SECONDS. Call inside Store.write;
+ * answers whether anything changed.
+ */
+function activate (deps: BuyDeps, buy: MediaBuyRecord, now: number): boolean {
+  let changed = false
+  buy.packages = buy.packages.map((p) => {
+    if (p.campaign_id !== undefined || p.paused || buy.paused || now >= Date.parse(buy.end_time)) return p
+    const creative = p.creative_ids.map((id) => seatCreativeByCrid(deps.store, buy.seat_id, id)).find((c) => c?.status === 'approved')
+    if (creative === undefined) return p
+    // The campaign carries the package's money and goal; the placement plays its booked spots.
+    const { campaign } = createCampaign(deps, buy.seat_id, {
+      name: `${buy.buyer_ref} / ${p.package_id}`,
+      creative_id: creative.creative_id,
+      targeting: { screen_ids: p.screen_ids },
+      budget_usd: p.budget,
+      pacing: p.pacing,
+      start_date: buy.start_date,
+      end_date: buy.end_date,
+      goal_impressions: Math.max(1, p.impressions)
+    }, now)
+    changed = true
+    const screens = p.screen_ids.map((id) => deps.store.screens.get(id)).filter((s): s is ScreenRecord => s !== undefined)
+    const placed = place(deps, buy.seat_id, { creative_id: creative.creative_id, screen_ids: screens.map((s) => s.screen_id), start_date: buy.start_date, end_date: buy.end_date, spots_per_day: p.spots_per_day, campaign_id: campaign.campaign_id }, screens, now, 'media_buy', false)
+    return { ...p, campaign_id: campaign.campaign_id, assignment_id: placed.assignment_id }
+  })
+  return changed
+}
+
+/** Activates the packages of every media buy whose creative moderation has approved since (the supervisor runs it every second). */
+export function activateMediaBuys (deps: BuyDeps, now: number): number {
+  const waiting = [...deps.store.mediaBuys.getRange()].filter(({ value }) => value.packages.some((p) => p.campaign_id === undefined && p.creative_ids.length > 0) && now < Date.parse(value.end_time))
+  let activated = 0
+  for (const { key } of waiting) {
+    deps.store.write(() => {
+      const buy = deps.store.mediaBuys.get(key)
+      if (buy === undefined || !activate(deps, buy, now)) return
+      buy.updated_at = iso(now)
+      deps.store.mediaBuys.putSync(key, buy)
+      activated++
+    })
+  }
+  return activated
+}
+
+/** create_media_buy: every package opened (guaranteed spots booked) and activated where it can be, or nothing written. */
+export function createMediaBuy (call: ToolCall, args: Record<string, unknown>): Record<string, unknown> {
+  const req = args as unknown as CreateMediaBuyRequest
+  checkAccount(call, req.account)
+  const flight = flightOf(req.start_time, req.end_time, call.now)
+  const created: string[] = []
+  const answer = record(call, () => {
+    const stamp = iso(call.now)
+    const buy: MediaBuyRecord = { media_buy_id: `mb_${randomUUID().replace(/-/g, '')}`, seat_id: call.seat.seat_id, buyer_ref: req.buyer_ref, ...flight, paused: false, packages: [], created_at: stamp, updated_at: stamp }
+    if (req.brand?.domain !== undefined) buy.brand_domain = req.brand.domain
+    buy.packages = req.packages.map((p, i) => {
+      const pkg = openPackage(call, buy, p, i)
+      // Inline creatives are synced as sync_creatives would, all or nothing with the buy.
+      for (const [j, c] of (p.creatives ?? []).entries()) {
+        const done = upsertCreative(call, c)
+        if (done.action === 'failed') throw new ApiError('invalid_parameter', done.errors.join(' '), { param: `packages.${i}.creatives.${j}` })
+        if (done.action === 'created') created.push(done.creative!.creative_id)
+        if (!pkg.creative_ids.includes(c.creative_id)) pkg.creative_ids.push(c.creative_id)
+      }
+      return pkg
+    })
+    activate(call, buy, call.now)
+    call.store.mediaBuys.putSync(buy.media_buy_id, buy)
+    indexForSeat(call.store, 'media_buy', call.seat.seat_id, call.now, buy.media_buy_id)
+    const pending = buy.packages.filter((p) => p.campaign_id === undefined).length
+    return {
+      ...buyView(buy, call.now),
+      creative_deadline: buy.start_time,
+      sandbox: call.seat.status === 'sandbox',
+      ...(pending > 0 ? { message: `${pending} package(s) wait for an approved creative: sync_creatives with assignments attaches one; each plays from its approval.` } : {})
+    }
+  })
+  if (!call.dryRun) for (const id of created) call.moderator.schedule(id)
+  return answer
+}
+
+/**
+ * Attaches the seat's creative (by the buyer's creative_id) to a package, named media_buy_id/package_id or by a
+ * package_id unique among the seat's running buys, and activates it when the creative is approved; answers why not,
+ * or undefined when attached. Call inside Store.write.
+ */
+export function attachCreative (call: ToolCall, creativeId: string, ref: string): string | undefined {
+  const slash = ref.lastIndexOf('/')
+  const packageId = ref.slice(slash + 1)
+  const candidates = slash >= 0
+    ? [call.store.mediaBuys.get(ref.slice(0, slash))].filter((b): b is MediaBuyRecord => b !== undefined && b.seat_id.toLowerCase() === call.seat.seat_id.toLowerCase())
+    : seatMediaBuys(call.store, call.seat.seat_id).filter((b) => statusOf(b, call.now) !== 'completed')
+  const owners = candidates.filter((b) => b.packages.some((p) => p.package_id === packageId || p.buyer_ref === packageId))
+  if (owners.length === 0) return `No package ${ref} in this seat's media buys.`
+  if (owners.length > 1) return `Package ${packageId} is in ${owners.length} media buys: name it as media_buy_id/package_id.`
+  const buy = owners[0]!
+  const p = buy.packages.find((x) => x.package_id === packageId || x.buyer_ref === packageId)!
+  if (p.campaign_id !== undefined) return p.creative_ids.includes(creativeId) ? undefined : `Package ${p.package_id} already plays another creative.`
+  if (!p.creative_ids.includes(creativeId)) p.creative_ids.push(creativeId)
+  activate(call, buy, call.now)
+  buy.updated_at = iso(call.now)
+  call.store.mediaBuys.putSync(buy.media_buy_id, buy)
+  return undefined
+}
+
+/** The seat's media buy by id or buyer_ref; 404 media_buy_not_found when it is unknown or another seat's. */
+function seatMediaBuy (store: Store, seatId: string, ref: { media_buy_id?: string, buyer_ref?: string }, param = 'media_buy_id'): MediaBuyRecord {
+  const own = (b: MediaBuyRecord | undefined) => b !== undefined && b.seat_id.toLowerCase() === seatId.toLowerCase() ? b : undefined
+  const buy = ref.media_buy_id !== undefined
+    ? own(store.mediaBuys.get(ref.media_buy_id))
+    : ref.buyer_ref !== undefined ? seatMediaBuys(store, seatId).find((b) => b.buyer_ref === ref.buyer_ref) : undefined
+  if (ref.media_buy_id === undefined && ref.buyer_ref === undefined) throw new ApiError('invalid_parameter', 'Name the media buy by media_buy_id or buyer_ref.', { param })
+  if (buy === undefined) throw new ApiError('media_buy_not_found', `No media buy ${ref.media_buy_id ?? ref.buyer_ref} belongs to this seat.`, { param: ref.media_buy_id !== undefined ? param : 'buyer_ref' })
+  return buy
+}
+
+/** The seat's media buys, newest first. */
+function seatMediaBuys (store: Store, seatId: string): MediaBuyRecord[] {
+  const seat = seatId.toLowerCase()
+  return [...store.bySeat.getRange({ start: ['media_buy', seat], end: ['media_buy', seat + '\u0000'] } as never)]
+    .map(({ value }) => store.mediaBuys.get(value as string)).filter((b): b is MediaBuyRecord => b !== undefined)
+}
+
+/** Pauses or resumes what a package became: its campaign (if it may move) and its placement. */
+function pausePackage (call: ToolCall, p: PackageRecord, paused: boolean): void {
+  if (p.campaign_id !== undefined) {
+    const c = call.store.campaigns.get(p.campaign_id)
+    const movable = c !== undefined && (paused ? c.status === 'scheduled' || c.status === 'active' : c.status === 'paused')
+    if (movable) moveCampaign(call.store, call.outbox, c, paused ? 'pause' : 'resume', call.now, 'update_media_buy')
+  }
+  if (p.assignment_id !== undefined) {
+    const a = call.store.assignments.get(p.assignment_id)
+    if (a !== undefined) setPlacementPaused(call.store, a, paused)
+  }
+}
+
+/** update_media_buy: every change applied, or none (a refusal rolls the whole update back). */
+export function updateMediaBuy (call: ToolCall, args: Record<string, unknown>): Record<string, unknown> {
+  const req = args as unknown as UpdateMediaBuyRequest
+  return record(call, () => {
+    const buy = seatMediaBuy(call.store, call.seat.seat_id, req)
+    if (statusOf(buy, call.now) === 'completed') throw new ApiError('invalid_transition', `Media buy ${buy.media_buy_id} ended at ${buy.end_time}.`, { status: 'completed' })
+    const affected = new Set<string>()
+    if (req.paused !== undefined && req.paused !== buy.paused) {
+      buy.paused = req.paused
+      for (const p of buy.packages) if (!p.paused) { pausePackage(call, p, req.paused); affected.add(p.package_id) }
+    }
+    for (const [i, change] of (req.packages ?? []).entries()) {
+      const at = `packages.${i}`
+      const index = buy.packages.findIndex((p) => (change.package_id !== undefined ? p.package_id === change.package_id : change.buyer_ref !== undefined && p.buyer_ref === change.buyer_ref))
+      if (index < 0) throw new ApiError('package_not_found', `Media buy ${buy.media_buy_id} has no package ${change.package_id ?? change.buyer_ref ?? '(name it by package_id or buyer_ref)'}.`, { param: `${at}.package_id` })
+      let p = buy.packages[index]!
+      const campaign = p.campaign_id !== undefined ? call.store.campaigns.get(p.campaign_id) : undefined
+      if (change.bid_price !== undefined) throw new ApiError('invalid_parameter', `Package ${p.package_id} has a fixed price of $${p.rate} CPM: it takes no bid_price.`, { param: `${at}.bid_price` })
+      if (change.budget !== undefined && change.budget !== p.budget) {
+        if (campaign !== undefined && change.budget < campaign.spent_usd) throw new ApiError('invalid_budget', `The package has spent $${campaign.spent_usd} already.`, { param: `${at}.budget` })
+        const screens = p.screen_ids.map((id) => call.store.screens.get(id)).filter((s): s is ScreenRecord => s !== undefined)
+        const booking = guaranteedSpots(call.store, screens, change.budget, p.rate, days(buy), call.now)
+        checkRoom(call, screens, buy, booking.spots, p.spots_per_day, p.rate, change.budget, `${at}.budget`)
+        const a = p.assignment_id !== undefined ? call.store.assignments.get(p.assignment_id) : undefined
+        if (a !== undefined) respot(call.store, a, screens, booking.spots, `${at}.budget`)
+        else {
+          give(call.store, p.screen_ids, buy.start_date, buy.end_date, p.spots_per_day)
+          take(call.store, screens, buy.start_date, buy.end_date, booking.spots, `${at}.budget`)
+        }
+        p = { ...p, budget: change.budget, spots_per_day: booking.spots, impressions: booking.impressions }
+      }
+      if (change.pacing !== undefined) p = { ...p, pacing: change.pacing }
+      if (change.creative_ids !== undefined) {
+        if (p.campaign_id !== undefined) throw new ApiError('invalid_transition', `Package ${p.package_id} already plays creative ${campaign?.creative_id ?? ''}; make a new package (or media buy) for another creative.`, { param: `${at}.creative_ids` })
+        p = { ...p, creative_ids: [...new Set(change.creative_ids)] }
+      }
+      if (change.paused !== undefined && change.paused !== p.paused) {
+        if (!buy.paused) pausePackage(call, p, change.paused)
+        p = { ...p, paused: change.paused }
+      }
+      if (campaign !== undefined) {
+        const terms = { budget_usd: p.budget, pacing: p.pacing, goal_impressions: Math.max(1, p.impressions) }
+        const fresh = call.store.campaigns.get(campaign.campaign_id)!
+        if (terms.budget_usd !== fresh.budget_usd || terms.pacing !== fresh.pacing || terms.goal_impressions !== fresh.goal_impressions) retermCampaign(call.store, call.outbox, fresh, terms, call.now)
+      }
+      buy.packages[index] = p
+      affected.add(p.package_id)
+    }
+    activate(call, buy, call.now)
+    buy.updated_at = iso(call.now)
+    call.store.mediaBuys.putSync(buy.media_buy_id, buy)
+    return {
+      media_buy_id: buy.media_buy_id,
+      buyer_ref: buy.buyer_ref,
+      status: statusOf(buy, call.now),
+      implementation_date: iso(call.now),
+      affected_packages: buy.packages.filter((p) => affected.has(p.package_id)).map(packageView),
+      sandbox: call.seat.status === 'sandbox'
+    }
+  })
+}
+
+/** Delivered over what a guaranteed package should have delivered by now at an even pace (1 is on pace). */
+function pacingIndex (buy: MediaBuyRecord, booked: number, delivered: number, now: number): number | undefined {
+  const start = Date.parse(buy.start_time)
+  const elapsed = Math.min(1, (now - start) / (Date.parse(buy.end_time) - start))
+  return elapsed > 0 && booked > 0 ? Math.round((delivered / (booked * elapsed)) * 1e4) / 1e4 : undefined
+}
+
+/** AdCP delivery_status of a package from its campaign. */
+function deliveryStatus (buy: MediaBuyRecord, campaign: { status: string, completed_reason?: string } | undefined, now: number): string | undefined {
+  if (campaign === undefined) return undefined
+  if (campaign.status === 'completed') return campaign.completed_reason === 'budget spent' ? 'budget_exhausted' : campaign.completed_reason === 'goal_impressions reached' ? 'goal_met' : 'flight_ended'
+  if (now >= Date.parse(buy.end_time)) return 'flight_ended'
+  return 'delivering'
+}
+
+/**
+ * get_media_buy_delivery: per media buy and package, the campaign's own impressions and spend (a guaranteed package
+ * is charged its fixed CPM on the impressions delivered, at most those booked), and from ClickHouse the completed
+ * plays, screens and proofs of play of its creative in the window. When ClickHouse has not answered within
+ * REPORT_WAIT_MS the counters are still given and partial_data says the rest is missing.
+ */
+export async function mediaBuyDelivery (call: ToolCall, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const req = args as GetMediaBuyDeliveryRequest
+  const errors: Array<{ code: string, message: string, field: string }> = []
+  let buys: MediaBuyRecord[]
+  if (req.media_buy_ids === undefined && req.buyer_refs === undefined) buys = seatMediaBuys(call.store, call.seat.seat_id)
+  else {
+    const refs = [...(req.media_buy_ids ?? []).map((id, i) => ({ ref: { media_buy_id: id }, field: `media_buy_ids.${i}` })), ...(req.buyer_refs ?? []).map((r, i) => ({ ref: { buyer_ref: r }, field: `buyer_refs.${i}` }))]
+    buys = []
+    for (const { ref, field } of refs) {
+      try {
+        buys.push(seatMediaBuy(call.store, call.seat.seat_id, ref, field))
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err
+        errors.push({ code: err.code, message: err.message, field })
+      }
+    }
+    if (buys.length === 0) throw new ApiError('media_buy_not_found', errors.map((e) => e.message).join(' '), { param: errors[0]?.field ?? 'media_buy_ids' })
+  }
+  const from = req.start_date !== undefined ? Date.parse(`${req.start_date}T00:00:00Z`) : Math.min(...buys.map((b) => Date.parse(b.start_time)), call.now)
+  const to = Math.min(req.end_date !== undefined ? Date.parse(`${req.end_date}T00:00:00Z`) + DAY - 1000 : call.now, call.now)
+  if (to < from) throw new ApiError('invalid_date', 'end_date is before start_date.', { param: 'end_date' })
+  const campaigns = new Map(buys.flatMap((b) => b.packages).filter((p) => p.campaign_id !== undefined).map((p) => [p.campaign_id!, call.store.campaigns.get(p.campaign_id!)]))
+  const creatives = [...new Set([...campaigns.values()].filter((c) => c !== undefined).map((c) => c.creative_id))].sort()
+  const key = `agents|delivery|${call.seat.seat_id.toLowerCase()}|${creatives.join(',')}|${Math.floor(from / 60_000)}|${Math.floor(to / 60_000)}`
+  const played = creatives.length > 0 ? await call.results.settle(key, () => call.reports.creativeDelivery(call.seat.seat_id, creatives, { from, to })) : { state: 'ready' as const, data: [], computedAt: call.now, stale: false }
+  const byCreative = new Map(played.state === 'ready' ? played.data.map((r) => [r.creative_id, r]) : [])
+  const round = (v: number) => Math.round(v * 1e6) / 1e6
+  const totals = { impressions: 0, spend: 0, media_buy_count: buys.length }
+  const deliveries = buys.map((buy) => {
+    const packages = buy.packages.map((p) => {
+      const c = p.campaign_id !== undefined ? campaigns.get(p.campaign_id) : undefined
+      const impressions = c?.impressions ?? 0
+      // A guaranteed package pays its fixed CPM on what it delivered, at most what it booked.
+      const spend = round((Math.min(impressions, p.impressions) * p.rate) / 1000)
+      const plays = c !== undefined ? byCreative.get(c.creative_id) : undefined
+      const status = deliveryStatus(buy, c, call.now)
+      return {
+        package_id: p.package_id,
+        ...(p.buyer_ref !== undefined ? { buyer_ref: p.buyer_ref } : {}),
+        impressions,
+        spend,
+        pricing_model: 'cpm',
+        rate: p.rate,
+        currency: 'USD',
+        ...(status !== undefined ? { delivery_status: status } : {}),
+        paused: p.paused || buy.paused,
+        pacing_index: pacingIndex(buy, p.impressions, impressions, call.now),
+        ext: { oohbid: { campaign_id: p.campaign_id ?? null, plays: plays?.plays ?? null, screens: plays?.screens ?? null, proofs: plays?.proofs ?? null, givt_passed: plays?.givt_passed ?? null } }
+      }
+    })
+    const impressions = packages.reduce((s, p) => s + p.impressions, 0)
+    const spend = round(packages.reduce((s, p) => s + p.spend, 0))
+    totals.impressions += impressions
+    totals.spend = round(totals.spend + spend)
+    return { media_buy_id: buy.media_buy_id, buyer_ref: buy.buyer_ref, status: statusOf(buy, call.now), pricing_model: 'cpm', totals: { impressions, spend }, by_package: packages }
+  })
+  return {
+    reporting_period: { start: iso(from), end: iso(to) },
+    currency: 'USD',
+    ...(played.state !== 'ready' ? { partial_data: true } : {}),
+    aggregated_totals: totals,
+    media_buy_deliveries: deliveries,
+    ...(errors.length > 0 ? { errors } : {})
+  }
+}
