@@ -3,7 +3,8 @@ import type { ToolCall } from './call.js'
 import { capabilities } from './capabilities.js'
 import { authorizedProperties, creativeFormats, products } from './catalog.js'
 import { syncCreatives } from './creatives.js'
-import { createMediaBuy, mediaBuyDelivery, updateMediaBuy } from './media-buys.js'
+import { mediaBuyDelivery } from './delivery.js'
+import { createMediaBuy, updateMediaBuy } from './media-buys.js'
 
 /** An AdCP task offered as an MCP tool: its input schema (in schemas/) and what it answers. */
 export interface Tool {
