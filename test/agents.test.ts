@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
+import { GetMediaBuysResponseSchema } from '@adcp/client'
 import t from 'tap'
 import { deviceBody, registerDevices, registerPartner, sendAudience } from './helpers/fleet.js'
 import { startTestService, type TestService } from './helpers/service.js'
@@ -50,7 +51,7 @@ t.test('tools/list and get_adcp_capabilities for a seat key with mcp:tools, each
   const list = await rpc(svc, key, { jsonrpc: '2.0', id: 1, method: 'tools/list' })
   t.equal(list.status, 200)
   t.match(list.headers.get('content-type'), /application\/json/)
-  t.same(list.body.result.tools.map((tool: { name: string }) => tool.name), ['get_adcp_capabilities', 'get_products', 'list_creative_formats', 'list_authorized_properties', 'create_media_buy', 'update_media_buy', 'sync_creatives', 'get_media_buy_delivery'])
+  t.same(list.body.result.tools.map((tool: { name: string }) => tool.name), ['get_adcp_capabilities', 'get_products', 'list_creative_formats', 'list_authorized_properties', 'create_media_buy', 'update_media_buy', 'sync_creatives', 'get_media_buys', 'get_media_buy_delivery'])
   t.ok(list.body.result.tools.every((tool: { inputSchema: { type: string } }) => tool.inputSchema.type === 'object'), 'input schemas come from schemas/')
   t.match(list.body.result.tools.find((tool: { name: string }) => tool.name === 'create_media_buy').inputSchema, { required: ['buyer_ref', 'packages', 'start_time', 'end_time'] })
   const caps = await rpc(svc, key, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'get_adcp_capabilities', arguments: { context: { trace: 't-1' } } } })
@@ -142,8 +143,15 @@ t.test('a media buy made by the runner becomes the campaign REST clients see, pl
   t.match(synced.data.creatives, [{ creative_id: 'agency-spot-1', action: 'created', platform_id: /^cr_/, status: 'pending_review', assigned_to: [`${mediaBuyId}/pkg-0`] }])
   const creativeId = synced.data.creatives[0].platform_id
   t.equal((await tool(svc, key, 'sync_creatives', { creatives: [{ creative_id: 'agency-spot-1', name: 'Agency spot', assets: { primary: { url: 'https://assets.invalid/agency.png', format: 'png' } } }] })).data.creatives[0].action, 'unchanged', 'syncing it again changes nothing')
+  const approvals = async () => {
+    const r = await tool(svc, key, 'get_media_buys', { media_buy_ids: [mediaBuyId], include_snapshot: true })
+    t.ok(GetMediaBuysResponseSchema.safeParse(r.data).success, 'get_media_buys answers AdCP\'s schema')
+    return r.data.media_buys[0].packages[0]
+  }
   await svc.service.moderator.idle()
+  t.match((await approvals()).creative_approvals, [{ creative_id: 'agency-spot-1', approval_status: 'rejected', rejection_reason: /could not be fetched/ }], 'an agent sees moderation\'s decision and why (the asset cannot be fetched here)')
   await svc.admin('POST', `/admin/v1/creatives/${creativeId}/review`, { decision: 'approved', reason: 'checked for the test' })
+  t.match((await approvals()).creative_approvals, [{ approval_status: 'approved' }], 'and the operator\'s approval')
   await svc.service.runJobs()
   const campaigns = (await svc.request('GET', '/openrtb/v2/campaigns', { key })).body.data.campaigns
   t.match(campaigns, [{ name: /\/ pkg-0$/, creative_id: creativeId, budget_usd: 1500, status: 'scheduled' }], 'the same campaign a REST client sees, with the budget the runner raised to')
@@ -166,6 +174,7 @@ t.test('a media buy made by the runner becomes the campaign REST clients see, pl
     aggregated_totals: { impressions: 8, spend: 0.1344, media_buy_count: 1 },
     media_buy_deliveries: [{ media_buy_id: mediaBuyId, status: 'active', totals: { impressions: 8 }, by_package: [{ package_id: 'pkg-0', impressions: 8, spend: 0.1344, rate: 16.8, delivery_status: 'delivering' }] }]
   }, 'eight impressions at the fixed $16.80 CPM')
+  t.match((await approvals()).snapshot, { impressions: 8, spend: 0.1344, delivery_status: 'delivering', currency: 'USD' }, 'a snapshot of what the package delivered')
   const paused = await tool(svc, key, 'update_media_buy', { media_buy_id: mediaBuyId, paused: true })
   t.match(paused.data, { status: 'paused', affected_packages: [{ package_id: 'pkg-0' }] })
   t.equal((await svc.request('GET', `/openrtb/v2/campaigns/${campaigns[0].campaign_id}`, { key })).body.data.status, 'paused')
@@ -187,10 +196,20 @@ t.test('another seat\'s media buy is not reachable through the tools', async (t)
   t.match(await tool(svc, other, 'update_media_buy', { buyer_ref: 'q1', packages: [{ package_id: 'pkg-0', budget: 1 }] }), { error: true, data: { errors: [{ code: 'media_buy_not_found', field: 'buyer_ref' }] } })
   t.match(await tool(svc, other, 'get_media_buy_delivery', { media_buy_ids: [id] }), { error: true, data: { errors: [{ code: 'media_buy_not_found', field: 'media_buy_ids.0' }] } })
   t.same((await tool(svc, other, 'get_media_buy_delivery', {})).data.media_buy_deliveries, [], 'its own buys only: none')
+  t.match(await tool(svc, other, 'get_media_buys', { media_buy_ids: [id] }), { error: true, data: { errors: [{ code: 'media_buy_not_found', field: 'media_buy_ids.0' }] } })
+  t.same((await tool(svc, other, 'get_media_buys', {})).data.media_buys, [])
   const attach = await tool(svc, other, 'sync_creatives', { creatives: [{ creative_id: 'x', name: 'x', assets: { primary: { url: 'https://assets.invalid/x.png' } } }], assignments: { x: [`${id}/pkg-0`] } })
   t.match(attach.data.creatives[0], { action: 'created', assignment_errors: { [`${id}/pkg-0`]: /No package/ } })
   t.same({ ...svc.snapshot(), creatives: 0, outbox: 0, audit: 0, meta: 0 }, { ...before, creatives: 0, outbox: 0, audit: 0, meta: 0 }, 'the owner\'s buy is untouched')
   t.equal((await tool(svc, owner, 'get_media_buy_delivery', { media_buy_ids: [id] })).data.media_buy_deliveries[0].media_buy_id, id, 'its owner still reaches it')
+  svc.clock.advance(1000)
+  const second = await tool(svc, owner, 'create_media_buy', { buyer_ref: 'q2', start_time: 'asap', end_time: new Date(svc.clock.now() + 3 * DAY).toISOString(), packages: [{ product_id: products[0].product_id, pricing_option_id: 'cpm_fixed', budget: 300 }] })
+  const first = await tool(svc, owner, 'get_media_buys', { pagination: { max_results: 1 } })
+  t.match(first.data, { media_buys: [{ media_buy_id: second.data.media_buy_id, status: 'pending_activation', total_budget: 300 }], pagination: { has_more: true, cursor: String } }, 'newest first, a page at a time')
+  const next = await tool(svc, owner, 'get_media_buys', { pagination: { max_results: 1, cursor: first.data.pagination.cursor } })
+  t.match(next.data, { media_buys: [{ media_buy_id: id, buyer_ref: 'q1' }], pagination: { has_more: false } })
+  t.same((await tool(svc, owner, 'get_media_buys', { status_filter: ['active', 'completed'] })).data.media_buys, [], 'none is active: no creative yet')
+  t.match(await tool(svc, owner, 'get_media_buys', { pagination: { cursor: 'bm9wZQ' } }), { error: true, data: { errors: [{ code: 'invalid_parameter', field: 'pagination.cursor' }] } })
 })
 
 t.test('create_media_buy and update_media_buy refuse what they cannot sell, writing nothing; dry runs write nothing', async (t) => {

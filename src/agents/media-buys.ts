@@ -218,7 +218,7 @@ export function attachCreative (call: ToolCall, creativeId: string, ref: string)
 }
 
 /** The seat's media buy by id or buyer_ref; 404 media_buy_not_found when it is unknown or another seat's. */
-export function seatMediaBuy (store: Store, seatId: string, ref: { media_buy_id?: string, buyer_ref?: string }, param = 'media_buy_id'): MediaBuyRecord {
+function seatMediaBuy (store: Store, seatId: string, ref: { media_buy_id?: string, buyer_ref?: string }, param = 'media_buy_id'): MediaBuyRecord {
   const own = (b: MediaBuyRecord | undefined) => b !== undefined && b.seat_id.toLowerCase() === seatId.toLowerCase() ? b : undefined
   const buy = ref.media_buy_id !== undefined
     ? own(store.mediaBuys.get(ref.media_buy_id))
@@ -228,8 +228,30 @@ export function seatMediaBuy (store: Store, seatId: string, ref: { media_buy_id?
   return buy
 }
 
+/**
+ * The seat's media buys a request names by media_buy_ids and buyer_refs (all of them, newest first, when it names
+ * none), and an AdCP error for each name that is unknown or another seat's; 404 media_buy_not_found when it named
+ * only such.
+ */
+export function namedBuys (call: Pick<ToolCall, 'store' | 'seat'>, req: { media_buy_ids?: string[], buyer_refs?: string[] }): { buys: MediaBuyRecord[], errors: Array<{ code: string, message: string, field: string }> } {
+  if (req.media_buy_ids === undefined && req.buyer_refs === undefined) return { buys: seatMediaBuys(call.store, call.seat.seat_id), errors: [] }
+  const refs = [...(req.media_buy_ids ?? []).map((id, i) => ({ ref: { media_buy_id: id }, field: `media_buy_ids.${i}` })), ...(req.buyer_refs ?? []).map((r, i) => ({ ref: { buyer_ref: r }, field: `buyer_refs.${i}` }))]
+  const buys: MediaBuyRecord[] = []
+  const errors: Array<{ code: string, message: string, field: string }> = []
+  for (const { ref, field } of refs) {
+    try {
+      buys.push(seatMediaBuy(call.store, call.seat.seat_id, ref, field))
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err
+      errors.push({ code: err.code, message: err.message, field })
+    }
+  }
+  if (buys.length === 0) throw new ApiError('media_buy_not_found', errors.map((e) => e.message).join(' ') || 'No media buy was named.', { param: errors[0]?.field ?? 'media_buy_ids' })
+  return { buys, errors }
+}
+
 /** The seat's media buys, newest first. */
-export function seatMediaBuys (store: Store, seatId: string): MediaBuyRecord[] {
+function seatMediaBuys (store: Store, seatId: string): MediaBuyRecord[] {
   const seat = seatId.toLowerCase()
   return [...store.bySeat.getRange({ start: ['media_buy', seat], end: ['media_buy', seat + '\u0000'] } as never)]
     .map(({ value }) => store.mediaBuys.get(value as string)).filter((b): b is MediaBuyRecord => b !== undefined)

@@ -4,6 +4,7 @@ import { capabilities } from './capabilities.js'
 import { authorizedProperties, creativeFormats, products } from './catalog.js'
 import { syncCreatives } from './creatives.js'
 import { mediaBuyDelivery } from './delivery.js'
+import { getMediaBuys } from './media-buy-list.js'
 import { createMediaBuy, updateMediaBuy } from './media-buys.js'
 
 /** An AdCP task offered as an MCP tool: its input schema (in schemas/) and what it answers. */
@@ -57,6 +58,12 @@ export const TOOLS: Tool[] = [
     description: 'Creates creatives by the buyer\'s creative_id (each goes through moderation, reported as its status) and attaches them to packages.',
     input: 'SyncCreativesRequest',
     run: syncCreatives
+  },
+  {
+    name: 'get_media_buys',
+    description: 'The seat\'s media buys with their status, packages and each creative\'s approval (moderation), and optionally what each package has delivered.',
+    input: 'GetMediaBuysRequest',
+    run: getMediaBuys
   },
   {
     name: 'get_media_buy_delivery',
