@@ -14,8 +14,8 @@ export function mcpRoutes ({ config, store, outbox, inventory, moderator, analyt
   const reports = new Reports(analytics, config.clickhouseDatabase)
   const respond = async (ctx: Ctx<Buffer>): Promise<Result> => {
     const seat = ctx.principal!.seat!
-    // AdCP test clients mark runs X-Dry-Run: true. A sandbox seat's buys already spend nothing real (AdCP's sandbox
-    // account), so there the run goes through end to end; an approved seat's run records nothing.
+    // AdCP test clients mark runs X-Dry-Run: true. A sandbox seat is the test account (AdCP's sandbox), so there the
+    // run goes through end to end, its buys made as its REST placements are; on an approved seat it records nothing.
     const dryRun = ctx.dryRun || (ctx.headers['x-dry-run']?.toLowerCase() === 'true' && seat.status !== 'sandbox')
     const headers = new Headers()
     for (const name of PASSED) if (ctx.headers[name] !== undefined) headers.set(name, ctx.headers[name]!)
