@@ -78,7 +78,7 @@ function guaranteedSpots (store: Store, screens: ScreenRecord[], budget: number,
  */
 function checkRoom (call: ToolCall, screens: ScreenRecord[], buy: MediaBuyRecord, spots: number, held: number, rate: number, budget: number, param: string): void {
   if (spots <= freeEveryDay(call.store, screens, buy.start_date, buy.end_date) + held) return
-  const most = maxGuaranteedBudget(call.store, screens, buy.start_date, buy.end_date, rate, call.now) + Math.floor((held * screens.length * days(buy) * impressionsPerPlay(call.store, screens, call.now) * rate) / 10) / 100
+  const most = maxGuaranteedBudget(call.store, screens, buy.start_date, buy.end_date, rate, call.now, held)
   throw new ApiError('capacity_unavailable', `These ${screens.length} screens can take at most $${most} of guaranteed spots from ${buy.start_date} to ${buy.end_date}; $${budget} was asked.`, { param })
 }
 

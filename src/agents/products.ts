@@ -1,7 +1,7 @@
 import type { CpmBenchmarks, Targeting, VenueType } from '../generated/types.js'
 import { schemas } from '../generated/schemas.js'
 import { ApiError } from '../errors.js'
-import { bookedOn, capacityOn } from '../campaigns/screen-bookings.js'
+import { freeOn } from '../campaigns/screen-bookings.js'
 import { matchingScreens } from '../campaigns/targeting.js'
 import { datesBetween } from '../inventory/hours.js'
 import { impressionMultiplier } from '../inventory/fein.js'
@@ -75,19 +75,22 @@ export function impressionsPerPlay (store: Store, screens: ScreenRecord[], now: 
 /** Spots still free on screens over a flight (start..end, inclusive dates): what a guaranteed booking can take. */
 export function openSpots (store: Store, screens: ScreenRecord[], start: string, end: string): number {
   const dates = datesBetween(start, end)
-  return screens.reduce((n, s) => n + dates.reduce((d, date) => d + Math.max(0, capacityOn(s, date) - bookedOn(store, s.screen_id, date)), 0), 0)
+  return screens.reduce((n, s) => n + dates.reduce((d, date) => d + Math.max(0, freeOn(store, s, date)), 0), 0)
 }
 
 /** The spots a day every screen still has free on every day of a flight: the most a guaranteed booking can take. */
 export function freeEveryDay (store: Store, screens: ScreenRecord[], start: string, end: string): number {
   const dates = datesBetween(start, end)
-  return Math.max(0, Math.min(...screens.flatMap((s) => dates.map((date) => capacityOn(s, date) - bookedOn(store, s.screen_id, date)))))
+  return Math.max(0, Math.min(...screens.flatMap((s) => dates.map((date) => freeOn(store, s, date)))))
 }
 
-/** The most a guaranteed package can spend on screens over a flight: every free spot, at the fixed CPM. */
-export function maxGuaranteedBudget (store: Store, screens: ScreenRecord[], start: string, end: string, rate: number, now: number): number {
-  const days = datesBetween(start, end).length
-  return Math.floor((freeEveryDay(store, screens, start, end) * screens.length * days * impressionsPerPlay(store, screens, now) * rate) / 1000 * 100) / 100
+/**
+ * The most a guaranteed package can spend on screens over a flight: every spot free on every day, and the `held` spots
+ * a day the package itself booked there already (which a new booking gives back first), at the fixed CPM.
+ */
+export function maxGuaranteedBudget (store: Store, screens: ScreenRecord[], start: string, end: string, rate: number, now: number, held = 0): number {
+  const spots = (freeEveryDay(store, screens, start, end) + held) * screens.length * datesBetween(start, end).length
+  return Math.floor(((spots * impressionsPerPlay(store, screens, now) * rate) / 1000) * 100) / 100
 }
 
 /** A product's price: its fixed CPM, and the least a booking can spend (one spot a day on every screen for `days`). */

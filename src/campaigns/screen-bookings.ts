@@ -12,6 +12,11 @@ export function bookedOn (store: Store, screenId: string, date: string): number 
   return store.booked.get([screenId, date]) ?? 0
 }
 
+/** Spots still free on a screen's date: its capacity less what placements, holds and deals booked. */
+export function freeOn (store: Store, screen: ScreenRecord, date: string): number {
+  return capacityOn(screen, date) - bookedOn(store, screen.screen_id, date)
+}
+
 /**
  * Takes spots on screens for every day of a range, or throws 409 capacity_unavailable naming the first short screen
  * and day; nothing is taken unless all of it fits. Call inside Store.write: handlers run one at a time, so the check
@@ -21,7 +26,7 @@ export function take (store: Store, screens: ScreenRecord[], start: string, end:
   const days = datesBetween(start, end)
   screens.forEach((screen, i) => {
     for (const date of days) {
-      const free = capacityOn(screen, date) - bookedOn(store, screen.screen_id, date)
+      const free = freeOn(store, screen, date)
       if (free < spots) throw new ApiError('capacity_unavailable', `Screen ${screen.screen_id} has ${Math.max(0, free)} free spots on ${date}; ${spots} were asked.`, { param: `${param}.${i}` })
     }
   })
