@@ -25,7 +25,7 @@ export const TOOLS: Tool[] = [
   },
   {
     name: 'get_products',
-    description: 'Products for a natural-language brief: screens grouped by venue type and place, each sold guaranteed (fixed CPM, spots booked) and by auction (bid above the floor), with forecast impressions and market CPMs.',
+    description: 'Products for a natural-language brief: screens grouped by venue type and place, each sold guaranteed (a fixed CPM, spots booked), with forecast impressions and market CPMs.',
     input: 'GetProductsRequest',
     run: products
   },
