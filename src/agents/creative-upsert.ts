@@ -1,10 +1,9 @@
 import type { CreativeAsset } from '../generated/types.js'
 import { assetUrlProblem, creativeIdOfCrid, registerCreative } from '../creatives/register.js'
+import { typeByExtension, typeOfExtension } from '../creatives/from-markup.js'
 import type { CreativeRecord } from '../creatives/records.js'
 import type { ToolCall } from './call.js'
 import { knownFormat } from './catalog.js'
-
-const TYPES: Record<string, string> = { jpeg: 'image/jpeg', jpg: 'image/jpeg', png: 'image/png', webp: 'image/webp', gif: 'image/gif', mp4: 'video/mp4', webm: 'video/webm' }
 
 /** AdCP's creative status for a moderation status. */
 export function adcpStatusOf (status: CreativeRecord['status']): string {
@@ -31,8 +30,7 @@ export function upsertCreative (call: ToolCall, c: CreativeAsset): Upserted {
   const format = typeof c.format_id === 'string' ? c.format_id : c.format_id?.id
   if (format !== undefined && !knownFormat(call, format)) errors.push(`format_id ${format} is not a format of this agent; list_creative_formats names them.`)
   const primary = c.assets.primary
-  const extension = primary.format ?? /\.([a-z0-9]+)(?:[?#]|$)/i.exec(new URL(primary.url, 'http://x').pathname)?.[1]?.toLowerCase()
-  const type = extension !== undefined ? TYPES[extension] : undefined
+  const type = primary.format !== undefined ? typeOfExtension(primary.format) : typeByExtension(primary.url)
   if (type === undefined) errors.push('The media type of assets.primary is unknown: give assets.primary.format (jpeg, png, webp, gif, mp4 or webm).')
   const problem = assetUrlProblem(primary.url, call.config.allowPrivateAssetUrls)
   if (problem !== undefined) errors.push(`assets.primary.url ${problem}.`)

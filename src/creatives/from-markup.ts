@@ -18,9 +18,15 @@ function decodeEntities (s: string): string {
   return s.replace(/&amp;/g, '&').replace(/&quot;/g, '"').replace(/&#39;|&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>')
 }
 
-function typeByExtension (url: string): string | undefined {
+/** The playable media type of a file extension (png, jpg, mp4, ...), if it is one. */
+export function typeOfExtension (extension: string): string | undefined {
+  return BY_EXTENSION[extension.toLowerCase()]
+}
+
+/** The playable media type a URL's file extension names, if any. */
+export function typeByExtension (url: string): string | undefined {
   const path = URL.canParse(url) ? new URL(url).pathname : url
-  return BY_EXTENSION[/\.([a-z0-9]+)$/i.exec(path)?.[1]?.toLowerCase() ?? '']
+  return typeOfExtension(/\.([a-z0-9]+)$/i.exec(path)?.[1] ?? '')
 }
 
 /**
