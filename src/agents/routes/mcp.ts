@@ -1,7 +1,6 @@
 import { Reports } from '../../analytics/reports.js'
 import type { Deps } from '../../deps.js'
 import { held, raw, route, type Ctx, type Result, type RouteDef } from '../../http/route.js'
-import { answerMcp } from '../mcp.js'
 
 /** Request headers the MCP transport reads. */
 const PASSED = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id']
@@ -23,6 +22,8 @@ export function mcpRoutes ({ config, store, outbox, inventory, moderator, analyt
     if (!headers.has('accept')) headers.set('accept', 'application/json, text/event-stream')
     if (ctx.dryRun) ctx.warn('Dry run: tool calls ran their checks and answered; nothing they would record was kept.')
     const request = new Request(`${config.baseUrl}/mcp`, { method: 'POST', headers, body: new Uint8Array(ctx.body) })
+    // Loaded on the first call: the MCP SDK (and zod under it) would otherwise add to every hot thread's start.
+    const { answerMcp } = await import('../mcp.js')
     const response = await answerMcp({ store, outbox, inventory, moderator, reports, results, config, seat, keyId: ctx.principal!.key.key_id, now: ctx.now, dryRun }, request)
     const out: Record<string, string> = {}
     for (const name of ['mcp-session-id', 'mcp-protocol-version', 'allow']) {
