@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { GetMediaBuysResponseSchema } from '@adcp/client'
 import t from 'tap'
+import { approvedCreative } from './helpers/creatives.js'
 import { deviceBody, registerDevices, registerPartner, sendAudience } from './helpers/fleet.js'
 import { startTestService, type TestService } from './helpers/service.js'
 
@@ -103,8 +104,8 @@ t.test('get_products reads the brief: segments, prices from the screens, forecas
   const { key } = await svc.onboard('planner')
   const gyms = await tool(svc, key, 'get_products', { buying_mode: 'brief', brief: 'gyms in Austin with attentive crowds', brand: { domain: 'acme.example' } })
   t.equal(gyms.error, false)
-  t.same(gyms.data.products.map((p: { product_id: string }) => p.product_id), ['dooh:gym:US:TX:austin:guaranteed'], 'one segment: Dallas and the airport are not what the brief asked')
-  const [guaranteed] = gyms.data.products
+  t.same(gyms.data.products.map((p: { product_id: string }) => p.product_id), ['dooh:gym:US:TX:austin:guaranteed', 'dooh:gym:US:TX:austin:preferred', 'dooh:gym:US:TX:austin:auction'], 'one segment sold three ways: Dallas and the airport are not what the brief asked')
+  const [guaranteed, preferred, auction] = gyms.data.products
   t.match(guaranteed, {
     delivery_type: 'guaranteed',
     channels: ['dooh'],
@@ -114,14 +115,21 @@ t.test('get_products reads the brief: segments, prices from the screens, forecas
     brief_relevance: /6 screen\(s\) matched/,
     ext: { oohbid: { screens: 6, impressions_per_play: 8, floor_cpm: { min: 9, max: 14 } } }
   }, 'fixed CPM 20% over the top floor ($14); $1,000 buys 59,523 impressions')
+  t.match(preferred, { delivery_type: 'non_guaranteed', pricing_options: [{ pricing_option_id: 'cpm_fixed', fixed_price: 15.4 }], forecast: { method: 'estimate' } }, 'preferred: 10% over the top floor, nothing booked')
+  t.match(auction, { delivery_type: 'non_guaranteed', pricing_options: [{ pricing_option_id: 'cpm_auction', floor_price: 14, max_bid: true }] }, 'auction: bids from the top floor, so every screen can sell to it')
+  t.notOk('fixed_price' in auction.pricing_options[0])
   t.same(guaranteed.publisher_properties, [{ publisher_domain: `${partner.slug}.example`, selection_type: 'by_id', property_ids: guaranteed.publisher_properties[0].property_ids }])
   t.equal(guaranteed.publisher_properties[0].property_ids.length, 6)
   const sellers = (await svc.request('GET', '/sellers.json')).body.sellers.map((s: { domain?: string }) => s.domain)
   const properties = await tool(svc, key, 'list_authorized_properties', {})
   t.same(properties.data.publisher_domains, sellers, 'the publishers are the sellers of /sellers.json')
   const airports = await tool(svc, key, 'get_products', { brief: 'airport screens' })
-  t.same(airports.data.products.map((p: { product_id: string }) => p.product_id), ['dooh:airport:US:*:*:guaranteed'])
-  t.same((await tool(svc, key, 'get_products', { brief: 'airport screens', filters: { delivery_type: 'non_guaranteed' } })).data.products, [], 'every product is guaranteed')
+  t.same(airports.data.products.map((p: { product_id: string }) => p.product_id), ['dooh:airport:US:*:*:guaranteed', 'dooh:airport:US:*:*:preferred', 'dooh:airport:US:*:*:auction'])
+  const ids = async (filters: Record<string, unknown>) => (await tool(svc, key, 'get_products', { brief: 'airport screens', filters })).data.products.map((p: { product_id: string }) => p.product_id.split(':').pop())
+  t.same(await ids({ delivery_type: 'non_guaranteed' }), ['preferred', 'auction'])
+  t.same(await ids({ delivery_type: 'guaranteed' }), ['guaranteed'])
+  t.same(await ids({ is_fixed_price: false }), ['auction'])
+  t.same(await ids({ is_fixed_price: true, delivery_type: 'non_guaranteed' }), ['preferred'])
   const none = await tool(svc, key, 'get_products', { brief: 'gyms', filters: { channels: ['podcast'] } })
   t.same(none.data.products, [], 'no podcast inventory here')
   const formats = await tool(svc, key, 'list_creative_formats', {})
@@ -182,6 +190,100 @@ t.test('a media buy made by the runner becomes the campaign REST clients see, pl
   t.match((await svc.request('POST', `${embed}/spots`, { body: {} })).body.data, { tier: 'house', creative: null }, 'a paused buy does not play')
 })
 
+t.test('preferred and auction packages compete in the screens\' own waterfall, in their dayparts, within their budgets', async (t) => {
+  const svc = await startTestService(t, { PICKUP_SECONDS: '5' })
+  // Monday 09:00 in Austin.
+  svc.clock.set(Date.UTC(2026, 10, 30, 15, 0, 0))
+  const { embedOf, partner, screens } = await market(svc)
+  const { key } = await svc.onboard('open_buyer')
+  const products = (await tool(svc, key, 'get_products', { brief: 'gyms in Austin' })).data.products as Array<{ product_id: string }>
+  const productOf = (sale: string) => products.find((p) => p.product_id.endsWith(`:${sale}`))!.product_id
+  const end = new Date(svc.clock.now() + 7 * DAY).toISOString()
+  const base = { buyer_ref: 'open', start_time: 'asap', end_time: end }
+  const preferred = { buyer_ref: 'pref', product_id: productOf('preferred'), pricing_option_id: 'cpm_fixed', budget: 50, pacing: 'asap', creatives: [{ creative_id: 'open-pref', name: 'Preferred spot', assets: { primary: { url: 'https://assets.invalid/pref.png' } } }] }
+  const afternoons = { daypart_targets: [{ days: ['monday', 'tuesday'], start_hour: 13, end_hour: 17, label: 'Afternoon' }] }
+  const auction = { buyer_ref: 'auc', product_id: productOf('auction'), pricing_option_id: 'cpm_auction', bid_price: 20, budget: 100, pacing: 'asap', targeting_overlay: afternoons, creatives: [{ creative_id: 'open-auc', name: 'Auction spot', assets: { primary: { url: 'https://assets.invalid/auc.png' } } }] }
+  const before = svc.snapshot()
+  const refusals: Array<[string, Record<string, unknown>, string, string]> = [
+    ['an auction package without bid_price', { ...auction, bid_price: undefined }, 'missing_required_field', 'packages.0.bid_price'],
+    ['a bid below the floor ($14, the top floor among the gyms)', { ...auction, bid_price: 13.99 }, 'invalid_parameter', 'packages.0.bid_price'],
+    ['a bid on the preferred fixed price', { ...preferred, bid_price: 20 }, 'invalid_parameter', 'packages.0.bid_price'],
+    ['the auction pricing option on a preferred product', { ...preferred, pricing_option_id: 'cpm_auction' }, 'invalid_parameter', 'packages.0.pricing_option_id'],
+    ['dayparts on a guaranteed product', { ...preferred, product_id: productOf('guaranteed'), targeting_overlay: afternoons }, 'validation_failed', 'packages.0.targeting_overlay.daypart_targets'],
+    ['a daypart that ends before it starts', { ...auction, targeting_overlay: { daypart_targets: [{ days: ['monday'], start_hour: 17, end_hour: 13 }] } }, 'invalid_parameter', 'packages.0.targeting_overlay.daypart_targets.0.end_hour'],
+    ['a weekday AdCP does not name', { ...auction, targeting_overlay: { daypart_targets: [{ days: ['mon'], start_hour: 13, end_hour: 17 }] } }, 'invalid_parameter', 'packages.0.targeting_overlay.daypart_targets.0.days.0'],
+    ['targeting other than dayparts', { ...auction, targeting_overlay: { geo_countries: ['US'] } }, 'invalid_parameter', 'packages.0.targeting_overlay']
+  ]
+  for (const [name, pkg, code, field] of refusals) {
+    const r = await tool(svc, key, 'create_media_buy', { ...base, packages: [pkg] })
+    t.equal(r.error, true, name)
+    t.match(r.data.errors?.[0], { code, field }, name)
+  }
+  t.same({ ...svc.snapshot(), outbox: 0, audit: 0 }, { ...before, outbox: 0, audit: 0 }, 'refused buys write nothing')
+
+  const bookedBefore = svc.snapshot().booked
+  const made = await tool(svc, key, 'create_media_buy', { ...base, packages: [preferred, auction] })
+  t.equal(made.error, false, JSON.stringify(made.data))
+  t.match(made.data.packages, [
+    { package_id: 'pkg-0', ext: { oohbid: { delivery_type: 'non_guaranteed', sale: 'preferred', fixed_price: 15.4 } } },
+    { package_id: 'pkg-1', bid_price: 20, targeting_overlay: { daypart_targets: [{ days: ['monday', 'tuesday'], start_hour: 13, end_hour: 17 }] }, ext: { oohbid: { delivery_type: 'non_guaranteed', sale: 'auction', bid_price: 20, floor_price: 14 } } }
+  ])
+  t.equal(svc.snapshot().booked, bookedBefore, 'non-guaranteed packages book no spot')
+  const mediaBuyId = made.data.media_buy_id
+  await svc.service.moderator.idle()
+  const creatives = (await svc.request('GET', '/openrtb/v2/creatives', { key })).body.data.creatives as Array<{ creative_id: string, crid: string }>
+  for (const c of creatives) await svc.admin('POST', `/admin/v1/creatives/${c.creative_id}/review`, { decision: 'approved', reason: 'checked for the test' })
+  const idOf = (crid: string) => creatives.find((c) => c.crid === crid)!.creative_id
+  await svc.service.runJobs()
+  const placements = (await svc.request('GET', '/openrtb/v2/assignments', { key })).body.data.assignments
+  t.match(placements.find((a: { line: string }) => a.line === 'preferred'), { cpm: 15.4, pacing: 'asap', source: 'media_buy' })
+  t.match(placements.find((a: { line: string }) => a.line === 'auction'), { cpm: 20, dayparts: [{ days: ['mon', 'tue'], start_hour: 13, end_hour: 17 }] })
+  const campaigns = (await svc.request('GET', '/openrtb/v2/campaigns', { key })).body.data.campaigns
+  t.ok(campaigns.every((c: { media_buy_id?: string }) => c.media_buy_id === mediaBuyId), 'each package is a campaign of the buy, which bids nowhere else')
+
+  const embed = embedOf(screens['gym-1']!)
+  const play = async () => {
+    const spot = (await svc.request('POST', `${embed}/spots`, { body: {} })).body.data
+    if (spot.tier !== 'house') {
+      await svc.request('POST', `${embed}/spots/${spot.spot_id}/events`, { body: { event: 'render_started' } })
+      await svc.request('POST', `${embed}/spots/${spot.spot_id}/events`, { body: { event: 'play_completed', duration_ms: 15_000 } })
+    }
+    return spot
+  }
+  const packages = async () => (await tool(svc, key, 'get_media_buy_delivery', { media_buy_ids: [mediaBuyId] })).data.media_buy_deliveries[0].by_package
+  svc.clock.advance(10_000)
+  t.match(await play(), { tier: 'preferred', creative: { creative_id: idOf('open-pref') } }, 'at 09:00 the preferred package plays ahead of the auction (nothing is booked on gym-1)')
+  t.match(await packages(), [{ package_id: 'pkg-0', impressions: 8, spend: 0.1232, rate: 15.4 }, { package_id: 'pkg-1', impressions: 0, spend: 0 }], 'eight viewers at $15.40 CPM')
+  await tool(svc, key, 'update_media_buy', { media_buy_id: mediaBuyId, packages: [{ package_id: 'pkg-0', paused: true }] })
+  t.match(await play(), { tier: 'house' }, 'the preferred package paused, and the auction package waits for its afternoon daypart')
+
+  svc.clock.advance(4.5 * 3_600_000)
+  await sendAudience(svc, partner, [{ device_id: 'gym-1', live_face_count: 8 }])
+  t.match(await play(), { tier: 'open_auction', creative: { creative_id: idOf('open-auc') } }, 'at 13:30 the auction package wins the open auction')
+  t.match((await packages())[1], { impressions: 8, spend: 0.07208 }, 'alone, it pays the floor ($9 on gym-1) plus $0.01')
+
+  const rival = await svc.onboard('rival_bidder')
+  await svc.admin('POST', '/admin/v1/seats/rival_bidder/approve', { reason: 'test' })
+  const crid = await approvedCreative(svc, rival.key, 'Rival ad')
+  const requests = (await svc.request('GET', '/openrtb/v2/adslots?format=openrtb&limit=10', { key: rival.key })).body.data.bid_requests as any[]
+  const imp = requests.find((r) => r.ext.trb.screen_id === screens['gym-1']).imp[0].id
+  const placed = await svc.request('POST', '/openrtb/v2/bid', { key: rival.key, body: { id: 'rival-1', seatbid: [{ seat: 'rival_bidder', bid: [{ id: 'rb-1', impid: imp, price: 12, crid, adm: '<div>rival</div>', adomain: ['rival.example'] }] }] } })
+  t.equal(placed.body.data.accepted, 1)
+  t.match(await play(), { tier: 'open_auction', creative: { creative_id: idOf('open-auc') } }, 'against a $12 bid, the package bidding $20 wins')
+  t.match((await packages())[1], { impressions: 16, spend: 0.16816, rate: 10.51 }, 'and pays the runner-up plus $0.01: $12.01 CPM; its rate is what it paid on average')
+
+  const bids: Array<[string, Record<string, unknown>, string]> = [
+    ['a bid below the floor', { package_id: 'pkg-1', bid_price: 5 }, 'invalid_parameter'],
+    ['a bid on the preferred package', { package_id: 'pkg-0', bid_price: 30 }, 'invalid_parameter']
+  ]
+  for (const [name, change, code] of bids) t.match(await tool(svc, key, 'update_media_buy', { media_buy_id: mediaBuyId, packages: [change] }), { error: true, data: { errors: [{ code, field: 'packages.0.bid_price' }] } }, name)
+  const raised = await tool(svc, key, 'update_media_buy', { media_buy_id: mediaBuyId, packages: [{ package_id: 'pkg-1', bid_price: 25, budget: 0.2 }] })
+  t.match(raised.data.affected_packages, [{ package_id: 'pkg-1', bid_price: 25, budget: 0.2 }])
+  t.match((await svc.request('GET', '/openrtb/v2/assignments', { key })).body.data.assignments.find((a: { line: string }) => a.line === 'auction'), { cpm: 25 }, 'the placement bids the new price')
+  t.match(await play(), { tier: 'house' }, '$0.03 of budget left cannot pay for a play of eight viewers at the floor: the package stops')
+  t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
+})
+
 t.test('another seat\'s media buy is not reachable through the tools', async (t) => {
   const svc = await startTestService(t)
   await market(svc)
@@ -229,7 +331,7 @@ t.test('create_media_buy and update_media_buy refuse what they cannot sell, writ
     ['no packages', { ...base, packages: [] }, 'invalid_parameter', 'packages'],
     ['another seat\'s account', { ...base, account: { account_id: 'someone_else' }, packages: [g] }, 'not_authorized', 'account.account_id'],
     ['a live account asked of a sandbox seat', { ...base, account: { brand: { domain: 'careful.example' }, operator: 'careful.example', sandbox: false }, packages: [g] }, 'invalid_parameter', 'account.sandbox'],
-    ['unknown product', { ...base, packages: [{ ...g, product_id: 'dooh:gym:US:*:*:auction' }] }, 'product_not_found', 'packages.0.product_id'],
+    ['unknown product', { ...base, packages: [{ ...g, product_id: 'dooh:gym:US:*:*:sponsorship' }] }, 'product_not_found', 'packages.0.product_id'],
     ['product with no screens', { ...base, packages: [{ ...g, product_id: 'dooh:hospital:US:*:*:guaranteed' }] }, 'product_not_found', 'packages.0.product_id'],
     ['wrong pricing option', { ...base, packages: [{ ...g, pricing_option_id: 'cpm_auction' }] }, 'invalid_parameter', 'packages.0.pricing_option_id'],
     ['fixed price with a bid', { ...base, packages: [{ ...g, bid_price: 20 }] }, 'invalid_parameter', 'packages.0.bid_price'],

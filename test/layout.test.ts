@@ -115,7 +115,7 @@ const OWNERS: Record<string, string[]> = {
   aliases: ['src/exchange/'],
   exchangeBids: ['src/exchange/'],
   exchangePending: ['src/exchange/'],
-  ledgers: ['src/exchange/'],
+  ledgers: ['src/campaigns/'],
   proofs: ['src/proof/'],
   proofHeads: ['src/proof/'],
   proofChain: ['src/proof/'],

@@ -5,8 +5,9 @@ export const ADCP_MAJOR_VERSION = 3
 
 /**
  * get_adcp_capabilities: a DOOH media-buy sales agent. Prices are CPM per 1,000 impressions, an impression being a
- * play times the screen's audience multiplier (OpenRTB 2.6 DOOH imp.qty.multiplier), at a fixed price: every product
- * is guaranteed. Video creatives are VAST 4.2. account.sandbox says whether the calling seat is a sandbox seat.
+ * play times the screen's audience multiplier (OpenRTB 2.6 DOOH imp.qty.multiplier): fixed (guaranteed and preferred
+ * products) or bid (auction products). Video creatives are VAST 4.2. account.sandbox says whether the calling seat is
+ * a sandbox seat.
  */
 export function capabilities (seat: SeatRecord): Record<string, unknown> {
   return {

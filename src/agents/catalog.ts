@@ -4,7 +4,8 @@ import type { CpmBenchmarks, GetProductsRequest, VenueType } from '../generated/
 import { discover } from '../inventory/discover.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import { publisherDomainOf, sellers } from '../inventory/sellers.js'
-import { DELIVERY, formatIdOf, guidanceOf, impressionsPerPlay, maxGuaranteedBudget, openSpots, PRICING_OPTION, priceOf, productIdOf, productScreens, QUOTE_DAYS, type ProductKey } from './products.js'
+import { deliveryTypeOf, formatIdOf, guidanceOf, impressionsPerPlay, maxGuaranteedBudget, openSpots, PRICING_OPTION, priceOf, productIdOf, productScreens, QUOTE_DAYS, SALES, segmentIdOf, type ProductKey } from './products.js'
+import type { Sale } from './records.js'
 import { checkAccount, type ToolCall } from './call.js'
 
 /** Budgets each product's forecast is given at, in USD. */
@@ -37,7 +38,7 @@ function segmentsOf (call: ToolCall, request: GetProductsRequest): Array<{ key: 
     const key: ProductKey = { venue_type: screen.location.venue_type, country: screen.location.country }
     if (interpretation.state !== null || interpretation.city !== null) key.state = screen.location.state
     if (interpretation.city !== null) key.city = screen.location.city
-    const id = productIdOf(key)
+    const id = segmentIdOf(key)
     let segment = segments.get(id)
     if (segment === undefined) segments.set(id, segment = { key, reasons: new Set(), matches: 0 })
     segment.matches++
@@ -52,32 +53,39 @@ function place (k: ProductKey): string {
 
 const VENUE_NAMES: Partial<Record<VenueType, string>> = { hotel_lobby: 'hotel lobby', gas_station: 'gas station' }
 
-/** Whether the request's filters leave guaranteed, fixed-price DOOH products in. */
-function wanted (request: GetProductsRequest): boolean {
+/** The ways of selling the request's filters leave in. */
+function wanted (request: GetProductsRequest): Sale[] {
   const f = request.filters
-  return f?.delivery_type !== 'non_guaranteed' && f?.is_fixed_price !== false && (f?.channels === undefined || f.channels.includes('dooh'))
+  if (f?.channels !== undefined && !f.channels.includes('dooh')) return []
+  return SALES.filter((sale) => (f?.delivery_type === undefined || f.delivery_type === deliveryTypeOf(sale)) && (f?.is_fixed_price === undefined || f.is_fixed_price === (sale !== 'auction')))
+}
+
+const SOLD: Record<Sale, (price: number) => string> = {
+  guaranteed: (price) => `spots booked on every one at a fixed CPM of $${price}, played evenly through each day ahead of every bid`,
+  preferred: (price) => `not booked: at a fixed CPM of $${price} the package plays ahead of the open auction (after booked spots) until its budget is spent`,
+  auction: (price) => `not booked: the package bids in each screen's open auction from a floor of $${price} CPM and pays the second price plus $0.01`
 }
 
 /**
  * get_products: the brief read by the discovery reader, its matches grouped into market segments (venue type and
- * place), each a guaranteed product at a fixed CPM with its forecast (the impressions each budget books within the
- * screens' open capacity). The market's clearing CPMs for the venue type come from ClickHouse; when it cannot answer
- * within REPORT_WAIT_MS the products come without them and `incomplete` says so.
+ * place), each sold guaranteed, preferred and auction, with its forecast (the impressions each budget buys within the
+ * screens' open capacity). The market's clearing CPMs for the venue type come from ClickHouse (auction products'
+ * price_guidance); when it cannot answer within REPORT_WAIT_MS the products come without them and `incomplete` says so.
  */
 export async function products (call: ToolCall, args: Record<string, unknown>): Promise<Record<string, unknown>> {
   const request = args as GetProductsRequest
   checkAccount(call, request.account)
-  const segments = wanted(request) ? segmentsOf(call, request) : []
+  const sales = wanted(request)
+  const segments = sales.length > 0 ? segmentsOf(call, request) : []
   const today = Math.floor(call.now / DAY) * DAY
   const start = iso(today + DAY).slice(0, 10)
   const end = iso(today + QUOTE_DAYS * DAY).slice(0, 10)
   const market = segments.length > 0 ? await call.results.settle<CpmBenchmarks>(`agents|cpm|${MARKET_DAYS}`, () => call.reports.cpmBenchmarks({ from: call.now - MARKET_DAYS * DAY, to: call.now }, {}, 0)) : undefined
-  const out = segments.map((segment) => {
+  const out = segments.flatMap((segment) => {
     const k = segment.key
     const screens = productScreens(call.store, call.inventory, k)
     const perPlay = impressionsPerPlay(call.store, screens, call.now)
-    const price = priceOf(call.store, screens, QUOTE_DAYS, call.now)
-    const open = openSpots(call.store, screens, start, end) * perPlay
+    const booked = openSpots(call.store, screens, start, end) * perPlay
     const byDomain = new Map<string, string[]>()
     for (const s of screens) {
       const domain = publisherDomainOf(call.config.operator, call.store, s.partner_id)
@@ -86,42 +94,51 @@ export async function products (call: ToolCall, args: Record<string, unknown>): 
     const floors = screens.map((s) => s.floor_price_cpm)
     const venue = VENUE_NAMES[k.venue_type] ?? k.venue_type
     const guidance = market?.state === 'ready' ? guidanceOf(market.data, k.venue_type) : undefined
-    return {
-      product_id: productIdOf(k),
-      name: `${venue[0]!.toUpperCase()}${venue.slice(1)} screens in ${place(k)}`,
-      description: `${screens.length} ${venue} screen(s) in ${place(k)}, spots booked on every one at a fixed CPM of $${price.fixed_price}: an impression is a play times the screen's measured audience (now ${Math.round(perPlay * 100) / 100} per play), and the budget sets the spots per screen and day.`,
-      publisher_properties: [...byDomain].map(([domain, propertyIds]) => ({ publisher_domain: domain, selection_type: 'by_id', property_ids: propertyIds })),
-      channels: ['dooh'],
-      format_ids: formatsOf(call, screens),
-      delivery_type: DELIVERY,
-      pricing_options: [{ pricing_option_id: PRICING_OPTION, pricing_model: 'cpm', currency: 'USD', fixed_price: price.fixed_price, min_spend_per_package: price.min_spend }],
-      forecast: {
-        points: FORECAST_BUDGETS.map((budget) => {
-          const impressions = Math.floor(Math.min((budget / price.fixed_price) * 1000, open))
-          return { budget, metrics: { impressions: { mid: impressions }, spend: { mid: Math.round(impressions * price.fixed_price) / 1000 } } }
-        }),
-        method: 'guaranteed',
-        currency: 'USD',
-        generated_at: iso(call.now)
-      },
-      delivery_measurement: { provider: 'oohbid proof of play', notes: 'Every play is proven by an Ed25519-signed, hash-chained proof of play; impressions are plays times the screen\'s measured audience (OpenRTB imp.qty.multiplier).' },
-      brief_relevance: `${segment.matches} screen(s) matched${segment.reasons.size > 0 ? `: ${[...segment.reasons].join(', ')}` : ''}.`,
-      ext: {
-        oohbid: {
-          screens: screens.length,
-          venue_type: k.venue_type,
-          country: k.country,
-          ...(k.state !== undefined ? { state: k.state } : {}),
-          ...(k.city !== undefined ? { city: k.city } : {}),
-          floor_cpm: { min: Math.min(...floors), max: Math.max(...floors) },
-          impressions_per_play: Math.round(perPlay * 100) / 100,
-          max_budget_usd: maxGuaranteedBudget(call.store, screens, start, end, price.fixed_price, call.now),
-          ...(guidance !== undefined ? { market_cpm: guidance } : {})
+    return sales.map((sale) => {
+      const price = priceOf(call.store, screens, sale, QUOTE_DAYS, call.now)
+      // What the budget buys at the price, within the spots no guaranteed line has booked.
+      const most = Math.floor((booked * price.cpm) / 1000 * 100) / 100
+      const option = sale === 'auction'
+        ? { pricing_option_id: PRICING_OPTION[sale], pricing_model: 'cpm', currency: 'USD', floor_price: price.cpm, max_bid: true, ...(guidance !== undefined ? { price_guidance: guidance } : {}), min_spend_per_package: price.min_spend }
+        : { pricing_option_id: PRICING_OPTION[sale], pricing_model: 'cpm', currency: 'USD', fixed_price: price.cpm, min_spend_per_package: price.min_spend }
+      return {
+        product_id: productIdOf(k, sale),
+        name: `${venue[0]!.toUpperCase()}${venue.slice(1)} screens in ${place(k)}, ${sale}`,
+        description: `${screens.length} ${venue} screen(s) in ${place(k)}, ${SOLD[sale](price.cpm)}. An impression is a play times the screen's measured audience (now ${Math.round(perPlay * 100) / 100} per play).${sale === 'guaranteed' ? ' The budget sets the spots per screen and day.' : ' A package may take dayparts (targeting_overlay.daypart_targets).'}`,
+        publisher_properties: [...byDomain].map(([domain, propertyIds]) => ({ publisher_domain: domain, selection_type: 'by_id', property_ids: propertyIds })),
+        channels: ['dooh'],
+        format_ids: formatsOf(call, screens),
+        delivery_type: deliveryTypeOf(sale),
+        pricing_options: [option],
+        forecast: {
+          points: FORECAST_BUDGETS.map((budget) => {
+            const impressions = Math.floor(Math.min((budget / price.cpm) * 1000, booked))
+            return { budget, metrics: { impressions: { mid: impressions }, spend: { mid: Math.round(impressions * price.cpm) / 1000 } } }
+          }),
+          // Booked spots are what a guaranteed package gets; the others get at most the spots nobody booked.
+          method: sale === 'guaranteed' ? 'guaranteed' : 'estimate',
+          currency: 'USD',
+          generated_at: iso(call.now)
+        },
+        delivery_measurement: { provider: 'oohbid proof of play', notes: 'Every play is proven by an Ed25519-signed, hash-chained proof of play; impressions are plays times the screen\'s measured audience (OpenRTB imp.qty.multiplier).' },
+        brief_relevance: `${segment.matches} screen(s) matched${segment.reasons.size > 0 ? `: ${[...segment.reasons].join(', ')}` : ''}.`,
+        ext: {
+          oohbid: {
+            screens: screens.length,
+            venue_type: k.venue_type,
+            country: k.country,
+            ...(k.state !== undefined ? { state: k.state } : {}),
+            ...(k.city !== undefined ? { city: k.city } : {}),
+            floor_cpm: { min: Math.min(...floors), max: Math.max(...floors) },
+            impressions_per_play: Math.round(perPlay * 100) / 100,
+            max_budget_usd: sale === 'guaranteed' ? maxGuaranteedBudget(call.store, screens, start, end, price.cpm, call.now) : most,
+            ...(guidance !== undefined ? { market_cpm: guidance } : {})
+          }
         }
       }
-    }
+    })
   })
-  const incomplete = market !== undefined && market.state !== 'ready' ? [{ scope: 'pricing', description: `Market CPMs (ext.oohbid.market_cpm) are ${market.state === 'pending' ? 'still being computed' : 'unavailable'}; ask again shortly.` }] : []
+  const incomplete = market !== undefined && market.state !== 'ready' ? [{ scope: 'pricing', description: `Market CPMs (ext.oohbid.market_cpm, auction products' price_guidance) are ${market.state === 'pending' ? 'still being computed' : 'unavailable'}; ask again shortly.` }] : []
   return { products: out, ...(incomplete.length > 0 ? { incomplete } : {}), sandbox: call.seat.status === 'sandbox' }
 }
 

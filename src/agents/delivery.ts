@@ -8,11 +8,14 @@ import type { ToolCall } from './call.js'
 import { namedBuys, statusOf } from './media-buys.js'
 import type { MediaBuyRecord, PackageRecord } from './records.js'
 
-/** Delivered over what a guaranteed package should have delivered by now at an even pace (1 is on pace). */
-function pacingIndex (buy: MediaBuyRecord, booked: number, delivered: number, now: number): number | undefined {
+/**
+ * What a package delivered over what it should have by now at an even pace over its flight (1 is on pace): booked
+ * impressions for a guaranteed package, budget for the others (an auction package buys more when it clears lower).
+ */
+function pacingIndex (buy: MediaBuyRecord, due: number, delivered: number, now: number): number | undefined {
   const start = Date.parse(buy.start_time)
   const elapsed = Math.min(1, (now - start) / (Date.parse(buy.end_time) - start))
-  return elapsed > 0 && booked > 0 ? Math.round((delivered / (booked * elapsed)) * 1e4) / 1e4 : undefined
+  return elapsed > 0 && due > 0 ? Math.round((delivered / (due * elapsed)) * 1e4) / 1e4 : undefined
 }
 
 /** AdCP delivery_status of a package from its campaign. */
@@ -26,17 +29,19 @@ function deliveryStatus (buy: MediaBuyRecord, campaign: CampaignRecord | undefin
 const round = (v: number) => Math.round(v * 1e6) / 1e6
 
 /**
- * What a package has delivered so far, from its campaign: impressions, spend (its fixed CPM on what it delivered, at
- * most what it booked), pace and status. get_media_buy_delivery and get_media_buys' snapshots both report these.
+ * What a package has delivered so far, from its campaign: impressions, spend (what its plays were charged: the fixed
+ * CPM, or the auction's clearing prices, on the audience each play counted, never past the budget), pace and status.
+ * get_media_buy_delivery and get_media_buys' snapshots both report these.
  */
 export function packageFigures (store: Store, buy: MediaBuyRecord, p: PackageRecord, now: number): { impressions: number, spend: number, pacing_index?: number, delivery_status?: string, campaign?: CampaignRecord } {
   const campaign = p.campaign_id !== undefined ? store.campaigns.get(p.campaign_id) : undefined
   const impressions = campaign?.impressions ?? 0
-  const pacing = pacingIndex(buy, p.impressions, impressions, now)
+  const spend = campaign?.spent_usd ?? 0
+  const pacing = p.sale === 'guaranteed' ? pacingIndex(buy, p.impressions, impressions, now) : pacingIndex(buy, p.budget, spend, now)
   const status = deliveryStatus(buy, campaign, now)
   return {
     impressions,
-    spend: round((Math.min(impressions, p.impressions) * p.rate) / 1000),
+    spend: round(spend),
     ...(pacing !== undefined ? { pacing_index: pacing } : {}),
     ...(status !== undefined ? { delivery_status: status } : {}),
     ...(campaign !== undefined ? { campaign } : {})
@@ -44,8 +49,8 @@ export function packageFigures (store: Store, buy: MediaBuyRecord, p: PackageRec
 }
 
 /**
- * get_media_buy_delivery: per media buy and package, the campaign's own impressions and spend (a guaranteed package
- * is charged its fixed CPM on the impressions delivered, at most those booked), and from ClickHouse the completed
+ * get_media_buy_delivery: per media buy and package, the campaign's own impressions and spend (each play charged at
+ * the package's fixed CPM or the auction's clearing price), and from ClickHouse the completed
  * plays, screens and proofs of play of its creative in the window. When ClickHouse has not answered within
  * REPORT_WAIT_MS the counters are still given and partial_data says the rest is missing.
  */
@@ -70,7 +75,8 @@ export async function mediaBuyDelivery (call: ToolCall, args: Record<string, unk
         ...(p.buyer_ref !== undefined ? { buyer_ref: p.buyer_ref } : {}),
         ...f,
         pricing_model: 'cpm',
-        rate: p.rate,
+        // An auction package's rate is what it paid on average so far (its bid until it has played).
+        rate: p.sale === 'auction' && f.impressions > 0 ? round((f.spend / f.impressions) * 1000) : p.rate,
         currency: 'USD',
         paused: p.paused || buy.paused,
         ext: { oohbid: { campaign_id: p.campaign_id ?? null, plays: plays?.plays ?? null, screens: plays?.screens ?? null, proofs: plays?.proofs ?? null, givt_passed: plays?.givt_passed ?? null } }

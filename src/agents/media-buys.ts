@@ -2,23 +2,30 @@ import { randomUUID } from 'node:crypto'
 import { DAY } from '../analytics/reports.js'
 import { iso } from '../clock.js'
 import { ApiError } from '../errors.js'
-import type { CreateMediaBuyRequest, MediaBuyPackageRequest, UpdateMediaBuyRequest } from '../generated/types.js'
+import type { CreateMediaBuyRequest, Daypart, MediaBuyPackageRequest, TargetingOverlay, UpdateMediaBuyRequest } from '../generated/types.js'
 import { indexForSeat } from '../accounts/seat-lists.js'
 import { createCampaign, moveCampaign, retermCampaign } from '../campaigns/campaigns.js'
 import { checkFlight } from '../campaigns/inputs.js'
 import { today } from '../campaigns/lifecycle.js'
-import { place, respot, setPlacementPaused } from '../campaigns/placements.js'
+import { place, respot, setPlacementPaused, setPlacementTerms } from '../campaigns/placements.js'
 import { give, take } from '../campaigns/screen-bookings.js'
 import { seatCreativeByCrid } from '../creatives/register.js'
+import { datesBetween } from '../inventory/hours.js'
+import { startOf } from '../inventory/local-time.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
 import { checkAccount, record, type BuyDeps, type ToolCall } from './call.js'
 import { upsertCreative } from './creative-upsert.js'
-import { DELIVERY, freeEveryDay, impressionsPerPlay, maxGuaranteedBudget, PRICING_OPTION, priceOf, productKeyOf, productScreens } from './products.js'
-import type { MediaBuyRecord, PackageRecord } from './records.js'
+import { deliveryTypeOf, freeEveryDay, impressionsPerPlay, maxGuaranteedBudget, PRICING_OPTION, priceOf, productKeyOf, productScreens, type PriceTerms } from './products.js'
+import type { MediaBuyRecord, PackageRecord, Sale } from './records.js'
 
 /** A start_time this far in the past is still taken as now (clocks differ); earlier is refused. */
 const START_SKEW_MS = 5 * 60_000
+/**
+ * A non-guaranteed package plays at most this many times its even share of spots on a screen in a day: enough to
+ * make up for screens and hours that booked spots fill, not so many that a few screens take the whole budget.
+ */
+const SPREAD = 2
 
 type MediaBuyStatus = 'pending_activation' | 'active' | 'paused' | 'completed'
 
@@ -30,6 +37,10 @@ export function statusOf (buy: MediaBuyRecord, now: number): MediaBuyStatus {
   return 'active'
 }
 
+const DAY_NAMES = { monday: 'mon', tuesday: 'tue', wednesday: 'wed', thursday: 'thu', friday: 'fri', saturday: 'sat', sunday: 'sun' } as const
+type DayName = keyof typeof DAY_NAMES
+const dayNameOf = (day: Daypart['days'][number]): DayName => (Object.keys(DAY_NAMES) as DayName[]).find((name) => DAY_NAMES[name] === day)!
+
 function packageView (p: PackageRecord): Record<string, unknown> {
   return {
     package_id: p.package_id,
@@ -37,11 +48,23 @@ function packageView (p: PackageRecord): Record<string, unknown> {
     product_id: p.product_id,
     pricing_option_id: p.pricing_option_id,
     budget: p.budget,
+    ...(p.sale === 'auction' ? { bid_price: p.rate } : {}),
     pacing: p.pacing,
     impressions: p.impressions,
     paused: p.paused,
+    ...(p.dayparts !== undefined ? { targeting_overlay: { daypart_targets: p.dayparts.map((d) => ({ days: d.days.map(dayNameOf), start_hour: d.start_hour, end_hour: d.end_hour })) } } : {}),
     creative_assignments: p.creative_ids.map((creative_id) => ({ creative_id })),
-    ext: { oohbid: { delivery_type: p.delivery_type, fixed_price: p.rate, spots_per_day: p.spots_per_day, screens: p.screen_ids.length, campaign_id: p.campaign_id ?? null, assignment_id: p.assignment_id ?? null } }
+    ext: {
+      oohbid: {
+        delivery_type: deliveryTypeOf(p.sale),
+        sale: p.sale,
+        ...(p.sale === 'auction' ? { bid_price: p.rate, floor_price: p.floor_price } : { fixed_price: p.rate }),
+        spots_per_day: p.spots_per_day,
+        screens: p.screen_ids.length,
+        campaign_id: p.campaign_id ?? null,
+        assignment_id: p.assignment_id ?? null
+      }
+    }
   }
 }
 
@@ -63,13 +86,57 @@ function flightOf (startTime: string, endTime: string, now: number): Pick<MediaB
 const days = (buy: Pick<MediaBuyRecord, 'start_date' | 'end_date'>) => Math.round((Date.parse(buy.end_date) - Date.parse(buy.start_date)) / DAY) + 1
 
 /**
- * The spots a guaranteed package books a day on each screen: the impressions its budget buys at the fixed CPM, in
- * plays of the screens' current audience, spread over screens and days (rounded up, so the guarantee is met).
+ * The impressions a budget buys at a CPM, and the spots a day on each screen that play them: in plays of the screens'
+ * current audience, spread over screens and days (rounded up, so a guarantee is met).
  */
-function guaranteedSpots (store: Store, screens: ScreenRecord[], budget: number, rate: number, flightDays: number, now: number): { impressions: number, spots: number } {
-  const impressions = Math.floor((budget / rate) * 1000)
+function spotsFor (store: Store, screens: ScreenRecord[], budget: number, cpm: number, flightDays: number, now: number): { impressions: number, spots: number } {
+  const impressions = Math.floor((budget / cpm) * 1000)
   const plays = impressions / impressionsPerPlay(store, screens, now)
   return { impressions, spots: Math.max(1, Math.ceil(plays / (screens.length * flightDays))) }
+}
+
+/**
+ * What a package's budget buys: the impressions at its rate, and its spots a day on each screen: booked (guaranteed),
+ * or the most it plays (non-guaranteed: SPREAD times its even share at the lowest price it can pay, the floor).
+ */
+function termsOf (store: Store, screens: ScreenRecord[], p: Pick<PackageRecord, 'sale' | 'budget' | 'rate' | 'floor_price'>, flightDays: number, now: number): { impressions: number, spots: number } {
+  const bought = spotsFor(store, screens, p.budget, p.rate, flightDays, now)
+  if (p.sale === 'guaranteed') return bought
+  return { impressions: bought.impressions, spots: spotsFor(store, screens, p.budget, p.floor_price ?? p.rate, flightDays, now).spots * SPREAD }
+}
+
+/** The CPM a package pays: its product's fixed price, or its bid_price (required at auction, at least the floor). */
+function rateOf (sale: Sale, price: PriceTerms, bid: number | undefined, productId: string, param: string): number {
+  if (sale !== 'auction') {
+    if (bid !== undefined) throw new ApiError('invalid_parameter', `${productId} has a fixed price of $${price.cpm} CPM: leave bid_price out.`, { param })
+    return price.cpm
+  }
+  if (bid === undefined) throw new ApiError('missing_required_field', `${productId} is sold at auction: give bid_price, the most the package pays per 1,000 impressions (at least the floor, $${price.cpm}).`, { param })
+  if (bid < price.cpm) throw new ApiError('invalid_parameter', `bid_price $${bid} is below the floor of $${price.cpm} CPM: some of these screens could never sell to it.`, { param })
+  return bid
+}
+
+/**
+ * A package's dayparts from AdCP's targeting_overlay.daypart_targets (none: undefined), checked against the flight:
+ * guaranteed spots are booked per screen and day, so dayparts are for non-guaranteed packages (422
+ * validation_failed); a window must end after it starts and some day of the flight must have one.
+ */
+function daypartsOf (overlay: TargetingOverlay | undefined, sale: Sale, buy: Pick<MediaBuyRecord, 'start_date' | 'end_date'>, param: string): Daypart[] | undefined {
+  const targets = overlay?.daypart_targets ?? []
+  if (targets.length === 0) return undefined
+  if (sale === 'guaranteed') throw new ApiError('validation_failed', 'Guaranteed spots are booked per screen and day, not per daypart: buy the preferred or auction product of this segment to play in dayparts.', { param: `${param}.daypart_targets` })
+  const dayparts = targets.map((t, j): Daypart => {
+    if (t.end_hour <= t.start_hour) throw new ApiError('invalid_parameter', `end_hour ${t.end_hour} must be after start_hour ${t.start_hour}.`, { param: `${param}.daypart_targets.${j}.end_hour` })
+    return { days: t.days.map((d) => DAY_NAMES[d]) as Daypart['days'], start_hour: t.start_hour, end_hour: t.end_hour }
+  })
+  if (playDays(buy, dayparts) === 0) throw new ApiError('validation_failed', `No day from ${buy.start_date} to ${buy.end_date} falls on a daypart's days.`, { param: `${param}.daypart_targets` })
+  return dayparts
+}
+
+/** The flight's days a package can play on: every day, or those a daypart names. */
+function playDays (buy: Pick<MediaBuyRecord, 'start_date' | 'end_date'>, dayparts: Daypart[] | undefined): number {
+  const dates = datesBetween(buy.start_date, buy.end_date)
+  return dayparts === undefined ? dates.length : dates.filter((date) => dayparts.some((d) => d.days.includes(startOf(date).weekday))).length
 }
 
 /**
@@ -82,30 +149,36 @@ function checkRoom (call: ToolCall, screens: ScreenRecord[], buy: MediaBuyRecord
   throw new ApiError('capacity_unavailable', `These ${screens.length} screens can take at most $${most} of guaranteed spots from ${buy.start_date} to ${buy.end_date}; $${budget} was asked.`, { param })
 }
 
-/** Opens package i of a new media buy: checks the product, its pricing option and the money, and books its spots. */
+/**
+ * Opens package i of a new media buy: checks the product, its pricing option, the price and the money, and books
+ * its spots when it is guaranteed.
+ */
 function openPackage (call: ToolCall, buy: MediaBuyRecord, p: MediaBuyPackageRequest, i: number): PackageRecord {
   const at = `packages.${i}`
-  const k = productKeyOf(p.product_id, `${at}.product_id`)
-  if (p.pricing_option_id !== PRICING_OPTION) throw new ApiError('invalid_parameter', `Product ${p.product_id} is priced by pricing option ${PRICING_OPTION}, not ${p.pricing_option_id}.`, { param: `${at}.pricing_option_id` })
-  const screens = productScreens(call.store, call.inventory, k, `${at}.product_id`)
-  const price = priceOf(call.store, screens, days(buy), call.now)
-  if (p.bid_price !== undefined) throw new ApiError('invalid_parameter', `${p.product_id} has a fixed price of $${price.fixed_price} CPM: leave bid_price out.`, { param: `${at}.bid_price` })
-  if (p.budget < price.min_spend) throw new ApiError('invalid_budget', `A package on these ${screens.length} screens over ${days(buy)} days is at least $${price.min_spend} (one spot a day on every screen at $${price.fixed_price} CPM).`, { param: `${at}.budget` })
-  const booking = guaranteedSpots(call.store, screens, p.budget, price.fixed_price, days(buy), call.now)
-  checkRoom(call, screens, buy, booking.spots, 0, price.fixed_price, p.budget, `${at}.budget`)
-  take(call.store, screens, buy.start_date, buy.end_date, booking.spots, `${at}.budget`)
+  const { key, sale } = productKeyOf(p.product_id, `${at}.product_id`)
+  if (p.pricing_option_id !== PRICING_OPTION[sale]) throw new ApiError('invalid_parameter', `Product ${p.product_id} is priced by pricing option ${PRICING_OPTION[sale]}, not ${p.pricing_option_id}.`, { param: `${at}.pricing_option_id` })
+  const screens = productScreens(call.store, call.inventory, key, `${at}.product_id`)
+  const price = priceOf(call.store, screens, sale, days(buy), call.now)
+  const rate = rateOf(sale, price, p.bid_price, p.product_id, `${at}.bid_price`)
+  const dayparts = daypartsOf(p.targeting_overlay, sale, buy, `${at}.targeting_overlay`)
+  if (p.budget < price.min_spend) throw new ApiError('invalid_budget', `A package on these ${screens.length} screens over ${days(buy)} days is at least $${price.min_spend} (one spot a day on every screen at $${price.cpm} CPM).`, { param: `${at}.budget` })
+  const terms = { sale, budget: p.budget, rate, ...(sale === 'auction' ? { floor_price: price.cpm } : {}) }
+  const bought = termsOf(call.store, screens, terms, playDays(buy, dayparts), call.now)
+  if (sale === 'guaranteed') {
+    checkRoom(call, screens, buy, bought.spots, 0, rate, p.budget, `${at}.budget`)
+    take(call.store, screens, buy.start_date, buy.end_date, bought.spots, `${at}.budget`)
+  }
   return {
     package_id: `pkg-${i}`,
     ...(p.buyer_ref !== undefined ? { buyer_ref: p.buyer_ref } : {}),
     product_id: p.product_id,
     pricing_option_id: p.pricing_option_id,
-    delivery_type: DELIVERY,
-    budget: p.budget,
-    rate: price.fixed_price,
+    ...terms,
     pacing: p.pacing ?? 'even',
+    ...(dayparts !== undefined ? { dayparts } : {}),
     screen_ids: screens.map((s) => s.screen_id),
-    spots_per_day: booking.spots,
-    impressions: booking.impressions,
+    spots_per_day: bought.spots,
+    impressions: bought.impressions,
     creative_ids: [...new Set(p.creative_ids ?? [])],
     paused: false
   }
@@ -122,7 +195,7 @@ function activate (deps: BuyDeps, buy: MediaBuyRecord, now: number): boolean {
     if (p.campaign_id !== undefined || p.paused || buy.paused || now >= Date.parse(buy.end_time)) return p
     const creative = p.creative_ids.map((id) => seatCreativeByCrid(deps.store, buy.seat_id, id)).find((c) => c?.status === 'approved')
     if (creative === undefined) return p
-    // The campaign carries the package's money and goal; the placement plays its booked spots.
+    // The campaign carries the package's money (and a guaranteed one's goal); the placement plays it on the screens.
     const { campaign } = createCampaign(deps, buy.seat_id, {
       name: `${buy.buyer_ref} / ${p.package_id}`,
       creative_id: creative.creative_id,
@@ -131,11 +204,13 @@ function activate (deps: BuyDeps, buy: MediaBuyRecord, now: number): boolean {
       pacing: p.pacing,
       start_date: buy.start_date,
       end_date: buy.end_date,
-      goal_impressions: Math.max(1, p.impressions)
+      ...(p.sale === 'guaranteed' ? { goal_impressions: Math.max(1, p.impressions) } : {}),
+      media_buy_id: buy.media_buy_id
     }, now)
     changed = true
     const screens = p.screen_ids.map((id) => deps.store.screens.get(id)).filter((s): s is ScreenRecord => s !== undefined)
-    const placed = place(deps, buy.seat_id, { creative_id: creative.creative_id, screen_ids: screens.map((s) => s.screen_id), start_date: buy.start_date, end_date: buy.end_date, spots_per_day: p.spots_per_day, campaign_id: campaign.campaign_id }, screens, now, 'media_buy', false)
+    const line = { line: p.sale, cpm: p.rate, ...(p.sale !== 'guaranteed' ? { pacing: p.pacing } : {}), ...(p.dayparts !== undefined ? { dayparts: p.dayparts } : {}) }
+    const placed = place(deps, buy.seat_id, { creative_id: creative.creative_id, screen_ids: screens.map((s) => s.screen_id), start_date: buy.start_date, end_date: buy.end_date, spots_per_day: p.spots_per_day, campaign_id: campaign.campaign_id, ...line }, screens, now, 'media_buy', false)
     return { ...p, campaign_id: campaign.campaign_id, assignment_id: placed.assignment_id }
   })
   return changed
@@ -270,6 +345,60 @@ function pausePackage (call: ToolCall, p: PackageRecord, paused: boolean): void 
   }
 }
 
+type PackageChange = NonNullable<UpdateMediaBuyRequest['packages']>[number]
+
+/**
+ * One package's changes: its bid (auction), budget (a guaranteed package's spots booked again), pacing, dayparts
+ * (non-guaranteed), creatives (until it plays) and pause, carried to its campaign and placement. Call inside
+ * Store.write.
+ */
+function changePackage (call: ToolCall, buy: MediaBuyRecord, before: PackageRecord, change: PackageChange, at: string): PackageRecord {
+  let p = before
+  const campaign = p.campaign_id !== undefined ? call.store.campaigns.get(p.campaign_id) : undefined
+  const screens = p.screen_ids.map((id) => call.store.screens.get(id)).filter((s): s is ScreenRecord => s !== undefined)
+  if (change.bid_price !== undefined) {
+    if (p.sale !== 'auction') throw new ApiError('invalid_parameter', `Package ${p.package_id} has a fixed price of $${p.rate} CPM: it takes no bid_price.`, { param: `${at}.bid_price` })
+    p = { ...p, rate: rateOf('auction', { cpm: p.floor_price!, min_spend: 0 }, change.bid_price, p.product_id, `${at}.bid_price`) }
+  }
+  if (change.budget !== undefined && campaign !== undefined && change.budget < campaign.spent_usd) throw new ApiError('invalid_budget', `The package has spent $${campaign.spent_usd} already.`, { param: `${at}.budget` })
+  if (change.budget !== undefined) p = { ...p, budget: change.budget }
+  if (change.targeting_overlay !== undefined) {
+    const { dayparts: _dropped, ...rest } = p
+    const dayparts = daypartsOf(change.targeting_overlay, p.sale, buy, `${at}.targeting_overlay`)
+    p = dayparts !== undefined ? { ...rest, dayparts } : rest
+  }
+  if (change.pacing !== undefined) p = { ...p, pacing: change.pacing }
+  const a = p.assignment_id !== undefined ? call.store.assignments.get(p.assignment_id) : undefined
+  // What the budget buys is worked out again only when the money or the days change (not with today's audience alone).
+  if (change.budget !== undefined || change.bid_price !== undefined || change.targeting_overlay !== undefined) {
+    const bought = termsOf(call.store, screens, p, playDays(buy, p.dayparts), call.now)
+    if (p.sale === 'guaranteed' && bought.spots !== before.spots_per_day) {
+      checkRoom(call, screens, buy, bought.spots, before.spots_per_day, p.rate, p.budget, `${at}.budget`)
+      if (a !== undefined) respot(call.store, a, screens, bought.spots, `${at}.budget`)
+      else {
+        give(call.store, p.screen_ids, buy.start_date, buy.end_date, before.spots_per_day)
+        take(call.store, screens, buy.start_date, buy.end_date, bought.spots, `${at}.budget`)
+      }
+    }
+    p = { ...p, spots_per_day: bought.spots, impressions: bought.impressions }
+  }
+  if (a !== undefined && p.sale !== 'guaranteed') setPlacementTerms(call.store, a, { spots_per_day: p.spots_per_day, cpm: p.rate, pacing: p.pacing, dayparts: p.dayparts })
+  if (change.creative_ids !== undefined) {
+    if (p.campaign_id !== undefined) throw new ApiError('invalid_transition', `Package ${p.package_id} already plays creative ${campaign?.creative_id ?? ''}; make a new package (or media buy) for another creative.`, { param: `${at}.creative_ids` })
+    p = { ...p, creative_ids: [...new Set(change.creative_ids)] }
+  }
+  if (change.paused !== undefined && change.paused !== p.paused) {
+    if (!buy.paused) pausePackage(call, p, change.paused)
+    p = { ...p, paused: change.paused }
+  }
+  if (campaign !== undefined) {
+    const fresh = call.store.campaigns.get(campaign.campaign_id)!
+    const terms = { budget_usd: p.budget, pacing: p.pacing, ...(p.sale === 'guaranteed' ? { goal_impressions: Math.max(1, p.impressions) } : {}) }
+    if (terms.budget_usd !== fresh.budget_usd || terms.pacing !== fresh.pacing || terms.goal_impressions !== fresh.goal_impressions) retermCampaign(call.store, call.outbox, fresh, terms, call.now)
+  }
+  return p
+}
+
 /** update_media_buy: every change applied, or none (a refusal rolls the whole update back). */
 export function updateMediaBuy (call: ToolCall, args: Record<string, unknown>): Record<string, unknown> {
   const req = args as unknown as UpdateMediaBuyRequest
@@ -285,36 +414,7 @@ export function updateMediaBuy (call: ToolCall, args: Record<string, unknown>): 
       const at = `packages.${i}`
       const index = buy.packages.findIndex((p) => (change.package_id !== undefined ? p.package_id === change.package_id : change.buyer_ref !== undefined && p.buyer_ref === change.buyer_ref))
       if (index < 0) throw new ApiError('package_not_found', `Media buy ${buy.media_buy_id} has no package ${change.package_id ?? change.buyer_ref ?? '(name it by package_id or buyer_ref)'}.`, { param: `${at}.package_id` })
-      let p = buy.packages[index]!
-      const campaign = p.campaign_id !== undefined ? call.store.campaigns.get(p.campaign_id) : undefined
-      if (change.bid_price !== undefined) throw new ApiError('invalid_parameter', `Package ${p.package_id} has a fixed price of $${p.rate} CPM: it takes no bid_price.`, { param: `${at}.bid_price` })
-      if (change.budget !== undefined && change.budget !== p.budget) {
-        if (campaign !== undefined && change.budget < campaign.spent_usd) throw new ApiError('invalid_budget', `The package has spent $${campaign.spent_usd} already.`, { param: `${at}.budget` })
-        const screens = p.screen_ids.map((id) => call.store.screens.get(id)).filter((s): s is ScreenRecord => s !== undefined)
-        const booking = guaranteedSpots(call.store, screens, change.budget, p.rate, days(buy), call.now)
-        checkRoom(call, screens, buy, booking.spots, p.spots_per_day, p.rate, change.budget, `${at}.budget`)
-        const a = p.assignment_id !== undefined ? call.store.assignments.get(p.assignment_id) : undefined
-        if (a !== undefined) respot(call.store, a, screens, booking.spots, `${at}.budget`)
-        else {
-          give(call.store, p.screen_ids, buy.start_date, buy.end_date, p.spots_per_day)
-          take(call.store, screens, buy.start_date, buy.end_date, booking.spots, `${at}.budget`)
-        }
-        p = { ...p, budget: change.budget, spots_per_day: booking.spots, impressions: booking.impressions }
-      }
-      if (change.pacing !== undefined) p = { ...p, pacing: change.pacing }
-      if (change.creative_ids !== undefined) {
-        if (p.campaign_id !== undefined) throw new ApiError('invalid_transition', `Package ${p.package_id} already plays creative ${campaign?.creative_id ?? ''}; make a new package (or media buy) for another creative.`, { param: `${at}.creative_ids` })
-        p = { ...p, creative_ids: [...new Set(change.creative_ids)] }
-      }
-      if (change.paused !== undefined && change.paused !== p.paused) {
-        if (!buy.paused) pausePackage(call, p, change.paused)
-        p = { ...p, paused: change.paused }
-      }
-      if (campaign !== undefined) {
-        const terms = { budget_usd: p.budget, pacing: p.pacing, goal_impressions: Math.max(1, p.impressions) }
-        const fresh = call.store.campaigns.get(campaign.campaign_id)!
-        if (terms.budget_usd !== fresh.budget_usd || terms.pacing !== fresh.pacing || terms.goal_impressions !== fresh.goal_impressions) retermCampaign(call.store, call.outbox, fresh, terms, call.now)
-      }
+      const p = changePackage(call, buy, buy.packages[index]!, change, at)
       buy.packages[index] = p
       affected.add(p.package_id)
     }

@@ -8,12 +8,15 @@ import { impressionMultiplier } from '../inventory/fein.js'
 import type { Inventory } from '../inventory/inventory.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
-import type { DeliveryType } from './records.js'
+import type { Sale } from './records.js'
 
 /** A product is at most this many screens, the best rated first (the adslot index order): narrower briefs split bigger markets. */
 export const PRODUCT_MAX_SCREENS = 500
-/** A guaranteed CPM is this much over the highest floor among the product's screens: booked spots leave the auction. */
-const GUARANTEED_PREMIUM = 1.2
+/**
+ * Fixed CPMs over the highest floor among a product's screens: a guaranteed spot is booked out of every auction, a
+ * preferred one only jumps the queue. Auction products bid from that floor.
+ */
+const PREMIUM: Record<Sale, number> = { guaranteed: 1.2, preferred: 1.1, auction: 1 }
 /** get_products quotes minimum spend and forecasts for a flight this long, starting tomorrow. */
 export const QUOTE_DAYS = 7
 
@@ -27,28 +30,35 @@ export interface ProductKey {
   city?: string
 }
 
-/** The one way products are sold so far: spots booked at a fixed CPM. */
-export const DELIVERY: DeliveryType = 'guaranteed'
-export const PRICING_OPTION = 'cpm_fixed'
+/** Every segment is sold these ways, in this order. */
+export const SALES: readonly Sale[] = ['guaranteed', 'preferred', 'auction']
 
-/**
- * dooh:<venue_type>:<country>:<state or *>:<city or *>:guaranteed, readable and stable across requests; the last part
- * leaves room for products sold otherwise.
- */
-export function productIdOf (k: ProductKey): string {
-  return ['dooh', k.venue_type, k.country, k.state ?? '*', k.city !== undefined ? encodeURIComponent(k.city.toLowerCase()) : '*', DELIVERY].join(':')
+/** The one pricing option of each way of selling. */
+export const PRICING_OPTION: Record<Sale, string> = { guaranteed: 'cpm_fixed', preferred: 'cpm_fixed', auction: 'cpm_auction' }
+
+/** AdCP's delivery_type of a way of selling: only booked spots are guaranteed. */
+export const deliveryTypeOf = (sale: Sale): 'guaranteed' | 'non_guaranteed' => sale === 'guaranteed' ? 'guaranteed' : 'non_guaranteed'
+
+/** dooh:<venue_type>:<country>:<state or *>:<city or *>: the segment, which its products' ids extend. */
+export function segmentIdOf (k: ProductKey): string {
+  return ['dooh', k.venue_type, k.country, k.state ?? '*', k.city !== undefined ? encodeURIComponent(k.city.toLowerCase()) : '*'].join(':')
 }
 
-/** The segment a product id names; 404 product_not_found when it names none. */
-export function productKeyOf (id: string, param = 'product_id'): ProductKey {
+/** <segment>:<sale>, readable and stable across requests. */
+export function productIdOf (k: ProductKey, sale: Sale): string {
+  return `${segmentIdOf(k)}:${sale}`
+}
+
+/** The segment a product id names and how it is sold; 404 product_not_found when it names none. */
+export function productKeyOf (id: string, param = 'product_id'): { key: ProductKey, sale: Sale } {
   const parts = id.split(':')
   const [prefix, venue, country, state, city, sale] = parts
-  const known = parts.length === 6 && prefix === 'dooh' && VENUES.has(venue!) && /^[A-Z]{2}$/.test(country!) && sale === DELIVERY
+  const known = parts.length === 6 && prefix === 'dooh' && VENUES.has(venue!) && /^[A-Z]{2}$/.test(country!) && (SALES as string[]).includes(sale!)
   if (!known) throw new ApiError('product_not_found', `No product ${id}; get_products lists them.`, { param })
   const k: ProductKey = { venue_type: venue as VenueType, country: country! }
   if (state !== '*') k.state = state!
   if (city !== '*') k.city = decodeURIComponent(city!)
-  return k
+  return { key: k, sale: sale as Sale }
 }
 
 /** The screens a product is made of, as targeting. */
@@ -60,11 +70,12 @@ function targetingOf (k: ProductKey): Targeting {
 export function productScreens (store: Store, inventory: Inventory, k: ProductKey, param = 'product_id'): ScreenRecord[] {
   const { ids } = matchingScreens(store, inventory.sourcesEnabled(), targetingOf(k), undefined, PRODUCT_MAX_SCREENS)
   const screens = ids.map((id) => store.screens.get(id)).filter((s): s is ScreenRecord => s !== undefined)
-  if (screens.length === 0) throw new ApiError('product_not_found', `No screen of product ${productIdOf(k)} is on sale now; get_products lists what is.`, { param })
+  if (screens.length === 0) throw new ApiError('product_not_found', `No screen of ${segmentIdOf(k)} is on sale now; get_products lists what is.`, { param })
   return screens
 }
 
-const cents = (v: number) => Math.ceil(v * 100) / 100
+// Rounded to a millionth first, so that 14 x 1.1 (15.400000000000002) is $15.40, not $15.41.
+const cents = (v: number) => Math.ceil(Math.round(v * 1e4) / 100) / 100
 
 /** The average audience multiplier of screens now: impressions per play (OpenRTB imp.qty.multiplier). */
 export function impressionsPerPlay (store: Store, screens: ScreenRecord[], now: number): number {
@@ -93,19 +104,22 @@ export function maxGuaranteedBudget (store: Store, screens: ScreenRecord[], star
   return Math.floor(((spots * impressionsPerPlay(store, screens, now) * rate) / 1000) * 100) / 100
 }
 
-/** A product's price: its fixed CPM, and the least a booking can spend (one spot a day on every screen for `days`). */
+/**
+ * A product's price: its CPM (the fixed price, or an auction product's floor: the least a bid may be), and the least
+ * a package can spend (one spot a day on every screen for `days`, at that CPM).
+ */
 export interface PriceTerms {
-  fixed_price: number
+  cpm: number
   min_spend: number
 }
 
 /**
  * The price of a product, from its screens alone so that create_media_buy charges what get_products quoted: the CPM
- * is GUARANTEED_PREMIUM over the highest floor among them, so no screen is sold below its floor.
+ * is the sale's PREMIUM over the highest floor among them, so no screen is sold below its floor.
  */
-export function priceOf (store: Store, screens: ScreenRecord[], days: number, now: number): PriceTerms {
-  const fixed = cents(Math.max(...screens.map((s) => s.floor_price_cpm)) * GUARANTEED_PREMIUM)
-  return { fixed_price: fixed, min_spend: cents((screens.length * days * impressionsPerPlay(store, screens, now) * fixed) / 1000) }
+export function priceOf (store: Store, screens: ScreenRecord[], sale: Sale, days: number, now: number): PriceTerms {
+  const cpm = cents(Math.max(...screens.map((s) => s.floor_price_cpm)) * PREMIUM[sale])
+  return { cpm, min_spend: cents((screens.length * days * impressionsPerPlay(store, screens, now) * cpm) / 1000) }
 }
 
 /** The market's recent clearing CPMs for a venue type (ClickHouse market benchmarks), across seats. */

@@ -1,7 +1,11 @@
 // Agents' storage shapes: the media buys AI buying agents make over MCP (AdCP). A leaf.
+import type { Daypart } from '../generated/types.js'
 
-/** How a package is bought (AdCP delivery_type): so far always guaranteed, spots booked at a fixed CPM. */
-export type DeliveryType = 'guaranteed'
+/**
+ * How a product is sold, the last part of its id: guaranteed (spots booked at a fixed CPM), preferred (not booked,
+ * ahead of the open auction at a fixed CPM) or auction (not booked, a bid in the open auction).
+ */
+export type Sale = 'guaranteed' | 'preferred' | 'auction'
 
 /** One package of a media buy: a product bought with one of its pricing options. */
 export interface PackageRecord {
@@ -10,12 +14,19 @@ export interface PackageRecord {
   buyer_ref?: string
   product_id: string
   pricing_option_id: string
-  delivery_type: DeliveryType
+  sale: Sale
   budget: number
-  /** The fixed CPM. */
+  /** The fixed CPM, or an auction package's bid (the most it pays). */
   rate: number
+  /** Auction: the least it may bid, the highest floor among its screens when it was bought. */
+  floor_price?: number
   pacing: 'even' | 'asap'
-  /** The screens booked, the spots per screen and day, the impressions the budget buys. */
+  /** Non-guaranteed: the windows it plays in, in each screen's local time. */
+  dayparts?: Daypart[]
+  /**
+   * The screens, and the spots per screen and day: booked (guaranteed) or the most it plays (non-guaranteed); the
+   * impressions the budget buys at the rate (guaranteed: booked; auction: at least, as it may clear lower).
+   */
   screen_ids: string[]
   spots_per_day: number
   impressions: number

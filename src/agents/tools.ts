@@ -25,7 +25,7 @@ export const TOOLS: Tool[] = [
   },
   {
     name: 'get_products',
-    description: 'Products for a natural-language brief: screens grouped by venue type and place, each sold guaranteed (a fixed CPM, spots booked), with forecast impressions and market CPMs.',
+    description: 'Products for a natural-language brief: screens grouped by venue type and place, each sold three ways: guaranteed (a fixed CPM, spots booked), preferred (a fixed CPM ahead of the open auction, not booked) and auction (a bid from the floor, second price), with forecast impressions and market CPMs.',
     input: 'GetProductsRequest',
     run: products
   },
@@ -43,13 +43,13 @@ export const TOOLS: Tool[] = [
   },
   {
     name: 'create_media_buy',
-    description: 'Buys products as packages over one flight. Guaranteed packages book spots at once; each package becomes a campaign of the seat once it has an approved creative.',
+    description: 'Buys products as packages over one flight. Guaranteed packages book spots at once; auction packages need a bid_price; preferred and auction packages may take dayparts (targeting_overlay.daypart_targets). Each package becomes a campaign of the seat and a placement on its screens once it has an approved creative.',
     input: 'CreateMediaBuyRequest',
     run: createMediaBuy
   },
   {
     name: 'update_media_buy',
-    description: 'Pauses or resumes a media buy or its packages, changes budgets, bids, pacing and creatives.',
+    description: 'Pauses or resumes a media buy or its packages, changes budgets, auction bids, pacing, dayparts and creatives.',
     input: 'UpdateMediaBuyRequest',
     run: updateMediaBuy
   },

@@ -22,6 +22,7 @@ export interface NewCampaign {
   daily_budget_usd?: number
   bid_cpm?: number
   goal_impressions?: number
+  media_buy_id?: string
 }
 
 /**
@@ -55,6 +56,7 @@ export function createCampaign ({ store, outbox, inventory }: { store: Store, ou
   if (body.daily_budget_usd !== undefined) c.daily_budget_usd = body.daily_budget_usd
   if (body.bid_cpm !== undefined) c.bid_cpm = body.bid_cpm
   if (body.goal_impressions !== undefined) c.goal_impressions = body.goal_impressions
+  if (body.media_buy_id !== undefined) c.media_buy_id = body.media_buy_id
   store.campaigns.putSync(id, c)
   indexForSeat(store, 'campaign', seatId, now, id)
   outbox.append('campaign.allocated', `campaign:${id}`, { campaign_id: id, assignment_id: null, creative_id: c.creative_id, screen_ids: null, matching_screens: count, start_date: c.start_date, end_date: c.end_date, effective_at: null }, seatId)

@@ -4,15 +4,22 @@ import type { ResolvedConfig } from '../config.js'
 import { ApiError } from '../errors.js'
 import { indexForSeat } from '../accounts/seat-lists.js'
 import type { Outbox } from '../store/outbox.js'
+import type { Daypart } from '../generated/types.js'
 import type { AssignmentRecord, CampaignRecord } from './records.js'
 import type { Store } from '../store/store.js'
 import { give, take } from './screen-bookings.js'
 
-/** Places a creative on screens: takes the spots, records the placements the player feed reads. Call inside Store.write. */
-export function place (deps: { store: Store, outbox: Outbox, config: Pick<ResolvedConfig, 'pickupSeconds'> }, seatId: string, body: { creative_id: string, screen_ids: string[], start_date: string, end_date: string, spots_per_day: number, campaign_id?: string }, screens: Parameters<typeof take>[1], now: number, source: string, takeSpots = true): AssignmentRecord {
+/** How a placement plays and pays beyond its spots (the waterfall line it is; absent: a guaranteed line charging nothing). */
+export type LineTerms = Partial<Pick<AssignmentRecord, 'line' | 'cpm' | 'pacing' | 'dayparts'>>
+
+/**
+ * Places a creative on screens: takes the spots (a guaranteed line, unless the caller booked them already), records
+ * the placements the player feed reads. Call inside Store.write.
+ */
+export function place (deps: { store: Store, outbox: Outbox, config: Pick<ResolvedConfig, 'pickupSeconds'> }, seatId: string, body: { creative_id: string, screen_ids: string[], start_date: string, end_date: string, spots_per_day: number, campaign_id?: string } & LineTerms, screens: Parameters<typeof take>[1], now: number, source: string, takeSpots = true): AssignmentRecord {
   const { store, outbox, config } = deps
   const spots = body.spots_per_day
-  if (takeSpots) take(store, screens, body.start_date, body.end_date, spots)
+  if (takeSpots && (body.line ?? 'guaranteed') === 'guaranteed') take(store, screens, body.start_date, body.end_date, spots)
   const id = `as_${randomUUID().replace(/-/g, '')}`
   const a: AssignmentRecord = {
     assignment_id: id,
@@ -28,6 +35,10 @@ export function place (deps: { store: Store, outbox: Outbox, config: Pick<Resolv
     created_at: iso(now)
   }
   if (body.campaign_id !== undefined) a.campaign_id = body.campaign_id
+  if (body.line !== undefined) a.line = body.line
+  if (body.cpm !== undefined) a.cpm = body.cpm
+  if (body.pacing !== undefined) a.pacing = body.pacing
+  if (body.dayparts !== undefined) a.dayparts = body.dayparts
   store.assignments.putSync(id, a)
   for (const s of a.screen_ids) store.placements.putSync([s, a.start_date, id], id)
   indexForSeat(store, 'assignment', seatId, now, id)
@@ -58,6 +69,19 @@ export function respot (store: Store, a: AssignmentRecord, screens: Parameters<t
   give(store, a.screen_ids, a.start_date, a.end_date, a.spots_per_day)
   take(store, screens, a.start_date, a.end_date, spots, param)
   const next: AssignmentRecord = { ...a, spots_per_day: spots }
+  store.assignments.putSync(a.assignment_id, next)
+  return next
+}
+
+/**
+ * Changes what a preferred or auction placement may play and pay: nothing is booked for those, so nothing is given
+ * back or taken (guaranteed placements change their spots through respot). Call inside Store.write.
+ */
+export function setPlacementTerms (store: Store, a: AssignmentRecord, terms: { spots_per_day: number, cpm: number, pacing: 'even' | 'asap', dayparts: Daypart[] | undefined }): AssignmentRecord {
+  if ((a.line ?? 'guaranteed') === 'guaranteed') throw new Error(`placement ${a.assignment_id} is guaranteed: its spots change through respot`)
+  const { dayparts, ...rest } = terms
+  const { dayparts: _before, ...kept } = a
+  const next: AssignmentRecord = { ...kept, ...rest, ...(dayparts !== undefined ? { dayparts } : {}) }
   store.assignments.putSync(a.assignment_id, next)
   return next
 }

@@ -131,14 +131,17 @@ export function fit (creative: CreativeRecord, imp: Imp): { mtype: 1 | 2, w?: nu
   return size({ mtype: 1 })
 }
 
-/** Campaigns that could bid today, derived once per change of the campaigns table and per day. */
+/**
+ * Campaigns that could bid today, derived once per change of the campaigns table and per day. A media buy's campaign
+ * is left out: it delivers through its placement on the screens its package bought.
+ */
 const derived = new WeakMap<Store, { at: string, campaigns: CampaignRecord[] }>()
 
 export function liveCampaigns (store: Store, now: number): CampaignRecord[] {
   const at = `${store.campaigns.version}:${store.rollbacks}:${new Date(now).toISOString().slice(0, 10)}`
   let d = derived.get(store)
   if (d === undefined || d.at !== at) {
-    d = { at, campaigns: [...store.campaigns.getRange()].map(({ value }) => value).filter((c) => c.status !== 'paused' && c.status !== 'completed' && datedStatus(c, now) === 'active') }
+    d = { at, campaigns: [...store.campaigns.getRange()].map(({ value }) => value).filter((c) => c.media_buy_id === undefined && c.status !== 'paused' && c.status !== 'completed' && datedStatus(c, now) === 'active') }
     derived.set(store, d)
   }
   return d.campaigns

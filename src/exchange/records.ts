@@ -1,4 +1,4 @@
-// The exchange path's storage shapes: bidder aliases, bids sent to exchanges, campaign budgets. A leaf.
+// The exchange path's storage shapes: bidder aliases, bids sent to exchanges. A leaf.
 
 /** An exchange's bidder alias (operator API); the signing secret is kept sealed like API keys. */
 export interface BidderAliasRecord {
@@ -37,11 +37,3 @@ export interface ExchangeBidRecord {
   settled_at?: number
 }
 
-/** A campaign's money on the exchange path: spend, budget held by bids in flight, and today's spend for pacing. */
-export interface CampaignLedger {
-  spent_micros: number
-  reserved_micros: number
-  /** UTC date of day_spent_micros. */
-  day: string
-  day_spent_micros: number
-}

@@ -1,4 +1,4 @@
-import type { OperatingHours } from '../generated/types.js'
+import type { Daypart, OperatingHours } from '../generated/types.js'
 
 const WEEKDAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const
 type Weekday = typeof WEEKDAYS[number]
@@ -28,7 +28,12 @@ export function localTime (timezone: string, ms: number): LocalTime {
   const parts: Record<string, string> = {}
   for (const p of formatter(timezone).formatToParts(ms)) parts[p.type] = p.value
   const date = `${parts.year}-${parts.month}-${parts.day}`
-  return { date, weekday: WEEKDAYS[new Date(`${date}T12:00:00Z`).getUTCDay()]!, minute: Number(parts.hour) * 60 + Number(parts.minute) }
+  return { ...startOf(date), minute: Number(parts.hour) * 60 + Number(parts.minute) }
+}
+
+/** The first minute of a local date. */
+export function startOf (date: string): LocalTime {
+  return { date, weekday: WEEKDAYS[new Date(`${date}T12:00:00Z`).getUTCDay()]!, minute: 0 }
 }
 
 function minutes (hhmm: string): number {
@@ -36,22 +41,39 @@ function minutes (hhmm: string): number {
   return h * 60 + m
 }
 
-/** Today's open intervals in minutes; no hours means always on. */
-function intervals (hours: OperatingHours | undefined, weekday: Weekday): Array<[number, number]> {
-  if (hours === undefined) return [[0, 24 * 60]]
-  return (hours[weekday] ?? []).map(([open, close]) => [minutes(open), minutes(close)])
+/** A weekday's daypart windows in minutes, overlapping ones merged (so that no minute counts twice). */
+function windows (dayparts: Daypart[], weekday: Weekday): Array<[number, number]> {
+  const merged: Array<[number, number]> = []
+  const spans = dayparts.filter((d) => d.days.includes(weekday)).map((d): [number, number] => [d.start_hour * 60, d.end_hour * 60]).sort((a, b) => a[0] - b[0])
+  for (const [start, end] of spans) {
+    const last = merged[merged.length - 1]
+    if (last !== undefined && start <= last[1]) last[1] = Math.max(last[1], end)
+    else merged.push([start, end])
+  }
+  return merged
 }
 
-/** Whether the screen is within its operating hours at this local time. */
-export function isOpen (hours: OperatingHours | undefined, t: LocalTime): boolean {
-  return intervals(hours, t.weekday).some(([open, close]) => t.minute >= open && t.minute < close)
+/** Today's open intervals in minutes, within the dayparts when given; no hours means always on. */
+function intervals (hours: OperatingHours | undefined, weekday: Weekday, dayparts?: Daypart[]): Array<[number, number]> {
+  const open: Array<[number, number]> = hours === undefined ? [[0, 24 * 60]] : (hours[weekday] ?? []).map(([o, c]) => [minutes(o), minutes(c)])
+  if (dayparts === undefined) return open
+  const within = windows(dayparts, weekday)
+  return open.flatMap(([o, c]) => within.flatMap(([s, e]): Array<[number, number]> => Math.min(c, e) > Math.max(o, s) ? [[Math.max(o, s), Math.min(c, e)]] : []))
 }
 
-/** Open minutes of the local day already behind, and in the whole day: the fraction of a day's spots due by now. */
-export function openProgress (hours: OperatingHours | undefined, t: LocalTime): { elapsed: number, total: number } {
+/** Whether the screen is within its operating hours (and the dayparts, when given) at this local time. */
+export function isOpen (hours: OperatingHours | undefined, t: LocalTime, dayparts?: Daypart[]): boolean {
+  return intervals(hours, t.weekday, dayparts).some(([open, close]) => t.minute >= open && t.minute < close)
+}
+
+/**
+ * Open minutes of the local day already behind, and in the whole day (within the dayparts, when given): the fraction
+ * of a day's spots due by now.
+ */
+export function openProgress (hours: OperatingHours | undefined, t: LocalTime, dayparts?: Daypart[]): { elapsed: number, total: number } {
   let elapsed = 0
   let total = 0
-  for (const [open, close] of intervals(hours, t.weekday)) {
+  for (const [open, close] of intervals(hours, t.weekday, dayparts)) {
     total += Math.max(0, close - open)
     elapsed += Math.max(0, Math.min(close, t.minute + 1) - open)
   }

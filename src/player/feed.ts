@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { chargePlay } from '../campaigns/budget.js'
 import { recordDelivery } from '../campaigns/lifecycle.js'
 import type { FunnelLog } from '../events/funnel.js'
 import { ApiError } from '../errors.js'
@@ -63,6 +64,7 @@ export function takeSpot ({ store, notices, funnel, metrics }: { store: Store, n
     record.assignment_id = decision.assignment.assignment_id
     record.seat_id = decision.assignment.seat_id
     if (decision.assignment.campaign_id !== undefined) record.campaign_id = decision.assignment.campaign_id
+    if (decision.cpm !== undefined) record.cpm = decision.cpm
   }
   if (decision.line !== undefined) {
     const key: [string, string, string] = [screen.screen_id, decision.local.date, decision.line]
@@ -121,7 +123,9 @@ export function spotEvent ({ store, notices, funnel, outbox, proofSigner }: Proo
       settleBilling({ store, notices }, spot.bid, multiplier, at, now)
       result.billed = true
     }
-    if (spot.campaign_id !== undefined) recordDelivery(store, outbox, spot.campaign_id, Math.max(1, Math.round(multiplier)), 0, now)
+    const campaign = spot.campaign_id !== undefined ? store.campaigns.get(spot.campaign_id) : undefined
+    if (campaign !== undefined && spot.cpm !== undefined) next.cost_micros = chargePlay(store, outbox, campaign, spot.cpm, multiplier, now)
+    else if (campaign !== undefined) recordDelivery(store, outbox, campaign.campaign_id, Math.max(1, Math.round(multiplier)), 0, now)
     if (spot.creative_id !== undefined) {
       const durationMs = Math.round(input.durationMs ?? at - next.started_at)
       const proof = issueProof({ store, proofSigner, outbox, funnel }, { timestamp: at, adId: spot.creative_id, impressionId: spot.spot_id, screenId: screen.screen_id, deviceId: screen.device_id }, {
@@ -140,7 +144,8 @@ export function spotEvent ({ store, notices, funnel, outbox, proofSigner }: Proo
       ...(input.durationMs !== undefined ? { duration_ms: input.durationMs } : {}),
       ...(spot.seat_id !== undefined ? { seat_id: spot.seat_id } : {}),
       ...(spot.creative_id !== undefined ? { creative_id: spot.creative_id } : {}),
-      ...(spot.bid !== undefined ? { clearing_cpm: spot.bid.clearing, cost_usd: fromMicros(next.cost_micros!) } : {})
+      ...(spot.bid !== undefined ? { clearing_cpm: spot.bid.clearing } : spot.cpm !== undefined ? { clearing_cpm: spot.cpm } : {}),
+      ...(next.cost_micros !== undefined ? { cost_usd: fromMicros(next.cost_micros) } : {})
     })
   }
   store.spots.putSync(spot.spot_id, next)

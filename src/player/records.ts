@@ -19,6 +19,8 @@ export interface SpotRecord {
   assignment_id?: string
   campaign_id?: string
   deal_id?: string
+  /** A priced placement's CPM: what its play is charged to its campaign (fixed, or the auction's clearing price). */
+  cpm?: number
   /** The winning bid: what the play is billed at and whom to tell. */
   bid?: StoredBid & { clearing: number }
   started_at?: number

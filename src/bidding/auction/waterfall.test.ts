@@ -8,7 +8,7 @@ import { openStore, type Store } from '../../store/store.js'
 import type { IndexKey, IndexTuple, ScreenRecord } from '../../inventory/records.js'
 import type { SeatRecord } from '../../accounts/records.js'
 import type { StoredBid } from '../records.js'
-import type { AssignmentRecord, DealRecord } from '../../campaigns/records.js'
+import type { AssignmentRecord, CampaignRecord, DealRecord } from '../../campaigns/records.js'
 import type { CreativeRecord } from '../../creatives/records.js'
 
 // The waterfall decision for a screen's next spot, on a real LMDB store holding just the records the decision reads
@@ -17,7 +17,7 @@ import type { CreativeRecord } from '../../creatives/records.js'
 // Tuesday 2026-11-24 15:00 UTC: 09:00 in Chicago.
 const NOW = Date.parse('2026-11-24T15:00:00Z')
 const screen: ScreenRecord = {
-  screen_id: 'scr_1', timezone: 'America/Chicago', floor_price_cpm: 2, auction_enabled: true, blocked_categories: [], blocked_advertisers: ['rival.example'], max_age_rating: 'PG-13'
+  screen_id: 'scr_1', timezone: 'America/Chicago', floor_price_cpm: 2, auction_enabled: true, capabilities: { fein: false }, blocked_categories: [], blocked_advertisers: ['rival.example'], max_age_rating: 'PG-13'
 } as unknown as ScreenRecord
 const creative = (id: string, over: Partial<CreativeRecord> = {}) => ({ creative_id: id, seat_id: 'x', status: 'approved', moderation: { age_rating: 'G', iab_categories: [] }, ...over }) as unknown as CreativeRecord
 
@@ -122,4 +122,65 @@ t.test('outside operating hours the screen is closed and nothing is settled', as
   bid('b1', 'alpha', 9)
   const d = decide(store, { ...screen, operating_hours: { tue: [['10:00', '18:00']] } } as ScreenRecord, NOW, 'cr_house')
   t.same([d.tier, d.losses.length], ['closed', 0], '09:00 local on a Tuesday opening at 10:00')
+})
+
+/** A priced placement line (an AI buying agent's package) of seat charlie, with its running campaign. */
+function pricedLine (store: Store, id: string, over: Partial<AssignmentRecord>, campaign: Partial<CampaignRecord> = {}): void {
+  const a = { assignment_id: id, seat_id: 'charlie', creative_id: 'cr_c', campaign_id: `cmp_${id}`, status: 'active', start_date: '2026-11-24', end_date: '2026-11-30', spots_per_day: 10, effective_at: '2026-11-24T00:00:00Z', created_at: '2026-11-24T00:00:00Z', pacing: 'asap', ...over } as unknown as AssignmentRecord
+  store.write(() => {
+    store.assignments.putSync(id, a)
+    store.placements.putSync([screen.screen_id, '2026-11-24', id] as never, id)
+    store.campaigns.putSync(`cmp_${id}`, { campaign_id: `cmp_${id}`, seat_id: 'charlie', status: 'active', budget_usd: 100, spent_usd: 0, pacing: 'asap', start_date: '2026-11-24', end_date: '2026-11-30', ...campaign } as unknown as CampaignRecord)
+  })
+}
+
+t.test('a preferred placement competes with Preferred deals at its fixed price, ahead of PMP and the open auction', async (t) => {
+  const { store, bid } = world(t)
+  store.write(() => store.deals.putSync('pd', { deal_id: 'pd', type: 'Preferred', status: 'active', floor_cpm: 3, fixed_cpm: 5, start_date: '2026-11-01', end_date: '2026-12-31', targeting: {}, invited_seats: ['alpha'] } as unknown as DealRecord))
+  pricedLine(store, 'pref', { line: 'preferred', cpm: 6 })
+  bid('preferred_bid', 'alpha', 5, { dealid: 'pd' })
+  bid('open', 'bravo', 20)
+  const d = decide(store, screen, NOW, undefined)
+  t.same([d.tier, d.assignment?.assignment_id, d.cpm, d.line], ['preferred', 'pref', 6, 'asg:pref'], 'the placement plays at its fixed price')
+  t.same([lossOf(d, 'preferred_bid')?.code, lossOf(d, 'preferred_bid')?.minToWin], [LOSS.outbid, 6.01], 'the deal bid was outbid in its tier')
+  t.equal(lossOf(d, 'open')?.code, LOSS.lostToDeal, 'a higher open bid still comes after Preferred')
+  store.write(() => store.plays.putSync([screen.screen_id, '2026-11-24', 'asg:pref'] as never, 10))
+  t.same(decide(store, screen, NOW, undefined).winner?.bid.bid_id, 'preferred_bid', 'with its spots for the day played here, the deal wins')
+})
+
+t.test('an auction placement bids in the open auction: second price either way, never below the floor', async (t) => {
+  const { store, bid } = world(t)
+  pricedLine(store, 'auc', { line: 'auction', cpm: 7 })
+  bid('b1', 'alpha', 5)
+  const d = decide(store, screen, NOW, undefined)
+  t.same([d.tier, d.assignment?.assignment_id, d.cpm], ['open_auction', 'auc', 5 + INCREMENT], 'it wins and pays the runner-up plus the increment')
+  t.same([lossOf(d, 'b1')?.code, lossOf(d, 'b1')?.minToWin], [LOSS.outbid, 7.01])
+  bid('b2', 'bravo', 9)
+  const outbid = decide(store, screen, NOW, undefined)
+  t.same([outbid.winner?.bid.bid_id, outbid.winner?.clearing], ['b2', 7 + INCREMENT], 'a higher bid wins and pays the placement\'s price plus the increment')
+  const { store: alone } = world(t)
+  pricedLine(alone, 'auc', { line: 'auction', cpm: 7 })
+  t.equal(decide(alone, screen, NOW, undefined).cpm, 2 + INCREMENT, 'alone it pays the floor plus the increment')
+  const { store: low } = world(t)
+  pricedLine(low, 'auc', { line: 'auction', cpm: 1.5 })
+  t.equal(decide(low, screen, NOW, undefined).tier, 'house', 'below the floor it cannot win')
+})
+
+t.test('priced placements play only in their dayparts, while their campaign runs and has budget', async (t) => {
+  const afternoon = world(t)
+  pricedLine(afternoon.store, 'auc', { line: 'auction', cpm: 7, dayparts: [{ days: ['tue'], start_hour: 13, end_hour: 17 }] })
+  t.equal(decide(afternoon.store, screen, NOW, undefined).tier, 'house', 'at 09:00 a 13:00-17:00 daypart does not play')
+  t.equal(decide(afternoon.store, screen, NOW + 5 * 3_600_000, undefined).assignment?.assignment_id, 'auc', 'at 14:00 it does')
+  const spent = world(t)
+  pricedLine(spent.store, 'auc', { line: 'auction', cpm: 7 }, { spent_usd: 99.999 })
+  spent.store.write(() => spent.store.ledgers.putSync('cmp_auc', { spent_micros: 99_999_000, reserved_micros: 0, day: '2026-11-24', day_spent_micros: 0 }))
+  t.equal(decide(spent.store, screen, NOW, undefined).tier, 'house', 'a play costs more than the budget left')
+  const even = world(t)
+  pricedLine(even.store, 'pref', { line: 'preferred', cpm: 6, pacing: 'even' }, { pacing: 'even', budget_usd: 7 })
+  even.store.write(() => even.store.ledgers.putSync('cmp_pref', { spent_micros: 700_000, reserved_micros: 0, day: '2026-11-24', day_spent_micros: 700_000 }))
+  t.equal(decide(even.store, screen, NOW, undefined).tier, 'house', 'even pacing: $0.70 spent today, past the $0.67 of the day\'s $1 released by 15:00 UTC (with the hour ahead)')
+  t.equal(decide(even.store, screen, NOW + 2 * 3_600_000, undefined).tier, 'preferred', 'two hours later, $0.75 is released: it plays again')
+  const paused = world(t)
+  pricedLine(paused.store, 'pref', { line: 'preferred', cpm: 6 }, { status: 'paused' })
+  t.equal(decide(paused.store, screen, NOW, undefined).tier, 'house', 'a paused campaign pays for nothing')
 })

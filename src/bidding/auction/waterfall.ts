@@ -1,6 +1,10 @@
 import { LOSS } from '../loss-codes.js'
 import { creativeRefusal, dealRuns, declaredRefusals, floorFor, floorRefusal, indexEntryOf } from '../rules.js'
-import { isOpen, localTime, openProgress, type LocalTime } from '../../inventory/local-time.js'
+import { isOpen, localTime, openProgress, startOf, type LocalTime } from '../../inventory/local-time.js'
+import { impressionMultiplier } from '../../inventory/fein.js'
+import { datesBetween } from '../../inventory/hours.js'
+import { headroom, ledgerOf, type PaceClock } from '../../campaigns/budget.js'
+import { playCostMicros } from './money.js'
 import type { StoredBid } from '../records.js'
 import type { AssignmentRecord, DealRecord } from '../../campaigns/records.js'
 import type { CreativeRecord } from '../../creatives/records.js'
@@ -33,6 +37,8 @@ export interface Decision {
   /** Pacing line of the placement or guaranteed deal that played: its plays today count against its daily spots. */
   line?: string
   assignment?: AssignmentRecord
+  /** USD CPM the placement's play is charged to its campaign: its fixed price, or the auction's clearing price. */
+  cpm?: number
   winner?: Candidate & { clearing: number }
   creative?: CreativeRecord
   losses: Loss[]
@@ -75,13 +81,53 @@ interface Line {
   created: number
 }
 
+/** One contender of a priced tier (Preferred, the open auction): a stored bid, or a preferred or auction placement. */
+interface Entrant {
+  price: number
+  seat: string
+  at: number
+  candidate?: Candidate
+  line?: Line
+}
+
+/** Higher price first; at equal prices the earlier. */
+const byEntrant = (a: Entrant, b: Entrant) => b.price - a.price || a.at - b.at
+
+const fromBid = (c: Candidate, price = c.bid.price): Entrant => ({ price, seat: c.bid.seat_id.toLowerCase(), at: c.bid.received_at, candidate: c })
+
+/**
+ * Even pacing's calendar for a dayparted placement on this screen: the flight's days left on which its windows open
+ * (today included), and the share of today's window minutes behind.
+ */
+function daypartPace (a: AssignmentRecord, screen: ScreenRecord, local: LocalTime, end: string): PaceClock {
+  const progress = openProgress(screen.operating_hours, local, a.dayparts)
+  const days = datesBetween(local.date, end < local.date ? local.date : end).filter((date) => openProgress(screen.operating_hours, startOf(date), a.dayparts).total > 0).length
+  return { daysLeft: Math.max(1, days), released: progress.total > 0 ? progress.elapsed / progress.total : 0 }
+}
+
+/**
+ * Whether a priced placement's campaign pays for one more play now: it must be running (not paused, completed by its
+ * goal or budget, or ended), and a preferred or auction line must have budget headroom for a play at its price (the
+ * campaign's pacing, as on the exchange path). Guaranteed lines play their booked spots; their pace is the spots.
+ */
+function campaignPays (store: Store, a: AssignmentRecord, screen: ScreenRecord, local: LocalTime, now: number, audience: () => number): boolean {
+  if (a.cpm === undefined || a.campaign_id === undefined) return true
+  const c = store.campaigns.get(a.campaign_id)
+  if (c === undefined || c.status !== 'active') return false
+  if ((a.line ?? 'guaranteed') === 'guaranteed') return true
+  const cost = playCostMicros(a.cpm, audience())
+  const ledger = ledgerOf(store, c.campaign_id, now)
+  return headroom(c, ledger, now, a.dayparts !== undefined ? daypartPace(a, screen, local, c.end_date) : undefined) >= cost
+}
+
 /**
  * The waterfall for a screen's next spot (docs/architecture.md, "The waterfall"): guaranteed lines (placements from
- * assignments and confirmed reservations, and bids on Guaranteed deals) that are behind their even daily pace, then
- * Preferred deals (fixed price, the best price first), then PMP deals (first price, OpenRTB at 1), then the open
- * auction (second price plus 0.01, at 2, one bid per seat), then guaranteed lines ahead of pace with spots left today,
- * then the house creative. Every stored bid on the screen is settled by the decision: the winner, or a loss code.
- * Reads only; settle.ts writes the outcome.
+ * assignments, confirmed reservations and guaranteed media buys, and bids on Guaranteed deals) that are behind their
+ * even daily pace, then Preferred (deal bids and preferred placements at their fixed prices, the best first), then PMP
+ * deals (first price, OpenRTB at 1), then the open auction (bids and auction placements, second price plus 0.01, at 2,
+ * one entrant per seat setting prices), then guaranteed lines ahead of pace with spots left today, then the house
+ * creative. Every stored bid on the screen is settled by the decision: the winner, or a loss code. Reads only;
+ * settle.ts writes the outcome.
  */
 export function decide (store: Store, screen: ScreenRecord, now: number, houseCreativeId: string | undefined): Decision {
   const local = localTime(screen.timezone, now)
@@ -104,15 +150,25 @@ export function decide (store: Store, screen: ScreenRecord, now: number, houseCr
   const progress = openProgress(screen.operating_hours, local)
   const pace = (perDay: number) => Math.ceil((perDay * progress.elapsed) / Math.max(1, progress.total))
   const lines: Line[] = []
+  let multiplier: number | undefined
+  const audience = () => (multiplier ??= impressionMultiplier(store.fein.get(screen.screen_id), screen.capabilities.fein, now))
+  const preferredLines: Entrant[] = []
+  const auctionLines: Entrant[] = []
   for (const { value: id } of store.placements.getRange({ start: [screen.screen_id], end: [screen.screen_id, local.date + '\u0000'] } as never)) {
     const a = store.assignments.get(id)
     if (a === undefined || a.status !== 'active' || a.end_date < local.date || Date.parse(a.effective_at) > now) continue
+    if (a.dayparts !== undefined && !isOpen(screen.operating_hours, local, a.dayparts)) continue
     const creative = store.creatives.get(a.creative_id)
     if (creative === undefined || creativeRefusal(creative, screen) !== undefined) continue
     const line = `asg:${id}`
     const played = store.plays.get([screen.screen_id, local.date, line]) ?? 0
-    if (played >= a.spots_per_day) continue
-    lines.push({ line, played, perDay: a.spots_per_day, behind: pace(a.spots_per_day) - played, assignment: a, created: Date.parse(a.created_at) })
+    if (played >= a.spots_per_day || !campaignPays(store, a, screen, local, now, audience)) continue
+    const l: Line = { line, played, perDay: a.spots_per_day, behind: pace(a.spots_per_day) - played, assignment: a, created: Date.parse(a.created_at) }
+    const entrant: Entrant = { price: a.cpm ?? 0, seat: a.seat_id.toLowerCase(), at: l.created, line: l }
+    if (a.line === 'preferred') preferredLines.push(entrant)
+    else if (a.line !== 'auction') lines.push(l)
+    // An auction placement below the floor in force cannot win here, as a bid below it could not.
+    else if (entrant.price >= screen.floor_price_cpm) auctionLines.push(entrant)
   }
   // A Guaranteed deal plays its booked spots per screen and day through its buyer's bids; each line keeps its best bid.
   for (const c of buckets.guaranteed.sort(byPrice)) {
@@ -129,46 +185,58 @@ export function decide (store: Store, screen: ScreenRecord, now: number, houseCr
   const lineLosers = (except: Line | undefined) => {
     for (const l of lines) if (l.candidate !== undefined && l !== except) losses.push({ candidate: l.candidate, code: LOSS.lostToDeal })
   }
+  const lowerTiers = (tiers: ReadonlyArray<'preferred' | 'pmp' | 'open_auction'>) => {
+    for (const tier of tiers) for (const c of buckets[tier]) losses.push({ candidate: c, code: LOSS.lostToDeal })
+  }
+  /** A placement that won its tier: it plays its creative and is charged `cpm` (none for an unpriced placement). */
+  const placed = (tier: Tier, line: Line, cpm: number | undefined): Decision => {
+    const a = line.assignment!
+    const d: Decision = { tier, local, line: line.line, assignment: a, creative: store.creatives.get(a.creative_id)!, losses }
+    if (cpm !== undefined) d.cpm = cpm
+    return d
+  }
   const fromLine = (line: Line): Decision => {
     lineLosers(line)
-    for (const tier of ['preferred', 'pmp', 'open_auction'] as const) for (const c of buckets[tier]) losses.push({ candidate: c, code: LOSS.lostToDeal })
+    lowerTiers(['preferred', 'pmp', 'open_auction'])
     const c = line.candidate
     if (c !== undefined) return { tier: 'guaranteed', local, line: line.line, winner: { ...c, clearing: c.deal!.fixed_cpm ?? c.bid.price }, creative: c.creative!, losses }
-    return { tier: 'guaranteed', local, line: line.line, assignment: line.assignment!, creative: store.creatives.get(line.assignment!.creative_id)!, losses }
+    return placed('guaranteed', line, line.assignment!.cpm)
   }
   const due = lines.find((l) => l.behind > 0)
   if (due !== undefined) return fromLine(due)
 
-  const sameTierLosers = (winner: Candidate, rest: Candidate[]) => {
-    for (const c of rest) if (c !== winner) losses.push({ candidate: c, code: LOSS.outbid, minToWin: round6(winner.bid.price + INCREMENT) })
+  /** Every stored bid of a tier but the winner lost to it: 102, with the winning price plus the increment. */
+  const sameTierLosers = (winner: Entrant, rest: Entrant[]) => {
+    for (const e of rest) if (e !== winner && e.candidate !== undefined) losses.push({ candidate: e.candidate, code: LOSS.outbid, minToWin: round6(winner.price + INCREMENT) })
   }
-  const fixed = (c: Candidate) => c.deal!.fixed_cpm ?? c.bid.price
-  const preferred = buckets.preferred.sort((a, b) => fixed(b) - fixed(a) || a.bid.received_at - b.bid.received_at)
+  const preferred = [...buckets.preferred.map((c) => fromBid(c, c.deal!.fixed_cpm ?? c.bid.price)), ...preferredLines].sort(byEntrant)
   if (preferred.length > 0) {
     const w = preferred[0]!
     lineLosers(undefined)
     sameTierLosers(w, preferred)
-    for (const tier of ['pmp', 'open_auction'] as const) for (const c of buckets[tier]) losses.push({ candidate: c, code: LOSS.lostToDeal })
-    return { tier: 'preferred', local, winner: { ...w, clearing: fixed(w) }, creative: w.creative!, losses }
+    lowerTiers(['pmp', 'open_auction'])
+    if (w.line !== undefined) return placed('preferred', w.line, w.price)
+    return { tier: 'preferred', local, winner: { ...w.candidate!, clearing: w.price }, creative: w.candidate!.creative!, losses }
   }
-  const pmp = buckets.pmp.sort(byPrice)
+  const pmp = buckets.pmp.map((c) => fromBid(c)).sort(byEntrant)
   if (pmp.length > 0) {
     const w = pmp[0]!
     lineLosers(undefined)
     sameTierLosers(w, pmp)
-    for (const c of buckets.open_auction) losses.push({ candidate: c, code: LOSS.lostToDeal })
-    return { tier: 'pmp', local, winner: { ...w, clearing: w.bid.price }, creative: w.creative!, losses }
+    lowerTiers(['open_auction'])
+    return { tier: 'pmp', local, winner: { ...w.candidate!, clearing: w.price }, creative: w.candidate!.creative!, losses }
   }
-  const open = buckets.open_auction.sort(byPrice)
+  const open = [...buckets.open_auction.map((c) => fromBid(c)), ...auctionLines].sort(byEntrant)
   if (open.length > 0) {
     const w = open[0]!
-    // One bid per seat sets prices: a seat's lower bids cannot raise what its best one pays.
-    const runnerUp = open.find((c) => c.bid.seat_id.toLowerCase() !== w.bid.seat_id.toLowerCase())
-    const floor = Math.max(w.bid.floor, screen.floor_price_cpm)
-    const clearing = round6(Math.min(w.bid.price, Math.max(floor, runnerUp?.bid.price ?? floor) + (runnerUp !== undefined || w.bid.price > floor ? INCREMENT : 0)))
+    // One entrant per seat sets prices: a seat's lower bids cannot raise what its best one pays.
+    const runnerUp = open.find((e) => e.seat !== w.seat)
+    const floor = Math.max(w.candidate?.bid.floor ?? 0, screen.floor_price_cpm)
+    const clearing = round6(Math.min(w.price, Math.max(floor, runnerUp?.price ?? floor) + (runnerUp !== undefined || w.price > floor ? INCREMENT : 0)))
     lineLosers(undefined)
     sameTierLosers(w, open)
-    return { tier: 'open_auction', local, winner: { ...w, clearing }, creative: w.creative!, losses }
+    if (w.line !== undefined) return placed('open_auction', w.line, clearing)
+    return { tier: 'open_auction', local, winner: { ...w.candidate!, clearing }, creative: w.candidate!.creative!, losses }
   }
   // Nothing else wants the spot: a guaranteed line ahead of its pace plays it rather than the house.
   if (lines.length > 0) return fromLine(lines[0]!)

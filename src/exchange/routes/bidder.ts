@@ -10,7 +10,7 @@ import type { CreativeRecord } from '../../creatives/records.js'
 import type { ExchangeBidRecord } from '../records.js'
 import { playCostMicros } from '../../bidding/auction/money.js'
 import { AliasGuard } from '../aliases.js'
-import { charge, headroom, hold, ledgerOf, release } from '../budget.js'
+import { charge, headroom, hold, ledgerOf, release } from '../../campaigns/budget.js'
 import { fit, liveCampaigns, placementOf, targets } from '../match.js'
 import { displayOf, markup } from '../markup.js'
 

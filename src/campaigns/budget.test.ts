@@ -1,7 +1,6 @@
 import t from 'tap'
 import { headroom } from './budget.js'
-import type { CampaignRecord } from '../campaigns/records.js'
-import type { CampaignLedger } from './records.js'
+import type { CampaignLedger, CampaignRecord } from './records.js'
 
 // Pacing on the exchange path (headroom): what a campaign may commit to one more play at a moment of the day. Pure:
 // a campaign, its ledger and the clock in, micro-dollars out. No service, no store.

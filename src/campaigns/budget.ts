@@ -1,10 +1,9 @@
 import { iso } from '../clock.js'
-import { recordDelivery } from '../campaigns/lifecycle.js'
+import { recordDelivery } from './lifecycle.js'
 import type { Outbox } from '../store/outbox.js'
-import type { CampaignRecord } from '../campaigns/records.js'
-import type { CampaignLedger } from './records.js'
+import type { CampaignLedger, CampaignRecord } from './records.js'
 import type { Store } from '../store/store.js'
-import { fromMicros, toMicros } from '../bidding/auction/money.js'
+import { fromMicros, playCostMicros, toMicros } from '../bidding/auction/money.js'
 
 const DAY = 86_400_000
 /** Even pacing may run this far ahead of a straight line through the day, so a quiet morning is not lost. */
@@ -21,20 +20,30 @@ export function ledgerOf (store: Store, campaignId: string, now: number): Campai
   return l.day === day ? l : { ...l, day, day_spent_micros: 0 }
 }
 
+/** Even pacing's calendar: the days left to spend on (today included), and the share of today's allowance released. */
+export interface PaceClock {
+  daysLeft: number
+  released: number
+}
+
+/** Every day of the flight, released along the UTC day an hour ahead of a straight line (the exchange path's calendar). */
+export function utcPace (c: Pick<CampaignRecord, 'end_date'>, l: Pick<CampaignLedger, 'day'>, now: number): PaceClock {
+  const dayStart = Date.parse(`${l.day}T00:00:00Z`)
+  return { daysLeft: Math.max(1, Math.round((Date.parse(`${c.end_date}T00:00:00Z`) - dayStart) / DAY) + 1), released: Math.min(1, (now - dayStart + PACING_LEAD_MS) / DAY) }
+}
+
 /**
  * Micro-dollars the campaign may commit to one more play now: what is left of the budget after spend and budget held
  * by bids in flight, and of today's allowance. even: the budget left at the start of today spread over the days left
- * in the flight, released along the UTC day (an hour ahead of a straight line); asap: no daily line. daily_budget_usd
- * caps either.
+ * in the flight, released along the day (`pace`; by default every UTC day, an hour ahead of a straight line; a
+ * dayparted placement passes its own windows); asap: no daily line. daily_budget_usd caps either.
  */
-export function headroom (c: CampaignRecord, l: CampaignLedger, now: number): number {
+export function headroom (c: CampaignRecord, l: CampaignLedger, now: number, pace: PaceClock = utcPace(c, l, now)): number {
   const budget = toMicros(c.budget_usd)
   const left = budget - l.spent_micros - l.reserved_micros
-  const dayStart = Date.parse(`${l.day}T00:00:00Z`)
-  const daysLeft = Math.max(1, Math.round((Date.parse(`${c.end_date}T00:00:00Z`) - dayStart) / DAY) + 1)
-  let today = c.pacing === 'asap' ? Infinity : (budget - (l.spent_micros - l.day_spent_micros)) / daysLeft
+  let today = c.pacing === 'asap' ? Infinity : (budget - (l.spent_micros - l.day_spent_micros)) / Math.max(1, pace.daysLeft)
   if (c.daily_budget_usd !== undefined) today = Math.min(today, toMicros(c.daily_budget_usd))
-  const line = c.pacing === 'asap' ? today : today * Math.min(1, (now - dayStart + PACING_LEAD_MS) / DAY)
+  const line = c.pacing === 'asap' ? today : today * pace.released
   return Math.min(left, line - l.day_spent_micros - l.reserved_micros)
 }
 
@@ -58,4 +67,18 @@ export function charge (store: Store, outbox: Outbox, campaignId: string, heldMi
   const l = ledgerOf(store, campaignId, now)
   store.ledgers.putSync(campaignId, { ...l, reserved_micros: Math.max(0, l.reserved_micros - heldMicros), spent_micros: l.spent_micros + costMicros, day_spent_micros: l.day_spent_micros + costMicros })
   recordDelivery(store, outbox, campaignId, impressions, fromMicros(costMicros), now)
+}
+
+/**
+ * Charges a priced placement's completed play to its campaign: the CPM on the impressions it counted, at most what is
+ * left of the budget (the last play of a budget spends the rest). A campaign no longer running (paused or completed
+ * since the spot was decided) is not charged, as it counts no delivery. Answers the micro-dollars charged. Call inside
+ * Store.write.
+ */
+export function chargePlay (store: Store, outbox: Outbox, c: CampaignRecord, cpm: number, multiplier: number, now: number): number {
+  if (c.status !== 'active') return 0
+  const l = ledgerOf(store, c.campaign_id, now)
+  const cost = Math.max(0, Math.min(playCostMicros(cpm, multiplier), toMicros(c.budget_usd) - l.spent_micros))
+  charge(store, outbox, c.campaign_id, 0, cost, Math.max(1, Math.round(multiplier)), now)
+  return cost
 }
