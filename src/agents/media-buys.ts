@@ -11,7 +11,7 @@ import { place, respot, setPlacementPaused, setPlacementTerms } from '../campaig
 import { give, take } from '../campaigns/screen-bookings.js'
 import { seatCreativeByCrid } from '../creatives/register.js'
 import { datesBetween } from '../inventory/hours.js'
-import { startOf } from '../inventory/local-time.js'
+import { daysWithin } from '../inventory/local-time.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
 import { checkAccount, record, type BuyDeps, type ToolCall } from './call.js'
@@ -136,7 +136,7 @@ function daypartsOf (overlay: TargetingOverlay | undefined, sale: Sale, buy: Pic
 /** The flight's days a package can play on: every day, or those a daypart names. */
 function playDays (buy: Pick<MediaBuyRecord, 'start_date' | 'end_date'>, dayparts: Daypart[] | undefined): number {
   const dates = datesBetween(buy.start_date, buy.end_date)
-  return dayparts === undefined ? dates.length : dates.filter((date) => dayparts.some((d) => d.days.includes(startOf(date).weekday))).length
+  return dayparts === undefined ? dates.length : daysWithin(undefined, dates, dayparts)
 }
 
 /**

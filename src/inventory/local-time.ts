@@ -92,3 +92,8 @@ export function minutesUntilOpen (hours: OperatingHours | undefined, t: LocalTim
   }
   return undefined
 }
+
+/** How many of the dates (YYYY-MM-DD) have open minutes within the dayparts (and the hours, when given). */
+export function daysWithin (hours: OperatingHours | undefined, dates: string[], dayparts: Daypart[]): number {
+  return dates.filter((date) => openProgress(hours, startOf(date), dayparts).total > 0).length
+}

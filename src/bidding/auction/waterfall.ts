@@ -1,6 +1,6 @@
 import { LOSS } from '../loss-codes.js'
 import { creativeRefusal, dealRuns, declaredRefusals, floorFor, floorRefusal, indexEntryOf } from '../rules.js'
-import { isOpen, localTime, openProgress, startOf, type LocalTime } from '../../inventory/local-time.js'
+import { daysWithin, isOpen, localTime, openProgress, type LocalTime } from '../../inventory/local-time.js'
 import { impressionMultiplier } from '../../inventory/fein.js'
 import { datesBetween } from '../../inventory/hours.js'
 import { headroom, ledgerOf, type PaceClock } from '../../campaigns/budget.js'
@@ -101,7 +101,7 @@ const fromBid = (c: Candidate, price = c.bid.price): Entrant => ({ price, seat: 
  */
 function daypartPace (a: AssignmentRecord, screen: ScreenRecord, local: LocalTime, end: string): PaceClock {
   const progress = openProgress(screen.operating_hours, local, a.dayparts)
-  const days = datesBetween(local.date, end < local.date ? local.date : end).filter((date) => openProgress(screen.operating_hours, startOf(date), a.dayparts).total > 0).length
+  const days = daysWithin(screen.operating_hours, datesBetween(local.date, end < local.date ? local.date : end), a.dayparts!)
   return { daysLeft: Math.max(1, days), released: progress.total > 0 ? progress.elapsed / progress.total : 0 }
 }
 
