@@ -49,7 +49,7 @@ async function auctionsNow (url: string, paths: string[]): Promise<boolean[]> {
  */
 async function storeBids (oohbid: { url: string, adminToken: string, dataDir: string }, screens: number): Promise<string[]> {
   const call = jsonClient(oohbid.url)
-  const store = openStore(oohbid.dataDir, undefined, true)
+  const store = openStore(oohbid.dataDir)
   const pathOf = new Map<string, string | undefined>()
   for (let s = 0; s < SEATS; s++) {
     const seat = `spots${s}`

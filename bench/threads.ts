@@ -67,7 +67,7 @@ const lockCeiling = Math.round(1e6 / hold)
 const byCores = perCore !== undefined ? 16 * perCore : undefined
 const note = [
   `2 hot threads / 1: ${(two.rps / one.rps).toFixed(2)}x bids/s, ${(reads.get(2)!.rps / reads.get(1)!.rps).toFixed(2)}x authenticated reads/s, on ${cores} cores (wrk's own thread shares them).`,
-  `LMDB commit ceiling (bid-sized synchronous transactions, noSync + writemap, nothing else inside): ${ceiling1} commits/s from 1 thread, ${ceiling2} from 2 at once.`,
+  `LMDB commit ceiling (bid-sized synchronous transactions, the service's environment options, nothing else inside): ${ceiling1} commits/s from 1 thread, ${ceiling2} from 2 at once.`,
   `A bid's transaction held the writer lock ${hold.toFixed(1)} us with 1 hot thread (${heldUs.get(2)!.toFixed(1)} us with 2): one writer at a time, so at most ${lockCeiling} bids/s per node however many cores.`,
   byCores !== undefined
     ? `16-core projection: ${one.cpuUs} us of server CPU per bid is ${perCore} bids/s per core, ${byCores} bids/s on 16 cores; the writer lock allows ${lockCeiling}, so a 16-core node would serve about ${Math.min(byCores, lockCeiling)} bids/s, bound by ${byCores > lockCeiling ? 'the time each transaction holds the lock, not by cores' : 'cores, not the lock'}.`

@@ -124,6 +124,9 @@ export async function startService ({ config: given, clock = systemClock, log = 
     ...(config.clickhousePassword !== undefined ? { password: config.clickhousePassword } : {})
   }, log)
   analytics.onShipped = (count) => funnel.shipped(count)
+  const restarted = (by: number) => metrics.inc('oohbid_analytics_restarts_total', 'Times the analytics process exited unasked and was started again (each costs a second of lag and, on chDB, a reopen).', '', by)
+  restarted(0)
+  analytics.onRestart = () => restarted(1)
   const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs)
   const limiter = new RateLimiter(clock)
   const idempotency = new Idempotency(store, clock)
@@ -151,7 +154,8 @@ export async function startService ({ config: given, clock = systemClock, log = 
       oohbid_outbox_pending_events: { help: 'Events held in the outbox, the durable log webhooks are delivered from, until it is compacted.', value: outbox.size() },
       oohbid_funnel_pending_events: { help: 'Funnel events in LMDB waiting for the analytics process to ship them to ClickHouse.', value: funnel.size() },
       oohbid_notices_pending: { help: 'Win, loss and billing notices and legacy notifications waiting for their (next) attempt.', value: notices.size() },
-      oohbid_analytics_connected: { help: 'Whether the analytics process is connected to ClickHouse (1) or not (0).', value: analytics.backend !== undefined ? 1 : 0 }
+      oohbid_analytics_connected: { help: 'Whether the analytics process is connected to ClickHouse (1) or not (0).', value: analytics.backend !== undefined ? 1 : 0 },
+      oohbid_analytics_lag_seconds: { help: 'Age of the oldest funnel event not yet in ClickHouse, seconds (0 when none waits): how far reports lag.', value: funnel.lagSeconds(clock.now()) }
     })
   }, log, () => store.refresh())
   // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.

@@ -90,6 +90,12 @@ t.test('an exchange is admitted by alias, allowlist and signature, and gets Open
   t.match(unknown, { status: 404, body: { error_code: 'alias_not_found' } })
   const bad = await post(svc, secret, { id: 'x', imp: [] })
   t.match(bad, { status: 400, body: { error_code: 'invalid_bid_request', nbr: 2 } })
+  // The ids looked up as our screens are bounded where the request is read (a 100 KB site.id was a 500 from LMDB).
+  for (const [param, over] of [['site.id', { site: { id: 's'.repeat(100_000) } }], ['dooh.id', { dooh: { id: 'd'.repeat(100_000) } }], ['device.ifa', { device: { ifa: 'i'.repeat(100_000) } }]] as const) {
+    const long = await post(svc, secret, request(over))
+    t.match(long, { status: 400, body: { error_code: 'invalid_bid_request', nbr: 2, param } }, `an overlong ${param}`)
+  }
+  t.equal((await post(svc, secret, request())).status, 200, 'and the exchange is served on')
 
   t.equal((await svc.admin('GET', '/admin/v1/bidder-aliases/adx')).body.data.signing_secret, undefined, 'the secret is never read back')
   const rotated = (await svc.admin('POST', '/admin/v1/bidder-aliases/adx/rotate-secret', {})).body.data.signing_secret

@@ -4,7 +4,7 @@ import { schemas, type SchemaTitle } from '../src/generated/schemas.js'
 import * as validators from '../src/generated/validators.js'
 import { isMutating, type RouteDef } from '../src/http/route.js'
 import { freshIp, startTestService, type TestService } from './helpers/service.js'
-import { codeOf, fill, fixtures, validBodies, type SweepFixtures } from './helpers/sweep.js'
+import { codeOf, fill, fixtures, paramOf, validBodies, type SweepFixtures } from './helpers/sweep.js'
 
 // Hostile input against every operation of the served OpenAPI document, as an attacker would send it: malformed
 // percent-escapes and overlong values in path parameters, overlong and malformed query values, and overlong strings
@@ -17,6 +17,8 @@ const ESCAPES = ['%', '%zz', '%E0%A4%A', '%FF', '%C0%AF', '%ED%A0%80']
 const LONG_PARAM = ['p'.repeat(257), 'p'.repeat(5000), 'p'.repeat(10_000)]
 const LONG_QUERY = ['q'.repeat(5000), 'q'.repeat(10_000)]
 const LONG_FIELD = ['f'.repeat(5000), 'f'.repeat(100_000)]
+// Numbers a query string can spell that are not finite: Ajv coerced them past minimum and maximum.
+const NOT_FINITE = ['Infinity', '-Infinity', '1e400']
 
 const byId = new Map(Object.values(schemas).map((s) => [s.$id as string, s]))
 type Validator = ((data: unknown) => boolean)
@@ -103,10 +105,20 @@ t.test('fuzz: hostile paths, queries and bodies on every operation of the OpenAP
           }
         }
       }
-      const queries = ((op.parameters ?? []) as Array<{ in: string, name: string }>).filter((p) => p.in === 'query').map((p) => p.name)
-      for (const q of queries) {
+      const queries = ((op.parameters ?? []) as Array<{ in: string, name: string, required?: boolean, schema?: { type?: string } }>).filter((p) => p.in === 'query')
+      // A route that requires other query parameters (proof-of-play's dates) refuses their absence first.
+      const refusal = queries.some((p) => p.required === true) ? /^(invalid_parameter|missing_required_field)$/ : /^invalid_parameter$/
+      for (const { name: q, schema } of queries) {
         for (const value of [...LONG_QUERY, '%zz', '%ED%A0%80']) {
           await check(route, { path: `${base}?${q}=${value}`, body, what: `query ${q} (${value.length})` })
+        }
+        for (const value of NOT_FINITE) {
+          const r = await check(route, { path: `${base}?${q}=${value}`, body, what: `query ${q}=${value}` })
+          const numeric = schema?.type === 'integer' || schema?.type === 'number'
+          const code = codeOf(route.envelope, r.body) ?? ''
+          if (numeric && (r.status !== 400 || !refusal.test(code) || (code === 'invalid_parameter' && paramOf(route.envelope, r.body) !== q))) {
+            t.fail(`${name}: ${q}=${value} answered ${r.status} ${r.text.slice(0, 160)}`)
+          }
         }
       }
       if (route.body !== undefined) {

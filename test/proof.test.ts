@@ -84,6 +84,14 @@ t.test('every completed play is signed, verifiable with Node crypto, and chained
   t.equal((await svc.request('GET', '/v1/advertiser/proof/proofs?tier=impression_callback', { key: s.key })).body.data.proofs.length, 0)
   const date = (ms: number) => new Date(ms).toISOString().slice(0, 10)
   t.match((await svc.request('GET', `/openrtb/v2/proof-of-play?start_date=${date(svc.clock.now() - 86_400_000)}&end_date=${date(svc.clock.now())}`, { key: s.key })).body.data, { counts: { total: 3, signed: 3 }, givt: { passed: 3, filtered: 0, pass_rate: 1 } })
+
+  // What an operator's Prometheus sees of it, whichever thread served each play.
+  const metrics = (await svc.request('GET', '/metrics')).text
+  const total = (name: string) => [...metrics.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0)
+  t.equal(total('oohbid_plays_completed_total'), 3, 'three plays completed')
+  t.match(metrics, /^oohbid_proofs_issued_total\{tier="signed"\} 3$/m, 'three signed proofs issued')
+  t.match(metrics, /^# TYPE oohbid_analytics_restarts_total counter\noohbid_analytics_restarts_total 0$/m, 'no analytics restart')
+  t.match(metrics, /^oohbid_analytics_lag_seconds \d+(\.\d+)?$/m, 'the ClickHouse lag')
 })
 
 t.test('verify-proof: valid for a real proof, false for anything tampered or malformed, 400 without the fields', async (t) => {

@@ -6,12 +6,13 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { open } from 'lmdb'
+import { environmentOptions } from '../../src/store/store.js'
 import uWS from 'uWebSockets.js'
 import { BidResponse } from '../../src/generated/validators.js'
 import { FLOOR } from './score-work.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'oohbid-durable-'))
-const root = open({ path: join(dir, 'bids.lmdb'), noSync: true, useWritemap: true })
+const root = open({ path: join(dir, 'bids.lmdb'), ...environmentOptions({ mode: 'os', syncIntervalMs: 1000 }) })
 const bids = root.openDB<unknown, string[]>('bids', { keyEncoding: 'ordered-binary', sharedStructuresKey: Symbol.for('structures') })
 process.on('SIGTERM', () => { rmSync(dir, { recursive: true, force: true }); process.exit(0) })
 

@@ -6,12 +6,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { open } from 'lmdb'
+import { environmentOptions } from '../../src/store/store.js'
 import uWS from 'uWebSockets.js'
 
 const file = process.env.BARE_BODY_FILE
 const reply = file !== undefined ? readFileSync(file, 'utf8') : '{"success":true}'
 const dir = mkdtempSync(join(tmpdir(), 'oohbid-durable-floor-'))
-const root = open({ path: join(dir, 'floor.lmdb'), noSync: true, useWritemap: true })
+const root = open({ path: join(dir, 'floor.lmdb'), ...environmentOptions({ mode: 'os', syncIntervalMs: 1000 }) })
 const log = root.openDB<unknown, number>('log', { keyEncoding: 'uint32' })
 process.on('SIGTERM', () => { rmSync(dir, { recursive: true, force: true }); process.exit(0) })
 

@@ -14,7 +14,7 @@ export interface DashboardSources {
   moderationQueue: number
   noticesPending: number
   outboxPending: number
-  funnel: { size (): number, oldestAt (): number | undefined }
+  funnel: { size (): number, lagSeconds (now: number): number }
   connected: boolean
 }
 
@@ -28,7 +28,6 @@ export function dashboardOf (snapshots: MetricsSnapshot[], s: DashboardSources):
   const bids = series.get(seriesKey('POST', '/openrtb/v2/bid'))
   const screens = new Map<string, number>()
   for (const snap of snapshots) for (const [id, n] of snap.screens) screens.set(id, (screens.get(id) ?? 0) + n)
-  const oldest = s.funnel.oldestAt()
   return {
     at: iso(s.now),
     uptime_seconds: Math.max(0, Math.round((s.now - s.started) / 1000)),
@@ -43,7 +42,7 @@ export function dashboardOf (snapshots: MetricsSnapshot[], s: DashboardSources):
     moderation_queue: s.moderationQueue,
     notices_pending: s.noticesPending,
     outbox_pending: s.outboxPending,
-    clickhouse: { connected: s.connected, pending_events: s.funnel.size(), lag_seconds: oldest !== undefined ? Math.max(0, (s.now - oldest) / 1000) : 0 }
+    clickhouse: { connected: s.connected, pending_events: s.funnel.size(), lag_seconds: s.funnel.lagSeconds(s.now) }
   }
 }
 

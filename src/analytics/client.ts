@@ -35,6 +35,8 @@ export class Analytics {
   lastError: string | undefined
   /** Told how many events each shipped batch deleted from the funnel log. */
   onShipped: (count: number) => void = () => {}
+  /** Told each time the process exited without being asked to and is to be started again (/metrics counts them). */
+  onRestart: () => void = () => {}
 
   constructor (config: ProcessConfig, log: Logger) {
     this.#config = config
@@ -60,6 +62,7 @@ export class Analytics {
       if (this.#closing) return
       const wait = Math.min(30_000, 1000 * 2 ** Math.min(this.#restarts++, 5))
       this.#log.warn('analytics process exited; restarting', { code, signal, restart_in_ms: wait })
+      this.onRestart()
       setTimeout(() => { if (!this.#closing) this.start() }, wait).unref()
     })
   }

@@ -10,7 +10,7 @@ import { Shipper } from './shipper.js'
 
 const config = JSON.parse(process.env.OOHBID_ANALYTICS_CONFIG ?? '{}') as ProcessConfig
 const log = createLogger(config.logLevel)
-const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: config.syncIntervalMs }, true)
+const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: config.syncIntervalMs })
 const target = { database: config.database, ...(config.cluster !== undefined ? { cluster: config.cluster } : {}) }
 let backend: Backend | undefined
 let shipper: Shipper | undefined
@@ -57,9 +57,10 @@ async function handle (m: AnalyticsRequest): Promise<void> {
   }
 }
 
-async function stop (): Promise<void> {
+async function stop (reason: string): Promise<void> {
   if (stopping) return
   stopping = true
+  log.info('analytics process stopping', { reason })
   // Whatever hangs while closing, this process does not outlive its parent for long.
   setTimeout(() => process.exit(1), 10_000).unref()
   shipper?.stop()
@@ -69,9 +70,9 @@ async function stop (): Promise<void> {
 }
 
 process.on('message', (m: AnalyticsRequest) => { void handle(m) })
-process.on('disconnect', () => { void stop() })
-process.on('SIGTERM', () => { void stop() })
+process.on('disconnect', () => { void stop('the service closed the channel') })
+process.on('SIGTERM', () => { void stop('SIGTERM') })
 process.on('SIGINT', () => { /* the parent decides when this process stops */ })
 // A parent that died while this process was still loading closed the channel before anyone listened for it.
-if (!process.connected) void stop()
+if (!process.connected) void stop('the service was gone at start')
 else void connect()

@@ -27,9 +27,15 @@ export class FunnelLog {
   /** Shared by the hot threads: [the last id given, the last id committed, events waiting (see size)]. */
   readonly #counters: BigInt64Array
 
-  /** buffer: another thread's counters (its FunnelLog over the same store). */
-  constructor (store: Store, buffer?: SharedArrayBuffer) {
+  readonly #committed: (event: FunnelEvent) => void
+
+  /**
+   * buffer: another thread's counters (its FunnelLog over the same store); committed: told of each event once its
+   * transaction has committed (the thread's metrics count plays and proofs there, so a dry run counts nothing).
+   */
+  constructor (store: Store, buffer?: SharedArrayBuffer, committed: (event: FunnelEvent) => void = () => {}) {
     this.#store = store
+    this.#committed = committed
     this.#counters = new BigInt64Array(buffer ?? new SharedArrayBuffer(3 * 8))
     if (buffer === undefined) {
       const [last] = [...store.funnel.getKeys({ reverse: true, limit: 1 })] as number[]
@@ -59,6 +65,7 @@ export class FunnelLog {
         seen = was
       }
       Atomics.add(this.#counters, PENDING, 1n)
+      this.#committed(event)
     })
     return id
   }
@@ -84,10 +91,10 @@ export class FunnelLog {
     if (left < 0n) Atomics.compareExchange(this.#counters, PENDING, left, 0n)
   }
 
-  /** When the oldest event still waiting was made (ms), or undefined when none waits: how far ClickHouse lags. */
-  oldestAt (): number | undefined {
+  /** How far ClickHouse lags at now: the age in seconds of the oldest event still waiting, 0 when none waits. */
+  lagSeconds (now: number): number {
     const [first] = [...this.#store.funnel.getKeys({ limit: 1 })] as number[]
-    return first !== undefined ? Math.floor(first / PER_MS) : undefined
+    return first !== undefined ? Math.max(0, (now - Math.floor(first / PER_MS)) / 1000) : 0
   }
 
   /**

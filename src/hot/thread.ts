@@ -56,7 +56,7 @@ const rpc = new Rpc(port, {
 }, () => store.refresh())
 const log = createLogger(config.logLevel, (line) => rpc.notify('log', line))
 const clock = clockOf(memory.clock)
-const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: config.syncIntervalMs }, false, memory.generations)
+const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: config.syncIntervalMs }, memory.generations)
 const metrics = new Metrics(thread, store.held)
 const outbox = new Outbox(store, clock)
 outbox.onAppend(onNextTurn(() => rpc.notify('outbox')))
@@ -90,7 +90,7 @@ const routes = allRoutes({
   proofSigner: ProofSigner.open(config.dataDir),
   notices,
   deliveries: new DeliveryLog(store),
-  funnel: new FunnelLog(store, memory.funnel),
+  funnel: new FunnelLog(store, memory.funnel, (event) => metrics.recorded(event)),
   analytics,
   reports,
   metrics,

@@ -1,4 +1,5 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
+import type { FunnelEvent } from '../generated/types.js'
 import { processSeries } from './process-metrics.js'
 
 /** Latency histogram bounds, seconds (Prometheus le). */
@@ -101,6 +102,12 @@ export class Metrics {
     if (tier === 'closed') return
     this.#roll(now)
     this.#current.set(screenId, (this.#current.get(screenId) ?? 0) + 1)
+  }
+
+  /** Counts what an operator watches of the funnel's events: plays completed on our player and proofs issued. */
+  recorded (event: FunnelEvent): void {
+    if (event.stage === 'play_completed') this.inc('oohbid_plays_completed_total', 'Spots the player reported played to the end (play_completed), by waterfall tier.', `tier="${event.tier ?? 'none'}"`)
+    else if (event.stage === 'proof') this.inc('oohbid_proofs_issued_total', 'Signed proofs of play issued, by verification tier.', `tier="${event.tier ?? 'none'}"`)
   }
 
   #roll (now: number): void {

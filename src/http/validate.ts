@@ -85,9 +85,18 @@ export function validate (title: SchemaTitle, data: unknown): void {
   run(validators as unknown as Record<string, Validator>, title, data)
 }
 
-/** Validates a query object (strings) against a query schema, coercing values to their types in place. */
+/**
+ * Validates a query object (strings) against a query schema, coercing values to their types in place. Ajv coerces
+ * "Infinity" and "1e400" to an infinite number that passes `integer` and skips minimum and maximum (it checks a range
+ * on finite numbers only), which then reached ClickHouse and LIMIT as `days=Infinity`: refused here for every route.
+ */
 export function validateQuery (title: SchemaTitle, query: Record<string, unknown>): void {
   run(queryValidators as unknown as Record<string, Validator>, title, query)
+  for (const [name, value] of Object.entries(query)) {
+    if ((Array.isArray(value) ? value : [value]).some((v) => typeof v === 'number' && !Number.isFinite(v))) {
+      throw new ApiError('invalid_parameter', `The query parameter ${name} is not a finite number.`, { param: name })
+    }
+  }
 }
 
 function run (table: Record<string, Validator>, title: SchemaTitle, data: unknown): void {

@@ -8,7 +8,7 @@ import { openStore, type Store } from './store.js'
 function stores (t: { teardown (fn: () => unknown): void }): [Store, Store] {
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-cache-'))
   const a = openStore(dir)
-  const b = openStore(dir, undefined, false, a.generations)
+  const b = openStore(dir, undefined, a.generations)
   t.teardown(async () => { await b.close(); await a.close(); rmSync(dir, { recursive: true, force: true }) })
   return [a, b]
 }

@@ -1,6 +1,6 @@
 import { closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs'
 import { join } from 'node:path'
-import { open, type Database, type RootDatabase } from 'lmdb'
+import { open, type Database, type RootDatabase, type RootDatabaseOptions } from 'lmdb'
 import { CachedTable, type CacheScope } from './read-cache.js'
 import type { FunnelEvent, ProofRecord } from '../generated/types.js'
 import type { ChainHead, ProofDay } from '../proof/records.js'
@@ -145,16 +145,29 @@ export interface Durability {
 }
 
 /**
- * Opens (creating if needed) the environment under dataDir. The service opens it with a writable map; another process
- * sharing it (the analytics process) passes companion: true. LMDB sizes the file to its map when it opens with a
- * writable map, so a second process doing so with a smaller map would cut the file under the first one (SIGBUS).
+ * The options every process and thread opens the environment with (the service's hot threads and supervisor, the
+ * analytics process, and the benchmarks' durable floors, which must pay what the service pays).
+ *
+ * Never MDB_WRITEMAP. lmdb-js's LMDB keeps no dirty-page list with a writable map, yet a commit that has loose pages
+ * (pages it wrote and then emptied, as deletes merge pages) and reclaimed nothing from the freelist looks each of
+ * them up in that list, fails the assertion 'x <= dl[0].mid' in mdb_freelist_save() and aborts the process: every
+ * hot thread at once, under a few seconds of bids (issue 25; kriszyp/lmdb-js#212; src/store/store.test.ts). Readers
+ * holding older snapshots, which load brings, are what keep a commit from reclaiming. LMDB's documentation also
+ * forbids mixing processes with and without the flag on one environment. Without it a small commit costs about 7 us
+ * more CPU (pwrite instead of a store into the map).
+ *
+ * With noSync, a commit is in the operating system's page cache when it returns; the file is fsynced on a timer.
  */
-export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, companion = false, generations = new SharedArrayBuffer(CACHED_TABLES * 4)): Store {
+export function environmentOptions (durability: Durability): RootDatabaseOptions {
+  return { maxDbs: 64, ...(durability.mode === 'os' ? { noSync: true } : {}) }
+}
+
+/** Opens (creating if needed) the environment under dataDir. */
+export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, generations = new SharedArrayBuffer(CACHED_TABLES * 4)): Store {
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, 'oohbid.lmdb')
-  const root = open({ path, maxDbs: 64, ...(durability.mode === 'os' ? { noSync: true, useWritemap: !companion } : {}) })
-  // With noSync, LMDB writes through the page cache (here its own writable map: a small commit costs ~3 us instead of
-  // ~10 us through write calls); an fsync of the file, from any descriptor, makes it durable.
+  const root = open({ path, ...environmentOptions(durability) })
+  // An fsync of the file, from any descriptor, makes what noSync commits durable.
   const fd = durability.mode === 'os' ? openSync(path, 'r') : undefined
   const sync = () => { if (fd !== undefined) fsyncSync(fd) }
   const timer = fd !== undefined ? setInterval(sync, durability.syncIntervalMs) : undefined
@@ -193,7 +206,9 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     let started = 0
     let result: T
     try {
-      result = depth === 1 ? root.transactionSync(() => { started = performance.now(); return fn() }) : root.transactionSync(fn)
+      // A nested write runs inside the outer transaction: its writes, its afterCommit work and its rollback are the
+      // outer one's (lmdb-js would otherwise open a child transaction, whose rollback a caught error would not reach).
+      result = depth === 1 ? root.transactionSync(() => { started = performance.now(); return fn() }) : fn()
       // lmdb-js dropped the read snapshot with the commit; nothing has read since.
       if (depth === 1) snapshotDropped()
     } catch (err) {

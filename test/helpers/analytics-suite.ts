@@ -287,6 +287,7 @@ export function analyticsSuite (t: Test, v: Variant): void {
     const summary = (await report(svc, '/openrtb/v2/reports/summary', { key })).body.data
     t.equal(summary.requests, pages * 200, `${pages * 200} bid requests issued, ${summary.requests} counted: none lost, none twice`)
     t.equal((await svc.service.analytics.status()).pending, 0)
+    t.match((await svc.request('GET', '/metrics')).text, /^oohbid_analytics_restarts_total 3$/m, 'each kill is a restart in /metrics')
   })
 
   if (v.server !== undefined) {

@@ -11,6 +11,11 @@ export function codeOf (envelope: 'flat' | 'nested', body: any): string | undefi
   return envelope === 'nested' ? body?.error?.code?.toLowerCase() : body?.error_code
 }
 
+/** The parameter an error names, in either envelope. */
+export function paramOf (envelope: 'flat' | 'nested', body: any): string | undefined {
+  return envelope === 'nested' ? body?.error?.param : body?.param
+}
+
 /** A route path with its parameters set to the fixtures' ids. */
 export function fill (path: string, f: SweepFixtures, keyId = f.keyId): string {
   return path.replace(':alias', 'sweep-exchange').replace('/embed/:token', `/embed/${f.embedToken}`).replace(':spot_id', f.spotId).replace(':creative_id', f.creativeId).replace(':seat_id', 'sweep').replace(':key_id', keyId).replace(':device_id', 'sweep-dev').replace(':token', f.uploadToken).replace(':dealId', f.dealId)
