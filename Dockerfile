@@ -27,7 +27,11 @@ RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME /data
 EXPOSE 8080
-HEALTHCHECK --interval=10s --timeout=2s CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+# Liveness: /healthz answers while any hot thread serves. Three misses in a row (after a 20 s start) mark the
+# container unhealthy, which an orchestrator acts on. A process that exits (kill -9, an abort in native code, the
+# OOM killer) is restarted by the run's restart policy: `docker run --restart unless-stopped`, as
+# deploy/docker-compose.yml sets (README, "Running in production").
+HEALTHCHECK --interval=10s --timeout=2s --start-period=20s --retries=3 CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # SIGTERM drains in-flight requests and closes LMDB (SHUTDOWN_GRACE_MS).
 STOPSIGNAL SIGTERM
 CMD ["node", "dist/src/main.js"]

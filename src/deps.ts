@@ -46,6 +46,8 @@ export interface Deps {
   scrape: () => Promise<string>
   /** The operator dashboard's numbers, gathered from every thread (/admin/v1/dashboard). */
   dashboard: () => Promise<Dashboard>
+  /** Ends a hot thread at once, audited, once this answer is on its way; false when that thread is restarting. */
+  endThread: (thread: number) => Promise<boolean>
   /** Answers computed here, handed to the other hot threads. */
   shared: Broadcast
 }

@@ -6,6 +6,7 @@ import { mcpRoutes } from './agents/routes/mcp.js'
 import { adminCreativeRoutes } from './admin/creatives.js'
 import { adminDealRoutes } from './admin/deals.js'
 import { dashboardRoutes } from './admin/dashboard.js'
+import { adminHotThreadRoutes } from './admin/hot-threads.js'
 import { campaignRoutes } from './campaigns/routes/campaigns.js'
 import { dealRoutes } from './campaigns/routes/deals.js'
 import { reservationRoutes } from './campaigns/routes/reservations.js'
@@ -78,6 +79,7 @@ export function allRoutes (deps: Deps): RouteDef[] {
     ...adminKeyRoutes(deps),
     ...adminPlatformRoutes(deps),
     ...dashboardRoutes(deps),
+    ...adminHotThreadRoutes(deps),
     ...adminCreativeRoutes(deps),
     ...adminDealRoutes(deps),
     ...adminBidderAliasRoutes(deps),

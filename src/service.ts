@@ -149,6 +149,11 @@ export async function startService ({ config: given, clock = systemClock, log = 
     query: (sql: string, params?: Params, timeoutMs?: number) => analytics.query(sql, params, timeoutMs),
     broadcast: (channel: string, key: string, value: unknown) => threads.notify('broadcast', channel, key, value),
     dashboard,
+    endThread: (thread: number) => {
+      const ended = threads.end(thread)
+      if (ended) store.write(() => outbox.append('audit.hot_thread.ended', `hot_thread:${thread}`, { actor: 'operator', thread }))
+      return ended
+    },
     scrape: async () => renderMetrics([metrics.snapshot(clock.now()), ...await threads.call<MetricsSnapshot>('snapshot')], {
       oohbid_hot_threads: { help: 'Hot threads serving HTTP (HOT_THREADS).', value: config.hotThreads },
       oohbid_outbox_pending_events: { help: 'Events held in the outbox, the durable log webhooks are delivered from, until it is compacted.', value: outbox.size() },
@@ -159,7 +164,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     })
   }, log, () => store.refresh())
   // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.
-  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, analytics, reports, metrics, scrape: () => Promise.resolve(''), dashboard, shared: broadcast(() => {}) })
+  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, analytics, reports, metrics, scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}) })
   try {
     await threads.start(config.hotThreads)
   } catch (err) {

@@ -68,3 +68,22 @@ t.test('a hot thread that dies of an error nothing caught is replaced; the other
   const served = await perThread(svc)
   t.ok(Object.keys(served).length === 2 && Object.values(served).every((n) => n > 0), `the new thread serves its share (${JSON.stringify(served)})`)
 })
+
+t.test('the operator ends a hot thread through the API: answered first, audited, replaced; bad numbers refused', async (t) => {
+  const svc = await startTestService(t, { HOT_THREADS: '2' })
+  const exits = svc.service.threads.workers.map((w) => new Promise<number>((resolve) => w.once('exit', resolve)))
+  const dry = await svc.admin('POST', '/admin/v1/hot-threads/2/end?dry_run=true')
+  t.match(dry, { status: 200, body: { dry_run: true, data: { thread: 2 } } })
+  for (const [path, status, code] of [['/admin/v1/hot-threads/0/end', 400, 'invalid_parameter'], ['/admin/v1/hot-threads/3/end', 400, 'invalid_parameter'], ['/admin/v1/hot-threads/one/end', 400, 'invalid_parameter']] as const) {
+    t.match(await svc.admin('POST', path), { status, body: { error_code: code, param: 'thread' } }, `${path}: ${status} ${code}`)
+  }
+  t.equal(svc.service.threads.workers.length, 2, 'nothing was ended by a dry run or a refusal')
+  const ended = await svc.admin('POST', '/admin/v1/hot-threads/2/end')
+  t.match(ended, { status: 200, body: { success: true, data: { thread: 2, ended_at: /Z$/ } } }, 'the answer arrives, whichever thread wrote it')
+  t.equal(await Promise.race([exits[1]!, new Promise((resolve) => setTimeout(() => resolve('alive'), 5000))]), 1, 'thread 2 ended')
+  for (let i = 0; i < 1200 && svc.service.threads.workers.length < 2; i++) await new Promise((r) => setTimeout(r, 50))
+  t.equal(svc.service.threads.workers.length, 2, 'and was restarted')
+  const audit = (await svc.admin('GET', '/admin/v1/audit')).body.data
+  t.ok(JSON.stringify(audit).includes('audit.hot_thread.ended'), 'audited')
+  t.equal((await once(svc, 'GET', '/healthz')), 200, 'serving')
+})

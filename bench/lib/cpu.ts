@@ -11,7 +11,7 @@ const TICK_US = (() => {
 })()
 
 /** A process and every process below it (oohbid's analytics child included). */
-function tree (pid: number): number[] {
+export function processTree (pid: number): number[] {
   const out = [pid]
   for (let i = 0; i < out.length; i++) {
     const tasks = `/proc/${out[i]}/task`
@@ -28,7 +28,7 @@ function tree (pid: number): number[] {
 export function cpuMicros (pid: number): number | undefined {
   if (!existsSync(`/proc/${pid}/stat`)) return undefined
   let ticks = 0
-  for (const p of tree(pid)) {
+  for (const p of processTree(pid)) {
     try {
       // Fields after the command name (which may hold spaces), from field 3 on: utime is 14, stime 15.
       const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')

@@ -52,6 +52,8 @@ export class Analytics {
     const child = fork(ENTRY, [], { env: { ...process.env, OOHBID_ANALYTICS_CONFIG: JSON.stringify(this.#config) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
     this.#child = child
     child.on('message', (m: AnalyticsReply) => this.#receive(m))
+    // A failed kill or IPC write; its exit, if it dies, is handled below.
+    child.on('error', (err) => this.#log.warn('analytics process error', { error: err.message }))
     child.on('exit', (code, signal) => {
       this.backend = undefined
       for (const [id, p] of this.#pending) {
@@ -116,7 +118,13 @@ export class Analytics {
         reject(new AnalyticsError(`no answer from ClickHouse within ${timeoutMs} ms`))
       }, timeoutMs)
       this.#pending.set(id, { resolve, reject, timer })
-      child.send({ ...message, id } as AnalyticsRequest)
+      // With a callback, a write to a process that has just died is this request's failure; without one, Node emits
+      // it as an 'error' event on the ChildProcess, which ended the service (bench/soak, test/analytics-process).
+      child.send({ ...message, id } as AnalyticsRequest, undefined, undefined, (err) => {
+        if (err === null || !this.#pending.delete(id)) return
+        clearTimeout(timer)
+        reject(new AnalyticsError(`the analytics process could not be reached: ${err.message}`))
+      })
     })
   }
 

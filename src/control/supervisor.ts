@@ -109,6 +109,18 @@ export class Supervisor {
     for (const t of this.#threads) t?.rpc.notify(op, ...args)
   }
 
+  /**
+   * Ends a listening hot thread at once, as a crash does (its sockets closed, no drain; worker.terminate() would abort
+   * the process while uWS holds them), after a short wait so that the answer to the operator who asked is written
+   * first, even by the thread being ended. Its exit restarts it. False when that thread is not listening (restarting).
+   */
+  end (thread: number): boolean {
+    const running = this.#threads[thread - 1]
+    if (running?.listening !== true) return false
+    setTimeout(() => running.rpc.notify('end'), 50).unref()
+    return true
+  }
+
   /** The workers of the threads listening now (tests end one to see it replaced). */
   get workers (): Worker[] {
     return this.#threads.filter((t): t is Running => t?.listening === true).map((t) => t.worker)

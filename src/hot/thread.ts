@@ -52,7 +52,11 @@ const rpc = new Rpc(port, {
   flushed: () => true,
   stopAccepting: () => stopAccepting(),
   finish,
-  close
+  close,
+  end: () => {
+    log.warn('hot thread ended by the operator', { thread })
+    stop()
+  }
 }, () => store.refresh())
 const log = createLogger(config.logLevel, (line) => rpc.notify('log', line))
 const clock = clockOf(memory.clock)
@@ -96,6 +100,7 @@ const routes = allRoutes({
   metrics,
   scrape: () => rpc.call('scrape'),
   dashboard: () => rpc.call('dashboard'),
+  endThread: (n) => rpc.call('endThread', n),
   shared
 })
 const server = await listen(config.host, config.port)
@@ -103,6 +108,10 @@ const server = await listen(config.host, config.port)
 // thread whose event loop still holds them cannot end without aborting the whole process.
 const die = (err: unknown): void => {
   log.error('hot thread fatal error', { thread, error: err instanceof Error ? err.stack ?? err.message : String(err) })
+  stop()
+}
+/** Ends the thread where it is, with no drain, as a crash does; the supervisor starts another. */
+function stop (): never {
   server.closeAll()
   process.exit(1)
 }

@@ -18,7 +18,7 @@ export function paramOf (envelope: 'flat' | 'nested', body: any): string | undef
 
 /** A route path with its parameters set to the fixtures' ids. */
 export function fill (path: string, f: SweepFixtures, keyId = f.keyId): string {
-  return path.replace(':alias', 'sweep-exchange').replace('/embed/:token', `/embed/${f.embedToken}`).replace(':spot_id', f.spotId).replace(':creative_id', f.creativeId).replace(':seat_id', 'sweep').replace(':key_id', keyId).replace(':device_id', 'sweep-dev').replace(':token', f.uploadToken).replace(':dealId', f.dealId)
+  return path.replace(':alias', 'sweep-exchange').replace(':thread', '1').replace('/embed/:token', `/embed/${f.embedToken}`).replace(':spot_id', f.spotId).replace(':creative_id', f.creativeId).replace(':seat_id', 'sweep').replace(':key_id', keyId).replace(':device_id', 'sweep-dev').replace(':token', f.uploadToken).replace(':dealId', f.dealId)
     .replace('/partners/:id', `/partners/${f.partnerId}`).replace('/creatives/:id', `/creatives/${f.creativeId}`)
     .replace('/campaigns/:id', `/campaigns/${f.campaignId}`).replace('/reservations/:id', `/reservations/${f.reservationId}`).replace('/webhooks/:id', `/webhooks/${f.webhookId}`).replace(':id', f.screenId)
 }
@@ -98,6 +98,7 @@ export function validBodies (f: SweepFixtures): Record<string, unknown> {
     'POST /embed/:token/spots/:spot_id/events': { event: 'play_completed' },
     'PUT /admin/v1/bidder-aliases/:alias': { name: 'Dry Exchange', ip_allowlist: ['10.0.0.0/8'] },
     'POST /admin/v1/bidder-aliases/:alias/rotate-secret': undefined,
+    'POST /admin/v1/hot-threads/:thread/end': undefined,
     'DELETE /admin/v1/bidder-aliases/:alias': undefined,
     'POST /openrtb/bidder/:alias/bid': { id: 'dry-req', imp: [{ id: '1', banner: { w: 1920, h: 1080 }, bidfloor: 1 }] },
     'POST /openrtb/v2/forecast': { budget_usd: 100, targeting: { venue_type: 'gym' } },

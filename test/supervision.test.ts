@@ -1,0 +1,77 @@
+import { execFileSync, spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+
+// When the process dies anyway (an abort in native code, the OOM killer), the service is back without a person: the
+// supervisors deploy/ ships restart it. PM2 runs here as it runs in production (its daemon, the shipped config); the
+// systemd unit is checked by systemd itself where systemd-analyze is installed, since no systemd runs as PID 1 here.
+
+const root = fileURLToPath(new URL('../..', import.meta.url))
+const pm2 = join(root, 'node_modules', '.bin', 'pm2')
+
+function freePort (): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number }
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+async function healthy (url: string): Promise<boolean> {
+  try {
+    return (await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })).ok
+  } catch {
+    return false
+  }
+}
+
+t.test('PM2 with deploy/pm2.config.cjs starts oohbid again after kill -9 of its main process', async (t) => {
+  const home = mkdtempSync(join(tmpdir(), 'oohbid-pm2-'))
+  const port = await freePort()
+  const url = `http://127.0.0.1:${port}`
+  const env = { ...process.env, PM2_HOME: join(home, 'pm2'), PORT: String(port), HOST: '127.0.0.1', DATA_DIR: join(home, 'data'), BASE_URL: url, ADMIN_TOKEN: 'supervised', LOG_LEVEL: 'warn' }
+  const run = (...args: string[]) => execFileSync(pm2, args, { env, cwd: root, encoding: 'utf8' })
+  t.teardown(() => {
+    spawnSync(pm2, ['kill'], { env, cwd: root })
+    rmSync(home, { recursive: true, force: true })
+  })
+  run('start', join(root, 'deploy', 'pm2.config.cjs'))
+  const app = () => (JSON.parse(run('jlist')) as Array<{ name: string, pid: number, pm2_env: { restart_time: number, status: string } }>).find((a) => a.name === 'oohbid')!
+  const waitUntil = async (what: string, ok: () => Promise<boolean>) => {
+    for (let i = 0; i < 600; i++) {
+      if (await ok()) return
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    t.fail(`${what} within 60 s`)
+  }
+  await waitUntil('oohbid answered /healthz under PM2', () => healthy(url))
+  const first = app()
+  t.match(first, { pid: Number, pm2_env: { status: 'online', restart_time: 0 } })
+
+  process.kill(first.pid, 'SIGKILL')
+  await waitUntil('PM2 started oohbid again', async () => app().pid !== first.pid && app().pid > 0 && await healthy(url))
+  const second = app()
+  t.not(second.pid, first.pid, 'a new main process')
+  t.equal(second.pm2_env.restart_time, 1, 'PM2 counted one restart')
+  t.equal((await fetch(`${url}/healthz`)).status, 200, 'and it serves on the same port, over the same data directory')
+  const ready = await (await fetch(`${url}/readyz`)).json() as { data: { checks: { store: string } } }
+  t.equal(ready.data.checks.store, 'ok')
+})
+
+t.test('the systemd unit restarts always and passes systemd-analyze verify; the image checks liveness', async (t) => {
+  const unit = readFileSync(join(root, 'deploy', 'oohbid.service'), 'utf8')
+  t.match(unit, /^Restart=always$/m)
+  t.match(unit, /^StartLimitIntervalSec=0$/m, 'never stops restarting')
+  t.match(unit, /^ExecStart=\/usr\/bin\/node dist\/src\/main\.js$/m)
+  const analyze = spawnSync('systemd-analyze', ['verify', join(root, 'deploy', 'oohbid.service')], { encoding: 'utf8' })
+  if (analyze.error === undefined) t.equal(analyze.status, 0, `systemd-analyze verify: ${analyze.stderr}`)
+  else t.comment('systemd-analyze is not installed; the unit was read only')
+  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8')
+  t.match(dockerfile, /^HEALTHCHECK .*\/healthz/m, 'the image probes /healthz')
+  t.match(readFileSync(join(root, 'deploy', 'docker-compose.yml'), 'utf8'), /^\s+restart: unless-stopped$/m, 'and compose restarts it')
+})
