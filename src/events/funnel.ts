@@ -77,7 +77,7 @@ export class FunnelLog {
 
   /** Deletes every event up to and including id (the shipper, once ClickHouse has them); call inside Store.write. */
   trim (upTo: number): void {
-    for (const key of this.#store.funnel.getKeys({ end: upTo + 1 })) this.#store.funnel.removeSync(key)
+    dropShipped(this.#store, upTo)
   }
 
   /** The id of the last event committed (0 before any): it moves exactly when an append commits. */
