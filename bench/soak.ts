@@ -28,6 +28,8 @@ const SECONDS = Number(process.env.SOAK_SECONDS ?? 600)
 const FLEET = process.env.SOAK_FLEET ?? '50'
 /** How long /healthz may fail after a kill, and a request may be cut, before it counts against the service. */
 const KILL_WINDOW_MS = 10_000
+/** autocannon's connections to POST /bid: each may have a bid in flight, stored but unanswered, when it stops. */
+const CONNECTIONS = 50
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const ca = join(root, 'test', 'fixtures', 'tls', 'ca.pem')
 
@@ -132,7 +134,7 @@ let acceptedBids = 1
 const bids = load('POST /openrtb/v2/bid')
 const cannon = autocannon({
   url: `${url}/openrtb/v2/bid`,
-  connections: 50,
+  connections: CONNECTIONS,
   pipelining: 1,
   duration: SECONDS,
   headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -261,7 +263,7 @@ const head = meanOf(secondHalf.slice(0, 6))
 const tail = meanOf(secondHalf.slice(-6))
 const growth = head > 0 ? tail / head - 1 : 0
 const funnelBids = funnel?.stages?.bid_received
-const unanswered = cannonResult.errors + cannonResult.timeouts + 50
+const unanswered = cannonResult.errors + cannonResult.timeouts + CONNECTIONS
 const checks: Array<[string, boolean, string]> = [
   ['the service never died', died === undefined, died ?? 'alive'],
   ['/healthz never failed outside the kill windows', healthFailures.length === 0, `${health.filter((h) => !h.ok).length} failed of ${health.length}, ${healthFailures.length} outside`],
@@ -278,7 +280,7 @@ const checks: Array<[string, boolean, string]> = [
 
 const percentile = (xs: number[], q: number) => { const s = [...xs].sort((a, b) => a - b); return s.length === 0 ? 0 : s[Math.min(s.length - 1, Math.floor(q * s.length))]! }
 const rows: Array<Record<string, string | number>> = [
-  { route: 'POST /openrtb/v2/bid (autocannon, c=50)', requests: cannonResult.requests.total, 'req/s': Math.round(cannonResult.requests.average), 'p99 ms': cannonResult.latency.p99, '5xx': cannonResult['5xx'], errors: cannonResult.errors },
+  { route: `POST /openrtb/v2/bid (autocannon, c=${CONNECTIONS})`, requests: cannonResult.requests.total, 'req/s': Math.round(cannonResult.requests.average), 'p99 ms': cannonResult.latency.p99, '5xx': cannonResult['5xx'], errors: cannonResult.errors },
   ...[...routes].filter(([name]) => name !== 'POST /openrtb/v2/bid').map(([name, r]) => ({ route: name, requests: r.requests, 'req/s': Math.round(r.requests / SECONDS * 10) / 10, 'p99 ms': Math.round(percentile(r.latencies, 0.99)), '5xx': r.fivexx, errors: r.errors }))
 ]
 const minute = (m: { at: number }) => Math.floor((m.at - started) / 60_000)
