@@ -70,6 +70,9 @@ async function stop (reason: string): Promise<void> {
 }
 
 process.on('message', (m: AnalyticsRequest) => { void handle(m) })
+// Tells the three ways out apart in the log: after 'stopping' it was ours; alone, some library's process.exit; and an
+// exit that logs neither line came from native code (chDB) bypassing Node.
+process.on('exit', (code) => { log.info('analytics process exiting', { code }) })
 process.on('disconnect', () => { void stop('the service closed the channel') })
 process.on('SIGTERM', () => { void stop('SIGTERM') })
 process.on('SIGINT', () => { /* the parent decides when this process stops */ })
