@@ -46,6 +46,8 @@ export interface Config {
   heartbeatTimeoutSeconds: number
   /** BID_TTL_SECONDS: how long an issued bid request's imps may be bid on (imp.exp). */
   bidTtlSeconds: number
+  /** ADSLOTS_CURSOR_TTL_SECONDS: how long a GET /openrtb/v2/adslots cursor stays valid after the page that returned it. */
+  adslotsCursorTtlSeconds: number
   /** TMAX_MS: milliseconds a buyer is given to answer a bid request (tmax). */
   tmaxMs: number
   /** PARTNER_DISPLAY: initial state of the partner-display switch (the operator API changes it). */
@@ -165,6 +167,7 @@ export function loadConfig (env: Env = process.env): Config {
     },
     heartbeatTimeoutSeconds: int(env, 'HEARTBEAT_TIMEOUT_SECONDS', 90, 5, 86_400),
     bidTtlSeconds: int(env, 'BID_TTL_SECONDS', 300, 5, 86_400),
+    adslotsCursorTtlSeconds: int(env, 'ADSLOTS_CURSOR_TTL_SECONDS', 300, 5, 3600),
     tmaxMs: int(env, 'TMAX_MS', 1000, 10, 120_000),
     partnerDisplay: bool(env, 'PARTNER_DISPLAY', false),
     maxCreativeBytes: int(env, 'MAX_CREATIVE_BYTES', 50 * 1024 * 1024, 1024, 1024 * 1024 * 1024),

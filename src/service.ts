@@ -102,7 +102,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const auth = new Authenticator(store, clock, admin.token)
   const metrics = new Metrics(0, store.held)
   if (store.meta.get('settings:partner_display') === undefined) store.write(() => store.meta.putSync('settings:partner_display', config.partnerDisplay))
-  const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, resume: false })
+  const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, cursorTtlMs: config.adslotsCursorTtlSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, resume: false })
   const objects = new ObjectStore(config.dataDir)
   const moderator = new Moderator(store, outbox, objects, clock, log, { maxBytes: config.maxCreativeBytes, timeoutMs: config.creativeFetchTimeoutMs, allowPrivate: config.allowPrivateAssetUrls, dnsServers: config.dnsServers })
   const sealer = KeySealer.open(config.keyEncryptionKey, config.dataDir)

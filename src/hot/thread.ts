@@ -75,7 +75,7 @@ notices.onEnqueue((origin, at) => {
   sendDue()
 })
 const auth = new Authenticator(store, clock, config.adminToken!)
-const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, resume: thread === 1 })
+const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, cursorTtlMs: config.adslotsCursorTtlSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, resume: thread === 1 })
 const shared = broadcast((channel, key, value) => rpc.notify('broadcast', channel, key, value))
 const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs, (key, outcome) => shared.send('report', key, outcome))
 shared.on('report', (key, value) => reports.received(key, value as Outcome))

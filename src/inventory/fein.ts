@@ -102,29 +102,36 @@ function lastUpdated (state: FeinState | undefined, sensors: boolean): string | 
   return state?.last_updated != null && sensors ? new Date(state.last_updated).toISOString() : null
 }
 
-/** The signals as presented to buyers at `now`: stale ones are null, never shown as live. */
-export function present (state: FeinState | undefined, sensors: boolean, now: number): FeinSignals {
+/**
+ * The signals as presented to buyers at `now`: stale ones are null, never shown as live. A listing passes `ranked`,
+ * the data quality and vas_7d of the screen's place in the adslots order, so that a row shows what it was ordered
+ * and filtered by.
+ */
+export function present (state: FeinState | undefined, sensors: boolean, now: number, ranked?: { quality: Quality, vas: number | null }): FeinSignals {
   const value = <T>(s: Signal): T | null => shown<T>(state, sensors, s, now)
   return {
     live_face_count: value<number>('live_face_count'),
     attention_score: value<number>('attention_score'),
     dominant_emotion: value<FeinSignals['dominant_emotion']>('dominant_emotion'),
-    vas_7d: state !== undefined && sensors ? vas7d(state, now) : null,
+    vas_7d: ranked !== undefined ? ranked.vas : state !== undefined && sensors ? vas7d(state, now) : null,
     crowd_density: value<number>('crowd_density'),
     purchase_intent: value<string>('purchase_intent'),
     ad_receptivity: value<number>('ad_receptivity'),
     income_level: value<FeinSignals['income_level']>('income_level'),
     dwell_time_ms: value<number>('dwell_time_ms'),
-    data_quality: quality(state, sensors, now),
+    data_quality: ranked?.quality ?? quality(state, sensors, now),
     last_updated: lastUpdated(state, sensors)
   }
 }
+
+/** The live signals of a screen row (ScreenSummary.live). */
+export type LiveSignals = Pick<FeinSignals, 'live_face_count' | 'attention_score' | 'dominant_emotion' | 'last_updated'>
 
 /**
  * The live signals a screen row shows (ScreenSummary.live), as present() gives them for a screen with sensors,
  * without computing the rest (the VAS average among them) for every row of a page.
  */
-export function liveSignals (state: FeinState | undefined, now: number): Pick<FeinSignals, 'live_face_count' | 'attention_score' | 'dominant_emotion' | 'last_updated'> {
+export function liveSignals (state: FeinState | undefined, now: number): LiveSignals {
   return {
     live_face_count: shown(state, true, 'live_face_count', now),
     attention_score: shown(state, true, 'attention_score', now),

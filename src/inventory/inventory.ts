@@ -7,6 +7,7 @@ import type { Outbox } from '../store/outbox.js'
 import type { FeinState, IndexKey, PartnerRecord, ScreenRecord, ScreenStatus } from './records.js'
 import type { Store } from '../store/store.js'
 import { indexKey, indexTuple, SOURCES, type Source } from './adslot-index.js'
+import { collectPast, pastDue, recordMove } from './adslot-versions.js'
 import { applyUpdate, emptyFein, liveUntil, quality, vas7d } from './fein.js'
 import { isCountry, isTimezone, nearestCity, stateCode, timezoneAt } from './geo.js'
 import { hoursProblem } from './hours.js'
@@ -28,6 +29,8 @@ export interface SourceCounts {
 export interface InventoryOptions {
   /** A screen with no heartbeat for this long goes offline. */
   heartbeatTimeoutMs: number
+  /** How long an adslots cursor stays valid after the page that returned it (ms). */
+  cursorTtlMs: number
   /** Base of embed_url. */
   baseUrl: string
   /** Publisher domain in bid requests (the operator's). */
@@ -292,12 +295,16 @@ export class Inventory {
 
   /**
    * Periodic work, on the injected clock: live screens whose signals went stale move down the adslots order, and
-   * screens past their heartbeat deadline go offline (event screen.offline). Returns what changed.
+   * screens past their heartbeat deadline go offline (event screen.offline). The thread that resumes also drops the
+   * past adslots keys no walk can read any more. Returns what changed.
    */
   runJobs (): { demoted: number, offline: number } {
     const now = this.#clock.now()
     let demoted = 0
     let offline = 0
+    // A cursor lives cursorTtlMs after its page, and a walk's last read is recorded once per quarter of that.
+    const keepMs = this.#options.cursorTtlMs * 1.25 + 60_000
+    if (this.#options.resume !== false && pastDue(this.store, now, keepMs)) this.store.write(() => collectPast(this.store, now, keepMs))
     const stale = this.#liveExpiry.take(now)
     const late = this.#heartbeatDeadline.take(now)
     if (stale.length === 0 && late.length === 0) return { demoted, offline }
@@ -345,6 +352,7 @@ export class Inventory {
     const moved = oldKey === undefined || key === undefined || oldKey.some((v, i) => v !== key[i])
     if (oldKey !== undefined) this.#count(SOURCES[oldKey[0]]!, oldTuple?.[5] === 1, oldKey[1] < 2, -1)
     if (oldKey !== undefined && moved) this.store.adslotIndex.removeSync(oldKey)
+    if (moved && (oldKey !== undefined || key !== undefined)) recordMove(this.store, screen.screen_id, oldKey, key, now)
     if (key === undefined) {
       this.store.adslotPos.removeSync(screen.screen_id)
       return oldKey !== undefined

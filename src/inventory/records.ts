@@ -23,6 +23,9 @@ export interface FeinState {
  */
 export type IndexKey = [source: number, rank: number, negVas: number, screenId: string]
 
+/** A key a screen held before it moved, with the adslots version it held it from (src/inventory/adslot-versions.ts). */
+export type PastKey = [source: number, rank: number, negVas: number, screenId: string, since: number]
+
 /**
  * What filters need, stored as the index value so that a page scan never opens the screen record:
  * [venue_type, country, state, city (lower case), updated_at ms, has sensors, portrait, max age rank,

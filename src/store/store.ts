@@ -12,7 +12,7 @@ import type { AssignmentRecord, CampaignLedger, CampaignRecord, DealRecord, Rese
 import type { CreativeRecord } from '../creatives/records.js'
 import type { BidderAliasRecord, ExchangeBidRecord } from '../exchange/records.js'
 import type { IdempotencyRecord } from '../http/records.js'
-import type { FeinState, IndexKey, IndexTuple, PartnerRecord, ScreenRecord, ScreenStatus } from '../inventory/records.js'
+import type { FeinState, IndexKey, IndexTuple, PartnerRecord, PastKey, ScreenRecord, ScreenStatus } from '../inventory/records.js'
 import type { NoticeRecord } from '../notify/records.js'
 import type { SpotRecord } from '../player/records.js'
 import type { OutboxEvent } from './records.js'
@@ -42,6 +42,14 @@ export interface Store {
   adslotIndex: Database<IndexTuple, IndexKey>
   /** screen_id -> its current adslotIndex key. */
   adslotPos: Database<IndexKey, string>
+  /** screen_id -> the adslots version from which it has held its current key (src/inventory/adslot-versions.ts). */
+  adslotSince: Database<number, string>
+  /** Keys screens held before they moved, kept for walks: [source, rank, -vas, screen_id, since] -> until version. */
+  adslotPast: Database<number, PastKey>
+  /** until version -> the adslotPast key it ended and when (ms): oldest first, for collection. */
+  adslotPastEnds: Database<[PastKey, number], number>
+  /** adslots version a walk started from -> when a page of it was last served (ms). */
+  adslotWalks: Database<number, number>
   /** screen_id -> pre-encoded rows (src/inventory/rows.ts). */
   rows: CachedTable<string[]>
   creatives: CachedTable<CreativeRecord>
@@ -252,6 +260,10 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     status: db('status'),
     adslotIndex: root.openDB<IndexTuple, IndexKey>('adslot_index', { keyEncoding: 'ordered-binary' }),
     adslotPos: db('adslot_pos'),
+    adslotSince: db('adslot_since'),
+    adslotPast: root.openDB<number, PastKey>('adslot_past', { keyEncoding: 'ordered-binary' }),
+    adslotPastEnds: root.openDB<[PastKey, number], number>('adslot_past_ends', { keyEncoding: 'ordered-binary' }),
+    adslotWalks: root.openDB<number, number>('adslot_walks', { keyEncoding: 'ordered-binary' }),
     rows: cached('rows'),
     creatives: cached('creatives'),
     campaigns: cached('campaigns'),

@@ -1,8 +1,9 @@
 import { ApiError } from '../../errors.js'
 import type { AdslotsQuery, VenueType } from '../../generated/types.js'
-import { NO_VAS, SOURCE_ORDER, SOURCES, tupleMatches, type Source, type TupleFilter } from '../adslot-index.js'
-import type { IndexKey, IndexTuple } from '../records.js'
-import { FRESHNESS } from '../fein.js'
+import { NO_VAS, SOURCE_ORDER, SOURCES, tupleMatches, vasOf, type Source, type TupleFilter } from '../adslot-index.js'
+import { compareKeys, currentVersion, entriesAt, type EntryAt } from '../adslot-versions.js'
+import type { FeinState, IndexKey, IndexTuple } from '../records.js'
+import { liveSignals, type LiveSignals } from '../fein.js'
 import { isCountry, stateCode } from '../geo.js'
 import { VENUES } from '../venues.js'
 import type { Store } from '../../store/store.js'
@@ -20,10 +21,32 @@ export interface Plan {
   refined: boolean
 }
 
-/** Where a page starts: after this key. */
+/** Where a page of a walk starts: the version of the order the walk reads, and the last key it listed. */
 export interface Cursor {
   source: Source
+  /** The adslots version the walk's first page read (adslot-versions.ts): the order every page of it follows. */
+  version: number
   after: IndexKey
+}
+
+/** A walk: the version of the order it reads and, past its first page, where it continues. */
+export interface Walk {
+  version: number
+  after?: IndexKey
+}
+
+/** A screen a page lists, with what its row shows read once, where the filters read it. */
+export interface Listed {
+  /** Its key in the walk's order: the next page continues after it. */
+  at: IndexKey
+  /** Its current key: the data quality and vas_7d its row shows and min_vas is checked on. */
+  key: IndexKey
+  /** Its current index value, when the page needs it. */
+  tuple?: IndexTuple
+  /** Its FEIN state (null: none), once read. */
+  state?: FeinState | null
+  /** The live signals its row shows, once computed. */
+  live?: LiveSignals
 }
 
 /** Turns the query into a plan; 400 invalid_parameter with param for values the schema cannot judge. */
@@ -66,16 +89,17 @@ export function hasFeinFilter (plan: Plan): boolean {
   return plan.minVas !== undefined || plan.minAttention !== undefined || plan.emotion !== undefined
 }
 
-/** Opaque cursor of a page's last key: base64url of [source, rank, -vas, screen_id]. */
-export function encodeCursor (key: IndexKey): string {
-  return Buffer.from(JSON.stringify(key)).toString('base64url')
+/** Opaque cursor: base64url of [version, issued ms, source, rank, -vas, screen_id]. */
+export function encodeCursor (version: number, issuedAt: number, key: IndexKey): string {
+  return Buffer.from(JSON.stringify([version, issuedAt, ...key])).toString('base64url')
 }
 
 /**
- * Reads a cursor. Cursors are scoped to a source; a two-part legacy cursor ([sort key, screen_id] or
- * "sortkey:screen_id") decodes as owned and resumes after that screen's current place.
+ * Reads a cursor. Cursors are scoped to a source and expire ttlMs after the page that issued them. Cursors from before
+ * walks were versioned, [source, rank, -vas, screen_id] or the two-part legacy form ([sort key, screen_id] or
+ * "sortkey:screen_id", decoded as owned, resuming after that screen's current place), continue over today's order.
  */
-export function decodeCursor (raw: string, plan: Plan, store: Store): Cursor {
+export function decodeCursor (raw: string, plan: Plan, store: Store, now: number, ttlMs: number): Cursor {
   const bad = (why: string) => new ApiError('invalid_parameter', `cursor ${why}; pass cursor.next of the previous page unchanged.`, { param: 'cursor' })
   let parts: unknown
   const text = Buffer.from(raw, 'base64url').toString('utf8')
@@ -89,21 +113,18 @@ export function decodeCursor (raw: string, plan: Plan, store: Store): Cursor {
     const pos = store.adslotPos.get(parts[1])
     if (pos === undefined || pos[0] !== SOURCE_ORDER.owned) throw bad('names a screen that is no longer listed')
     if (!plan.sources.includes('owned')) throw bad('is an owned-inventory cursor')
-    return { source: 'owned', after: pos }
+    return { source: 'owned', version: currentVersion(store), after: pos }
   }
-  const [src, rank, negVas, id] = parts as unknown[]
-  if (parts.length !== 4 || typeof src !== 'number' || typeof rank !== 'number' || typeof negVas !== 'number' || typeof id !== 'string' || SOURCES[src] === undefined) throw bad('is not valid')
+  const versioned = parts.length === 6
+  const [version, issuedAt] = versioned ? parts as unknown[] : [currentVersion(store), now]
+  const [src, rank, negVas, id] = (versioned ? parts.slice(2) : parts) as unknown[]
+  if (!(versioned || parts.length === 4) || !Number.isSafeInteger(version) || typeof issuedAt !== 'number' || typeof src !== 'number' || typeof rank !== 'number' || typeof negVas !== 'number' || typeof id !== 'string' || SOURCES[src] === undefined) throw bad('is not valid')
+  if (now - issuedAt > ttlMs) {
+    throw new ApiError('invalid_parameter', `cursor has expired: a walk keeps its listing for ${ttlMs / 1000} seconds after each page. Start the walk again without cursor.`, { param: 'cursor' })
+  }
   const source = SOURCES[src]!
   if (!plan.sources.includes(source)) throw bad(`belongs to source ${source}`)
-  return { source, after: [src, rank, negVas, id] }
-}
-
-function compare (a: IndexKey, b: IndexKey): number {
-  for (let i = 0; i < 4; i++) {
-    if (a[i]! < b[i]!) return -1
-    if (a[i]! > b[i]!) return 1
-  }
-  return 0
+  return { source, version: version as number, after: [src, rank, negVas, id] }
 }
 
 /** The key ranges a plan covers, in listing order: per source, per quality rank, bounded by min_vas. */
@@ -119,60 +140,84 @@ function segments (plan: Plan): Array<{ start: IndexKey | [number] | [number, nu
   return out
 }
 
-/** Whether a screen's stored FEIN state passes the plan's live-signal filters. */
-function feinPasses (store: Store, id: string, plan: Plan, now: number): boolean {
-  if (plan.minAttention === undefined && plan.emotion === undefined) return true
-  const state = store.fein.get(id)
-  if (state === undefined) return false
-  if (plan.minAttention !== undefined) {
-    const at = state.at.attention_score
-    if (at === undefined || now - at > FRESHNESS.attention_score || Number(state.values.attention_score) < plan.minAttention) return false
-  }
-  if (plan.emotion !== undefined) {
-    const at = state.at.dominant_emotion
-    if (at === undefined || now - at > FRESHNESS.dominant_emotion || state.values.dominant_emotion !== plan.emotion) return false
-  }
+/** A listed screen's FEIN state, read once. */
+export function stateOf (store: Store, l: Listed): FeinState | undefined {
+  if (l.state === undefined) l.state = store.fein.get(l.key[3]) ?? null
+  return l.state ?? undefined
+}
+
+/** The live signals a listed screen's row shows, computed once. */
+export function liveOf (store: Store, l: Listed, now: number): LiveSignals {
+  l.live ??= liveSignals(stateOf(store, l), now)
+  return l.live
+}
+
+/**
+ * Whether a listed screen passes the plan's FEIN filters, on the values its row shows: min_vas and data quality on
+ * its current key, min_attention and emotion on the live signals as presented.
+ */
+function feinPasses (store: Store, l: Listed, plan: Plan, now: number): boolean {
+  if (!hasFeinFilter(plan)) return true
+  const vas = vasOf(l.key[2])
+  if (plan.minVas !== undefined && (vas === null || vas < plan.minVas)) return false
+  if (plan.minAttention === undefined && plan.emotion === undefined) return l.key[1] < 2
+  if (l.key[1] !== 0) return false
+  const live = liveOf(store, l, now)
+  if (plan.minAttention !== undefined && (live.attention_score === null || live.attention_score < plan.minAttention)) return false
+  if (plan.emotion !== undefined && live.dominant_emotion !== plan.emotion) return false
   return true
 }
 
-/** Matching index entries in listing order, after the cursor. */
-export function * matches (store: Store, plan: Plan, now: number, cursor?: Cursor, needTuple = false): Generator<{ key: IndexKey, tuple: IndexTuple | undefined }> {
+/** The current entries of a key range, without their values when nothing needs them (a key-only scan is 3x cheaper). */
+function * currentEntries (store: Store, range: object, needsTuple: boolean): Generator<EntryAt> {
+  if (!needsTuple) {
+    for (const key of store.adslotIndex.getKeys(range as never)) yield { at: key as unknown as IndexKey }
+    return
+  }
+  for (const { key, value } of store.adslotIndex.getRange(range as never)) yield { at: key as IndexKey, tuple: value }
+}
+
+/**
+ * Matching screens in the walk's order, after its cursor. The walk reads the order as it stood at its version (its
+ * first page's), bounded by the plan's ranks and min_vas as they stood then; every filter is then checked on the
+ * screen's values now, which its row shows. A screen gone since is passed over.
+ */
+export function * matches (store: Store, plan: Plan, now: number, walk: Walk, needTuple = false): Generator<Listed> {
   const needsTuple = needTuple || Object.keys(plan.tuple).length > 0
+  const current = walk.version >= currentVersion(store)
+  const after = walk.after
   for (const seg of segments(plan)) {
     let start: unknown[] = seg.start
     let exclusive = false
-    if (cursor !== undefined) {
-      const segEnd = seg.end as IndexKey
-      if (compare(cursor.after, segEnd) >= 0) continue
-      if (compare(cursor.after, seg.start as IndexKey) >= 0) { start = cursor.after; exclusive = true }
+    if (after !== undefined) {
+      if (compareKeys(after, seg.end as IndexKey) >= 0) continue
+      if (compareKeys(after, seg.start as IndexKey) >= 0) { start = after; exclusive = true }
     }
-    const range = { start: start as IndexKey, end: seg.end as IndexKey, exclusiveStart: exclusive } as never
-    if (!needsTuple) {
-      // Without tuple filters the values need not be decoded: a key-only scan is three times cheaper.
-      for (const key of store.adslotIndex.getKeys(range)) {
-        const k = key as unknown as IndexKey
-        if (exclusive && compare(k, cursor!.after) <= 0) continue
-        if (!feinPasses(store, k[3], plan, now)) continue
-        yield { key: k, tuple: undefined }
+    const range = { start, end: seg.end, exclusiveStart: exclusive }
+    for (const e of current ? currentEntries(store, range, needsTuple) : entriesAt(store, walk.version, range)) {
+      if (exclusive && compareKeys(e.at, after!) <= 0) continue
+      let l: Listed
+      if (e.tuple !== undefined || current) l = { at: e.at, key: e.at, ...(e.tuple !== undefined ? { tuple: e.tuple } : {}) }
+      else {
+        // A key the screen has since left: the row shows where it stands now, if it is still listed.
+        const key = store.adslotPos.get(e.at[3])
+        const tuple = key !== undefined ? store.adslotIndex.get(key) : undefined
+        if (key === undefined || tuple === undefined) continue
+        l = { at: e.at, key, tuple }
       }
-      continue
-    }
-    for (const { key, value } of store.adslotIndex.getRange(range)) {
-      const k = key as IndexKey
-      if (exclusive && compare(k, cursor!.after) <= 0) continue
-      if (!tupleMatches(value, plan.tuple)) continue
-      if (!feinPasses(store, k[3], plan, now)) continue
-      yield { key: k, tuple: value }
+      if (l.tuple !== undefined && !tupleMatches(l.tuple, plan.tuple)) continue
+      if (!feinPasses(store, l, plan, now)) continue
+      yield l
     }
   }
 }
 
-/** Up to limit entries after the cursor, and whether more follow. */
-export function page (store: Store, plan: Plan, now: number, limit: number, cursor?: Cursor, needTuple = false): { entries: Array<{ key: IndexKey, tuple: IndexTuple | undefined }>, hasMore: boolean } {
-  const entries: Array<{ key: IndexKey, tuple: IndexTuple | undefined }> = []
-  for (const e of matches(store, plan, now, cursor, needTuple)) {
+/** Up to limit screens of the walk after its cursor, and whether more follow. */
+export function page (store: Store, plan: Plan, now: number, limit: number, walk: Walk, needTuple = false): { entries: Listed[], hasMore: boolean } {
+  const entries: Listed[] = []
+  for (const l of matches(store, plan, now, walk, needTuple)) {
     if (entries.length === limit) return { entries, hasMore: true }
-    entries.push(e)
+    entries.push(l)
   }
   return { entries, hasMore: false }
 }
@@ -194,7 +239,7 @@ export class CountCache {
     const hit = this.#entries.get(id)
     if (hit !== undefined && hit.until > now) return hit.count
     let count = 0
-    for (const _ of matches(store, plan, now)) count++
+    for (const _ of matches(store, plan, now, { version: currentVersion(store) })) count++
     if (this.#entries.size > 1000) this.#entries.clear()
     this.#entries.set(id, { count, until: now + this.#ttlMs })
     return count

@@ -43,7 +43,7 @@ export function catalogRoute ({ inventory, shared }: Deps): RouteDef {
     method: 'get',
     path: '/inventory/v1/screens',
     summary: 'Public catalog of auction-enabled screens',
-    description: 'No authentication. Location, venue, display, device, programmatic and content-rule metadata; limit/offset pagination; filters by geography, venue type, floor CPM range and online status. Responses are cached for 60 s per query (X-Cache: HIT or MISS).',
+    description: 'No authentication. Location, venue, display, device, programmatic and content-rule metadata; limit/offset pagination in screen_id order, which FEIN signals do not change (a screen registered or removed between two pages shifts the later offsets by one); filters by geography, venue type, floor CPM range and online status. Responses are cached for 60 s per query (X-Cache: HIT or MISS).',
     tag: 'Discovery',
     envelope: 'nested',
     auth: 'none',
@@ -73,12 +73,15 @@ export function catalogRoute ({ inventory, shared }: Deps): RouteDef {
       const offset = q.offset ?? 0
       const screens: CatalogScreen[] = []
       let total = 0
+      // In screen_id order, which no signal moves: offsets stay put while FEIN streams (the adslots order would not).
       for (const source of sources) {
         const s = SOURCE_ORDER[source]
-        for (const { key, value } of inventory.store.adslotIndex.getRange({ start: [s], end: [s + 1] } as never)) {
-          if (!tupleMatches(value, filter)) continue
+        for (const { key: id, value: key } of inventory.store.adslotPos.getRange()) {
+          if (key[0] !== s) continue
+          const tuple = inventory.store.adslotIndex.get(key)
+          if (tuple === undefined || !tupleMatches(tuple, filter)) continue
           if (total >= offset && screens.length < limit) {
-            const screen = inventory.store.screens.get((key as unknown as [number, number, number, string])[3])
+            const screen = inventory.store.screens.get(id)
             if (screen !== undefined) screens.push(row(inventory, screen))
           }
           total++

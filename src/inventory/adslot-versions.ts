@@ -1,0 +1,112 @@
+// The adslots order as it stood at any version a walk started from (issue 26). FEIN signals move screens through the
+// order every few seconds, so a cursor that is only "the last key" skips screens that rise behind it and repeats
+// those that fall ahead of it. Instead every change of a screen's index key bumps one version counter, and the key it
+// left is kept with the versions it held, while a walk may still read it: a walk started at version v reads the
+// current entries that have held their key since v or earlier, merged in order with the kept keys that were current
+// at v. Each screen has exactly one key at any version, so a walk lists each screen of its listing once.
+import type { Store } from '../store/store.js'
+import type { IndexKey, IndexTuple, PastKey } from './records.js'
+
+const VERSION = 'adslots:version'
+
+/** The version of the adslots order that the reader's snapshot holds. */
+export function currentVersion (store: Store): number {
+  return (store.meta.get(VERSION) as number | undefined) ?? 0
+}
+
+/**
+ * Records that a screen's index key changed: from `from` to `to`, either absent when the screen enters or leaves the
+ * order. The key it left stays readable, for walks started before this version. Call inside Store.write.
+ */
+export function recordMove (store: Store, screenId: string, from: IndexKey | undefined, to: IndexKey | undefined, now: number): void {
+  const version = currentVersion(store) + 1
+  store.meta.putSync(VERSION, version)
+  if (from !== undefined) {
+    const past: PastKey = [...from, store.adslotSince.get(screenId) ?? 0]
+    store.adslotPast.putSync(past, version)
+    store.adslotPastEnds.putSync(version, [past, now])
+  }
+  if (to !== undefined) store.adslotSince.putSync(screenId, version)
+  else store.adslotSince.removeSync(screenId)
+}
+
+/** Orders index keys (the since part of a past key is not compared). */
+export function compareKeys (a: IndexKey | PastKey, b: IndexKey | PastKey): number {
+  for (let i = 0; i < 4; i++) {
+    if (a[i]! < b[i]!) return -1
+    if (a[i]! > b[i]!) return 1
+  }
+  return 0
+}
+
+/** An entry of the order as it stood at a version: its key then, and its current entry when that is the same one. */
+export interface EntryAt {
+  at: IndexKey
+  /** The current index value, when the entry is current (a kept key's screen is looked up by the caller). */
+  tuple?: IndexTuple
+}
+
+/**
+ * The order as it stood at `version` within a key range, in order: current entries whose screen has held its key
+ * since `version` or earlier, merged with the kept keys that were current at `version`.
+ */
+export function * entriesAt (store: Store, version: number, range: { start: unknown[], end: unknown[], exclusiveStart?: boolean }): Generator<EntryAt> {
+  // Both tables are read in one key order, one raw entry at a time, so a page reads only the entries within the keys
+  // it lists, never ahead to find a valid one (after a burst of moves most current entries are too new for a walk).
+  const current = store.adslotIndex.getRange(range as never)[Symbol.iterator]()
+  const past = store.adslotPast.getRange(range as never)[Symbol.iterator]()
+  let a = current.next()
+  let b = past.next()
+  while (a.done !== true || b.done !== true) {
+    if (b.done === true || (a.done !== true && compareKeys(a.value.key as IndexKey, b.value.key as PastKey) < 0)) {
+      const key = a.value.key as IndexKey
+      const tuple = a.value.value
+      a = current.next()
+      if ((store.adslotSince.get(key[3]) ?? 0) <= version) yield { at: key, tuple }
+    } else {
+      const key = b.value.key as PastKey
+      const until = b.value.value
+      b = past.next()
+      // An exclusive start excludes the past keys that share its four parts too (they follow it in key order).
+      if (range.exclusiveStart === true && compareKeys(key, range.start as IndexKey) === 0) continue
+      if (key[4] <= version && version < until) yield { at: key.slice(0, 4) as IndexKey }
+    }
+  }
+}
+
+/** Marks a walk as read now: the keys it needs are kept while it is. Call inside Store.write. */
+export function touchWalk (store: Store, version: number, now: number): void {
+  store.adslotWalks.putSync(version, now)
+}
+
+/** When a page of walks from this version was last served (undefined: none since its first page). */
+export function walkTouched (store: Store, version: number): number | undefined {
+  return store.adslotWalks.get(version)
+}
+
+/** Whether some kept key stopped being current longer than `keepMs` ago: collectPast may have work. */
+export function pastDue (store: Store, now: number, keepMs: number): boolean {
+  for (const { value } of store.adslotPastEnds.getRange({ limit: 1 })) return value[1] < now - keepMs
+  return false
+}
+
+/**
+ * Drops the kept keys no walk can still read: those that stopped being current before the oldest walk read within
+ * `keepMs` started, and longer than `keepMs` ago (a first page served since may not have been followed yet). At most
+ * `max` at a time, oldest first. Call inside Store.write; returns how many it dropped.
+ */
+export function collectPast (store: Store, now: number, keepMs: number, max = 10_000): number {
+  let oldest = Infinity
+  for (const { key, value } of store.adslotWalks.getRange()) {
+    if (value < now - keepMs) store.adslotWalks.removeSync(key)
+    else oldest = Math.min(oldest, key)
+  }
+  let dropped = 0
+  for (const { key: until, value: [past, movedAt] } of store.adslotPastEnds.getRange({ limit: max })) {
+    if (until > oldest || movedAt >= now - keepMs) break
+    store.adslotPast.removeSync(past)
+    store.adslotPastEnds.removeSync(until)
+    dropped++
+  }
+  return dropped
+}
