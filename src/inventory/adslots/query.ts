@@ -21,18 +21,17 @@ export interface Plan {
   refined: boolean
 }
 
-/** Where a page of a walk starts: the version of the order the walk reads, and the last key it listed. */
-export interface Cursor {
-  source: Source
-  /** The adslots version the walk's first page read (adslot-versions.ts): the order every page of it follows. */
-  version: number
-  after: IndexKey
-}
-
 /** A walk: the version of the order it reads and, past its first page, where it continues. */
 export interface Walk {
+  /** The adslots version the walk's first page read (adslot-versions.ts): the order every page of it follows. */
   version: number
   after?: IndexKey
+}
+
+/** Where a later page of a walk starts: after the last key it listed, within one source. */
+export interface Cursor extends Walk {
+  source: Source
+  after: IndexKey
 }
 
 /** A screen a page lists, with what its row shows read once, where the filters read it. */
