@@ -166,3 +166,18 @@ t.test('a row never disagrees with the filter it was listed by, while its FEIN c
   t.ok(flips >= 20, `the signals crossed the threshold ${flips} times`)
   t.ok(rows > 0, `${rows} rows checked, none against its filter`)
 })
+
+t.test('a screen whose VAS is 0 is listed once, and moves out of that place cleanly', async (t) => {
+  const svc = await startTestService(t)
+  const partner = await registerPartner(svc)
+  const ids = await registerDevices(svc, partner, [deviceBody('z-0'), deviceBody('z-1')])
+  const key = await buyer(svc)
+  await sendAudience(svc, partner, [{ device_id: 'z-0', vas_seconds: 0, vas_plays: 1 }, { device_id: 'z-1', vas_seconds: 30, vas_plays: 1 }])
+  const listed = await pageOf(svc, key, 'limit=10')
+  t.same(listed.screens.map((s: any) => [s.screen_id, s.vas_7d]), [[ids['z-1'], 30], [ids['z-0'], 0]], 'VAS 0 sorts after VAS 30')
+  t.same((await pageOf(svc, key, 'min_vas=0&limit=10')).screens.map((s: any) => s.screen_id), [ids['z-1'], ids['z-0']], 'min_vas=0 includes it')
+  await sendAudience(svc, partner, [{ device_id: 'z-0', vas_seconds: 100, vas_plays: 1 }])
+  const moved = await pageOf(svc, key, 'limit=10')
+  t.same(moved.screens.map((s: any) => [s.screen_id, s.vas_7d]), [[ids['z-0'], 50], [ids['z-1'], 30]], 'its old place is gone')
+  t.equal(moved.total_count, 2)
+})

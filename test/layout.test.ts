@@ -97,7 +97,6 @@ const OWNERS: Record<string, string[]> = {
   fein: ['src/inventory/'],
   adslotIndex: ['src/inventory/'],
   adslotPos: ['src/inventory/'],
-  adslotSince: ['src/inventory/'],
   adslotPast: ['src/inventory/'],
   adslotPastEnds: ['src/inventory/'],
   adslotWalks: ['src/inventory/'],

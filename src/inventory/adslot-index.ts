@@ -13,10 +13,19 @@ const ALCOHOL = ['IAB8-5', 'IAB8-18', 'IAB8']
 const GAMBLING = ['IAB9-7', 'IAB9']
 
 export function indexKey (screen: ScreenRecord, quality: Quality, vas: number | null): IndexKey {
-  return [SOURCE_ORDER[screen.source], QUALITY_RANK[quality], vas === null ? NO_VAS : -vas, screen.screen_id]
+  return [SOURCE_ORDER[screen.source], QUALITY_RANK[quality], vas === null ? NO_VAS : keyPart(-vas), screen.screen_id]
 }
 
-export function indexTuple (screen: ScreenRecord, online: boolean): IndexTuple {
+/**
+ * A number as an index key part: never -0, which ordered-binary encodes as a corrupt key (it decodes as other parts,
+ * and a get or remove with the key read back misses it), so a VAS of 0 would strand an entry in the index.
+ */
+export function keyPart (x: number): number {
+  return x + 0
+}
+
+/** A screen's index value; `since` is the adslots version it has held its key from (adslot-versions.ts). */
+export function indexTuple (screen: ScreenRecord, online: boolean, since: number): IndexTuple {
   const blocked = new Set(screen.blocked_categories)
   return [
     screen.location.venue_type,
@@ -30,7 +39,8 @@ export function indexTuple (screen: ScreenRecord, online: boolean): IndexTuple {
     ALCOHOL.some((c) => blocked.has(c)) ? 1 : 0,
     GAMBLING.some((c) => blocked.has(c)) ? 1 : 0,
     screen.floor_price_cpm,
-    online ? 1 : 0
+    online ? 1 : 0,
+    since
   ]
 }
 

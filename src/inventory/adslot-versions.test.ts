@@ -20,10 +20,11 @@ function freshStore (t: Test): Store {
 function place (store: Store, id: string, to: IndexKey | undefined, now: number): void {
   store.write(() => {
     const from = store.adslotPos.get(id)
+    const held = from !== undefined ? store.adslotIndex.get(from)![12] ?? 0 : 0
     if (from !== undefined) store.adslotIndex.removeSync(from)
-    recordMove(store, id, from, to, now)
+    const since = recordMove(store, id, from, held, now)
     if (to === undefined) { store.adslotPos.removeSync(id); return }
-    store.adslotIndex.putSync(to, ['gym', 'US', 'TX', 'austin', 0, 1, 0, 2, 0, 0, 5, 1])
+    store.adslotIndex.putSync(to, ['gym', 'US', 'TX', 'austin', 0, 1, 0, 2, 0, 0, 5, 1, since])
     store.adslotPos.putSync(id, to)
   })
 }
@@ -51,6 +52,22 @@ t.test('a walk reads the order as it stood at its version, each screen once', as
   t.same(after, ['c'], 'a page continues after the last key it listed')
   const current = [...entriesAt(store, v2, { start: [0], end: [1] })]
   t.same(current.map((e) => [e.at[3], e.tuple !== undefined]), [['d', true], ['c', false], ['a', true]], 'an entry a screen still holds carries its value')
+})
+
+t.test('one transaction takes one version, however many keys it moves', async (t) => {
+  const store = freshStore(t)
+  place(store, 'a', [0, 0, -30, 'a'], 0)
+  place(store, 'b', [0, 0, -20, 'b'], 0)
+  const v1 = currentVersion(store)
+  store.write(() => {
+    place(store, 'a', [0, 0, -10, 'a'], 1000)
+    place(store, 'a', [0, 0, -5, 'a'], 1000)
+    place(store, 'b', [0, 0, -40, 'b'], 1000)
+  })
+  t.equal(currentVersion(store), v1 + 1)
+  t.equal(store.adslotPast.getCount(), 2, 'a key held only within the transaction is not kept')
+  t.same(ids(store, v1), ['a', 'b'])
+  t.same(ids(store, v1 + 1), ['b', 'a'])
 })
 
 t.test('past keys are kept while a walk may read them', async (t) => {

@@ -1,9 +1,10 @@
 // The adslots order as it stood at any version a walk started from (issue 26). FEIN signals move screens through the
 // order every few seconds, so a cursor that is only "the last key" skips screens that rise behind it and repeats
-// those that fall ahead of it. Instead every change of a screen's index key bumps one version counter, and the key it
-// left is kept with the versions it held, while a walk may still read it: a walk started at version v reads the
-// current entries that have held their key since v or earlier, merged in order with the kept keys that were current
-// at v. Each screen has exactly one key at any version, so a walk lists each screen of its listing once.
+// those that fall ahead of it. Instead each transaction that changes index keys bumps one version counter; an index
+// entry records the version it has been held since (the tuple's last element), and the key a screen leaves is kept
+// with the versions it held while a walk may still read it. A walk started at version v reads the current entries
+// held since v or earlier, merged in order with the kept keys that were current at v. Each screen has exactly one
+// key at any version, so a walk lists each screen of its listing once.
 import type { Store } from '../store/store.js'
 import type { IndexKey, IndexTuple, PastKey } from './records.js'
 
@@ -14,20 +15,28 @@ export function currentVersion (store: Store): number {
   return (store.meta.get(VERSION) as number | undefined) ?? 0
 }
 
+/** Per store, the version its running transaction's moves take: one bump per transaction, whatever it moves. */
+const taken = new WeakMap<Store, { transaction: number, version: number }>()
+
 /**
- * Records that a screen's index key changed: from `from` to `to`, either absent when the screen enters or leaves the
- * order. The key it left stays readable, for walks started before this version. Call inside Store.write.
+ * Records that a screen's index key changes, from `from` (held since version `since`; absent when the screen enters
+ * the order), and returns the version its next key (if any) holds from. The key it left stays readable for walks
+ * started while it was current. Call inside Store.write.
  */
-export function recordMove (store: Store, screenId: string, from: IndexKey | undefined, to: IndexKey | undefined, now: number): void {
-  const version = currentVersion(store) + 1
-  store.meta.putSync(VERSION, version)
-  if (from !== undefined) {
-    const past: PastKey = [...from, store.adslotSince.get(screenId) ?? 0]
-    store.adslotPast.putSync(past, version)
-    store.adslotPastEnds.putSync(version, [past, now])
+export function recordMove (store: Store, screenId: string, from: IndexKey | undefined, since: number, now: number): number {
+  let version = taken.get(store)?.transaction === store.transaction ? taken.get(store)!.version : undefined
+  if (version === undefined) {
+    version = currentVersion(store) + 1
+    store.meta.putSync(VERSION, version)
+    taken.set(store, { transaction: store.transaction, version })
   }
-  if (to !== undefined) store.adslotSince.putSync(screenId, version)
-  else store.adslotSince.removeSync(screenId)
+  // A key held only within this transaction was never current for any walk.
+  if (from !== undefined && since < version) {
+    const past: PastKey = [...from, since]
+    store.adslotPast.putSync(past, version)
+    store.adslotPastEnds.putSync([version, screenId], [past, now])
+  }
+  return version
 }
 
 /** Orders index keys (the since part of a past key is not compared). */
@@ -62,7 +71,7 @@ export function * entriesAt (store: Store, version: number, range: { start: unkn
       const key = a.value.key as IndexKey
       const tuple = a.value.value
       a = current.next()
-      if ((store.adslotSince.get(key[3]) ?? 0) <= version) yield { at: key, tuple }
+      if ((tuple[12] ?? 0) <= version) yield { at: key, tuple }
     } else {
       const key = b.value.key as PastKey
       const until = b.value.value
@@ -102,10 +111,10 @@ export function collectPast (store: Store, now: number, keepMs: number, max = 10
     else oldest = Math.min(oldest, key)
   }
   let dropped = 0
-  for (const { key: until, value: [past, movedAt] } of store.adslotPastEnds.getRange({ limit: max })) {
-    if (until > oldest || movedAt >= now - keepMs) break
+  for (const { key, value: [past, movedAt] } of store.adslotPastEnds.getRange({ limit: max })) {
+    if (key[0] > oldest || movedAt >= now - keepMs) break
     store.adslotPast.removeSync(past)
-    store.adslotPastEnds.removeSync(until)
+    store.adslotPastEnds.removeSync(key)
     dropped++
   }
   return dropped

@@ -352,12 +352,13 @@ export class Inventory {
     const moved = oldKey === undefined || key === undefined || oldKey.some((v, i) => v !== key[i])
     if (oldKey !== undefined) this.#count(SOURCES[oldKey[0]]!, oldTuple?.[5] === 1, oldKey[1] < 2, -1)
     if (oldKey !== undefined && moved) this.store.adslotIndex.removeSync(oldKey)
-    if (moved && (oldKey !== undefined || key !== undefined)) recordMove(this.store, screen.screen_id, oldKey, key, now)
+    const held = oldTuple?.[12] ?? 0
+    const since = moved && (oldKey !== undefined || key !== undefined) ? recordMove(this.store, screen.screen_id, oldKey, held, now) : held
     if (key === undefined) {
       this.store.adslotPos.removeSync(screen.screen_id)
       return oldKey !== undefined
     }
-    this.store.adslotIndex.putSync(key, indexTuple(screen, online))
+    this.store.adslotIndex.putSync(key, indexTuple(screen, online, since))
     if (moved) this.store.adslotPos.putSync(screen.screen_id, key)
     this.#count(screen.source, screen.capabilities.fein, key[1] < 2, 1)
     return moved && oldKey !== undefined

@@ -29,9 +29,10 @@ export type PastKey = [source: number, rank: number, negVas: number, screenId: s
 /**
  * What filters need, stored as the index value so that a page scan never opens the screen record:
  * [venue_type, country, state, city (lower case), updated_at ms, has sensors, portrait, max age rank,
- *  blocks alcohol, blocks gambling, floor CPM, online].
+ *  blocks alcohol, blocks gambling, floor CPM, online, and the adslots version the screen has held this key since
+ *  (src/inventory/adslot-versions.ts; absent on entries older than versions, which count as held since 0)].
  */
-export type IndexTuple = [string, string, string, string, number, 0 | 1, 0 | 1, number, 0 | 1, 0 | 1, number, 0 | 1]
+export type IndexTuple = [string, string, string, string, number, 0 | 1, 0 | 1, number, 0 | 1, 0 | 1, number, 0 | 1, number?]
 
 /** A screen-operator partner. */
 export interface PartnerRecord {

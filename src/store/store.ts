@@ -42,12 +42,10 @@ export interface Store {
   adslotIndex: Database<IndexTuple, IndexKey>
   /** screen_id -> its current adslotIndex key. */
   adslotPos: Database<IndexKey, string>
-  /** screen_id -> the adslots version from which it has held its current key (src/inventory/adslot-versions.ts). */
-  adslotSince: Database<number, string>
   /** Keys screens held before they moved, kept for walks: [source, rank, -vas, screen_id, since] -> until version. */
   adslotPast: Database<number, PastKey>
-  /** until version -> the adslotPast key it ended and when (ms): oldest first, for collection. */
-  adslotPastEnds: Database<[PastKey, number], number>
+  /** [until version, screen_id] -> the adslotPast key it ended and when (ms): oldest first, for collection. */
+  adslotPastEnds: Database<[PastKey, number], [number, string]>
   /** adslots version a walk started from -> when a page of it was last served (ms). */
   adslotWalks: Database<number, number>
   /** screen_id -> pre-encoded rows (src/inventory/rows.ts). */
@@ -121,6 +119,8 @@ export interface Store {
   afterCommit (fn: () => void): void
   /** How many write transactions rolled back: memory derived from a table keys on this beside the table's version. */
   readonly rollbacks: number
+  /** The serial of the write transaction running (or last run) on this store: what a transaction does once keys on it. */
+  readonly transaction: number
   /** The cached tables' generations, shared by every hot thread's store over this environment (openStore's last argument). */
   readonly generations: SharedArrayBuffer
   /**
@@ -206,10 +206,12 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   const shared = { sharedStructuresKey: Symbol.for('structures') }
   let depth = 0
   let rollbacks = 0
+  let transaction = 0
   let pending: Array<() => void> = []
   const held = { transactions: 0, seconds: 0 }
   const write = <T>(fn: () => T): T => {
     depth++
+    if (depth === 1) transaction++
     // From the lock taken (the callback starts) to the commit done: the time no other thread can commit.
     let started = 0
     let result: T
@@ -260,9 +262,8 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     status: db('status'),
     adslotIndex: root.openDB<IndexTuple, IndexKey>('adslot_index', { keyEncoding: 'ordered-binary' }),
     adslotPos: db('adslot_pos'),
-    adslotSince: db('adslot_since'),
     adslotPast: root.openDB<number, PastKey>('adslot_past', { keyEncoding: 'ordered-binary' }),
-    adslotPastEnds: root.openDB<[PastKey, number], number>('adslot_past_ends', { keyEncoding: 'ordered-binary' }),
+    adslotPastEnds: root.openDB<[PastKey, number], [number, string]>('adslot_past_ends', { keyEncoding: 'ordered-binary' }),
     adslotWalks: root.openDB<number, number>('adslot_walks', { keyEncoding: 'ordered-binary' }),
     rows: cached('rows'),
     creatives: cached('creatives'),
@@ -297,6 +298,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     ledgers: root.openDB<CampaignLedger, string>('ledgers', { ...shared }),
     write,
     get rollbacks () { return rollbacks },
+    get transaction () { return transaction },
     generations,
     held,
     afterCommit,

@@ -1,6 +1,6 @@
 import { ApiError } from '../../errors.js'
 import type { AdslotsQuery, VenueType } from '../../generated/types.js'
-import { NO_VAS, SOURCE_ORDER, SOURCES, tupleMatches, vasOf, type Source, type TupleFilter } from '../adslot-index.js'
+import { keyPart, NO_VAS, SOURCE_ORDER, SOURCES, tupleMatches, vasOf, type Source, type TupleFilter } from '../adslot-index.js'
 import { compareKeys, currentVersion, entriesAt, type EntryAt } from '../adslot-versions.js'
 import type { FeinState, IndexKey, IndexTuple } from '../records.js'
 import { liveSignals, type LiveSignals } from '../fein.js'
@@ -123,7 +123,7 @@ export function decodeCursor (raw: string, plan: Plan, store: Store, now: number
   }
   const source = SOURCES[src]!
   if (!plan.sources.includes(source)) throw bad(`belongs to source ${source}`)
-  return { source, version: version as number, after: [src, rank, negVas, id] }
+  return { source, version: version as number, after: [src, rank, keyPart(negVas), id] }
 }
 
 /** The key ranges a plan covers, in listing order: per source, per quality rank, bounded by min_vas. */
@@ -134,7 +134,7 @@ function segments (plan: Plan): Array<{ start: IndexKey | [number] | [number, nu
     if (!hasFeinFilter(plan)) { out.push({ start: [s], end: [s + 1] }); continue }
     // attention and emotion are live signals: only live screens (rank 0) can match; min_vas alone allows historical.
     const ranks = plan.minAttention !== undefined || plan.emotion !== undefined ? [0] : [0, 1]
-    for (const r of ranks) out.push({ start: [s, r], end: plan.minVas !== undefined ? [s, r, -plan.minVas, '\uffff'] : [s, r, NO_VAS] })
+    for (const r of ranks) out.push({ start: [s, r], end: plan.minVas !== undefined ? [s, r, keyPart(-plan.minVas), '\uffff'] : [s, r, NO_VAS] })
   }
   return out
 }
