@@ -105,17 +105,21 @@ export function pastDue (store: Store, now: number, keepMs: number): boolean {
  * `max` at a time, oldest first. Call inside Store.write; returns how many it dropped.
  */
 export function collectPast (store: Store, now: number, keepMs: number, max = 10_000): number {
+  // Read, then delete: removing entries under an open range read of the same table is not something to lean on.
+  const walks = [...store.adslotWalks.getRange()]
   let oldest = Infinity
-  for (const { key, value } of store.adslotWalks.getRange()) {
+  for (const { key, value } of walks) {
     if (value < now - keepMs) store.adslotWalks.removeSync(key)
     else oldest = Math.min(oldest, key)
   }
-  let dropped = 0
+  const due: Array<{ key: [number, string], past: PastKey }> = []
   for (const { key, value: [past, movedAt] } of store.adslotPastEnds.getRange({ limit: max })) {
     if (key[0] > oldest || movedAt >= now - keepMs) break
+    due.push({ key, past })
+  }
+  for (const { key, past } of due) {
     store.adslotPast.removeSync(past)
     store.adslotPastEnds.removeSync(key)
-    dropped++
   }
-  return dropped
+  return due.length
 }
