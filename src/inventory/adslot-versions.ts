@@ -24,7 +24,8 @@ const taken = new WeakMap<Store, { transaction: number, version: number }>()
  * started while it was current. Call inside Store.write.
  */
 export function recordMove (store: Store, screenId: string, from: IndexKey | undefined, since: number, now: number): number {
-  let version = taken.get(store)?.transaction === store.transaction ? taken.get(store)!.version : undefined
+  const memo = taken.get(store)
+  let version = memo?.transaction === store.transaction ? memo.version : undefined
   if (version === undefined) {
     version = currentVersion(store) + 1
     store.meta.putSync(VERSION, version)
@@ -88,9 +89,20 @@ export function touchWalk (store: Store, version: number, now: number): void {
   store.adslotWalks.putSync(version, now)
 }
 
-/** When a page of walks from this version was last served (undefined: none since its first page). */
-export function walkTouched (store: Store, version: number): number | undefined {
-  return store.adslotWalks.get(version)
+/** A walk's last read is recorded once per this share of a cursor's life (the rest of its pages write nothing). */
+const TOUCH_SHARE = 1 / 4
+
+/** Whether a page of a walk from this version should record its read now (touchWalk). */
+export function walkTouchDue (store: Store, version: number, now: number, cursorTtlMs: number): boolean {
+  return (store.adslotWalks.get(version) ?? 0) < now - cursorTtlMs * TOUCH_SHARE
+}
+
+/**
+ * How long kept keys and walk records outlive their last use: a cursor's life, the share by which a walk's recorded
+ * read may lag its last page, and a minute for clocks and the job's pace.
+ */
+export function keepWindow (cursorTtlMs: number): number {
+  return cursorTtlMs * (1 + TOUCH_SHARE) + 60_000
 }
 
 /** Whether some kept key stopped being current longer than `keepMs` ago: collectPast may have work. */

@@ -7,7 +7,7 @@ import type { Outbox } from '../store/outbox.js'
 import type { FeinState, IndexKey, PartnerRecord, ScreenRecord, ScreenStatus } from './records.js'
 import type { Store } from '../store/store.js'
 import { indexKey, indexTuple, SOURCES, type Source } from './adslot-index.js'
-import { collectPast, pastDue, recordMove } from './adslot-versions.js'
+import { collectPast, keepWindow, pastDue, recordMove } from './adslot-versions.js'
 import { applyUpdate, emptyFein, liveUntil, quality, vas7d } from './fein.js'
 import { isCountry, isTimezone, nearestCity, stateCode, timezoneAt } from './geo.js'
 import { hoursProblem } from './hours.js'
@@ -302,8 +302,7 @@ export class Inventory {
     const now = this.#clock.now()
     let demoted = 0
     let offline = 0
-    // A cursor lives cursorTtlMs after its page, and a walk's last read is recorded once per quarter of that.
-    const keepMs = this.#options.cursorTtlMs * 1.25 + 60_000
+    const keepMs = keepWindow(this.#options.cursorTtlMs)
     if (this.#options.resume !== false && pastDue(this.store, now, keepMs)) this.store.write(() => collectPast(this.store, now, keepMs))
     const stale = this.#liveExpiry.take(now)
     const late = this.#heartbeatDeadline.take(now)

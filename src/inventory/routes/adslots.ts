@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Deps } from '../../deps.js'
 import type { AdslotsQuery } from '../../generated/types.js'
 import { qualityOf, SOURCES, vasOf, type Source } from '../adslot-index.js'
-import { currentVersion, touchWalk, walkTouched } from '../adslot-versions.js'
+import { currentVersion, touchWalk, walkTouchDue } from '../adslot-versions.js'
 import type { IndexKey, IndexTuple } from '../records.js'
 import { impressionMultiplier, present } from '../fein.js'
 import { ok, RawJson, route, type RouteDef } from '../../http/route.js'
@@ -81,8 +81,8 @@ export function adslotsRoute ({ store, inventory, impIds, config, funnel }: Deps
       const { entries, hasMore } = page(store, plan, ctx.now, limit, walk, openrtb)
       const last = entries.at(-1)?.at
       const next = hasMore && last !== undefined ? encodeCursor(walk.version, ctx.now, last) : null
-      // The keys a walk reads are kept while it is read: its last read is recorded once per quarter of the cursor's life.
-      const touch = cursor !== undefined && (walkTouched(store, cursor.version) ?? 0) < ctx.now - ttlMs / 4
+      // The keys a walk reads are kept while it is read: its last read is recorded now and then.
+      const touch = cursor !== undefined && walkTouchDue(store, cursor.version, ctx.now, ttlMs)
       const wantCount = q.include_count === true || cursor === undefined
       const sources = SOURCES.filter((s) => enabled.includes(s)) as Source[]
       if (openrtb) {
