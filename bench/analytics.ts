@@ -15,13 +15,14 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { openBackend } from '../src/analytics/backends.js'
 import { RowBuilder } from '../src/analytics/rows.js'
-import { RAW } from '../src/analytics/schema.js'
+import { columnList, RAW } from '../src/analytics/schema.js'
 import { FunnelLog } from '../src/events/funnel.js'
 import type { FunnelEvent } from '../src/generated/types.js'
 import { openStore } from '../src/store/store.js'
 import { startOohbid, type ServerProcess } from './lib/processes.js'
 import { analyticsCharts } from './lib/analytics-charts.js'
 import { saveTable } from './lib/report.js'
+import { cpuMicros } from './lib/cpu.js'
 
 const run = promisify(execFile)
 const simulator = fileURLToPath(new URL('../scripts/simulate-fleet.js', import.meta.url))
@@ -93,13 +94,13 @@ async function bareInsert (dataDir: string, url: string | undefined, seats: stri
   const backend = await openBackend({ dataDir: `${dataDir}/bare`, ...(url !== undefined ? { url } : {}) })
   const db = `oohbid_bare_${randomBytes(4).toString('hex')}`
   await backend.exec(`CREATE DATABASE IF NOT EXISTS ${db}`)
-  await backend.exec(`CREATE TABLE ${db}.bids (${RAW.bids}) ENGINE = MergeTree() PARTITION BY toYYYYMM(ts) ORDER BY (ts, event_id)`)
+  await backend.exec(`CREATE TABLE ${db}.bids (${columnList(RAW.bids!)}) ENGINE = MergeTree() PARTITION BY toYYYYMM(ts) ORDER BY (ts, event_id)`)
   const rows = new RowBuilder(() => undefined)
   const now = Date.now()
   for (let i = 0; i < 400_000; i++) rows.add(i + 1, cycle(i, now, seats, screens)[1]!)
-  const lines = rows.take().get('bids')!
+  const lines = rows.take().get('bids')!.text().toString().split('\n').slice(0, -1)
   const started = performance.now()
-  for (let k = 0; k < lines.length; k += 20_000) await backend.insert(`${db}.bids`, lines.slice(k, k + 20_000).map(([, l]) => l).join('\n'))
+  for (let k = 0; k < lines.length; k += 20_000) await backend.insert(`${db}.bids`, RAW.bids!, Buffer.from(lines.slice(k, k + 20_000).join('\n')))
   const rate = lines.length / ((performance.now() - started) / 1000)
   await backend.exec(`DROP DATABASE ${db}`)
   await backend.close()
@@ -151,6 +152,8 @@ for (const backend of backends) {
 
     service = await startOohbid(env, dataDir)
     const started = performance.now()
+    // The analytics process's own CPU while it ships: the figure issue 27 bounds at 8 us an event.
+    const cpuBefore = cpuMicros(service.child.pid!, true)
     for (;;) {
       const left = await pending(service)
       progress('shipping to ClickHouse', written - left, written, started)
@@ -158,6 +161,8 @@ for (const backend of backends) {
       await new Promise((resolve) => setTimeout(resolve, 500))
     }
     const seconds = (performance.now() - started) / 1000
+    const cpuAfter = cpuMicros(service.child.pid!, true)
+    const cpuPerEvent = cpuBefore !== undefined && cpuAfter !== undefined ? (cpuAfter - cpuBefore) / written : undefined
     process.stdout.write('\n')
     // Every event of cycle() makes one row (one screen per request, one bid per response), so events/s is rows/s.
     const base = service.url
@@ -180,6 +185,7 @@ for (const backend of backends) {
       'ingest events/s': Math.round(written / seconds),
       'bare insert rows/s': Math.round(bare),
       'vs bare': `${(written / seconds / bare).toFixed(2)}x`,
+      'analytics CPU us/event': cpuPerEvent !== undefined ? cpuPerEvent.toFixed(1) : '-',
       ...Object.fromEntries(Object.entries(timings).map(([k, v]) => [`${k} ms`, Math.round(v)]))
     }
     console.log(row)

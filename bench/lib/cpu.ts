@@ -24,11 +24,14 @@ export function processTree (pid: number): number[] {
   return out
 }
 
-/** utime + stime of a process tree so far, in microseconds; undefined where /proc is not there. */
-export function cpuMicros (pid: number): number | undefined {
+/**
+ * utime + stime of a process tree so far, in microseconds; undefined where /proc is not there. children: only the
+ * processes below pid (oohbid's analytics process).
+ */
+export function cpuMicros (pid: number, children = false): number | undefined {
   if (!existsSync(`/proc/${pid}/stat`)) return undefined
   let ticks = 0
-  for (const p of processTree(pid)) {
+  for (const p of processTree(pid).slice(children ? 1 : 0)) {
     try {
       // Fields after the command name (which may hold spaces), from field 3 on: utime is 14, stime 15.
       const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')

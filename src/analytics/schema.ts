@@ -12,16 +12,27 @@ export interface SchemaTarget {
   cluster?: string
 }
 
-const DIMS = 'screen_id String, venue_type String, country String, state String, city String, local_hour UInt8, daypart String'
+const DIMS: Columns = [['screen_id', 'String'], ['venue_type', 'String'], ['country', 'String'], ['state', 'String'], ['city', 'String'], ['local_hour', 'UInt8'], ['daypart', 'String']]
 
-/** Raw tables: one row per unit of each funnel event, keyed for the shipper's idempotency check by (ts, event_id). */
-export const RAW: Record<string, string> = {
-  bid_requests: `event_id UInt64, ts DateTime('UTC'), seat_id String, sandbox UInt8, ${DIMS}`,
-  bids: `event_id UInt64, ts DateTime('UTC'), seat_id String, sandbox UInt8, ${DIMS}, price Float64, status String, reason String, deal_id String, cats Array(String), adomain Array(String), latency_ms Float64`,
-  auctions: `event_id UInt64, ts DateTime('UTC'), seat_id String, ${DIMS}, spot_id String, tier String, creative_id String, clearing_cpm Float64, multiplier Float64, competitors UInt32`,
-  plays: `event_id UInt64, ts DateTime('UTC'), stage String, seat_id String, ${DIMS}, spot_id String, tier String, creative_id String, clearing_cpm Float64, multiplier Float64, cost_usd Float64, duration_ms UInt32`,
-  impressions: `event_id UInt64, ts DateTime('UTC'), seat_id String, ${DIMS}, impression_id String, ad_id String, device_id String, duration_ms UInt32, completed UInt8, tier String`,
-  proofs: `event_id UInt64, ts DateTime('UTC'), proof_id String, screen_id String, impression_id String, ad_id String, device_id String, tier String, givt UInt8`
+/** A table's columns, name and type, in order. */
+export type Columns = Array<[name: string, type: string]>
+
+/**
+ * Raw tables: one row per unit of each funnel event, keyed for the shipper's idempotency check by (ts, event_id). The
+ * order is the order of RowBuilder's TabSeparated fields (src/analytics/rows.ts).
+ */
+export const RAW: Record<string, Columns> = {
+  bid_requests: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['seat_id', 'String'], ['sandbox', 'UInt8'], ...DIMS],
+  bids: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['seat_id', 'String'], ['sandbox', 'UInt8'], ...DIMS, ['price', 'Float64'], ['status', 'String'], ['reason', 'String'], ['deal_id', 'String'], ['cats', 'Array(String)'], ['adomain', 'Array(String)'], ['latency_ms', 'Float64']],
+  auctions: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['seat_id', 'String'], ...DIMS, ['spot_id', 'String'], ['tier', 'String'], ['creative_id', 'String'], ['clearing_cpm', 'Float64'], ['multiplier', 'Float64'], ['competitors', 'UInt32']],
+  plays: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['stage', 'String'], ['seat_id', 'String'], ...DIMS, ['spot_id', 'String'], ['tier', 'String'], ['creative_id', 'String'], ['clearing_cpm', 'Float64'], ['multiplier', 'Float64'], ['cost_usd', 'Float64'], ['duration_ms', 'UInt32']],
+  impressions: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['seat_id', 'String'], ...DIMS, ['impression_id', 'String'], ['ad_id', 'String'], ['device_id', 'String'], ['duration_ms', 'UInt32'], ['completed', 'UInt8'], ['tier', 'String']],
+  proofs: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['proof_id', 'String'], ['screen_id', 'String'], ['impression_id', 'String'], ['ad_id', 'String'], ['device_id', 'String'], ['tier', 'String'], ['givt', 'UInt8']]
+}
+
+/** Columns as a CREATE TABLE (or a table function's structure) lists them. */
+export function columnList (columns: Columns): string {
+  return columns.map(([name, type]) => `${name} ${type}`).join(', ')
 }
 
 type Measure = [name: string, fn: string, type: string]
@@ -108,7 +119,7 @@ export function ddl (t: SchemaTarget): string[] {
     : []
   const out = [`CREATE DATABASE IF NOT EXISTS ${t.database}${on}`]
   for (const [name, columns] of Object.entries(RAW)) {
-    out.push(`CREATE TABLE IF NOT EXISTS ${local(name)}${on} (${columns}) ENGINE = ${engine('MergeTree', name)} PARTITION BY toYYYYMM(ts) ORDER BY (ts, event_id)`, ...distributed(name))
+    out.push(`CREATE TABLE IF NOT EXISTS ${local(name)}${on} (${columnList(columns)}) ENGINE = ${engine('MergeTree', name)} PARTITION BY toYYYYMM(ts) ORDER BY (ts, event_id)`, ...distributed(name))
   }
   for (const [name, r] of Object.entries(ROLLUPS)) {
     const time = r.keys.find(([k]) => k === 'hour' || k === 'day')![0]
