@@ -47,3 +47,23 @@ for (let round = 0; round < 50; round++) {
   root.transactionSync(() => { for (const key of table.getKeys({ end: next - 100 })) table.removeSync(key) })
 }`)
 })
+
+t.test('a rolled-back transaction leaves no record shape behind that other processes cannot read', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-store-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  // A dry run packs an auction event of a shape the table has never held, then rolls back; the same shape is then
+  // committed. Before the fix the second record named a shape saved only by the rolled-back transaction.
+  const script = `import { openStore } from ${JSON.stringify(store)}
+const store = openStore(${JSON.stringify(dir)})
+const event = (id) => ({ stage: 'auction', at: 1764000000000, screens: ['scr_1'], spot_id: 'spt_' + id, tier: 'house', competitors: 0 })
+try { store.write(() => { store.funnel.putSync(1, event(1)); throw new Error('dry run') }) } catch {}
+store.write(() => store.funnel.putSync(2, event(2)))
+await store.close()
+process.stdout.write('written')`
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 })
+  t.equal(run.stdout, 'written', 'the writer ran', { stderr: run.stderr })
+  const { openStore } = await import('./store.js')
+  const reader = openStore(dir)
+  t.teardown(() => reader.close())
+  t.same([...reader.funnel.getRange()].map(({ key, value }) => [key, value]), [[2, { stage: 'auction', at: 1764000000000, screens: ['scr_1'], spot_id: 'spt_2', tier: 'house', competitors: 0 }]])
+})

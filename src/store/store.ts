@@ -1,6 +1,6 @@
 import { closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs'
 import { join } from 'node:path'
-import { open, type Database, type RootDatabase, type RootDatabaseOptions } from 'lmdb'
+import { open, type Database, type Key, type RootDatabase, type RootDatabaseOptions } from 'lmdb'
 import { CachedTable, type CacheScope } from './read-cache.js'
 import type { FunnelEvent, ProofRecord } from '../generated/types.js'
 import type { ChainHead, ProofDay } from '../proof/records.js'
@@ -149,6 +149,11 @@ const CACHED_TABLES = 10
  */
 export interface Durability {
   mode: 'os' | 'fsync'
+  /**
+   * `os`: how often this opener fsyncs the file; 0 leaves it to another opener. One fsync covers every thread's and
+   * process's commits, so only the supervisor's store syncs: four openers syncing each second cost the hot threads
+   * 3.5% of their CPU in the spot benchmark's profile.
+   */
   syncIntervalMs: number
 }
 
@@ -178,7 +183,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   // An fsync of the file, from any descriptor, makes what noSync commits durable.
   const fd = durability.mode === 'os' ? openSync(path, 'r') : undefined
   const sync = () => { if (fd !== undefined) fsyncSync(fd) }
-  const timer = fd !== undefined ? setInterval(sync, durability.syncIntervalMs) : undefined
+  const timer = fd !== undefined && durability.syncIntervalMs > 0 ? setInterval(sync, durability.syncIntervalMs) : undefined
   timer?.unref()
   const db = <V, K extends string | number = string>(name: string, keyEncoding?: 'uint32' | 'ordered-binary') =>
     root.openDB<V, K>(name, keyEncoding ? { keyEncoding } : {})
@@ -204,6 +209,19 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   // Tables written on every bid keep their record shapes in the table instead of in each value: a bid encodes in
   // half the time and decodes without rebuilding its shape.
   const shared = { sharedStructuresKey: Symbol.for('structures') }
+  /** lmdb-js's msgpackr encoder of a table with shared shapes. */
+  const sharedTables: Array<{ encoder?: { clearSharedData?: () => void } }> = []
+  const withShapes = <V, K extends Key>(name: string, keyEncoding?: 'ordered-binary'): Database<V, K> => {
+    const table = root.openDB<V, K>(name, { ...(keyEncoding !== undefined ? { keyEncoding } : {}), ...shared })
+    sharedTables.push(table as unknown as typeof sharedTables[number])
+    return table
+  }
+  // A new shape is saved into its table inside the transaction that first packs it, but msgpackr keeps it in memory
+  // either way: after a rollback (a dry run, a failed request) this thread would go on writing records whose shape
+  // no other thread or process can read, and read theirs with a shape they never had (every auction event of a
+  // benchmark that probed screens with dry runs was unreadable to the analytics process). A rollback makes each such
+  // table's encoder reload the shapes that were committed.
+  const forgetUncommittedShapes = () => { for (const table of sharedTables) table.encoder?.clearSharedData?.() }
   let depth = 0
   let rollbacks = 0
   let transaction = 0
@@ -222,7 +240,10 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       // lmdb-js dropped the read snapshot with the commit; nothing has read since.
       if (depth === 1) snapshotDropped()
     } catch (err) {
-      if (depth === 1) pending = []
+      if (depth === 1) {
+        pending = []
+        forgetUncommittedShapes()
+      }
       rollbacks++
       throw err
     } finally {
@@ -276,16 +297,16 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     booked: root.openDB<number, [string, string]>('booked', { keyEncoding: 'ordered-binary' }),
     placements: root.openDB<string, [string, string, string]>('placements', { keyEncoding: 'ordered-binary' }),
     holds: root.openDB<string, [number, string]>('holds', { keyEncoding: 'ordered-binary' }),
-    bids: root.openDB<StoredBid, [string, string, string]>('bids', { keyEncoding: 'ordered-binary', ...shared }),
-    stats: root.openDB<HourStats, [string, number]>('stats', { keyEncoding: 'ordered-binary', ...shared }),
+    bids: withShapes<StoredBid, [string, string, string]>('bids', 'ordered-binary'),
+    stats: withShapes<HourStats, [string, number]>('stats', 'ordered-binary'),
     bidExpiry: root.openDB<1, [number, string, string, string]>('bid_expiry', { keyEncoding: 'ordered-binary' }),
-    spots: root.openDB<SpotRecord, string>('spots', { ...shared }),
+    spots: withShapes<SpotRecord, string>('spots'),
     plays: root.openDB<number, [string, string, string]>('plays', { keyEncoding: 'ordered-binary' }),
-    notices: root.openDB<NoticeRecord, [string, number, string]>('notices', { keyEncoding: 'ordered-binary', ...shared }),
-    funnel: root.openDB<FunnelEvent, number>('funnel_events', { keyEncoding: 'ordered-binary', ...shared }),
+    notices: withShapes<NoticeRecord, [string, number, string]>('notices', 'ordered-binary'),
+    funnel: withShapes<FunnelEvent, number>('funnel_events', 'ordered-binary'),
     webhooks: db('webhooks'),
-    deliveries: root.openDB<DeliveryRecord, [string, number, string]>('webhook_deliveries', { keyEncoding: 'ordered-binary', ...shared }),
-    proofs: root.openDB<ProofRecord, string>('proofs', { ...shared }),
+    deliveries: withShapes<DeliveryRecord, [string, number, string]>('webhook_deliveries', 'ordered-binary'),
+    proofs: withShapes<ProofRecord, string>('proofs'),
     proofHeads: db('proof_heads'),
     proofChain: root.openDB<string, [string, number]>('proof_chain', { keyEncoding: 'ordered-binary' }),
     proofByImpression: db('proof_by_impression'),
@@ -293,9 +314,9 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     proofDays: root.openDB<ProofDay, [string, number]>('proof_days', { keyEncoding: 'ordered-binary' }),
     proofsBySeat: root.openDB<string, [string, number, string]>('proofs_by_seat', { keyEncoding: 'ordered-binary' }),
     aliases: cached('bidder_aliases'),
-    exchangeBids: root.openDB<ExchangeBidRecord, string>('exchange_bids', { ...shared }),
+    exchangeBids: withShapes<ExchangeBidRecord, string>('exchange_bids'),
     exchangePending: root.openDB<1, [number, string]>('exchange_pending', { keyEncoding: 'ordered-binary' }),
-    ledgers: root.openDB<CampaignLedger, string>('ledgers', { ...shared }),
+    ledgers: withShapes<CampaignLedger, string>('ledgers'),
     write,
     get rollbacks () { return rollbacks },
     get transaction () { return transaction },
