@@ -153,7 +153,7 @@ for (const backend of backends) {
     service = await startOohbid(env, dataDir)
     const started = performance.now()
     // The analytics process's own CPU while it ships: the figure issue 27 bounds at 8 us an event.
-    const cpuBefore = cpuMicros(service.child.pid!, true)
+    const cpuBefore = cpuMicros(service.child.pid!, 'analytics')
     for (;;) {
       const left = await pending(service)
       progress('shipping to ClickHouse', written - left, written, started)
@@ -161,7 +161,7 @@ for (const backend of backends) {
       await new Promise((resolve) => setTimeout(resolve, 500))
     }
     const seconds = (performance.now() - started) / 1000
-    const cpuAfter = cpuMicros(service.child.pid!, true)
+    const cpuAfter = cpuMicros(service.child.pid!, 'analytics')
     const cpuPerEvent = cpuBefore !== undefined && cpuAfter !== undefined ? (cpuAfter - cpuBefore) / written : undefined
     process.stdout.write('\n')
     // Every event of cycle() makes one row (one screen per request, one bid per response), so events/s is rows/s.

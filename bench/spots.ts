@@ -2,9 +2,10 @@
 // (BENCH_SCREENS). 20 approved seats each bid on the same BENCH_BID_SCREENS screens (one BidResponse per page of
 // GET /adslots?format=openrtb), so each of those screens holds 20 stored bids. Measured: the first decision on each
 // of them (the auction among 20 bids, every bid settled: one winner, 19 losses, the spot recorded), then decisions on
-// the same screens with nothing left to settle (the house creative), beside a bare uWS reply of the same bytes and
-// the durable floor (uWS + parse + one LMDB commit) in the same run. The bids carry no nurl or lurl, so the numbers
-// are the decision's own, not the notice sender's.
+// the same screens with nothing left to settle (the house creative), beside a bare uWS reply of the same bytes, the
+// durable floor (uWS + parse + one LMDB put) and the four-write floor (a bid's four records in one commit) in the
+// same run, with the demo market running (DEMO_FLEET=50) and every process of the service counted. The bids carry no
+// nurl or lurl, so the numbers are the decision's own, not the notice sender's.
 import type autocannon from 'autocannon'
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -100,7 +101,7 @@ const rows: Measurement[] = []
 const notes: string[] = []
 for (const screens of sizes) {
   console.log(`\n-- ${screens.toLocaleString('en-US')} screens, ${SEATS} seats bidding on ${bidScreens.toLocaleString('en-US')} of them`)
-  const oohbid = await startOohbid({ BID_TTL_SECONDS: '86400', TRUST_PROXY: '127.0.0.1' })
+  const oohbid = await startOohbid({ BID_TTL_SECONDS: '86400', TRUST_PROXY: '127.0.0.1', DEMO_FLEET: process.env.DEMO_FLEET ?? '50' })
   const t0 = Date.now()
   await run(process.execPath, [simulator, '--screens', String(screens), '--base-url', oohbid.url, '--duration', '0', '--quiet'], { maxBuffer: 64 * 1024 * 1024 })
   const t1 = Date.now()
@@ -112,9 +113,12 @@ for (const screens of sizes) {
   const bare = await startBare(sample)
   rows.push(await measure(`bare uWS (spot bytes) @${screens / 1000}k`, rotating(bare.url, paths), bare.child.pid))
   await bare.stop()
-  const floor = await startDurable(sample)
-  rows.push(await measure(`durable floor: uWS + parse + LMDB commit @${screens / 1000}k`, rotating(floor.url, paths), floor.child.pid))
+  const floor = await startDurable(sample, 1)
+  rows.push(await measure(`durable floor: uWS + parse + one LMDB put @${screens / 1000}k`, rotating(floor.url, paths), floor.child.pid))
   await floor.stop()
+  const four = await startDurable(sample, 4)
+  rows.push(await measure(`four-write floor: a bid's four records @${screens / 1000}k`, rotating(four.url, paths), four.child.pid))
+  await four.stop()
   rows.push(await measure(`waterfall, ${SEATS} stored bids settled @${screens / 1000}k`, rotating(oohbid.url, paths, paths.length), oohbid.child.pid))
   rows.push(await measure(`waterfall, nothing to settle @${screens / 1000}k`, rotating(oohbid.url, paths), oohbid.child.pid))
   await oohbid.stop()

@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os'
 import { acceptedBid } from './lib/bid-fixture.js'
 import { commitCeiling } from './lib/commit-ceiling.js'
 import type { Measurement } from './lib/load.js'
-import { startBare, startBaseline, startOohbid } from './lib/processes.js'
+import { startBare, startDurable, startOohbid } from './lib/processes.js'
 import { printTable, save } from './lib/report.js'
 import { haveWrk, wrk } from './lib/wrk.js'
 
@@ -42,8 +42,8 @@ for (const threads of [1, 2]) {
     const bare = await startBare(sample)
     rows.push(await wrk('bare uWS (constant)', post(bare.url, body), load, bare.child.pid))
     await bare.stop()
-    const floor = await startBaseline('uws-durable-bid')
-    rows.push(await wrk('durable floor: uWS + parse + Ajv + LMDB commit', post(floor.url, body), load, floor.child.pid))
+    const floor = await startDurable(sample)
+    rows.push(await wrk('durable floor: uWS + parse + one LMDB put', post(floor.url, body), load, floor.child.pid))
     await floor.stop()
   }
   const before = await lockHeld(oohbid.url)

@@ -115,7 +115,6 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const analytics = new Analytics({
     dataDir: config.dataDir,
     durability: config.durability,
-    syncIntervalMs: config.syncIntervalMs,
     logLevel: config.logLevel,
     database: config.clickhouseDatabase,
     ...(config.clickhouseCluster !== undefined ? { cluster: config.clickhouseCluster } : {}),
@@ -123,7 +122,12 @@ export async function startService ({ config: given, clock = systemClock, log = 
     ...(config.clickhouseUser !== undefined ? { user: config.clickhouseUser } : {}),
     ...(config.clickhousePassword !== undefined ? { password: config.clickhousePassword } : {})
   }, log)
-  analytics.onShipped = (count) => funnel.shipped(count)
+  const shipped = (by: number) => metrics.inc('oohbid_funnel_shipped_events_total', 'Funnel events the analytics process has shipped to ClickHouse and deleted from LMDB.', '', by)
+  shipped(0)
+  analytics.onShipped = (count) => {
+    funnel.shipped(count)
+    shipped(count)
+  }
   const restarted = (by: number) => metrics.inc('oohbid_analytics_restarts_total', 'Times the analytics process exited unasked and was started again (each costs a second of lag and, on chDB, a reopen).', '', by)
   restarted(0)
   analytics.onRestart = () => restarted(1)

@@ -10,7 +10,7 @@ const TICK_US = (() => {
   }
 })()
 
-/** A process and every process below it (oohbid's analytics child included). */
+/** A process and every process below it (oohbid's analytics child and demo market included). */
 export function processTree (pid: number): number[] {
   const out = [pid]
   for (let i = 0; i < out.length; i++) {
@@ -24,14 +24,35 @@ export function processTree (pid: number): number[] {
   return out
 }
 
-/**
- * utime + stime of a process tree so far, in microseconds; undefined where /proc is not there. children: only the
- * processes below pid (oohbid's analytics process).
- */
-export function cpuMicros (pid: number, children = false): number | undefined {
+/** Which processes of a server's tree a figure counts. */
+export type CpuScope =
+  /** The service: its main process (supervisor and hot threads) and the analytics process; not the demo market. */
+  | 'service'
+  /** oohbid's analytics process alone. */
+  | 'analytics'
+  /** The demo market DEMO_FLEET starts (simulated screens and buyer): clients the service spawns, not the service. */
+  | 'demo'
+
+/** The scope a process of the tree under root belongs to, from its command line. */
+function scopeOf (root: number, pid: number): CpuScope {
+  if (pid === root) return 'service'
+  let command = ''
+  try {
+    command = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+  } catch {
+    // Gone already: it used no more CPU.
+  }
+  if (command.includes('analytics/process.js')) return 'analytics'
+  return command.includes('/scripts/') ? 'demo' : 'service'
+}
+
+/** utime + stime of the processes of a tree in a scope so far, in microseconds; undefined where /proc is not there. */
+export function cpuMicros (pid: number, scope: CpuScope = 'service'): number | undefined {
   if (!existsSync(`/proc/${pid}/stat`)) return undefined
   let ticks = 0
-  for (const p of processTree(pid).slice(children ? 1 : 0)) {
+  for (const p of processTree(pid)) {
+    const of = scopeOf(pid, p)
+    if (of !== scope && !(scope === 'service' && of === 'analytics')) continue
     try {
       // Fields after the command name (which may hold spaces), from field 3 on: utime is 14, stime 15.
       const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')
@@ -44,13 +65,14 @@ export function cpuMicros (pid: number, children = false): number | undefined {
 }
 
 /**
- * Starts metering a server's CPU (its whole process tree); the returned function gives the microseconds per request
- * over `served` requests, or undefined without /proc or for a run that served almost nothing (a stalled baseline).
+ * Starts metering a server's CPU (its processes in scope, by default the service's); the returned function gives the
+ * microseconds per request over `served` requests, or undefined without /proc or for a run that served almost nothing
+ * (a stalled baseline).
  */
-export function cpuMeter (pid: number | undefined): (served: number) => number | undefined {
-  const before = pid !== undefined ? cpuMicros(pid) : undefined
+export function cpuMeter (pid: number | undefined, scope: CpuScope = 'service'): (served: number) => number | undefined {
+  const before = pid !== undefined ? cpuMicros(pid, scope) : undefined
   return (served) => {
-    const after = pid !== undefined ? cpuMicros(pid) : undefined
+    const after = pid !== undefined ? cpuMicros(pid, scope) : undefined
     return before !== undefined && after !== undefined && served >= 100 ? Math.round((after - before) / served) : undefined
   }
 }

@@ -41,11 +41,11 @@ async function start (script: string, env: Record<string, string>, cleanup?: () 
 }
 
 /** A baseline script answering body, passed through a file: a large body does not fit in the environment. */
-function startAnswering (script: string, body: string | undefined): Promise<ServerProcess> {
-  if (body === undefined) return start(script, {})
+function startAnswering (script: string, body: string | undefined, env: Record<string, string> = {}): Promise<ServerProcess> {
+  if (body === undefined) return start(script, env)
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-body-'))
   writeFileSync(join(dir, 'body'), body)
-  return start(script, { BARE_BODY_FILE: join(dir, 'body') }, () => rmSync(dir, { recursive: true, force: true }))
+  return start(script, { ...env, BARE_BODY_FILE: join(dir, 'body') }, () => rmSync(dir, { recursive: true, force: true }))
 }
 
 /** The bare uWS baseline, answering body. */
@@ -53,9 +53,12 @@ export function startBare (body?: string): Promise<ServerProcess> {
   return startAnswering('dist/bench/lib/bare-uws.js', body)
 }
 
-/** The durable floor (bench/lib/uws-durable.ts): uWS, the request parsed, one LMDB commit, then body. */
-export function startDurable (body?: string): Promise<ServerProcess> {
-  return startAnswering('dist/bench/lib/uws-durable.js', body)
+/**
+ * The durable floor (bench/lib/uws-durable.ts): uWS, the request parsed, one LMDB commit, then body. writes: 1, one put
+ * (the floor), or 4, the four records a bid commits, in four tables.
+ */
+export function startDurable (body?: string, writes: 1 | 4 = 1): Promise<ServerProcess> {
+  return startAnswering('dist/bench/lib/uws-durable.js', body, { DURABLE_WRITES: String(writes) })
 }
 
 /** A baseline server script of bench/lib (fastify-bid, uws-piscina). */

@@ -10,7 +10,7 @@ import { Shipper } from './shipper.js'
 
 const config = JSON.parse(process.env.OOHBID_ANALYTICS_CONFIG ?? '{}') as ProcessConfig
 const log = createLogger(config.logLevel)
-const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: config.syncIntervalMs })
+const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 })
 const target = { database: config.database, ...(config.cluster !== undefined ? { cluster: config.cluster } : {}) }
 let backend: Backend | undefined
 let shipper: Shipper | undefined

@@ -4,7 +4,6 @@ import type { Params } from './sql.js'
 export interface ProcessConfig {
   dataDir: string
   durability: 'os' | 'fsync'
-  syncIntervalMs: number
   logLevel: 'error' | 'warn' | 'info' | 'debug'
   database: string
   cluster?: string

@@ -74,6 +74,10 @@ export class Shipper {
       if (ts < minTs) minTs = ts
       if (ts > maxTs) maxTs = ts
     }
+    // The read snapshot ends now, not at the next turn after the inserts: while a reader holds a snapshot, no page
+    // freed since can be reused, and every commit of the hot threads then pays to save the grown freelist (measured:
+    // a 100 ms hold every 5 s made a bid's four-table commit cost 29-34 us of CPU instead of 17).
+    this.#store.refresh()
     if (count === 0) return 0
     for (const [table, rows] of this.#rows.take()) {
       const name = tableName(this.#target, table)

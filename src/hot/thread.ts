@@ -60,7 +60,7 @@ const rpc = new Rpc(port, {
 }, () => store.refresh())
 const log = createLogger(config.logLevel, (line) => rpc.notify('log', line))
 const clock = clockOf(memory.clock)
-const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: config.syncIntervalMs }, memory.generations)
+const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 }, memory.generations)
 const metrics = new Metrics(thread, store.held)
 const outbox = new Outbox(store, clock)
 outbox.onAppend(onNextTurn(() => rpc.notify('outbox')))

@@ -60,10 +60,15 @@ function clientIp (socketIp: string, forwarded: string | undefined, trusted: str
   return hops[0] ?? socketIp
 }
 
+function isZero (b: Uint8Array, length: number): boolean {
+  for (let i = 0; i < length; i++) if (b[i] !== 0) return false
+  return true
+}
+
 /** The socket's address: IPv4 clients (shown by uWS as IPv4-mapped IPv6) read straight from the 16 bytes. */
 function socketIp (res: HttpResponse): string {
   const b = new Uint8Array(res.getRemoteAddress())
-  if (b.length === 16 && b[10] === 255 && b[11] === 255 && b.subarray(0, 10).every((x) => x === 0)) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`
+  if (b.length === 16 && b[10] === 255 && b[11] === 255 && isZero(b, 10)) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`
   if (b.length === 4) return `${b[0]}.${b[1]}.${b[2]}.${b[3]}`
   return normalizeIp(Buffer.from(res.getRemoteAddressAsText()).toString())
 }

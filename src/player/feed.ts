@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import { chargePlay } from '../campaigns/budget.js'
 import { recordDelivery } from '../campaigns/lifecycle.js'
 import type { FunnelLog } from '../events/funnel.js'
@@ -14,6 +13,7 @@ import type { CreativeRecord } from '../creatives/records.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { SpotRecord } from './records.js'
 import type { Store } from '../store/store.js'
+import { timeOrderedUuid } from '../store/time-ordered-id.js'
 import { fromMicros, playCostMicros } from '../bidding/auction/money.js'
 import { settleBilling, settleLoss, settleWin } from '../bidding/auction/settle.js'
 import { decide } from '../bidding/auction/waterfall.js'
@@ -46,7 +46,7 @@ export function takeSpot ({ store, notices, funnel, metrics }: { store: Store, n
   // Counted once committed: a dry run's decision is rolled back, and so is its count.
   store.afterCommit(() => metrics.spot(screen.screen_id, decision.tier, decision.winner !== undefined, now))
   if (decision.tier === 'closed') return { closed: true, waitSeconds: Math.min(CLOSED_RETRY_SECONDS, (minutesUntilOpen(screen.operating_hours, localTime(screen.timezone, now)) ?? 60) * 60) }
-  const spotId = `spt_${randomUUID()}`
+  const spotId = `spt_${timeOrderedUuid(now)}`
   const duration = screen.slot_duration_seconds
   const record: SpotRecord = { spot_id: spotId, screen_id: screen.screen_id, tier: decision.tier, decided_at: now, starts_at: now, duration_seconds: duration, status: 'served' }
   if (decision.creative !== undefined) record.creative_id = decision.creative.creative_id

@@ -95,6 +95,9 @@ export function analyticsSuite (t: Test, v: Variant): void {
     t.match(callback.body.data, { accepted: 1 })
     svc.clock.set(w.now)
     await svc.service.analytics.drain()
+    const metrics = (await svc.request('GET', '/metrics')).text
+    t.match(metrics, /^oohbid_funnel_pending_events 0$/m, 'nothing left to ship')
+    t.ok(Number(/^oohbid_funnel_shipped_events_total (\d+)$/m.exec(metrics)?.[1]) >= 10, 'the shipped events counted: requests, bids, auctions, plays, the proof')
 
     const bravo = w.seats.bravo.key
     const summary = (await report(svc, '/openrtb/v2/reports/summary', { key: bravo })).body.data

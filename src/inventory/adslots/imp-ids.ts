@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto'
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto'
 import { sameText } from '../../auth/same-text.js'
 import { secret } from '../../store/secrets.js'
 import type { Store } from '../../store/store.js'
@@ -26,7 +26,8 @@ const TAG_CHARS = 16
  * 200 writes), every node holding the same environment verifies the same ids, and a restart forgets nothing.
  */
 export class ImpIds {
-  readonly #secret: Buffer
+  /** A key object, imported once: an HMAC keyed with the raw bytes imports them again on every bid (0.6 us). */
+  readonly #secret: KeyObject
   /**
    * Makes ids of the same spot issued in the same millisecond distinct, with the issuing hot thread's number (each
    * thread counts on its own); the tag, not this, makes them unforgeable.
@@ -35,7 +36,7 @@ export class ImpIds {
   readonly #thread: string
 
   constructor (store: Store, thread = 0) {
-    this.#secret = secret(store, 'imp_ids')
+    this.#secret = createSecretKey(secret(store, 'imp_ids'))
     this.#thread = thread.toString(36)
   }
 
