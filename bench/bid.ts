@@ -17,7 +17,7 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
 
 const oohbid = await startOohbid({ BID_TTL_SECONDS: '86400', DEMO_FLEET: process.env.DEMO_FLEET ?? '50' })
 const { key, body, sample } = await acceptedBid(oohbid)
-console.log(`POST /openrtb/v2/bid, body ${body.length} bytes, ${connections} connections, ${seconds} s per run, HOT_THREADS=${process.env.HOT_THREADS ?? 'the cores'}, demo fleet ${process.env.DEMO_FLEET ?? '50'}`)
+console.log(`POST /openrtb/v2/bid, body ${body.length} bytes, ${connections} connections, ${seconds} s per run, HOT_THREADS=${process.env.HOT_THREADS ?? 'the default'}, demo fleet ${process.env.DEMO_FLEET ?? '50'}`)
 
 const post = (url: string, extraHeaders: Record<string, string> = {}) => ({ url: `${url}/openrtb/v2/bid`, method: 'POST' as const, body, headers: { 'content-type': 'application/json', ...extraHeaders } })
 const rows: Measurement[] = []

@@ -4,8 +4,9 @@
 // of them (the auction among 20 bids, every bid settled: one winner, 19 losses, the spot recorded), then decisions on
 // the same screens with nothing left to settle (the house creative), beside a bare uWS reply of the same bytes, the
 // durable floor (uWS + parse + one LMDB put) and the four-write floor (a bid's four records in one commit) in the
-// same run, with the demo market running (DEMO_FLEET=50) and every process of the service counted. The bids carry no
-// nurl or lurl, so the numbers are the decision's own, not the notice sender's.
+// same run, with every process of the service counted. The demo market stays off (DEMO_FLEET=0): its players bind
+// the screens they play, and the benchmark's players would then be refused on them (device_mismatch). The bids carry
+// no nurl or lurl, so the numbers are the decision's own, not the notice sender's.
 import type autocannon from 'autocannon'
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -61,6 +62,7 @@ async function storeBids (oohbid: { url: string, adminToken: string, dataDir: st
     let taken = 0
     do {
       const page = await call(`/openrtb/v2/adslots?format=openrtb&limit=${PAGE}${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key }) as { bid_requests: BidRequest[], cursor: { next: string | null } }
+      if (page.cursor === undefined) throw new Error(`adslots page failed: ${JSON.stringify(page).slice(0, 400)}`)
       cursor = page.cursor.next
       const unknown = page.bid_requests.map((br) => br.dooh.id).filter((id) => !pathOf.has(id))
       if (unknown.length > 0) {
@@ -101,7 +103,7 @@ const rows: Measurement[] = []
 const notes: string[] = []
 for (const screens of sizes) {
   console.log(`\n-- ${screens.toLocaleString('en-US')} screens, ${SEATS} seats bidding on ${bidScreens.toLocaleString('en-US')} of them`)
-  const oohbid = await startOohbid({ BID_TTL_SECONDS: '86400', TRUST_PROXY: '127.0.0.1', DEMO_FLEET: process.env.DEMO_FLEET ?? '50' })
+  const oohbid = await startOohbid({ BID_TTL_SECONDS: '86400', TRUST_PROXY: '127.0.0.1', DEMO_FLEET: process.env.DEMO_FLEET ?? '0' })
   const t0 = Date.now()
   await run(process.execPath, [simulator, '--screens', String(screens), '--base-url', oohbid.url, '--duration', '0', '--quiet'], { maxBuffer: 64 * 1024 * 1024 })
   const t1 = Date.now()

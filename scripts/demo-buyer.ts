@@ -7,6 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import sharp from 'sharp'
 import { apiClient } from './lib/api-client.js'
+import { stdoutLines } from './lib/output.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -25,8 +26,9 @@ const ADVERTISER = 'democoffee.example'
 
 interface State { seat_id: string, key: string, creative_id?: string, campaign_id?: string }
 
+const out = stdoutLines('demo buyer: ')
 function log (line: string): void {
-  if (!args.quiet) process.stdout.write(`demo buyer: ${line}\n`)
+  if (!args.quiet) out(line)
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))

@@ -8,6 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { setTimeout as wait } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { apiClient } from './lib/api-client.js'
+import { stdoutLines } from './lib/output.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -88,8 +89,9 @@ interface Screen {
   offlineUntil?: number
 }
 
+const out = stdoutLines()
 function log (line: string): void {
-  if (!args.quiet) process.stdout.write(line + '\n')
+  if (!args.quiet) out(line)
 }
 
 function progress (label: string, done: number, all: number, started: number): void {

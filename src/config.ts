@@ -80,7 +80,10 @@ export interface Config {
   syncIntervalMs: number
   /** LOG_LEVEL: error, warn, info or debug. */
   logLevel: 'error' | 'warn' | 'info' | 'debug'
-  /** HOT_THREADS: worker threads serving HTTP on the port, each with every route (default: the machine's cores). */
+  /**
+   * HOT_THREADS: worker threads serving HTTP on the port, each with every route. Default: one fewer than the cores,
+   * at least one (docs/architecture.md, "Hot threads": on 2 cores one thread serves more bids per CPU than two).
+   */
   hotThreads: number
 }
 
@@ -184,6 +187,6 @@ export function loadConfig (env: Env = process.env): Config {
     syncIntervalMs: int(env, 'SYNC_INTERVAL_MS', 1000, 10, 60_000),
     reservationHoldSeconds: int(env, 'RESERVATION_HOLD_SECONDS', 900, 10, 86_400),
     logLevel: level as Config['logLevel'],
-    hotThreads: int(env, 'HOT_THREADS', availableParallelism(), 1, 256)
+    hotThreads: int(env, 'HOT_THREADS', Math.max(1, availableParallelism() - 1), 1, 256)
   }
 }

@@ -16,6 +16,8 @@ import type { DeliveryLog } from './webhooks/delivery-log.js'
 import type { Broadcast } from './hot/broadcast.js'
 import type { Dashboard } from './generated/types.js'
 import type { Metrics } from './http/metrics.js'
+import type { Journal } from './store/journal.js'
+import type { BidIntake } from './bidding/intake.js'
 
 /** Where a route hands a creative for moderation: the supervisor's moderator, reached from a hot thread by message. */
 export interface ModerationQueue {
@@ -38,6 +40,8 @@ export interface Deps {
   notices: Notices
   deliveries: DeliveryLog
   funnel: FunnelLog
+  /** This thread's bid journal: what POST /bid writes, durable at once and applied to LMDB with its turn. */
+  bidJournal: Journal<BidIntake>
   analytics: AnalyticsSource
   reports: ResultCache
   /** This thread's metrics: routes count what they decide (spots by tier, bids by outcome). */

@@ -40,8 +40,12 @@ t.test('after npm start, within 60 s: spots played, proofs issued, the demo buye
   t.ok(seen.wins > 0, `the demo buyer won auctions (${seen.wins})`)
   t.ok(seen.proofs > 0, `its plays were proven (${seen.proofs} proofs)`)
   t.ok(Date.now() - started < 60_000, `all within 60 s of the start (${Math.round((Date.now() - started) / 1000)} s)`)
-  // The plays behind those proofs reach ClickHouse within the shipper's second; a report asked now counts them.
-  await sleep(3000)
+  // The plays behind those proofs reach ClickHouse with the shipper's next batch (src/analytics/shipper.ts: at most
+  // 30 s after they were logged): once it has shipped every event logged by now, a report asked counts them.
+  const counter = (text: string, name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)?.[1] ?? 0)
+  const now = (await get('/metrics')).text
+  const due = counter(now, 'oohbid_funnel_shipped_events_total') + counter(now, 'oohbid_funnel_pending_events')
+  for (const until = Date.now() + 45_000; counter((await get('/metrics')).text, 'oohbid_funnel_shipped_events_total') < due && Date.now() < until;) await sleep(1000)
   const summary = await get('/openrtb/v2/reports/summary', key)
   t.equal(summary.status, 200)
   t.ok(JSON.parse(summary.text).data.impressions > 0, 'GET /reports/summary shows the demo buyer\'s impressions')

@@ -9,7 +9,7 @@ async function shippedAndPending (url: string): Promise<{ shipped: number, pendi
 /**
  * The analytics process's CPU per funnel event it ships (the figure issue 27 bounds at 8 us), over a measured run of
  * the service at url (pid: its main process; the analytics process is its child). Call before the run; the returned
- * function, called after it, waits until the events made meanwhile are shipped (at most 30 s) and answers
+ * function, called after it, waits until the events made meanwhile are shipped (at most 60 s) and answers
  * microseconds per event, or undefined without /proc.
  */
 export async function analyticsMeter (url: string, pid: number): Promise<() => Promise<{ usPerEvent: number | undefined, events: number }>> {
@@ -19,7 +19,7 @@ export async function analyticsMeter (url: string, pid: number): Promise<() => P
     // Everything waiting when the run ended, what it made included, is shipped by then.
     const end = await shippedAndPending(url)
     let now = end
-    for (const until = Date.now() + 30_000; now.shipped < end.shipped + end.pending && Date.now() < until;) {
+    for (const until = Date.now() + 60_000; now.shipped < end.shipped + end.pending && Date.now() < until;) {
       await new Promise((resolve) => setTimeout(resolve, 250))
       now = await shippedAndPending(url)
     }

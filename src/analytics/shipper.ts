@@ -12,14 +12,18 @@ import { RAW, tableName, type SchemaTarget } from './schema.js'
  */
 export const BATCH = 100_000
 /**
- * How long the shipper waits when the log had less than a batch. Each ship has a fixed cost: a dedupe query and an
- * insert per table (each insert writes a part to the raw table and to every rollup its materialized views feed, about
- * 36 ms of CPU for bids in chDB whatever the rows) and a write transaction deleting what was shipped. Measured with
- * bid_received events (bench/analytics, the shipper's own CPU): batches of 7,000 (a second at 7,000 bids/s) cost 10.1
- * us of CPU per event, batches of 35,000 (5 s) 7.0. Reports are cached 5 minutes, so 5 s before an event reaches
- * ClickHouse changes nothing a reader sees.
+ * When a partial batch ships: once this many events wait, or once events have waited this long. Each ship has a
+ * fixed cost whatever its size: a dedupe query and an insert per table, each insert writing a part to the raw table
+ * and to every rollup its materialized views feed (about 36 ms of CPU for bids in chDB), and a transaction deleting
+ * what was shipped. Measured with bid_received events (the shipper's own CPU, chDB's threads included): batches of
+ * 7,000 cost 10.1 us an event, batches of 35,000 5.9-7.0. Shipping a trickle every second made an idle demo market
+ * cost the analytics process 31 ms of CPU a second. Reports are cached 5 minutes, so 30 s before an event reaches
+ * ClickHouse changes nothing a reader sees; tests and benchmarks ship at once with drain().
  */
-const IDLE_MS = 5000
+const MIN_BATCH = BATCH
+const MAX_WAIT_MS = 30_000
+/** How often the shipper looks at the log while it waits. */
+const POLL_MS = 1000
 const MAX_BACKOFF_MS = 30_000
 
 /**
@@ -92,6 +96,21 @@ export class Shipper {
     return count
   }
 
+  /** Resolves once a batch is due: MIN_BATCH events wait, or some have waited MAX_WAIT_MS (or the shipper stopped). */
+  async #due (): Promise<void> {
+    let since: number | undefined
+    while (!this.#stopped) {
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS))
+      // Skipping to the MIN_BATCH-th key costs about a millisecond; counting a backlog of 100M would take seconds.
+      const any = [...this.#store.funnel.getKeys({ limit: 1 })].length > 0
+      const full = any && [...this.#store.funnel.getKeys({ offset: MIN_BATCH - 1, limit: 1 })].length > 0
+      this.#store.refresh()
+      if (!any) continue
+      since ??= Date.now()
+      if (full || Date.now() - since >= MAX_WAIT_MS) return
+    }
+  }
+
   /** Ships until the log is empty. */
   async drain (): Promise<void> {
     while (await this.shipOnce() > 0);
@@ -104,7 +123,7 @@ export class Shipper {
       try {
         const moved = await this.shipOnce()
         backoff = 500
-        if (moved < BATCH) await new Promise((resolve) => setTimeout(resolve, IDLE_MS))
+        if (moved < BATCH) await this.#due()
       } catch (err) {
         this.#log.warn('shipping to ClickHouse failed; events wait in LMDB', { error: err instanceof Error ? err.message : String(err), retry_in_ms: backoff })
         await new Promise((resolve) => setTimeout(resolve, backoff))

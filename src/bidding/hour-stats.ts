@@ -2,7 +2,6 @@ import { iso } from '../clock.js'
 import type { SeatStats } from '../generated/types.js'
 import type { HourStats } from './records.js'
 import type { Store } from '../store/store.js'
-import type { Outcome } from './score.js'
 
 const HOUR = 3_600_000
 
@@ -23,18 +22,27 @@ export function addToHour (store: Store, seatId: string, now: number, change: (h
   store.stats.putSync([seat, hour], next)
 }
 
-/** Adds one bid response's outcomes to the seat's hour. Call inside the transaction that scored it. */
-export function countResponse (store: Store, seatId: string, now: number, outcomes: ReadonlyArray<{ outcome: Outcome, latencyMs?: number }>): void {
+/** What the hour's counters take of one bid's outcome. */
+export interface Counted {
+  status: 'accepted' | 'rejected'
+  reason?: string
+  price?: number
+  /** From the imp's issue to the bid, when the bid named an imp issued to the seat. */
+  latency_ms?: number
+}
+
+/** Adds one bid response's outcomes to the seat's hour; call inside Store.write. */
+export function countResponse (store: Store, seatId: string, now: number, outcomes: readonly Counted[]): void {
   addToHour(store, seatId, now, (h) => {
     h.bid_responses++
-    for (const { outcome, latencyMs } of outcomes) {
+    for (const outcome of outcomes) {
       h.bids++
       if (outcome.status === 'accepted') {
         h.accepted++
         h.accepted_cpm_sum += outcome.price ?? 0
-        if (latencyMs !== undefined) {
-          h.latency_ms_sum += latencyMs
-          h.latency_max_ms = Math.max(h.latency_max_ms, latencyMs)
+        if (outcome.latency_ms !== undefined) {
+          h.latency_ms_sum += outcome.latency_ms
+          h.latency_max_ms = Math.max(h.latency_max_ms, outcome.latency_ms)
         }
       } else {
         h.rejected[outcome.reason!] = (h.rejected[outcome.reason!] ?? 0) + 1

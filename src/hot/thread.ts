@@ -5,6 +5,7 @@ import { KeySealer } from '../auth/sealed-keys.js'
 import { clockOf } from '../clock.js'
 import type { AnalyticsSource } from '../analytics/source.js'
 import { FunnelLog } from '../events/funnel.js'
+import { openBidJournal } from '../bidding/intake.js'
 import { ImpIds } from '../inventory/adslots/imp-ids.js'
 import type { Lifecycle } from '../http/request-cycle.js'
 import { Idempotency } from '../http/idempotency.js'
@@ -49,7 +50,8 @@ const rpc = new Rpc(port, {
   snapshot: (reset?: boolean) => metrics.snapshot(clock.now(), reset),
   runJobs: () => inventory.runJobs(),
   settled: () => reports.settled(),
-  flushed: () => true,
+  // Everything this thread acknowledged before the call is applied to LMDB when it answers.
+  flushed: () => { bidJournal.flush(); return true },
   stopAccepting: () => stopAccepting(),
   finish,
   close,
@@ -79,6 +81,10 @@ const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: conf
 const shared = broadcast((channel, key, value) => rpc.notify('broadcast', channel, key, value))
 const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs, (key, outcome) => shared.send('report', key, outcome))
 shared.on('report', (key, value) => reports.received(key, value as Outcome))
+const funnel = new FunnelLog(store, memory.funnel, (event) => metrics.recorded(event))
+// Handed over once committed: the supervisor's moderator reads the creative the moment the message lands.
+const moderator = { schedule: (id: string) => store.afterCommit(() => rpc.notify('moderate', id)) }
+const bidJournal = openBidJournal({ store, outbox, notices, funnel, moderator, metrics }, config.dataDir, config.durability, `thread-${thread}`)
 const routes = allRoutes({
   config,
   clock,
@@ -88,13 +94,13 @@ const routes = allRoutes({
   inventory,
   impIds: new ImpIds(store, thread),
   objects: new ObjectStore(config.dataDir),
-  // Handed over once committed: the supervisor's moderator reads the creative the moment the message lands.
-  moderator: { schedule: (id) => store.afterCommit(() => rpc.notify('moderate', id)) },
+  moderator,
   sealer: KeySealer.open(config.keyEncryptionKey, config.dataDir),
   proofSigner: ProofSigner.open(config.dataDir),
   notices,
   deliveries: new DeliveryLog(store),
-  funnel: new FunnelLog(store, memory.funnel, (event) => metrics.recorded(event)),
+  funnel,
+  bidJournal,
   analytics,
   reports,
   metrics,
@@ -145,5 +151,6 @@ async function close (): Promise<void> {
   // The last reply is still corked inside the uWS callback that finished it; let the loop flush it first.
   await new Promise((resolve) => setImmediate(resolve))
   server.closeAll()
+  bidJournal.close()
   await store.close()
 }

@@ -314,8 +314,8 @@ export class RequestCycle {
   #execute (fingerprint: string): Result {
     const { route, ctx } = { route: this.#route, ctx: this.#ctx }
     if (route.prepare !== undefined) ctx.prepared = route.prepare(ctx)
-    if (!isMutating(ctx.method)) return route.handler(ctx)
     const claim = this.#claim
+    if (!isMutating(ctx.method) || (route.journaled === true && claim === undefined && !ctx.dryRun)) return route.handler(ctx)
     try {
       return this.#deps.store.write(() => {
         const result = route.handler(ctx)

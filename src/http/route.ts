@@ -156,6 +156,12 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * signature checks) is done here and the transaction holds the lock only for the writes.
    */
   prepare?: (ctx: Ctx<B, Q>) => unknown
+  /**
+   * The handler makes its writes durable through a Journal (src/store/journal.ts) rather than in a transaction of
+   * its own, so it runs outside one; with an Idempotency-Key or dry_run it runs inside one all the same, since the
+   * stored answer must commit with its writes, and a dry run's writes roll back.
+   */
+  journaled?: boolean
   handler: Handler<B, Q>
 }
 

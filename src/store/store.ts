@@ -117,6 +117,8 @@ export interface Store {
    * that mirrors what the transaction wrote, and for side effects that must not happen for a rolled-back write.
    */
   afterCommit (fn: () => void): void
+  /** Whether a write transaction is open on this thread (what a write made now would commit with). */
+  readonly inTransaction: boolean
   /** How many write transactions rolled back: memory derived from a table keys on this beside the table's version. */
   readonly rollbacks: number
   /** The serial of the write transaction running (or last run) on this store: what a transaction does once keys on it. */
@@ -318,6 +320,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     exchangePending: root.openDB<1, [number, string]>('exchange_pending', { keyEncoding: 'ordered-binary' }),
     ledgers: withShapes<CampaignLedger, string>('ledgers'),
     write,
+    get inTransaction () { return depth > 0 },
     get rollbacks () { return rollbacks },
     get transaction () { return transaction },
     generations,

@@ -1,15 +1,15 @@
 import { Reports } from '../../analytics/reports.js'
-import { presentedKey, updateKey } from '../../auth/keys.js'
+import { presentedKey } from '../../auth/keys.js'
 import { activeDealsFor } from '../../campaigns/deals.js'
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
 import type { BidResponse, BidResult, FunnelEvent, OrtbBid } from '../../generated/types.js'
-import { registerCreative } from '../../creatives/register.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { StoredBid } from '../records.js'
-import { lossNotices, type NoticeBid } from '../auction/settle.js'
-import { scoreBid, type Outcome, type Scored } from '../score.js'
-import { countResponse, lastDay } from '../hour-stats.js'
+import type { NoticeBid } from '../auction/settle.js'
+import type { BidIntake } from '../intake.js'
+import { scoreBid, type Scored } from '../score.js'
+import { lastDay, type Counted } from '../hour-stats.js'
 
 /** OpenRTB 2.6 no-bid reason given with invalid_bid_response: the response could not be read. */
 const NBR_INVALID = 2
@@ -20,7 +20,7 @@ const NBR_INVALID = 2
  * pipelined request. Accepted bids of production seats are stored for the waterfall in the same transaction that
  * answers; sandbox seats are scored only.
  */
-export function bidRoute ({ store, outbox, impIds, sealer, funnel, notices, moderator, config, metrics }: Deps): RouteDef {
+export function bidRoute ({ store, impIds, sealer, bidJournal, config }: Deps): RouteDef {
   return route<BidResponse>({
     method: 'post',
     path: '/openrtb/v2/bid',
@@ -42,20 +42,18 @@ export function bidRoute ({ store, outbox, impIds, sealer, funnel, notices, mode
       const cur = ctx.body.cur ?? 'USD'
       return (ctx.body.seatbid ?? []).flatMap((seatbid) => seatbid.bid.map((bid) => ({ bid, scored: scoreBid(bid, { store, impIds, seatId: seat.seat_id, deals, cur, now: ctx.now, allowPrivateAssetUrls: config.allowPrivateAssetUrls }) })))
     },
+    // The route's writes go through the bid journal: outside a transaction, unless Idempotency-Key or dry_run.
+    journaled: true,
     handler: (ctx) => {
       const { seat: maybeSeat, key } = ctx.principal!
       const seat = maybeSeat!
       const live = seat.status === 'approved' && !ctx.dryRun
       const result: BidResult = { id: ctx.body.id, sandbox: seat.status !== 'approved', accepted: 0, rejected: 0, results: [] }
-      const counted: Array<{ outcome: Outcome, latencyMs?: number }> = []
-      const events: NonNullable<FunnelEvent['bids']> = []
+      const intake: BidIntake = { seat_id: seat.seat_id, at: ctx.now, sandbox: result.sandbox, register: [], losses: [], stored: [], counted: [] }
+      const events: NonNullable<BidIntake['events']> = []
       for (const { bid, scored } of ctx.prepared as Array<{ bid: OrtbBid, scored: Scored }>) {
         const { outcome, imp, creativeId, loss, register } = scored
-        // Scored outside the lock: another bid of this response, or another thread, may have registered it since.
-        if (register !== undefined && store.creatives.get(creativeId!) === undefined) {
-          registerCreative({ store, outbox }, seat.seat_id, register, ctx.now, creativeId!)
-          if (!ctx.dryRun) moderator.schedule(creativeId!)
-        }
+        if (register !== undefined) intake.register.push({ creative_id: creativeId!, creative: register })
         // A production bid refused at intake lost too: it gets its lurl and legacy bid.lost like an auction loss.
         if (loss !== undefined && live && outcome.reason !== 'invalid_notice_url') {
           const lost: NoticeBid = { bid_id: bid.id, response_id: ctx.body.id, impid: bid.impid, seat_id: seat.seat_id, creative_id: creativeId ?? bid.crid ?? '', price: bid.price, key_id: key.key_id }
@@ -63,9 +61,11 @@ export function bidRoute ({ store, outbox, impIds, sealer, funnel, notices, mode
           if (ctx.body.bidid !== undefined) lost.bidid = ctx.body.bidid
           if (bid.adid !== undefined) lost.adid = bid.adid
           if (bid.dealid !== undefined) lost.dealid = bid.dealid
+          const refused: BidIntake['losses'][number] = { bid: lost, code: loss }
+          if (imp !== undefined) refused.screen_id = imp.screenId
           // A price can only win against the floor: for a creative that may not play there is no minimum to win.
-          const minToWin = outcome.reason === 'below_floor' ? outcome.floor : undefined
-          lossNotices({ store, notices }, lost, imp !== undefined ? store.screens.get(imp.screenId) : undefined, loss, minToWin, undefined, ctx.now)
+          if (outcome.reason === 'below_floor') refused.min_to_win = outcome.floor!
+          intake.losses.push(refused)
         }
         if (outcome.status === 'accepted' && live && imp !== undefined && creativeId !== undefined) {
           const stored: StoredBid = {
@@ -81,12 +81,15 @@ export function bidRoute ({ store, outbox, impIds, sealer, funnel, notices, mode
           if (bid.lurl !== undefined) stored.lurl = bid.lurl
           if (bid.burl !== undefined) stored.burl = bid.burl
           if (bid.adm !== undefined) stored.adm = bid.adm
-          store.bids.putSync([imp.screenId, bid.impid, seat.seat_id], stored)
-          store.bidExpiry.putSync([imp.expiresAt, imp.screenId, bid.impid, seat.seat_id], 1)
+          intake.stored.push(stored)
           outcome.stored = true
         }
         result.results.push(outcome)
-        counted.push(imp !== undefined ? { outcome, latencyMs: ctx.now - imp.issuedAt } : { outcome })
+        const counted: Counted = { status: outcome.status }
+        if (outcome.reason !== undefined) counted.reason = outcome.reason
+        if (outcome.price !== undefined) counted.price = outcome.price
+        if (imp !== undefined) counted.latency_ms = ctx.now - imp.issuedAt
+        intake.counted.push(counted)
         const event: NonNullable<FunnelEvent['bids']>[number] = { screen_id: outcome.screen_id ?? '', price: bid.price, status: outcome.status }
         if (outcome.reason !== undefined) event.reason = outcome.reason
         if (bid.dealid !== undefined) event.deal_id = bid.dealid
@@ -97,22 +100,14 @@ export function bidRoute ({ store, outbox, impIds, sealer, funnel, notices, mode
         if (outcome.status === 'accepted') result.accepted++
         else result.rejected++
       }
-      countResponse(store, seat.seat_id, ctx.now, counted)
-      store.afterCommit(() => {
-        metrics.inc('oohbid_bids_total', 'Bids received on POST /openrtb/v2/bid, by outcome.', 'status="accepted"', result.accepted)
-        metrics.inc('oohbid_bids_total', 'Bids received on POST /openrtb/v2/bid, by outcome.', 'status="rejected"', result.rejected)
-      })
-      if (!ctx.dryRun) {
-        funnel.append({ stage: 'bid_received', at: ctx.now, seat_id: seat.seat_id, sandbox: result.sandbox, screens: [], bids: events })
-        // Legacy notifications are signed with the key that bid; a key minted before keys were sealed is sealed on
-        // its first bid, from the copy it presented.
-        if (live && key.sealed === undefined) {
-          const presented = presentedKey(ctx.headers)
-          if (presented !== undefined && presented !== '') {
-            updateKey(store, key, { sealed: sealer.seal(key.key_id, presented) })
-          }
-        }
+      if (!ctx.dryRun) intake.events = events
+      // Legacy notifications are signed with the key that bid; a key minted before keys were sealed is sealed on its
+      // first bid, from the copy it presented.
+      if (live && key.sealed === undefined) {
+        const presented = presentedKey(ctx.headers)
+        if (presented !== undefined && presented !== '') intake.seal = { key_id: key.key_id, sealed: sealer.seal(key.key_id, presented) }
       }
+      bidJournal.record(intake)
       return ok(result)
     }
   })

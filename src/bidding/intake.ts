@@ -1,0 +1,98 @@
+import { join } from 'node:path'
+import type { FunnelEvent } from '../generated/types.js'
+import type { FunnelLog } from '../events/funnel.js'
+import { registerCreative, type NewCreative } from '../creatives/register.js'
+import { updateKey } from '../auth/keys.js'
+import type { Notices } from '../notify/notices.js'
+import type { Outbox } from '../store/outbox.js'
+import { Journal, recoverJournals } from '../store/journal.js'
+import type { Store } from '../store/store.js'
+import type { Metrics } from '../http/metrics.js'
+import { lossNotices, type NoticeBid } from './auction/settle.js'
+import { countResponse, type Counted } from './hour-stats.js'
+import type { StoredBid } from './records.js'
+
+/**
+ * Everything a bid response changes, decided by POST /bid before any write: the entry the bid journal makes durable
+ * (src/store/journal.ts) and applyIntake writes. Plain JSON, since the journal keeps it as JSON.
+ */
+export interface BidIntake {
+  seat_id: string
+  at: number
+  sandbox: boolean
+  /** Creatives the markup registers (crids the seat had not registered), to moderate once committed. */
+  register: Array<{ creative_id: string, creative: NewCreative }>
+  /** Production bids refused at intake: their lurl and legacy bid.lost, like an auction loss. */
+  losses: Array<{ bid: NoticeBid, screen_id?: string, code: number, min_to_win?: number }>
+  /** Accepted bids of a production seat, for the waterfall. */
+  stored: StoredBid[]
+  /** Every bid's outcome, for the seat's hour of counters. */
+  counted: Counted[]
+  /** The bid_received funnel event's bids; none for a dry run, which leaves no event. */
+  events?: NonNullable<FunnelEvent['bids']>
+  /** The key's sealed copy, on its first production bid (legacy notifications are signed with it). */
+  seal?: { key_id: string, sealed: string }
+}
+
+/** What applying an intake writes to. */
+export interface IntakeDeps {
+  store: Store
+  outbox: Outbox
+  notices: Notices
+  funnel: FunnelLog
+  /** Where a registered creative goes for moderation, once committed. */
+  moderator: { schedule (creativeId: string): void }
+  metrics: Metrics
+}
+
+/** Writes one bid response's changes; call inside Store.write (the bid journal applies its entries with it). */
+export function applyIntake (deps: IntakeDeps, intake: BidIntake): void {
+  const { store } = deps
+  for (const { creative_id: id, creative } of intake.register) {
+    // Decided outside the lock: another bid of this turn, or another thread, may have registered it since.
+    if (store.creatives.get(id) !== undefined) continue
+    registerCreative(deps, intake.seat_id, creative, intake.at, id)
+    store.afterCommit(() => deps.moderator.schedule(id))
+  }
+  for (const loss of intake.losses) {
+    lossNotices(deps, loss.bid, loss.screen_id !== undefined ? store.screens.get(loss.screen_id) : undefined, loss.code, loss.min_to_win, undefined, intake.at)
+  }
+  for (const bid of intake.stored) {
+    store.bids.putSync([bid.screen_id, bid.impid, bid.seat_id], bid)
+    store.bidExpiry.putSync([bid.expires_at, bid.screen_id, bid.impid, bid.seat_id], 1)
+  }
+  countResponse(store, intake.seat_id, intake.at, intake.counted)
+  if (intake.events !== undefined) deps.funnel.append({ stage: 'bid_received', at: intake.at, seat_id: intake.seat_id, sandbox: intake.sandbox, screens: [], bids: intake.events })
+  if (intake.seal !== undefined) {
+    const key = store.keys.get(intake.seal.key_id)
+    if (key !== undefined && key.sealed === undefined) updateKey(store, key, { sealed: intake.seal.sealed })
+  }
+  const accepted = intake.counted.filter((c) => c.status === 'accepted').length
+  store.afterCommit(() => {
+    deps.metrics.inc('oohbid_bids_total', 'Bids received on POST /openrtb/v2/bid, by outcome.', 'status="accepted"', accepted)
+    deps.metrics.inc('oohbid_bids_total', 'Bids received on POST /openrtb/v2/bid, by outcome.', 'status="rejected"', intake.counted.length - accepted)
+  })
+}
+
+/** Where the bid journals' files are. */
+function journalDir (dataDir: string): string {
+  return join(dataDir, 'journal')
+}
+
+/** A hot thread's bid journal (owner names its files), after replaying what a thread before it left unapplied. */
+export function openBidJournal (deps: IntakeDeps, dataDir: string, durability: 'os' | 'fsync', owner: string): Journal<BidIntake> {
+  recoverBidJournals(deps, dataDir, owner)
+  return new Journal<BidIntake>({
+    store: deps.store,
+    dir: journalDir(dataDir),
+    owner,
+    apply: (intake) => applyIntake(deps, intake),
+    fsync: durability === 'fsync',
+    counted: (how) => deps.metrics.inc('oohbid_bid_journal_entries_total', 'Bid responses made durable: committed at once (applied="at_once") or appended to the bid journal and applied with the rest of their turn (applied="journaled").', `applied="${how}"`, 1)
+  })
+}
+
+/** Applies what bid journals hold and LMDB does not: every owner's at a start, one owner's when its thread is replaced. */
+export function recoverBidJournals (deps: IntakeDeps, dataDir: string, owner?: string): number {
+  return recoverJournals(deps.store, journalDir(dataDir), (intake: BidIntake) => applyIntake(deps, intake), owner)
+}

@@ -1,0 +1,115 @@
+import { spawnSync } from 'node:child_process'
+import { appendFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t, { type Test } from 'tap'
+import { Journal, recoverJournals, type Durable } from './journal.js'
+import { openStore, type Store } from './store.js'
+
+// The journal over a real LMDB environment, without the service: each entry adds its amount to a counter in meta,
+// so an entry applied twice or not at all shows in the sums.
+
+interface Entry { id: string, n: number }
+
+const apply = (store: Store) => (e: Entry) => {
+  store.meta.putSync(`test:${e.id}`, ((store.meta.get(`test:${e.id}`) as number | undefined) ?? 0) + e.n)
+}
+const turn = () => new Promise((resolve) => setImmediate(resolve))
+
+function fixture (t: Test): { dir: string, store: Store, journal: Journal<Entry>, how: Durable[] } {
+  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-journal-'))
+  const store = openStore(dataDir)
+  t.teardown(async () => { await store.close(); rmSync(dataDir, { recursive: true, force: true }) })
+  const how: Durable[] = []
+  const dir = join(dataDir, 'journal')
+  const journal = new Journal<Entry>({ store, dir, owner: 'thread-1', apply: apply(store), fsync: false, counted: (h) => how.push(h) })
+  return { dir, store, journal, how }
+}
+
+t.test('an idle thread commits at once; under load a turn\'s entries are journaled and applied when the turn ends', async (t) => {
+  const { dir, store, journal, how } = fixture(t)
+  journal.record({ id: 'a', n: 1 })
+  t.equal(store.meta.get('test:a'), 1, 'alone in its turn: committed before record returns')
+  journal.record({ id: 'a', n: 2 })
+  await turn()
+  t.same(how, ['at_once', 'at_once'], 'the turn before had one entry: nothing to share a commit with')
+  for (let i = 0; i < 5; i++) journal.record({ id: 'b', n: 1 })
+  t.same(how.slice(2), ['journaled', 'journaled', 'journaled', 'journaled', 'journaled'], 'after a turn of two, entries are journaled')
+  t.equal(readdirSync(dir).length, 1, 'in one journal file')
+  store.refresh()
+  t.equal(store.meta.get('test:b'), undefined, 'not in LMDB yet')
+  const before = store.held.transactions
+  await turn()
+  store.refresh()
+  t.equal(store.meta.get('test:b'), 5, 'applied when the turn ended')
+  t.equal(store.held.transactions - before, 1, 'in one transaction')
+  journal.close()
+  t.same(readdirSync(dir), [], 'a graceful close applies everything and removes the file')
+  t.same([...store.meta.getKeys({ start: 'journal:', end: 'journal:\uffff' })], [], 'and its applied mark')
+})
+
+t.test('inside a write transaction an entry is applied in it, and rolls back with it', async (t) => {
+  const { store, journal } = fixture(t)
+  t.throws(() => store.write(() => { journal.record({ id: 'c', n: 7 }); throw new Error('rolled back') }))
+  t.equal(store.meta.get('test:c'), undefined)
+  store.write(() => journal.record({ id: 'c', n: 7 }))
+  t.equal(store.meta.get('test:c'), 7)
+})
+
+const child = `
+const { openStore } = await import(process.argv[1])
+const { Journal } = await import(process.argv[2])
+const store = openStore(process.argv[3])
+const apply = (e) => store.meta.putSync('test:' + e.id, (store.meta.get('test:' + e.id) ?? 0) + e.n)
+const journal = new Journal({ store, dir: process.argv[3] + '/journal', owner: 'thread-1', apply, fsync: false })
+for (let i = 0; i < 3; i++) journal.record({ id: 'before', n: 1 })
+await new Promise((resolve) => setImmediate(resolve))
+for (let i = 0; i < Number(process.argv[4]); i++) journal.record({ id: 'journaled', n: 1 })
+process.stdout.write('acknowledged\\n')
+process.kill(process.pid, 'SIGKILL')
+`
+
+/** Runs the child on dataDir: three entries at once, then count journaled in the next turn, then kill -9. */
+function crash (dataDir: string, count: number) {
+  const here = (name: string) => fileURLToPath(new URL(name, import.meta.url))
+  return spawnSync(process.execPath, ['--input-type=module', '-e', child, here('./store.js'), here('./journal.js'), dataDir, String(count)], { encoding: 'utf8' })
+}
+
+t.test('kill -9 before the turn ends: recovery applies every journaled entry exactly once, and a torn tail is left out', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-journal-crash-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const run = crash(dataDir, 40)
+  t.equal(run.signal, 'SIGKILL')
+  t.equal(run.stdout, 'acknowledged\n', 'the entries were acknowledged before the kill')
+  const dir = join(dataDir, 'journal')
+  const [file] = readdirSync(dir)
+  // A crash mid-append leaves a frame cut short.
+  appendFileSync(join(dir, file!), Buffer.from([200, 0, 0, 0, 1, 2, 3, 4, 123]))
+  const store = openStore(dataDir)
+  t.teardown(() => store.close())
+  t.equal(store.meta.get('test:before'), 3)
+  t.equal(store.meta.get('test:journaled'), undefined, 'the journaled entries never reached LMDB')
+  t.equal(recoverJournals(store, dir, apply(store), 'thread-2'), 0, 'another owner\'s files are not touched')
+  t.equal(recoverJournals(store, dir, apply(store), 'thread-1'), 40)
+  t.equal(store.meta.get('test:journaled'), 40, 'each applied once')
+  t.same(readdirSync(dir), [], 'the file is gone')
+  t.equal(recoverJournals(store, dir, apply(store)), 0, 'a second recovery applies nothing')
+  t.equal(store.meta.get('test:journaled'), 40)
+})
+
+t.test('a turn of more than a batch applies as it goes; a failed recovery leaves the file to replay whole', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-journal-crash-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const run = crash(dataDir, 1200)
+  t.equal(run.signal, 'SIGKILL')
+  const store = openStore(dataDir)
+  t.teardown(() => store.close())
+  t.equal(store.meta.get('test:journaled'), 1024, 'two full batches were applied within the turn')
+  const dir = join(dataDir, 'journal')
+  t.throws(() => recoverJournals(store, dir, () => { throw new Error('disk full') }), /disk full/)
+  t.equal(store.meta.get('test:journaled'), 1024, 'the failed batch rolled back')
+  t.equal(readdirSync(dir).length, 1, 'and its file stays')
+  t.equal(recoverJournals(store, dir, apply(store)), 176, 'the next start applies the rest')
+  t.equal(store.meta.get('test:journaled'), 1200, 'each entry once')
+})

@@ -1,0 +1,216 @@
+import { closeSync, existsSync, fdatasyncSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writevSync } from 'node:fs'
+import { join } from 'node:path'
+import { crc32 } from 'node:zlib'
+import type { Store } from './store.js'
+
+/** A journal file past this many bytes is replaced by a new one once everything in it is applied. */
+const ROTATE_BYTES = 64 * 1024 * 1024
+/** Entries a batch applies at most: a turn with more applies them as they come, this many to a transaction. */
+const MAX_BATCH = 512
+/** Each frame: the payload's length and its CRC-32, then the payload (JSON). */
+const HEADER = 8
+const META = 'journal:'
+
+/** How an entry was made durable: committed at once, or appended to the journal and applied with its turn. */
+export type Durable = 'at_once' | 'journaled'
+
+export interface JournalOptions<E> {
+  store: Store
+  /** The folder of journal files (DATA_DIR/journal). */
+  dir: string
+  /** Whose journal: a hot thread's files are named after it, so that the thread that replaces it replays them. */
+  owner: string
+  /** Applies one entry's writes; called inside a write transaction. */
+  apply: (entry: E) => void
+  /** fsync: each append is flushed to the disk before it is acknowledged, as each commit is (DURABILITY=fsync). */
+  fsync: boolean
+  /** Told how each entry was made durable (/metrics). */
+  counted?: (how: Durable) => void
+}
+
+/**
+ * A write-ahead journal in front of LMDB, for the hot routes whose writes are many and small (a bid's record, its
+ * expiry entry, the seat's hour of counters and its funnel event). A synchronous LMDB commit costs a hot request as
+ * much as the rest of it (docs/architecture.md, "A bid's CPU, measured"); one `write` to this thread's journal file
+ * costs a few microseconds and is exactly as durable as a commit under DURABILITY=os: in the page cache when it
+ * returns, so a kill -9 loses nothing acknowledged. The entries a turn of the event loop appended are applied to LMDB
+ * in one transaction at the end of that turn, which also records how far the file is applied; a start replays what
+ * a file holds past that point (recoverJournals). An answer is still written only once its writes are durable, and
+ * synchronously, so pipelined requests are answered in order.
+ *
+ * What it costs: an entry is visible to reads (this thread's later requests in the same turn, other threads) once its
+ * turn ends, typically well under a millisecond after its answer. A thread whose last turn applied one entry or none
+ * commits the next at once instead: with nothing to share a commit with, the journal would only add its write, and
+ * a caller that waits for each answer reads its own writes on every thread.
+ */
+export class Journal<E> {
+  readonly #options: JournalOptions<E>
+  #fd: number | undefined
+  #file = ''
+  #size = 0
+  #pending: E[] = []
+  /** Entries recorded in the turn running, and in the last turn that recorded any. */
+  #thisTurn = 0
+  #lastTurn = 0
+  #turnEnds = false
+  /** Meta keys of files retired (unlinked) whose removal rides with the next transaction. */
+  #retired: string[] = []
+
+  constructor (options: JournalOptions<E>) {
+    this.#options = options
+  }
+
+  /**
+   * Makes entry's writes durable before the caller answers. Inside a write transaction (a request with an
+   * Idempotency-Key, whose stored answer must commit with its writes; a dry run, which rolls them back) they are
+   * applied in it.
+   */
+  record (entry: E): void {
+    const { store, apply, counted } = this.#options
+    if (store.inTransaction) return apply(entry)
+    this.#thisTurn++
+    this.#endTurnSoon()
+    if (this.#lastTurn <= 1 && this.#pending.length === 0) {
+      store.write(() => { this.#dropRetired(); apply(entry) })
+      counted?.('at_once')
+      return
+    }
+    this.#append(entry)
+    this.#pending.push(entry)
+    counted?.('journaled')
+    if (this.#pending.length >= MAX_BATCH) this.flush()
+  }
+
+  /** Applies what was journaled and not yet applied; the end of each turn does it, and a graceful stop. */
+  flush (): void {
+    if (this.#pending.length === 0) return
+    const { store, apply } = this.#options
+    const batch = this.#pending
+    const file = this.#file
+    const size = this.#size
+    this.#pending = []
+    try {
+      store.write(() => {
+        this.#dropRetired()
+        for (const entry of batch) apply(entry)
+        store.meta.putSync(META + file, size)
+      })
+    } catch (err) {
+      // Kept, in order: a later batch must not mark the file applied past entries that are not. The error ends the
+      // thread when the turn's end met it, and the thread that replaces it replays the file.
+      this.#pending = batch.concat(this.#pending)
+      throw err
+    }
+    if (this.#size >= ROTATE_BYTES) this.#retire()
+  }
+
+  /** Applies what is pending and removes the file, whose every entry is then in LMDB (graceful stop). */
+  close (): void {
+    this.flush()
+    if (this.#fd !== undefined) this.#retire()
+    if (this.#retired.length > 0) this.#options.store.write(() => this.#dropRetired())
+  }
+
+  #endTurnSoon (): void {
+    if (this.#turnEnds) return
+    this.#turnEnds = true
+    setImmediate(() => {
+      this.#turnEnds = false
+      this.#lastTurn = this.#thisTurn
+      this.#thisTurn = 0
+      this.flush()
+    })
+  }
+
+  #append (entry: E): void {
+    if (this.#fd === undefined) this.#open()
+    const payload = Buffer.from(JSON.stringify(entry))
+    const header = Buffer.allocUnsafe(HEADER)
+    header.writeUInt32LE(payload.length, 0)
+    header.writeUInt32LE(crc32(payload), 4)
+    const length = HEADER + payload.length
+    // A short write (a full disk) must not leave half a frame that a later frame would follow: the journal would
+    // stop there on replay. The request fails instead, and the next append starts where this one began.
+    const written = writevSync(this.#fd!, [header, payload], this.#size)
+    if (written !== length) throw new Error(`journal ${this.#file}: wrote ${written} of ${length} bytes`)
+    if (this.#options.fsync) fdatasyncSync(this.#fd!)
+    this.#size += length
+  }
+
+  #open (): void {
+    const { dir, owner } = this.#options
+    mkdirSync(dir, { recursive: true })
+    // Ordered by name within an owner: the time, then a count for files opened in the same millisecond.
+    for (let n = 0; ; n++) {
+      const name = `${owner}.${String(Date.now()).padStart(15, '0')}.${n}.log`
+      if (existsSync(join(dir, name))) continue
+      this.#file = name
+      break
+    }
+    this.#fd = openSync(join(dir, this.#file), 'wx')
+    this.#size = 0
+  }
+
+  /** The file is wholly applied: it goes, and its meta key after it (a key without its file is never replayed). */
+  #retire (): void {
+    closeSync(this.#fd!)
+    unlinkSync(join(this.#options.dir, this.#file))
+    this.#retired.push(META + this.#file)
+    this.#fd = undefined
+  }
+
+  #dropRetired (): void {
+    for (const key of this.#retired) this.#options.store.meta.removeSync(key)
+    this.#retired = []
+  }
+}
+
+/** The whole frames of a journal file from offset on; a torn last frame (a crash mid-append) ends them. */
+export function readFrames (data: Buffer, offset: number): Array<{ payload: Buffer, end: number }> {
+  const frames: Array<{ payload: Buffer, end: number }> = []
+  let at = offset
+  while (at + HEADER <= data.length) {
+    const length = data.readUInt32LE(at)
+    const end = at + HEADER + length
+    if (end > data.length) break
+    const payload = data.subarray(at + HEADER, end)
+    if (crc32(payload) !== data.readUInt32LE(at + 4)) break
+    frames.push({ payload, end })
+    at = end
+  }
+  return frames
+}
+
+/**
+ * Applies what journal files in dir hold past the point LMDB has them at, then removes the files: at a start, before
+ * any thread appends (every owner), and when a hot thread is replaced (the dead thread's owner). Answers how many
+ * entries it applied. Each batch records how far its file is applied in the transaction that applies it, so an
+ * entry is applied exactly once, however often a recovery is cut short.
+ */
+export function recoverJournals<E> (store: Store, dir: string, apply: (entry: E) => void, owner?: string): number {
+  if (!existsSync(dir)) return 0
+  const files = readdirSync(dir).filter((name) => name.endsWith('.log') && (owner === undefined || name.startsWith(`${owner}.`))).sort()
+  let applied = 0
+  for (const file of files) {
+    const data = readFileSync(join(dir, file))
+    const from = (store.meta.get(META + file) as number | undefined) ?? 0
+    const frames = readFrames(data, from)
+    for (let i = 0; i < frames.length; i += MAX_BATCH) {
+      const batch = frames.slice(i, i + MAX_BATCH)
+      store.write(() => {
+        for (const { payload } of batch) apply(JSON.parse(payload.toString('utf8')) as E)
+        store.meta.putSync(META + file, batch[batch.length - 1]!.end)
+      })
+      applied += batch.length
+    }
+    unlinkSync(join(dir, file))
+    store.write(() => store.meta.removeSync(META + file))
+  }
+  // Keys whose file went before its key did (a crash between the two).
+  const orphans = [...store.meta.getKeys({ start: META, end: `${META}\uffff` })].filter((key) => {
+    const name = String(key).slice(META.length)
+    return (owner === undefined || name.startsWith(`${owner}.`)) && !existsSync(join(dir, name))
+  })
+  if (orphans.length > 0) store.write(() => { for (const key of orphans) store.meta.removeSync(key) })
+  return applied
+}
