@@ -1,5 +1,5 @@
 import { iso } from '../clock.js'
-import type { SeatStats } from '../generated/types.js'
+import type { FunnelEvent, SeatStats } from '../generated/types.js'
 import type { HourStats } from './records.js'
 import type { Store } from '../store/store.js'
 
@@ -22,33 +22,42 @@ export function addToHour (store: Store, seatId: string, now: number, change: (h
   store.stats.putSync([seat, hour], next)
 }
 
-/** What the hour's counters take of one bid's outcome. */
-export interface Counted {
-  status: 'accepted' | 'rejected'
-  reason?: string
-  price?: number
-  /** From the imp's issue to the bid, when the bid named an imp issued to the seat. */
-  latency_ms?: number
-}
+/** What the hour's counters take of one bid: its funnel event's part (src/bidding/intake.ts). */
+export type Counted = Pick<NonNullable<FunnelEvent['bids']>[number], 'status' | 'reason' | 'price' | 'latency_ms'>
 
-/** Adds one bid response's outcomes to the seat's hour; call inside Store.write. */
-export function countResponse (store: Store, seatId: string, now: number, outcomes: readonly Counted[]): void {
-  addToHour(store, seatId, now, (h) => {
-    h.bid_responses++
-    for (const outcome of outcomes) {
-      h.bids++
-      if (outcome.status === 'accepted') {
-        h.accepted++
-        h.accepted_cpm_sum += outcome.price ?? 0
-        if (outcome.latency_ms !== undefined) {
-          h.latency_ms_sum += outcome.latency_ms
-          h.latency_max_ms = Math.max(h.latency_max_ms, outcome.latency_ms)
+/**
+ * Adds bid responses' outcomes to their seats' hours; call inside Store.write. Each seat's hour is read and written
+ * once, however many of its responses the batch holds.
+ */
+export function countResponses (store: Store, responses: ReadonlyArray<{ seat_id: string, at: number, bids: readonly Counted[] }>): void {
+  const hours = new Map<string, Array<readonly Counted[]>>()
+  for (const r of responses) {
+    const id = `${Math.floor(r.at / HOUR) * HOUR}|${r.seat_id}`
+    const list = hours.get(id)
+    if (list === undefined) hours.set(id, [r.bids])
+    else list.push(r.bids)
+  }
+  for (const [id, list] of hours) {
+    const bar = id.indexOf('|')
+    addToHour(store, id.slice(bar + 1), Number(id.slice(0, bar)), (h) => {
+      for (const bids of list) {
+        h.bid_responses++
+        for (const bid of bids) {
+          h.bids++
+          if (bid.status === 'accepted') {
+            h.accepted++
+            h.accepted_cpm_sum += bid.price
+            if (bid.latency_ms !== undefined) {
+              h.latency_ms_sum += bid.latency_ms
+              h.latency_max_ms = Math.max(h.latency_max_ms, bid.latency_ms)
+            }
+          } else {
+            h.rejected[bid.reason!] = (h.rejected[bid.reason!] ?? 0) + 1
+          }
         }
-      } else {
-        h.rejected[outcome.reason!] = (h.rejected[outcome.reason!] ?? 0) + 1
       }
-    }
-  })
+    })
+  }
 }
 
 const ratio = (a: number, b: number, digits = 4) => (b === 0 ? null : Math.round((a / b) * 10 ** digits) / 10 ** digits)

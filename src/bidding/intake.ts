@@ -9,7 +9,7 @@ import { Journal, recoverJournals } from '../store/journal.js'
 import type { Store } from '../store/store.js'
 import type { Metrics } from '../http/metrics.js'
 import { lossNotices, type NoticeBid } from './auction/settle.js'
-import { countResponse, type Counted } from './hour-stats.js'
+import { countResponses } from './hour-stats.js'
 import type { StoredBid } from './records.js'
 
 /**
@@ -26,10 +26,8 @@ export interface BidIntake {
   losses: Array<{ bid: NoticeBid, screen_id?: string, code: number, min_to_win?: number }>
   /** Accepted bids of a production seat, for the waterfall. */
   stored: StoredBid[]
-  /** Every bid's outcome, for the seat's hour of counters. */
-  counted: Counted[]
-  /** The bid_received funnel event's bids; none for a dry run, which leaves no event. */
-  events?: NonNullable<FunnelEvent['bids']>
+  /** Every bid's outcome: the bid_received funnel event's bids, and what the seat's hour of counters adds up. */
+  bids: NonNullable<FunnelEvent['bids']>
   /** The key's sealed copy, on its first production bid (legacy notifications are signed with it). */
   seal?: { key_id: string, sealed: string }
 }
@@ -45,32 +43,42 @@ export interface IntakeDeps {
   metrics: Metrics
 }
 
-/** Writes one bid response's changes; call inside Store.write (the bid journal applies its entries with it). */
-export function applyIntake (deps: IntakeDeps, intake: BidIntake): void {
+/**
+ * Writes bid responses' changes, in order; call inside Store.write (the bid journal applies a turn's entries in one).
+ * A seat's hour of counters is written once for the batch.
+ */
+export function applyIntakes (deps: IntakeDeps, intakes: readonly BidIntake[]): void {
   const { store } = deps
-  for (const { creative_id: id, creative } of intake.register) {
-    // Decided outside the lock: another bid of this turn, or another thread, may have registered it since.
-    if (store.creatives.get(id) !== undefined) continue
-    registerCreative(deps, intake.seat_id, creative, intake.at, id)
-    store.afterCommit(() => deps.moderator.schedule(id))
+  let accepted = 0
+  let rejected = 0
+  for (const intake of intakes) {
+    for (const { creative_id: id, creative } of intake.register) {
+      // Decided outside the lock: another bid of this turn, or another thread, may have registered it since.
+      if (store.creatives.get(id) !== undefined) continue
+      registerCreative(deps, intake.seat_id, creative, intake.at, id)
+      store.afterCommit(() => deps.moderator.schedule(id))
+    }
+    for (const loss of intake.losses) {
+      lossNotices(deps, loss.bid, loss.screen_id !== undefined ? store.screens.get(loss.screen_id) : undefined, loss.code, loss.min_to_win, undefined, intake.at)
+    }
+    for (const bid of intake.stored) {
+      store.bids.putSync([bid.screen_id, bid.impid, bid.seat_id], bid)
+      store.bidExpiry.putSync([bid.expires_at, bid.screen_id, bid.impid, bid.seat_id], 1)
+    }
+    deps.funnel.append({ stage: 'bid_received', at: intake.at, seat_id: intake.seat_id, sandbox: intake.sandbox, screens: [], bids: intake.bids })
+    if (intake.seal !== undefined) {
+      const key = store.keys.get(intake.seal.key_id)
+      if (key !== undefined && key.sealed === undefined) updateKey(store, key, { sealed: intake.seal.sealed })
+    }
+    for (const bid of intake.bids) {
+      if (bid.status === 'accepted') accepted++
+      else rejected++
+    }
   }
-  for (const loss of intake.losses) {
-    lossNotices(deps, loss.bid, loss.screen_id !== undefined ? store.screens.get(loss.screen_id) : undefined, loss.code, loss.min_to_win, undefined, intake.at)
-  }
-  for (const bid of intake.stored) {
-    store.bids.putSync([bid.screen_id, bid.impid, bid.seat_id], bid)
-    store.bidExpiry.putSync([bid.expires_at, bid.screen_id, bid.impid, bid.seat_id], 1)
-  }
-  countResponse(store, intake.seat_id, intake.at, intake.counted)
-  if (intake.events !== undefined) deps.funnel.append({ stage: 'bid_received', at: intake.at, seat_id: intake.seat_id, sandbox: intake.sandbox, screens: [], bids: intake.events })
-  if (intake.seal !== undefined) {
-    const key = store.keys.get(intake.seal.key_id)
-    if (key !== undefined && key.sealed === undefined) updateKey(store, key, { sealed: intake.seal.sealed })
-  }
-  const accepted = intake.counted.filter((c) => c.status === 'accepted').length
+  countResponses(store, intakes)
   store.afterCommit(() => {
     deps.metrics.inc('oohbid_bids_total', 'Bids received on POST /openrtb/v2/bid, by outcome.', 'status="accepted"', accepted)
-    deps.metrics.inc('oohbid_bids_total', 'Bids received on POST /openrtb/v2/bid, by outcome.', 'status="rejected"', intake.counted.length - accepted)
+    deps.metrics.inc('oohbid_bids_total', 'Bids received on POST /openrtb/v2/bid, by outcome.', 'status="rejected"', rejected)
   })
 }
 
@@ -86,7 +94,7 @@ export function openBidJournal (deps: IntakeDeps, dataDir: string, durability: '
     store: deps.store,
     dir: journalDir(dataDir),
     owner,
-    apply: (intake) => applyIntake(deps, intake),
+    apply: (intakes) => applyIntakes(deps, intakes),
     fsync: durability === 'fsync',
     counted: (how) => deps.metrics.inc('oohbid_bid_journal_entries_total', 'Bid responses made durable: committed at once (applied="at_once") or appended to the bid journal and applied with the rest of their turn (applied="journaled").', `applied="${how}"`, 1)
   })
@@ -94,5 +102,5 @@ export function openBidJournal (deps: IntakeDeps, dataDir: string, durability: '
 
 /** Applies what bid journals hold and LMDB does not: every owner's at a start, one owner's when its thread is replaced. */
 export function recoverBidJournals (deps: IntakeDeps, dataDir: string, owner?: string): number {
-  return recoverJournals(deps.store, journalDir(dataDir), (intake: BidIntake) => applyIntake(deps, intake), owner)
+  return recoverJournals(deps.store, journalDir(dataDir), (intakes: readonly BidIntake[]) => applyIntakes(deps, intakes), owner)
 }

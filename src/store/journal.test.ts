@@ -12,8 +12,8 @@ import { openStore, type Store } from './store.js'
 
 interface Entry { id: string, n: number }
 
-const apply = (store: Store) => (e: Entry) => {
-  store.meta.putSync(`test:${e.id}`, ((store.meta.get(`test:${e.id}`) as number | undefined) ?? 0) + e.n)
+const apply = (store: Store) => (entries: readonly Entry[]) => {
+  for (const e of entries) store.meta.putSync(`test:${e.id}`, ((store.meta.get(`test:${e.id}`) as number | undefined) ?? 0) + e.n)
 }
 const turn = () => new Promise((resolve) => setImmediate(resolve))
 
@@ -61,7 +61,7 @@ const child = `
 const { openStore } = await import(process.argv[1])
 const { Journal } = await import(process.argv[2])
 const store = openStore(process.argv[3])
-const apply = (e) => store.meta.putSync('test:' + e.id, (store.meta.get('test:' + e.id) ?? 0) + e.n)
+const apply = (entries) => { for (const e of entries) store.meta.putSync('test:' + e.id, (store.meta.get('test:' + e.id) ?? 0) + e.n) }
 const journal = new Journal({ store, dir: process.argv[3] + '/journal', owner: 'thread-1', apply, fsync: false })
 for (let i = 0; i < 3; i++) journal.record({ id: 'before', n: 1 })
 await new Promise((resolve) => setImmediate(resolve))

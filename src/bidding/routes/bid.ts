@@ -3,13 +3,13 @@ import { presentedKey } from '../../auth/keys.js'
 import { activeDealsFor } from '../../campaigns/deals.js'
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
-import type { BidResponse, BidResult, FunnelEvent, OrtbBid } from '../../generated/types.js'
+import type { BidResponse, BidResult, OrtbBid } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { StoredBid } from '../records.js'
 import type { NoticeBid } from '../auction/settle.js'
 import type { BidIntake } from '../intake.js'
 import { scoreBid, type Scored } from '../score.js'
-import { lastDay, type Counted } from '../hour-stats.js'
+import { lastDay } from '../hour-stats.js'
 
 /** OpenRTB 2.6 no-bid reason given with invalid_bid_response: the response could not be read. */
 const NBR_INVALID = 2
@@ -49,8 +49,7 @@ export function bidRoute ({ store, impIds, sealer, bidJournal, config }: Deps): 
       const seat = maybeSeat!
       const live = seat.status === 'approved' && !ctx.dryRun
       const result: BidResult = { id: ctx.body.id, sandbox: seat.status !== 'approved', accepted: 0, rejected: 0, results: [] }
-      const intake: BidIntake = { seat_id: seat.seat_id, at: ctx.now, sandbox: result.sandbox, register: [], losses: [], stored: [], counted: [] }
-      const events: NonNullable<BidIntake['events']> = []
+      const intake: BidIntake = { seat_id: seat.seat_id, at: ctx.now, sandbox: result.sandbox, register: [], losses: [], stored: [], bids: [] }
       for (const { bid, scored } of ctx.prepared as Array<{ bid: OrtbBid, scored: Scored }>) {
         const { outcome, imp, creativeId, loss, register } = scored
         if (register !== undefined) intake.register.push({ creative_id: creativeId!, creative: register })
@@ -85,22 +84,16 @@ export function bidRoute ({ store, impIds, sealer, bidJournal, config }: Deps): 
           outcome.stored = true
         }
         result.results.push(outcome)
-        const counted: Counted = { status: outcome.status }
-        if (outcome.reason !== undefined) counted.reason = outcome.reason
-        if (outcome.price !== undefined) counted.price = outcome.price
-        if (imp !== undefined) counted.latency_ms = ctx.now - imp.issuedAt
-        intake.counted.push(counted)
-        const event: NonNullable<FunnelEvent['bids']>[number] = { screen_id: outcome.screen_id ?? '', price: bid.price, status: outcome.status }
+        const event: BidIntake['bids'][number] = { screen_id: outcome.screen_id ?? '', price: bid.price, status: outcome.status }
         if (outcome.reason !== undefined) event.reason = outcome.reason
         if (bid.dealid !== undefined) event.deal_id = bid.dealid
         if (bid.cat !== undefined) event.cat = bid.cat
         if (bid.adomain !== undefined) event.adomain = bid.adomain
         if (imp !== undefined) event.latency_ms = ctx.now - imp.issuedAt
-        events.push(event)
+        intake.bids.push(event)
         if (outcome.status === 'accepted') result.accepted++
         else result.rejected++
       }
-      if (!ctx.dryRun) intake.events = events
       // Legacy notifications are signed with the key that bid; a key minted before keys were sealed is sealed on its
       // first bid, from the copy it presented.
       if (live && key.sealed === undefined) {
