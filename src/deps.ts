@@ -17,7 +17,7 @@ import type { Broadcast } from './hot/broadcast.js'
 import type { Dashboard } from './generated/types.js'
 import type { Metrics } from './http/metrics.js'
 import type { Journal } from './store/journal.js'
-import type { BidIntake } from './bidding/intake.js'
+import type { HotEntry } from './hot/journal.js'
 
 /** Where a route hands a creative for moderation: the supervisor's moderator, reached from a hot thread by message. */
 export interface ModerationQueue {
@@ -40,8 +40,11 @@ export interface Deps {
   notices: Notices
   deliveries: DeliveryLog
   funnel: FunnelLog
-  /** This thread's bid journal: what POST /bid writes, durable at once and applied to LMDB with its turn. */
-  bidJournal: Journal<BidIntake>
+  /**
+   * This thread's journal: what POST /bid writes, and the writes of spot decisions that settle nothing, durable at
+   * once and applied to LMDB with the rest of their turn (src/hot/journal.ts).
+   */
+  journal: Journal<HotEntry>
   analytics: AnalyticsSource
   reports: ResultCache
   /** This thread's metrics: routes count what they decide (spots by tier, bids by outcome). */

@@ -4,7 +4,7 @@ import type { Params } from './analytics/sql.js'
 import { Authenticator } from './auth/authenticate.js'
 import { KeySealer } from './auth/sealed-keys.js'
 import { FunnelLog } from './events/funnel.js'
-import { openBidJournal, recoverBidJournals } from './bidding/intake.js'
+import { openHotJournal, recoverHotJournals } from './hot/journal.js'
 import { expireBids } from './bidding/auction/expiry.js'
 import { expireExchangeBids } from './exchange/routes/bidder.js'
 import { biddingKinds } from './notify/kinds.js'
@@ -110,10 +110,10 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const notices = new Notices(store)
   const funnel = new FunnelLog(store)
   const deliveries = new DeliveryLog(store)
-  // Bids the hot threads acknowledged and a crash kept from LMDB, before any thread serves or a job reads bids.
+  // What the hot threads acknowledged and a crash kept from LMDB, before any thread serves or a job reads bids.
   const intake = { store, outbox, notices, funnel, moderator, metrics }
-  const recovered = recoverBidJournals(intake, config.dataDir)
-  if (recovered > 0) log.info('bid journals replayed', { bid_responses: recovered })
+  const recovered = recoverHotJournals(intake, config.dataDir)
+  if (recovered > 0) log.info('hot journals replayed', { entries: recovered })
   const kinds = { ...biddingKinds(store, sealer, config.noticeTimeoutMs), webhook: webhookKind({ store, sealer, notices, outbox, log: deliveries }, config.webhookTimeoutMs) }
   const sender = new NoticeSender({ store, notices, clock, log, metrics, kinds }, { allowPrivate: config.allowPrivateCallbackUrls, dnsServers: config.dnsServers })
   const webhooks = new WebhookDispatcher({ store, outbox, notices, deliveries, clock, log })
@@ -173,7 +173,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     })
   }, log, () => store.refresh())
   // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.
-  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, bidJournal: openBidJournal(intake, config.dataDir, config.durability, 'supervisor'), analytics, reports, metrics, scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}) })
+  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, journal: openHotJournal(intake, config.dataDir, config.durability, 'supervisor'), analytics, reports, metrics, scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}) })
   try {
     await threads.start(config.hotThreads)
   } catch (err) {

@@ -92,7 +92,7 @@ t.test('kill -9 under bid load loses no acknowledged bid: the journals are repla
   const load = autocannon({ url: `${first.url}/openrtb/v2/bid`, method: 'POST', headers, body, connections: 32, pipelining: 10, duration: 4 })
   setTimeout(() => {
     fetch(`${first.url}/metrics`).then((r) => r.text()).then((text) => {
-      journaled = Number(/oohbid_bid_journal_entries_total\{applied="journaled"\} (\d+)/.exec(text)?.[1] ?? 0)
+      journaled = Number(/oohbid_journal_entries_total\{applied="journaled"\} (\d+)/.exec(text)?.[1] ?? 0)
       first.child.kill('SIGKILL')
     }, () => {})
   }, 2000)

@@ -28,6 +28,8 @@ t.test('the player page plays an assigned creative within the pickup window, wit
   t.ok(html.length < 20_000, `the page is small: ${html.length} bytes, one request`)
   await s.page.waitForFunction(() => (globalThis as any).oohbid.status().online === true)
   const device = async () => (await svc.request('GET', '/v1/partner/devices', { key: s.partner.key })).body.data.devices[0]
+  // The page asks for its first spot and sends its first heartbeat at once; status().online says the feed answered.
+  for (let i = 0; i < 50 && (await device()).status !== 'online'; i++) await new Promise((r) => setTimeout(r, 100))
   t.match(await device(), { status: 'online', player_bound: true }, 'the page\'s heartbeat brought the screen online and bound it to its fp')
 
   // No dates: the placement starts on the screen's own calendar day, which at 02:00 UTC is still yesterday in Austin.

@@ -1,11 +1,9 @@
-import { join } from 'node:path'
 import type { FunnelEvent } from '../generated/types.js'
 import type { FunnelLog } from '../events/funnel.js'
 import { registerCreative, type NewCreative } from '../creatives/register.js'
 import { updateKey } from '../auth/keys.js'
 import type { Notices } from '../notify/notices.js'
 import type { Outbox } from '../store/outbox.js'
-import { Journal, recoverJournals } from '../store/journal.js'
 import type { Store } from '../store/store.js'
 import type { Metrics } from '../http/metrics.js'
 import { lossNotices, type NoticeBid } from './auction/settle.js'
@@ -80,27 +78,4 @@ export function applyIntakes (deps: IntakeDeps, intakes: readonly BidIntake[]): 
     deps.metrics.inc('oohbid_bids_total', 'Bids received on POST /openrtb/v2/bid, by outcome.', 'status="accepted"', accepted)
     deps.metrics.inc('oohbid_bids_total', 'Bids received on POST /openrtb/v2/bid, by outcome.', 'status="rejected"', rejected)
   })
-}
-
-/** Where the bid journals' files are. */
-function journalDir (dataDir: string): string {
-  return join(dataDir, 'journal')
-}
-
-/** A hot thread's bid journal (owner names its files), after replaying what a thread before it left unapplied. */
-export function openBidJournal (deps: IntakeDeps, dataDir: string, durability: 'os' | 'fsync', owner: string): Journal<BidIntake> {
-  recoverBidJournals(deps, dataDir, owner)
-  return new Journal<BidIntake>({
-    store: deps.store,
-    dir: journalDir(dataDir),
-    owner,
-    apply: (intakes) => applyIntakes(deps, intakes),
-    fsync: durability === 'fsync',
-    counted: (how) => deps.metrics.inc('oohbid_bid_journal_entries_total', 'Bid responses made durable: committed at once (applied="at_once") or appended to the bid journal and applied with the rest of their turn (applied="journaled").', `applied="${how}"`, 1)
-  })
-}
-
-/** Applies what bid journals hold and LMDB does not: every owner's at a start, one owner's when its thread is replaced. */
-export function recoverBidJournals (deps: IntakeDeps, dataDir: string, owner?: string): number {
-  return recoverJournals(deps.store, journalDir(dataDir), (intakes: readonly BidIntake[]) => applyIntakes(deps, intakes), owner)
 }

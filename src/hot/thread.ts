@@ -5,7 +5,7 @@ import { KeySealer } from '../auth/sealed-keys.js'
 import { clockOf } from '../clock.js'
 import type { AnalyticsSource } from '../analytics/source.js'
 import { FunnelLog } from '../events/funnel.js'
-import { openBidJournal } from '../bidding/intake.js'
+import { openHotJournal } from './journal.js'
 import { ImpIds } from '../inventory/adslots/imp-ids.js'
 import type { Lifecycle } from '../http/request-cycle.js'
 import { Idempotency } from '../http/idempotency.js'
@@ -51,7 +51,7 @@ const rpc = new Rpc(port, {
   runJobs: () => inventory.runJobs(),
   settled: () => reports.settled(),
   // Everything this thread acknowledged before the call is applied to LMDB when it answers.
-  flushed: () => { bidJournal.flush(); return true },
+  flushed: () => { journal.flush(); return true },
   stopAccepting: () => stopAccepting(),
   finish,
   close,
@@ -84,7 +84,7 @@ shared.on('report', (key, value) => reports.received(key, value as Outcome))
 const funnel = new FunnelLog(store, memory.funnel, (event) => metrics.recorded(event))
 // Handed over once committed: the supervisor's moderator reads the creative the moment the message lands.
 const moderator = { schedule: (id: string) => store.afterCommit(() => rpc.notify('moderate', id)) }
-const bidJournal = openBidJournal({ store, outbox, notices, funnel, moderator, metrics }, config.dataDir, config.durability, `thread-${thread}`)
+const journal = openHotJournal({ store, outbox, notices, funnel, moderator, metrics }, config.dataDir, config.durability, `thread-${thread}`)
 const routes = allRoutes({
   config,
   clock,
@@ -100,7 +100,7 @@ const routes = allRoutes({
   notices,
   deliveries: new DeliveryLog(store),
   funnel,
-  bidJournal,
+  journal,
   analytics,
   reports,
   metrics,
@@ -151,6 +151,6 @@ async function close (): Promise<void> {
   // The last reply is still corked inside the uWS callback that finished it; let the loop flush it first.
   await new Promise((resolve) => setImmediate(resolve))
   server.closeAll()
-  bidJournal.close()
+  journal.close()
   await store.close()
 }

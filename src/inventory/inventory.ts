@@ -276,12 +276,14 @@ export class Inventory {
   /**
    * Binds a screen's player page to the device fingerprint it was first opened with (embed_url?fp=...), so a copied
    * embed_url cannot play, and count plays, elsewhere: another fingerprint is 409 device_mismatch until the partner
-   * releases the binding. A page without fp is refused once the screen is bound. Call inside Store.write.
+   * releases the binding. A page without fp is refused once the screen is bound. A first bind writes in the caller's
+   * transaction, or in one of its own.
    */
   bindPlayer (screen: ScreenRecord, fp: string | undefined): void {
     const status = this.statusOf(screen.screen_id)
     if (status.player === undefined) {
-      if (fp !== undefined) this.store.status.putSync(screen.screen_id, { ...status, player: fp })
+      // Its own transaction when the caller has none (the spot feed runs outside one): a first bind is rare.
+      if (fp !== undefined) this.store.write(() => this.store.status.putSync(screen.screen_id, { ...status, player: fp }))
       return
     }
     if (fp !== status.player) throw new ApiError('device_mismatch', 'This embed_url is bound to another device: open it with the fp it was first opened with, or have the partner release the binding (DELETE /v1/partner/devices/{device_id}/player).', { param: 'fp' })

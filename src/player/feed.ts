@@ -2,7 +2,7 @@ import { chargePlay } from '../campaigns/budget.js'
 import { recordDelivery } from '../campaigns/lifecycle.js'
 import type { FunnelLog } from '../events/funnel.js'
 import { ApiError } from '../errors.js'
-import type { ProofRecord, SpotEventResult } from '../generated/types.js'
+import type { FunnelEvent, ProofRecord, SpotEventResult } from '../generated/types.js'
 import { impressionMultiplier } from '../inventory/fein.js'
 import { localTime, minutesUntilOpen } from '../inventory/local-time.js'
 import type { Metrics } from '../http/metrics.js'
@@ -16,7 +16,7 @@ import type { Store } from '../store/store.js'
 import { timeOrderedUuid } from '../store/time-ordered-id.js'
 import { fromMicros, playCostMicros } from '../bidding/auction/money.js'
 import { settleBilling, settleLoss, settleWin } from '../bidding/auction/settle.js'
-import { decide } from '../bidding/auction/waterfall.js'
+import { decide, hasStoredBids } from '../bidding/auction/waterfall.js'
 import { addToHour } from '../bidding/hour-stats.js'
 
 /** How long a closed screen waits before asking again, at most. */
@@ -35,22 +35,48 @@ export function screenOfToken (store: Store, token: string): ScreenRecord {
 /** A screen's next spot: closed (and for how long), or the spot recorded with the creative it plays. */
 export type TakenSpot = { closed: true, waitSeconds: number } | { closed: false, record: SpotRecord, creative?: CreativeRecord }
 
+/** What a spot decision that settles nothing writes: the spot and its auction funnel event (applySpots). */
+export interface SpotWrite {
+  record: SpotRecord
+  event: FunnelEvent
+}
+
+/** What taking a spot needs: the store, the notice queue, the funnel, metrics, and where a decision's writes go. */
+export interface SpotDeps {
+  store: Store
+  notices: Notices
+  funnel: FunnelLog
+  metrics: Metrics
+  /** Makes a decision's writes durable (the hot thread's journal): applied at once in a transaction, or with its turn. */
+  record: (write: SpotWrite) => void
+}
+
 /**
  * Runs the waterfall for a screen now and records the spot it decides, settling every stored bid on the screen
- * (winner's nurl, losers' lurl) and counting the auction; call inside the request's write transaction. The JSON
- * feed and the VAST tag both serve spots from here.
+ * (winner's nurl, losers' lurl) and counting the auction. The JSON feed and the VAST tag both serve spots from here.
+ *
+ * Outside a transaction, a decision that settles no bid and paces no line (the house creative, or nothing to play)
+ * writes only its spot and funnel event, which no other decision reads: they go through the journal (deps.record)
+ * like a bid. Any other decision is taken again under the writer lock, so that two decisions on one screen never
+ * settle the same bid or count the same play.
  */
-export function takeSpot ({ store, notices, funnel, metrics }: { store: Store, notices: Notices, funnel: FunnelLog, metrics: Metrics }, screen: ScreenRecord, now: number): TakenSpot {
+export function takeSpot (deps: SpotDeps, screen: ScreenRecord, now: number): TakenSpot {
+  const { store } = deps
+  // Bids to settle: decided once, under the lock.
+  if (!store.inTransaction && hasStoredBids(store, screen.screen_id)) return store.write(() => takeSpot(deps, screen, now))
   const house = store.meta.get('settings:house_creative_id') as string | undefined
   const decision = decide(store, screen, now, house)
-  // Counted once committed: a dry run's decision is rolled back, and so is its count.
-  store.afterCommit(() => metrics.spot(screen.screen_id, decision.tier, decision.winner !== undefined, now))
-  if (decision.tier === 'closed') return { closed: true, waitSeconds: Math.min(CLOSED_RETRY_SECONDS, (minutesUntilOpen(screen.operating_hours, localTime(screen.timezone, now)) ?? 60) * 60) }
+  if (decision.tier === 'closed') {
+    store.afterCommit(() => deps.metrics.spot(screen.screen_id, decision.tier, false, now))
+    return { closed: true, waitSeconds: Math.min(CLOSED_RETRY_SECONDS, (minutesUntilOpen(screen.operating_hours, localTime(screen.timezone, now)) ?? 60) * 60) }
+  }
+  const settlesNothing = decision.winner === undefined && decision.losses.length === 0 && decision.line === undefined
+  if (!store.inTransaction && !settlesNothing) return store.write(() => takeSpot(deps, screen, now))
   const spotId = `spt_${timeOrderedUuid(now)}`
   const duration = screen.slot_duration_seconds
   const record: SpotRecord = { spot_id: spotId, screen_id: screen.screen_id, tier: decision.tier, decided_at: now, starts_at: now, duration_seconds: duration, status: 'served' }
   if (decision.creative !== undefined) record.creative_id = decision.creative.creative_id
-  const settle = { store, notices }
+  const settle = { store, notices: deps.notices }
   for (const loss of decision.losses) settleLoss(settle, screen, loss, decision.tier, now)
   if (decision.winner !== undefined) {
     const { bid, clearing } = decision.winner
@@ -70,14 +96,24 @@ export function takeSpot ({ store, notices, funnel, metrics }: { store: Store, n
     const key: [string, string, string] = [screen.screen_id, decision.local.date, decision.line]
     store.plays.putSync(key, (store.plays.get(key) ?? 0) + 1)
   }
-  store.spots.putSync(spotId, record)
-  funnel.append({
+  const event: FunnelEvent = {
     stage: 'auction', at: now, screens: [screen.screen_id], spot_id: spotId, tier: decision.tier, competitors: decision.losses.length + (decision.winner !== undefined ? 1 : 0),
     ...(record.seat_id !== undefined ? { seat_id: record.seat_id } : {}),
     ...(record.creative_id !== undefined ? { creative_id: record.creative_id } : {}),
     ...(record.bid !== undefined ? { clearing_cpm: record.bid.clearing, multiplier: record.bid.multiplier } : {})
-  })
+  }
+  if (settlesNothing) deps.record({ record, event })
+  else applySpots(deps, [{ record, event }])
   return { closed: false, record, ...(decision.creative !== undefined ? { creative: decision.creative } : {}) }
+}
+
+/** Writes decided spots and their funnel events, counted once committed (a dry run's are rolled back); call inside Store.write. */
+export function applySpots ({ store, funnel, metrics }: { store: Store, funnel: FunnelLog, metrics: Metrics }, writes: readonly SpotWrite[]): void {
+  for (const { record, event } of writes) {
+    store.spots.putSync(record.spot_id, record)
+    funnel.append(event)
+    store.afterCommit(() => metrics.spot(record.screen_id, record.tier, record.bid !== undefined, record.decided_at))
+  }
 }
 
 /** A player's report on a spot: what it says, when, and how the play is verified. */

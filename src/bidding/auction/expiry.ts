@@ -15,11 +15,11 @@ export function expireBids (deps: SettleDeps, now: number, batch = 5000): number
   store.write(() => {
     for (const [at, screenId, impid, seatId] of due) {
       const key: [string, string, string] = [screenId, impid, seatId]
+      // Entries outlive the bids an auction settled (settle.ts consume): an entry whose bid is gone, or was replaced by
+      // a later one, only goes.
+      store.bidExpiry.removeSync([at, screenId, impid, seatId])
       const bid = store.bids.get(key)
-      if (bid === undefined || bid.expires_at !== at) {
-        store.bidExpiry.removeSync([at, screenId, impid, seatId])
-        continue
-      }
+      if (bid === undefined || bid.expires_at !== at) continue
       settleLoss(deps, store.screens.get(screenId), { candidate: { key, bid }, code: LOSS.expired }, undefined, now)
       expired++
     }

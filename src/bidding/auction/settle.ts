@@ -39,10 +39,13 @@ function legacy (deps: SettleDeps, bid: NoticeBid, payload: LegacyNotification, 
   deps.notices.enqueue(bid.key_id !== undefined ? { ...draft, key_id: bid.key_id } : draft, now)
 }
 
-/** Takes a bid out of the live book (and the expiry index). */
-function consume (store: Store, key: [string, string, string], bid: StoredBid): void {
+/**
+ * Takes a bid out of the live book. Its expiry entry stays: the expiry job drops an entry whose bid is gone (or was
+ * replaced) when its time comes, in expiry order. Removing it here cost a settled auction a page of the expiry index
+ * per bid, each bid's on a page of its own, since entries are ordered by time, not by screen (bench/spots).
+ */
+function consume (store: Store, key: [string, string, string]): void {
   store.bids.removeSync(key)
-  store.bidExpiry.removeSync([bid.expires_at, ...key])
 }
 
 /** What loss notices need of a bid, stored or rejected at intake. */
@@ -67,7 +70,7 @@ export function lossNotices (deps: SettleDeps, bid: NoticeBid, screen: ScreenRec
 
 /** Settles a stored bid that did not win: out of the book, then its loss notices. */
 export function settleLoss (deps: SettleDeps, screen: ScreenRecord | undefined, loss: Loss, tier: Tier | undefined, now: number): void {
-  consume(deps.store, loss.candidate.key, loss.candidate.bid)
+  consume(deps.store, loss.candidate.key)
   lossNotices(deps, loss.candidate.bid, screen, loss.code, loss.minToWin, tier, now)
 }
 
@@ -77,7 +80,7 @@ export function settleLoss (deps: SettleDeps, screen: ScreenRecord | undefined, 
  */
 export function settleWin (deps: SettleDeps, screen: ScreenRecord, winner: Candidate & { clearing: number }, tier: Tier, spotId: string, now: number): void {
   const { bid, clearing } = winner
-  consume(deps.store, winner.key, bid)
+  consume(deps.store, winner.key)
   addToHour(deps.store, bid.seat_id, now, (h) => {
     h.wins++
     h.win_cpm_sum += clearing

@@ -20,7 +20,7 @@ const NBR_INVALID = 2
  * pipelined request. Accepted bids of production seats are stored for the waterfall in the same transaction that
  * answers; sandbox seats are scored only.
  */
-export function bidRoute ({ store, impIds, sealer, bidJournal, config }: Deps): RouteDef {
+export function bidRoute ({ store, impIds, sealer, journal, config }: Deps): RouteDef {
   return route<BidResponse>({
     method: 'post',
     path: '/openrtb/v2/bid',
@@ -42,7 +42,7 @@ export function bidRoute ({ store, impIds, sealer, bidJournal, config }: Deps): 
       const cur = ctx.body.cur ?? 'USD'
       return (ctx.body.seatbid ?? []).flatMap((seatbid) => seatbid.bid.map((bid) => ({ bid, scored: scoreBid(bid, { store, impIds, seatId: seat.seat_id, deals, cur, now: ctx.now, allowPrivateAssetUrls: config.allowPrivateAssetUrls }) })))
     },
-    // The route's writes go through the bid journal: outside a transaction, unless Idempotency-Key or dry_run.
+    // The route's writes go through the thread's journal: outside a transaction, unless Idempotency-Key or dry_run.
     journaled: true,
     handler: (ctx) => {
       const { seat: maybeSeat, key } = ctx.principal!
@@ -100,7 +100,7 @@ export function bidRoute ({ store, impIds, sealer, bidJournal, config }: Deps): 
         const presented = presentedKey(ctx.headers)
         if (presented !== undefined && presented !== '') intake.seal = { key_id: key.key_id, sealed: sealer.seal(key.key_id, presented) }
       }
-      bidJournal.record(intake)
+      journal.record({ bid: intake })
       return ok(result)
     }
   })
