@@ -32,10 +32,14 @@ function screenFacts (s: ScreenRecord): LegacyNotification['data']['screen'] {
   return { screen_id: s.screen_id, name: s.name, venue_type: s.location.venue_type, city: s.location.city, state: s.location.state, country: s.location.country, lat: s.location.lat, lng: s.location.lng, slot_duration_seconds: s.slot_duration_seconds }
 }
 
-function legacy (deps: SettleDeps, bid: NoticeBid, payload: LegacyNotification, now: number): void {
+/**
+ * The legacy notification to the seat's notification_url, if it has one; the payload is built only then (an auction
+ * settles every bid on its screen, and most seats have none).
+ */
+function legacy (deps: SettleDeps, bid: NoticeBid, event: LegacyNotification['event'], data: () => LegacyNotification['data'], now: number): void {
   const seat = seatOf(deps.store, bid)
   if (seat?.notification_url === undefined) return
-  const draft = { kind: 'legacy' as const, url: seat.notification_url, seat_id: bid.seat_id, event: payload.event, body: JSON.stringify(payload) }
+  const draft = { kind: 'legacy' as const, url: seat.notification_url, seat_id: bid.seat_id, event, body: JSON.stringify({ event, data: data() }) }
   deps.notices.enqueue(bid.key_id !== undefined ? { ...draft, key_id: bid.key_id } : draft, now)
 }
 
@@ -53,19 +57,23 @@ export type NoticeBid = Pick<StoredBid, 'bid_id' | 'response_id' | 'impid' | 'se
 
 /** A lost bid's lurl with ${AUCTION_LOSS} (and ${AUCTION_MIN_TO_WIN} when disclosed), and the legacy bid.lost. */
 export function lossNotices (deps: SettleDeps, bid: NoticeBid, screen: ScreenRecord | undefined, code: number, minToWin: number | undefined, tier: Tier | undefined, now: number): void {
-  const values: MacroValues = { ...macros(bid), loss: code }
-  if (minToWin !== undefined) values.minToWin = minToWin
-  if (bid.lurl !== undefined && bid.lurl !== '') deps.notices.enqueue({ kind: 'lurl', url: substitute(bid.lurl, values), seat_id: bid.seat_id }, now)
+  if (bid.lurl !== undefined && bid.lurl !== '') {
+    const values: MacroValues = { ...macros(bid), loss: code }
+    if (minToWin !== undefined) values.minToWin = minToWin
+    deps.notices.enqueue({ kind: 'lurl', url: substitute(bid.lurl, values), seat_id: bid.seat_id }, now)
+  }
   // A screen deleted since the bid has nothing left to describe; the lurl still tells the buyer.
   if (screen === undefined) return
-  const data: LegacyNotification['data'] = {
-    bid_id: bid.bid_id, response_id: bid.response_id, impid: bid.impid, seat_id: bid.seat_id, creative_id: bid.creative_id,
-    bid_price_cpm: bid.price, loss_code: code, loss_reason: LOSS_TEXT[code] ?? 'lost', min_to_win_cpm: minToWin ?? null,
-    screen: screenFacts(screen), at: iso(now)
-  }
-  if (bid.dealid !== undefined) data.deal_id = bid.dealid
-  if (tier !== undefined) data.tier = tier
-  legacy(deps, bid, { event: 'bid.lost', data }, now)
+  legacy(deps, bid, 'bid.lost', () => {
+    const data: LegacyNotification['data'] = {
+      bid_id: bid.bid_id, response_id: bid.response_id, impid: bid.impid, seat_id: bid.seat_id, creative_id: bid.creative_id,
+      bid_price_cpm: bid.price, loss_code: code, loss_reason: LOSS_TEXT[code] ?? 'lost', min_to_win_cpm: minToWin ?? null,
+      screen: screenFacts(screen), at: iso(now)
+    }
+    if (bid.dealid !== undefined) data.deal_id = bid.dealid
+    if (tier !== undefined) data.tier = tier
+    return data
+  }, now)
 }
 
 /** Settles a stored bid that did not win: out of the book, then its loss notices. */
@@ -88,12 +96,14 @@ export function settleWin (deps: SettleDeps, screen: ScreenRecord, winner: Candi
   if (bid.nurl !== undefined) {
     deps.notices.enqueue({ kind: 'nurl', url: substitute(bid.nurl, { ...macros(bid), price: clearing, mbr: bid.price > 0 ? clearing / bid.price : 1, multiplier: bid.multiplier }), seat_id: bid.seat_id }, now)
   }
-  const data: LegacyNotification['data'] = {
-    bid_id: bid.bid_id, response_id: bid.response_id, impid: bid.impid, seat_id: bid.seat_id, creative_id: bid.creative_id,
-    spot_id: spotId, tier, bid_price_cpm: bid.price, win_price_cpm: clearing, multiplier: bid.multiplier, screen: screenFacts(screen), at: iso(now)
-  }
-  if (bid.dealid !== undefined) data.deal_id = bid.dealid
-  legacy(deps, bid, { event: 'bid.won', data }, now)
+  legacy(deps, bid, 'bid.won', () => {
+    const data: LegacyNotification['data'] = {
+      bid_id: bid.bid_id, response_id: bid.response_id, impid: bid.impid, seat_id: bid.seat_id, creative_id: bid.creative_id,
+      spot_id: spotId, tier, bid_price_cpm: bid.price, win_price_cpm: clearing, multiplier: bid.multiplier, screen: screenFacts(screen), at: iso(now)
+    }
+    if (bid.dealid !== undefined) data.deal_id = bid.dealid
+    return data
+  }, now)
 }
 
 /** Fires the billing notice of a completed play: burl with the clearing price, confirmed multiplier and play time. */
