@@ -108,7 +108,7 @@ t.test('kill -9 under bid load loses no acknowledged bid: the journals are repla
   t.ok(stats.accepted >= acknowledged, `every acknowledged bid is counted: ${stats.accepted} counted, ${acknowledged} acknowledged`)
   t.ok(stats.accepted <= result.requests.sent + 1, `and none twice: at most the ${result.requests.sent + 1} sent`)
   t.equal(stats.bids, stats.accepted, 'every bid was accepted')
-  t.comment(`${/"bid_responses":(\d+)/.exec(second.stdout() + second.stderr())?.[1] ?? 'no'} bid responses replayed from the journals`)
+  t.comment(`${/"entries":(\d+)/.exec(second.stdout() + second.stderr())?.[1] ?? 'no'} entries replayed from the journals`)
   const stop = new Promise((r) => second.child.once('exit', r))
   second.child.kill('SIGTERM')
   t.equal(await stop, 0, 'SIGTERM exits cleanly')

@@ -11,8 +11,8 @@ import { countResponses } from './hour-stats.js'
 import type { StoredBid } from './records.js'
 
 /**
- * Everything a bid response changes, decided by POST /bid before any write: the entry the bid journal makes durable
- * (src/store/journal.ts) and applyIntake writes. Plain JSON, since the journal keeps it as JSON.
+ * Everything a bid response changes, decided by POST /bid before any write: the entry the hot thread's journal makes
+ * durable (src/hot/journal.ts) and applyIntakes writes. Plain JSON, since the journal keeps it as JSON.
  */
 export interface BidIntake {
   seat_id: string
@@ -42,7 +42,7 @@ export interface IntakeDeps {
 }
 
 /**
- * Writes bid responses' changes, in order; call inside Store.write (the bid journal applies a turn's entries in one).
+ * Writes bid responses' changes, in order; call inside Store.write (the hot thread's journal applies a turn's entries in one).
  * A seat's hour of counters is written once for the batch.
  */
 export function applyIntakes (deps: IntakeDeps, intakes: readonly BidIntake[]): void {
