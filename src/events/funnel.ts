@@ -1,9 +1,17 @@
 import type { FunnelEvent } from '../generated/types.js'
 import type { Store } from '../store/store.js'
 
-/** Deletes the logged events up to and including `last`, once ClickHouse holds them. Call inside Store.write. */
-export function dropShipped (store: Store, last: number): void {
-  for (const key of store.funnel.getKeys({ end: last + 1 })) store.funnel.removeSync(key)
+/**
+ * Deletes up to `limit` of the logged events up to and including `last`, once ClickHouse holds them, oldest first;
+ * answers how many. Call inside Store.write.
+ */
+export function dropShipped (store: Store, last: number, limit = Infinity): number {
+  let dropped = 0
+  for (const key of store.funnel.getKeys({ end: last + 1, limit })) {
+    store.funnel.removeSync(key)
+    dropped++
+  }
+  return dropped
 }
 
 /** Events one millisecond can hold before ids borrow the next millisecond (ids stay unique and ordered). */

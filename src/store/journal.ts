@@ -171,7 +171,7 @@ export class Journal<E> {
 }
 
 /** The whole frames of a journal file from offset on; a torn last frame (a crash mid-append) ends them. */
-export function readFrames (data: Buffer, offset: number): Array<{ payload: Buffer, end: number }> {
+function readFrames (data: Buffer, offset: number): Array<{ payload: Buffer, end: number }> {
   const frames: Array<{ payload: Buffer, end: number }> = []
   let at = offset
   while (at + HEADER <= data.length) {
