@@ -42,8 +42,8 @@ export interface IntakeDeps {
 }
 
 /**
- * Writes bid responses' changes, in order; call inside Store.write (the hot thread's journal applies a turn's entries in one).
- * A seat's hour of counters is written once for the batch.
+ * Writes bid responses' changes, in order; call inside Store.write (the hot thread's journal applies a turn's entries
+ * in one). A seat's hour of counters is written once for the batch.
  */
 export function applyIntakes (deps: IntakeDeps, intakes: readonly BidIntake[]): void {
   const { store } = deps

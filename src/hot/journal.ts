@@ -10,7 +10,7 @@ import { Journal, recoverJournals } from '../store/journal.js'
  */
 export type HotEntry = { bid: BidIntake } | { spot: SpotWrite }
 
-/** Applies a batch of entries in order, each domain's in one call (a seat's hour of stats is then written once). */
+/** Applies a batch: each domain's entries in order and in one call (a seat's hour of stats is then written once). */
 function applyEntries (deps: IntakeDeps, entries: readonly HotEntry[]): void {
   const bids: BidIntake[] = []
   const spots: SpotWrite[] = []
