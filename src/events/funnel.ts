@@ -83,10 +83,6 @@ export class FunnelLog {
     return [...this.#store.funnel.getRange({ start: after + 1, limit })].map(({ key, value }) => ({ id: key, event: value }))
   }
 
-  /** Deletes every event up to and including id (the shipper, once ClickHouse has them); call inside Store.write. */
-  trim (upTo: number): void {
-    dropShipped(this.#store, upTo)
-  }
 
   /** The id of the last event committed (0 before any): it moves exactly when an append commits. */
   get lastId (): number {

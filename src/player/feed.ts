@@ -47,8 +47,8 @@ export interface SpotDeps {
   notices: Notices
   funnel: FunnelLog
   metrics: Metrics
-  /** Makes a decision's writes durable (the hot thread's journal): applied at once in a transaction, or with its turn. */
-  record: (write: SpotWrite) => void
+  /** The hot thread's journal: makes a decision's writes durable, applied in a transaction now or with its turn. */
+  journal: { record (entry: { spot: SpotWrite }): void }
 }
 
 /**
@@ -56,7 +56,7 @@ export interface SpotDeps {
  * (winner's nurl, losers' lurl) and counting the auction. The JSON feed and the VAST tag both serve spots from here.
  *
  * Outside a transaction, a decision that settles no bid and paces no line (the house creative, or nothing to play)
- * writes only its spot and funnel event, which no other decision reads: they go through the journal (deps.record)
+ * writes only its spot and funnel event, which no other decision reads: they go through the journal (deps.journal)
  * like a bid. Any other decision is taken again under the writer lock, so that two decisions on one screen never
  * settle the same bid or count the same play.
  */
@@ -102,7 +102,7 @@ export function takeSpot (deps: SpotDeps, screen: ScreenRecord, now: number): Ta
     ...(record.creative_id !== undefined ? { creative_id: record.creative_id } : {}),
     ...(record.bid !== undefined ? { clearing_cpm: record.bid.clearing, multiplier: record.bid.multiplier } : {})
   }
-  if (settlesNothing) deps.record({ record, event })
+  if (settlesNothing) deps.journal.record({ spot: { record, event } })
   else applySpots(deps, [{ record, event }])
   return { closed: false, record, ...(decision.creative !== undefined ? { creative: decision.creative } : {}) }
 }

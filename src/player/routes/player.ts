@@ -6,7 +6,7 @@ import { ok, raw, route, type RouteDef } from '../../http/route.js'
 import type { CreativeRecord } from '../../creatives/records.js'
 import type { ScreenRecord } from '../../inventory/records.js'
 import { serveAsset } from './assets.js'
-import { screenOfToken, spotEvent, takeSpot, type SpotWrite } from '../feed.js'
+import { screenOfToken, spotEvent, takeSpot } from '../feed.js'
 import { playerPage } from '../page.js'
 
 /** How long before a spot ends its player should ask for the next one. */
@@ -22,7 +22,6 @@ export function playerRoutes (deps: Deps): RouteDef[] {
   const common = { tag: 'Player', envelope: 'flat', auth: 'none', rateGroup: 'player' } as const
   const base = (token: string) => `${config.baseUrl}/embed/${token}`
   const page = playerPage()
-  const spotDeps = { ...deps, record: (spot: SpotWrite) => deps.journal.record({ spot }) }
   const heartbeatSeconds = Math.max(1, Math.floor(config.heartbeatTimeoutSeconds / 3))
   const heartbeatView = (screen: ScreenRecord): PlayerHeartbeat => {
     const status = inventory.statusOf(screen.screen_id)
@@ -89,7 +88,7 @@ export function playerRoutes (deps: Deps): RouteDef[] {
         const screen = screenOfToken(store, token)
         inventory.bindPlayer(screen, ctx.body.fp)
         const now = ctx.now
-        const taken = takeSpot(spotDeps, screen, now)
+        const taken = takeSpot(deps, screen, now)
         if (taken.closed) {
           const wait = taken.waitSeconds
           const spot: Spot = { spot_id: null, screen_id: screen.screen_id, tier: 'closed', starts_at: iso(now), ends_at: iso(now + wait * 1000), duration_seconds: wait, creative: null, next_request_at: iso(now + wait * 1000) }

@@ -2,7 +2,7 @@ import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import { raw, route, type RouteDef } from '../../http/route.js'
 import { vastEmpty, vastInline } from '../vast.js'
-import { screenOfToken, spotEvent, takeSpot, type SpotWrite } from '../feed.js'
+import { screenOfToken, spotEvent, takeSpot } from '../feed.js'
 
 const XML = 'application/xml; charset=utf-8'
 const EVENTS = new Set(['impression', 'start', 'firstQuartile', 'midpoint', 'thirdQuartile', 'complete', 'error'])
@@ -17,7 +17,6 @@ export function vastRoutes (deps: Deps): RouteDef[] {
   const { store, config } = deps
   const common = { tag: 'Player', envelope: 'flat', auth: 'none', rateGroup: 'player' } as const
   const base = (token: string) => `${config.baseUrl}/embed/${token}`
-  const spotDeps = { ...deps, record: (spot: SpotWrite) => deps.journal.record({ spot }) }
   return [
     route({
       ...common,
@@ -30,7 +29,7 @@ export function vastRoutes (deps: Deps): RouteDef[] {
       handler: (ctx) => {
         const token = ctx.params.token!
         const screen = screenOfToken(store, token)
-        const taken = takeSpot(spotDeps, screen, ctx.now)
+        const taken = takeSpot(deps, screen, ctx.now)
         if (taken.closed || taken.creative === undefined) return raw(vastEmpty(), XML)
         const spot = `${base(token)}/vast/${taken.record.spot_id}`
         return raw(vastInline({
