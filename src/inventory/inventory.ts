@@ -282,8 +282,12 @@ export class Inventory {
   bindPlayer (screen: ScreenRecord, fp: string | undefined): void {
     const status = this.statusOf(screen.screen_id)
     if (status.player === undefined) {
-      // Its own transaction when the caller has none (the spot feed runs outside one): a first bind is rare.
-      if (fp !== undefined) this.store.write(() => this.store.status.putSync(screen.screen_id, { ...status, player: fp }))
+      if (fp === undefined) return
+      // Its own transaction when the caller has none (the spot feed runs outside one): a first bind is rare. The status
+      // is read again under the writer lock: written from this request's snapshot, the bind undid a heartbeat another
+      // thread had committed meanwhile (the player page sends its first heartbeat and spot request together).
+      if (!this.store.inTransaction) return this.store.write(() => this.bindPlayer(screen, fp))
+      this.store.status.putSync(screen.screen_id, { ...status, player: fp })
       return
     }
     if (fp !== status.player) throw new ApiError('device_mismatch', 'This embed_url is bound to another device: open it with the fp it was first opened with, or have the partner release the binding (DELETE /v1/partner/devices/{device_id}/player).', { param: 'fp' })

@@ -284,7 +284,11 @@ export function analyticsSuite (t: Test, v: Variant): void {
       }
       await svc.service.analytics.ready()
       process.kill(svc.service.analytics.pid!, 'SIGKILL')
-      await new Promise((resolve) => setTimeout(resolve, 20))
+      // The next round starts once the service has seen this exit: until then ready() still answers for the dead
+      // process, and a kill sent to its pid before it is reaped would end nothing (CI once counted 2 restarts of 3).
+      const restarts = `oohbid_analytics_restarts_total ${round + 1}`
+      const deadline = Date.now() + 10_000
+      while (!(await svc.request('GET', '/metrics')).text.includes(restarts) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
     }
     await svc.service.analytics.drain()
     const summary = (await report(svc, '/openrtb/v2/reports/summary', { key })).body.data
