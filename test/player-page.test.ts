@@ -66,9 +66,9 @@ t.test('a page\'s first heartbeat and first spot request, sent together, leave t
   const ids = Array.from({ length: 300 }, (_, i) => `together-${i}`)
   await registerDevices(svc, partner, ids.map((id) => deviceBody(id)))
   const devices = (await svc.request('GET', '/v1/partner/devices?limit=500', { key: partner.key })).body.data.devices as Array<{ device_id: string, embed_url: string }>
-  // As the page does at load: both at once, which two hot threads may serve side by side (300 screens: the old code
-  // left 3 of them pending in 2 runs of 3). The spot binds the player
-  // outside a transaction; a bind written from its request's snapshot undid the heartbeat committed meanwhile.
+  // As the page does at load: both at once, which two hot threads may serve side by side. The spot binds the player
+  // outside a transaction; a bind written from its request's snapshot undid the heartbeat committed meanwhile (with
+  // 300 screens, 3 were left pending in 2 runs of 3).
   await Promise.all(devices.map(async (d) => {
     const embed = new URL(d.embed_url).pathname
     const [hb, spot] = await Promise.all([
