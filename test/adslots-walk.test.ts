@@ -103,6 +103,12 @@ for (const threads of ['1', '2']) {
     t.same(new Set(walked), new Set(ids), 'every screen')
     t.same(walked, whole.map((s) => s.screen_id), 'in the order the listing had at the first page')
     t.equal(stale, 0, 'each row shows the screen\'s signals as they are when its page is served')
+    // Each later page reads the order through two cursors; one left open keeps its read transaction, and a slot of
+    // LMDB's reader table (126), past every later snapshot. This walk left 8-14 slots taken that way; bench/spots'
+    // walks, with the demo market moving screens, filled the table and MDB_READERS_FULL ended the hot thread. What
+    // remains is each thread's current snapshot, and the test's own.
+    const readers = svc.service.store.root.readerList().split('\n').filter((line) => /^\s+\d/.test(line)).length
+    t.ok(readers <= Number(threads) + 3, `${readers} LMDB reader slots in use after ${pages} pages`)
   })
 }
 

@@ -65,22 +65,30 @@ export function * entriesAt (store: Store, version: number, range: { start: unkn
   // it lists, never ahead to find a valid one (after a burst of moves most current entries are too new for a walk).
   const current = store.adslotIndex.getRange(range as never)[Symbol.iterator]()
   const past = store.adslotPast.getRange(range as never)[Symbol.iterator]()
-  let a = current.next()
-  let b = past.next()
-  while (a.done !== true || b.done !== true) {
-    if (b.done === true || (a.done !== true && compareKeys(a.value.key as IndexKey, b.value.key as PastKey) < 0)) {
-      const key = a.value.key as IndexKey
-      const tuple = a.value.value
-      a = current.next()
-      if ((tuple[12] ?? 0) <= version) yield { at: key, tuple }
-    } else {
-      const key = b.value.key as PastKey
-      const until = b.value.value
-      b = past.next()
-      // An exclusive start excludes the past keys that share its four parts too (they follow it in key order).
-      if (range.exclusiveStart === true && compareKeys(key, range.start as IndexKey) === 0) continue
-      if (key[4] <= version && version < until) yield { at: key.slice(0, 4) as IndexKey }
+  try {
+    let a = current.next()
+    let b = past.next()
+    while (a.done !== true || b.done !== true) {
+      if (b.done === true || (a.done !== true && compareKeys(a.value.key as IndexKey, b.value.key as PastKey) < 0)) {
+        const key = a.value.key as IndexKey
+        const tuple = a.value.value
+        a = current.next()
+        if ((tuple[12] ?? 0) <= version) yield { at: key, tuple }
+      } else {
+        const key = b.value.key as PastKey
+        const until = b.value.value
+        b = past.next()
+        // An exclusive start excludes the past keys that share its four parts too (they follow it in key order).
+        if (range.exclusiveStart === true && compareKeys(key, range.start as IndexKey) === 0) continue
+        if (key[4] <= version && version < until) yield { at: key.slice(0, 4) as IndexKey }
+      }
     }
+  } finally {
+    // A page that ends before the range does leaves both cursors open; each holds its read transaction, and so a
+    // slot of LMDB's reader table, past every later snapshot. A few hundred walked pages filled the table
+    // (MDB_READERS_FULL ended the hot thread: bench/spots with the demo market moving screens).
+    current.return?.()
+    past.return?.()
   }
 }
 
