@@ -18,6 +18,7 @@ import type { Dashboard } from './generated/types.js'
 import type { Metrics } from './http/metrics.js'
 import type { Journal } from './store/journal.js'
 import type { HotEntry } from './hot/journal.js'
+import type { ScreenClaims } from './bidding/auction/claims.js'
 
 /** Where a route hands a creative for moderation: the supervisor's moderator, reached from a hot thread by message. */
 export interface ModerationQueue {
@@ -41,10 +42,12 @@ export interface Deps {
   deliveries: DeliveryLog
   funnel: FunnelLog
   /**
-   * This thread's journal: what POST /bid writes, and the writes of spot decisions that settle nothing, durable at
-   * once and applied to LMDB with the rest of their turn (src/hot/journal.ts).
+   * This thread's journal: what POST /bid writes, and the writes of spot decisions, durable at once and applied to
+   * LMDB with the rest of their turn (src/hot/journal.ts).
    */
   journal: Journal<HotEntry>
+  /** One spot decision per screen at a time, across hot threads (shared memory). */
+  claims: ScreenClaims
   analytics: AnalyticsSource
   reports: ResultCache
   /** This thread's metrics: routes count what they decide (spots by tier, bids by outcome). */

@@ -6,6 +6,7 @@ import { KeySealer } from './auth/sealed-keys.js'
 import { FunnelLog } from './events/funnel.js'
 import { openHotJournal, recoverHotJournals } from './hot/journal.js'
 import { expireBids } from './bidding/auction/expiry.js'
+import { ScreenClaims } from './bidding/auction/claims.js'
 import { expireExchangeBids } from './exchange/routes/bidder.js'
 import { biddingKinds } from './notify/kinds.js'
 import { Notices } from './notify/notices.js'
@@ -64,6 +65,8 @@ export interface Service {
   reports: { settled (): Promise<void> }
   /** The hot threads serving HTTP (tests end one to see it replaced). */
   threads: Supervisor
+  /** The screens being decided, in memory every thread shares (tests hold one as a hot thread would). */
+  claims: ScreenClaims
   /**
    * Runs the periodic jobs now (freshness expiry, offline detection in every hot thread; campaign moves and expiries
    * here); they also run every second on their own.
@@ -111,7 +114,9 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const funnel = new FunnelLog(store)
   const deliveries = new DeliveryLog(store)
   // What the hot threads acknowledged and a crash kept from LMDB, before any thread serves or a job reads bids.
-  const intake = { store, outbox, notices, funnel, moderator, metrics }
+  // The supervisor's claims are thread 0's: the expiry job skips a screen a hot thread is deciding.
+  const claims = new ScreenClaims(0)
+  const intake = { store, outbox, notices, funnel, moderator, metrics, claims }
   const recovered = recoverHotJournals(intake, config.dataDir)
   if (recovered > 0) log.info('hot journals replayed', { entries: recovered })
   const kinds = { ...biddingKinds(store, sealer, config.noticeTimeoutMs), webhook: webhookKind({ store, sealer, notices, outbox, log: deliveries }, config.webhookTimeoutMs) }
@@ -146,7 +151,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   })
   const threads: Supervisor = new Supervisor({
     config,
-    shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer }
+    shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer, claims: { buffer: claims.buffer, releases: claims.releases } }
   }, {
     log: (line: string) => log.write(line),
     moderate: (id: string) => moderator.schedule(id),
@@ -173,7 +178,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     })
   }, log, () => store.refresh())
   // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.
-  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, journal: openHotJournal(intake, config.dataDir, config.durability, 'supervisor'), analytics, reports, metrics, scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}) })
+  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, journal: openHotJournal(intake, config.dataDir, config.durability, 'supervisor'), claims, analytics, reports, metrics, scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}) })
   try {
     await threads.start(config.hotThreads)
   } catch (err) {
@@ -200,7 +205,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const ownJobs = () => ({
     ...runCampaignJobs(store, outbox, clock.now()),
     activatedMediaBuys: activateMediaBuys({ store, outbox, inventory, config }, clock.now()),
-    expiredBids: expireBids({ store, notices }, clock.now()),
+    expiredBids: expireBids({ store, notices, claims }, clock.now()),
     expiredExchangeBids: expireExchangeBids(store, clock.now())
   })
   const runJobs = async () => {
@@ -241,6 +246,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     // Each thread's queries, then the answers they handed to the other threads (forwarded before the settled replies).
     reports: { settled: async () => { await threads.call('settled'); await flushed() } },
     threads,
+    claims,
     close () {
       closing ??= (async () => {
         const abandoned = await threads.close()

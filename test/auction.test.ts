@@ -4,6 +4,7 @@ import { approvedCreative, unapprovedCreative } from './helpers/creatives.js'
 import { deviceBody, registerPartner, sendAudience } from './helpers/fleet.js'
 import { startReceiver, type Received } from './helpers/receiver.js'
 import { startTestService, type TestService } from './helpers/service.js'
+import { ScreenClaims } from '../src/bidding/auction/claims.js'
 
 // The waterfall a screen's player runs for each spot, as buyers and players observe it: who wins, what they pay, the
 // notices each bid gets (nurl, lurl, burl with their macros; signed legacy POSTs), billing at play time, stats.
@@ -266,6 +267,49 @@ t.test('sandbox bids never reach the auction; closed screens play nothing; dry r
   t.match(unknown, { status: 404, body: { error_code: 'screen_not_found' } })
   const noSpot = await svc.request('POST', `/embed/${m.token}/spots/spt_nope/events`, { body: { event: 'render_started' } })
   t.match(noSpot, { status: 404, body: { error_code: 'spot_not_found' } })
+})
+
+t.test('players asking for one screen at once: one decision settles its bids, the others follow it', async (t) => {
+  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
+  const m = await market(t, svc)
+  await m.bid('alpha', 5)
+  await m.bid('bravo', 7)
+  await m.bid('charlie', 6)
+  // Twelve at once, on as many connections, which the kernel spreads over the hot threads.
+  const spots = await Promise.all(Array.from({ length: 12 }, () => svc.request('POST', `/embed/${m.token}/spots`, { body: {} })))
+  t.same(spots.filter((s) => s.status !== 201).map((s) => s.text), [], 'every one answered with a spot')
+  t.same(spots.map((s) => s.body.data.tier).filter((tier) => tier === 'open_auction'), ['open_auction'], 'one auction; the rest came after it')
+  const { rtb } = await m.delivered()
+  t.same(rtb.filter((r) => r.path === '/win').map((r) => r.query.get('seat')), ['bravo'], 'one win notice')
+  t.same(rtb.filter((r) => r.path === '/loss').map((r) => r.query.get('seat')).sort(), ['alpha', 'charlie'], 'one loss notice each')
+  t.equal(svc.service.store.bids.getCount(), 0, 'the book is empty')
+  t.match((await svc.request('GET', '/openrtb/v2/stats', { key: m.seats.bravo.key })).body.data, { wins: 1 })
+})
+
+t.test('a decision that meets another\'s on its screen waits for it to be recorded; one that cannot wait is 409 spot_in_progress', async (t) => {
+  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
+  const m = await market(t, svc)
+  await m.bid('alpha', 5)
+  // A decision of another hot thread whose writes are not applied yet holds the screen's claim.
+  const other = new ScreenClaims(99, { buffer: svc.service.claims.buffer, releases: svc.service.claims.releases })
+  t.equal(other.take(m.screenId), 'taken')
+  const before = svc.snapshot()
+  const dry = await svc.request('POST', `/embed/${m.token}/spots?dry_run=true`, { body: {} })
+  t.match(dry, { status: 409, body: { error_code: 'spot_in_progress', retry_after_seconds: 1 } }, 'a dry run holds the writer lock and cannot wait')
+  t.equal(dry.headers.get('retry-after'), '1')
+  const keyed = await svc.request('POST', `/embed/${m.token}/spots`, { body: {}, headers: { 'idempotency-key': 'spot-1' } })
+  t.match(keyed, { status: 409, body: { error_code: 'spot_in_progress' } }, 'nor can a request with an Idempotency-Key')
+  const started = Date.now()
+  const waited = await svc.request('POST', `/embed/${m.token}/spots`, { body: {} })
+  t.match(waited, { status: 409, body: { error_code: 'spot_in_progress' } }, 'a decision never recorded is waited for a moment, not longer')
+  t.ok(Date.now() - started >= 250, `answered after ${Date.now() - started} ms`)
+  t.same(svc.snapshot(), before, 'nothing written')
+  const pending = svc.request('POST', `/embed/${m.token}/spots`, { body: {} })
+  setTimeout(() => other.release(m.screenId), 50)
+  t.match(await pending, { status: 201, body: { data: { tier: 'open_auction' } } }, 'once it is recorded, the waiting request decides')
+  const retried = await svc.request('POST', `/embed/${m.token}/spots`, { body: {}, headers: { 'idempotency-key': 'spot-1' } })
+  t.match(retried, { status: 201, body: { data: { tier: 'house' } } }, 'a 409 that says when to retry is not the key\'s outcome: the retry decides')
+  t.equal(retried.headers.get('idempotent-replayed'), null)
 })
 
 t.test('a failing nurl receiver is retried on schedule, then given up', async (t) => {

@@ -6,6 +6,7 @@ import { clockOf } from '../clock.js'
 import type { AnalyticsSource } from '../analytics/source.js'
 import { FunnelLog } from '../events/funnel.js'
 import { openHotJournal } from './journal.js'
+import { ScreenClaims } from '../bidding/auction/claims.js'
 import { ImpIds } from '../inventory/adslots/imp-ids.js'
 import type { Lifecycle } from '../http/request-cycle.js'
 import { Idempotency } from '../http/idempotency.js'
@@ -84,7 +85,10 @@ shared.on('report', (key, value) => reports.received(key, value as Outcome))
 const funnel = new FunnelLog(store, memory.funnel, (event) => metrics.recorded(event))
 // Handed over once committed: the supervisor's moderator reads the creative the moment the message lands.
 const moderator = { schedule: (id: string) => store.afterCommit(() => rpc.notify('moderate', id)) }
-const journal = openHotJournal({ store, outbox, notices, funnel, moderator, metrics }, config.dataDir, config.durability, `thread-${thread}`)
+const claims = new ScreenClaims(thread, memory.claims)
+const journal = openHotJournal({ store, outbox, notices, funnel, moderator, metrics, claims }, config.dataDir, config.durability, `thread-${thread}`)
+// A thread that died held claims until its turn's writes committed; they are in LMDB now, replayed from its journal.
+claims.releaseAll(thread)
 const routes = allRoutes({
   config,
   clock,
@@ -101,6 +105,7 @@ const routes = allRoutes({
   deliveries: new DeliveryLog(store),
   funnel,
   journal,
+  claims,
   analytics,
   reports,
   metrics,

@@ -326,8 +326,9 @@ export class RequestCycle {
       })
     } catch (err) {
       if (err instanceof Rollback) return err.result
-      // A handler's own 4xx is part of the key's outcome and is replayed too; 5xx and 429 may be retried.
-      if (claim !== undefined && err instanceof ApiError && err.status < 500 && err.status !== 429) {
+      // A handler's own 4xx is part of the key's outcome and is replayed too; 5xx, and an error that says when to
+      // retry (429, 409 spot_in_progress), may be retried.
+      if (claim !== undefined && err instanceof ApiError && err.status < 500 && err.extras.retry_after_seconds === undefined) {
         const body = this.#errorBody(err)
         this.#deps.store.write(() => this.#deps.idempotency.save(claim, fingerprint, err.status, body, { 'content-type': 'application/json', ...err.headers }))
       }

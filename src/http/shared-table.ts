@@ -68,4 +68,14 @@ export class SharedTable {
       Atomics.store(this.#lock, 0, 0)
     }
   }
+
+  /** Runs fn under the lock on the values of every slot a key has taken (live or not). */
+  each (fn: (values: Float64Array, base: number) => void): void {
+    while (Atomics.compareExchange(this.#lock, 0, 0, 1) !== 0);
+    try {
+      for (let slot = 0; slot <= this.#mask; slot++) if (this.#keys[slot * 2] !== 0) fn(this.#values, slot * this.#width)
+    } finally {
+      Atomics.store(this.#lock, 0, 0)
+    }
+  }
 }

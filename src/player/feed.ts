@@ -15,8 +15,9 @@ import type { SpotRecord } from './records.js'
 import type { Store } from '../store/store.js'
 import { timeOrderedUuid } from '../store/time-ordered-id.js'
 import { fromMicros, playCostMicros } from '../bidding/auction/money.js'
-import { settleBilling, settleLoss, settleWin } from '../bidding/auction/settle.js'
-import { decide, hasStoredBids } from '../bidding/auction/waterfall.js'
+import type { ScreenClaims } from '../bidding/auction/claims.js'
+import { applySettlements, settleBilling, settlementOf, type Settlement, type SettleDeps } from '../bidding/auction/settle.js'
+import { decide } from '../bidding/auction/waterfall.js'
 import { addToHour } from '../bidding/hour-stats.js'
 
 /** How long a closed screen waits before asking again, at most. */
@@ -35,84 +36,134 @@ export function screenOfToken (store: Store, token: string): ScreenRecord {
 /** A screen's next spot: closed (and for how long), or the spot recorded with the creative it plays. */
 export type TakenSpot = { closed: true, waitSeconds: number } | { closed: false, record: SpotRecord, creative?: CreativeRecord }
 
-/** What a spot decision that settles nothing writes: the spot and its auction funnel event (applySpots). */
+/**
+ * What a spot decision writes, applied with the rest of its thread's turn (applySpots): the spot and its auction
+ * funnel event, what it settled, and the play of the pacing line that played.
+ */
 export interface SpotWrite {
   record: SpotRecord
   event: FunnelEvent
+  settled?: Settlement
+  /** [screen_id, local date, line]: the placement or guaranteed deal whose plays today count one more. */
+  play?: [string, string, string]
 }
 
-/** What taking a spot needs: the store, the notice queue, the funnel, metrics, and where a decision's writes go. */
+/** What taking a spot needs: the store, the notice queue, the funnel, metrics, the screens' claims and the journal. */
 export interface SpotDeps {
   store: Store
   notices: Notices
   funnel: FunnelLog
   metrics: Metrics
+  /** One decision per screen at a time, across hot threads. */
+  claims: ScreenClaims
   /** The hot thread's journal: makes a decision's writes durable, applied in a transaction now or with its turn. */
-  journal: { record (entry: { spot: SpotWrite }): void }
+  journal: { record (entry: { spot: SpotWrite }): void, flush (): void }
+}
+
+/** How long a decision waits for another hot thread's decision on the same screen to be applied, at most. */
+const CLAIM_WAIT_MS = 250
+
+const inProgress = () => new ApiError('spot_in_progress', 'Another spot decision for this screen is being recorded; ask again in a moment.', { retry_after_seconds: 1 }, { 'Retry-After': '1' })
+
+/**
+ * Claims the screen for this thread's decision (ScreenClaims), and reads what every decision on it before has
+ * written. A decision of this thread's own, journaled and not yet applied, is applied first; another thread's is
+ * waited for, after this thread's journal is applied, so that no two threads wait on each other. Inside a write
+ * transaction (an Idempotency-Key, a dry run) nothing can be applied or waited for without the writer lock this
+ * request holds: a screen claimed there is 409 spot_in_progress, and the claim ends with the transaction.
+ */
+function claimScreen ({ store, claims, journal }: SpotDeps, screenId: string): void {
+  if (store.inTransaction) {
+    if (claims.take(screenId) !== 'taken') throw inProgress()
+    store.afterEnd(() => claims.release(screenId))
+    return
+  }
+  let seen = claims.released
+  let held = claims.take(screenId)
+  if (held === 'mine') {
+    journal.flush()
+    seen = claims.released
+    held = claims.take(screenId)
+  }
+  const deadline = performance.now() + CLAIM_WAIT_MS
+  while (held === 'other') {
+    journal.flush()
+    if (!claims.wait(seen, deadline)) throw inProgress()
+    seen = claims.released
+    held = claims.take(screenId)
+  }
+  store.refresh()
 }
 
 /**
  * Runs the waterfall for a screen now and records the spot it decides, settling every stored bid on the screen
  * (winner's nurl, losers' lurl) and counting the auction. The JSON feed and the VAST tag both serve spots from here.
- *
- * Outside a transaction, a decision that settles no bid and paces no line (the house creative, or nothing to play)
- * writes only its spot and funnel event, which no other decision reads: they go through the journal (deps.journal)
- * like a bid. Any other decision is taken again under the writer lock, so that two decisions on one screen never
- * settle the same bid or count the same play.
+ * The decision is taken from a snapshot under the screen's claim, and its writes go through the hot thread's journal
+ * (deps.journal) like a bid's: durable before the answer, in LMDB with the rest of the turn, when the claim ends.
  */
 export function takeSpot (deps: SpotDeps, screen: ScreenRecord, now: number): TakenSpot {
-  const { store } = deps
-  // Bids to settle: decided once, under the lock.
-  if (!store.inTransaction && hasStoredBids(store, screen.screen_id)) return store.write(() => takeSpot(deps, screen, now))
-  const house = store.meta.get('settings:house_creative_id') as string | undefined
-  const decision = decide(store, screen, now, house)
-  if (decision.tier === 'closed') {
-    store.afterCommit(() => deps.metrics.spot(screen.screen_id, decision.tier, false, now))
-    return { closed: true, waitSeconds: Math.min(CLOSED_RETRY_SECONDS, (minutesUntilOpen(screen.operating_hours, localTime(screen.timezone, now)) ?? 60) * 60) }
+  const { store, claims } = deps
+  const screenId = screen.screen_id
+  claimScreen(deps, screenId)
+  try {
+    const house = store.meta.get('settings:house_creative_id') as string | undefined
+    const decision = decide(store, screen, now, house)
+    if (decision.tier === 'closed') {
+      claims.release(screenId)
+      store.afterCommit(() => deps.metrics.spot(screenId, decision.tier, false, now))
+      return { closed: true, waitSeconds: Math.min(CLOSED_RETRY_SECONDS, (minutesUntilOpen(screen.operating_hours, localTime(screen.timezone, now)) ?? 60) * 60) }
+    }
+    const spotId = `spt_${timeOrderedUuid(now)}`
+    const record: SpotRecord = { spot_id: spotId, screen_id: screenId, tier: decision.tier, decided_at: now, starts_at: now, duration_seconds: screen.slot_duration_seconds, status: 'served' }
+    if (decision.creative !== undefined) record.creative_id = decision.creative.creative_id
+    if (decision.winner !== undefined) {
+      const { bid, clearing } = decision.winner
+      record.bid = { ...bid, clearing }
+      record.seat_id = bid.seat_id
+      if (bid.dealid !== undefined) record.deal_id = bid.dealid
+      if (bid.adm !== undefined) record.adm = bid.adm
+    }
+    if (decision.assignment !== undefined) {
+      record.assignment_id = decision.assignment.assignment_id
+      record.seat_id = decision.assignment.seat_id
+      if (decision.assignment.campaign_id !== undefined) record.campaign_id = decision.assignment.campaign_id
+      if (decision.cpm !== undefined) record.cpm = decision.cpm
+    }
+    const event: FunnelEvent = {
+      stage: 'auction', at: now, screens: [screenId], spot_id: spotId, tier: decision.tier, competitors: decision.losses.length + (decision.winner !== undefined ? 1 : 0),
+      ...(record.seat_id !== undefined ? { seat_id: record.seat_id } : {}),
+      ...(record.creative_id !== undefined ? { creative_id: record.creative_id } : {}),
+      ...(record.bid !== undefined ? { clearing_cpm: record.bid.clearing, multiplier: record.bid.multiplier } : {})
+    }
+    const write: SpotWrite = { record, event }
+    if (decision.winner !== undefined || decision.losses.length > 0) write.settled = settlementOf(store, screen, decision.losses, decision.winner, decision.tier, spotId, now)
+    if (decision.line !== undefined) write.play = [screenId, decision.local.date, decision.line]
+    deps.journal.record({ spot: write })
+    return { closed: false, record, ...(decision.creative !== undefined ? { creative: decision.creative } : {}) }
+  } catch (err) {
+    claims.release(screenId)
+    throw err
   }
-  const settlesNothing = decision.winner === undefined && decision.losses.length === 0 && decision.line === undefined
-  if (!store.inTransaction && !settlesNothing) return store.write(() => takeSpot(deps, screen, now))
-  const spotId = `spt_${timeOrderedUuid(now)}`
-  const duration = screen.slot_duration_seconds
-  const record: SpotRecord = { spot_id: spotId, screen_id: screen.screen_id, tier: decision.tier, decided_at: now, starts_at: now, duration_seconds: duration, status: 'served' }
-  if (decision.creative !== undefined) record.creative_id = decision.creative.creative_id
-  const settle = { store, notices: deps.notices }
-  for (const loss of decision.losses) settleLoss(settle, screen, loss, decision.tier, now)
-  if (decision.winner !== undefined) {
-    const { bid, clearing } = decision.winner
-    settleWin(settle, screen, decision.winner, decision.tier, spotId, now)
-    record.bid = { ...bid, clearing }
-    record.seat_id = bid.seat_id
-    if (bid.dealid !== undefined) record.deal_id = bid.dealid
-    if (bid.adm !== undefined) record.adm = bid.adm
-  }
-  if (decision.assignment !== undefined) {
-    record.assignment_id = decision.assignment.assignment_id
-    record.seat_id = decision.assignment.seat_id
-    if (decision.assignment.campaign_id !== undefined) record.campaign_id = decision.assignment.campaign_id
-    if (decision.cpm !== undefined) record.cpm = decision.cpm
-  }
-  if (decision.line !== undefined) {
-    const key: [string, string, string] = [screen.screen_id, decision.local.date, decision.line]
-    store.plays.putSync(key, (store.plays.get(key) ?? 0) + 1)
-  }
-  const event: FunnelEvent = {
-    stage: 'auction', at: now, screens: [screen.screen_id], spot_id: spotId, tier: decision.tier, competitors: decision.losses.length + (decision.winner !== undefined ? 1 : 0),
-    ...(record.seat_id !== undefined ? { seat_id: record.seat_id } : {}),
-    ...(record.creative_id !== undefined ? { creative_id: record.creative_id } : {}),
-    ...(record.bid !== undefined ? { clearing_cpm: record.bid.clearing, multiplier: record.bid.multiplier } : {})
-  }
-  if (settlesNothing) deps.journal.record({ spot: { record, event } })
-  else applySpots(deps, [{ record, event }])
-  return { closed: false, record, ...(decision.creative !== undefined ? { creative: decision.creative } : {}) }
 }
 
-/** Writes decided spots and their funnel events, counted once committed (a dry run's are rolled back); call inside Store.write. */
-export function applySpots ({ store, funnel, metrics }: { store: Store, funnel: FunnelLog, metrics: Metrics }, writes: readonly SpotWrite[]): void {
-  for (const { record, event } of writes) {
+/**
+ * Writes decided spots: what each settled, its line's play, the spot and its funnel event, counted once committed
+ * (a dry run's are rolled back); then each screen's claim ends. Call inside Store.write. replay: the writes come from
+ * a journal after its thread died, when whether a bid was replaced meanwhile is not known (applySettlements).
+ */
+export function applySpots (deps: SettleDeps & { funnel: FunnelLog, metrics: Metrics, claims: ScreenClaims }, writes: readonly SpotWrite[], replay = false): void {
+  const { store, funnel, metrics, claims } = deps
+  const settlements = []
+  for (const { record, settled } of writes) if (settled !== undefined) settlements.push({ settlement: settled, at: record.decided_at, check: replay || claims.changed(record.screen_id) })
+  if (settlements.length > 0) applySettlements(deps, settlements)
+  for (const { record, event, play } of writes) {
+    if (play !== undefined) store.plays.putSync(play, (store.plays.get(play) ?? 0) + 1)
     store.spots.putSync(record.spot_id, record)
     funnel.append(event)
-    store.afterCommit(() => metrics.spot(record.screen_id, record.tier, record.bid !== undefined, record.decided_at))
+    store.afterCommit(() => {
+      claims.release(record.screen_id)
+      metrics.spot(record.screen_id, record.tier, record.bid !== undefined, record.decided_at)
+    })
   }
 }
 

@@ -117,6 +117,8 @@ export interface Store {
    * that mirrors what the transaction wrote, and for side effects that must not happen for a rolled-back write.
    */
   afterCommit (fn: () => void): void
+  /** Runs fn once the current write transaction has ended, committed or rolled back (at once outside one). */
+  afterEnd (fn: () => void): void
   /** Whether a write transaction is open on this thread (what a write made now would commit with). */
   readonly inTransaction: boolean
   /** How many write transactions rolled back: memory derived from a table keys on this beside the table's version. */
@@ -228,6 +230,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   let rollbacks = 0
   let transaction = 0
   let pending: Array<() => void> = []
+  let ending: Array<() => void> = []
   const held = { transactions: 0, seconds: 0 }
   const write = <T>(fn: () => T): T => {
     depth++
@@ -255,6 +258,11 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
         held.transactions++
         held.seconds += (performance.now() - started) / 1000
       }
+      if (depth === 0 && ending.length > 0) {
+        const run = ending
+        ending = []
+        for (const f of run) f()
+      }
     }
     if (depth === 0 && pending.length > 0) {
       const run = pending
@@ -266,6 +274,10 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   const afterCommit = (fn: () => void): void => {
     if (depth === 0) fn()
     else pending.push(fn)
+  }
+  const afterEnd = (fn: () => void): void => {
+    if (depth === 0) fn()
+    else ending.push(fn)
   }
   return {
     root,
@@ -326,6 +338,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     generations,
     held,
     afterCommit,
+    afterEnd,
     refresh () {
       if (depth !== 0) return
       root.resetReadTxn()

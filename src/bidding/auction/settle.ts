@@ -1,6 +1,6 @@
 import { iso } from '../../clock.js'
 import type { LegacyNotification } from '../../generated/types.js'
-import type { Notices } from '../../notify/notices.js'
+import type { NoticeDraft, Notices } from '../../notify/notices.js'
 import type { SeatRecord } from '../../accounts/records.js'
 import type { StoredBid } from '../records.js'
 import type { ScreenRecord } from '../../inventory/records.js'
@@ -36,35 +36,26 @@ function screenFacts (s: ScreenRecord): LegacyNotification['data']['screen'] {
  * The legacy notification to the seat's notification_url, if it has one; the payload is built only then (an auction
  * settles every bid on its screen, and most seats have none).
  */
-function legacy (deps: SettleDeps, bid: NoticeBid, event: LegacyNotification['event'], data: () => LegacyNotification['data'], now: number): void {
-  const seat = seatOf(deps.store, bid)
+function legacy (store: Store, bid: NoticeBid, event: LegacyNotification['event'], data: () => LegacyNotification['data'], into: NoticeDraft[]): void {
+  const seat = seatOf(store, bid)
   if (seat?.notification_url === undefined) return
   const draft = { kind: 'legacy' as const, url: seat.notification_url, seat_id: bid.seat_id, event, body: JSON.stringify({ event, data: data() }) }
-  deps.notices.enqueue(bid.key_id !== undefined ? { ...draft, key_id: bid.key_id } : draft, now)
-}
-
-/**
- * Takes a bid out of the live book. Its expiry entry stays: the expiry job drops an entry whose bid is gone (or was
- * replaced) when its time comes, in expiry order. Removing it here cost a settled auction a page of the expiry index
- * per bid, each bid's on a page of its own, since entries are ordered by time, not by screen (bench/spots).
- */
-function consume (store: Store, key: [string, string, string]): void {
-  store.bids.removeSync(key)
+  into.push(bid.key_id !== undefined ? { ...draft, key_id: bid.key_id } : draft)
 }
 
 /** What loss notices need of a bid, stored or rejected at intake. */
 export type NoticeBid = Pick<StoredBid, 'bid_id' | 'response_id' | 'impid' | 'seat_id' | 'creative_id' | 'price' | 'lurl' | 'bidid' | 'adid' | 'key_id' | 'dealid'>
 
 /** A lost bid's lurl with ${AUCTION_LOSS} (and ${AUCTION_MIN_TO_WIN} when disclosed), and the legacy bid.lost. */
-export function lossNotices (deps: SettleDeps, bid: NoticeBid, screen: ScreenRecord | undefined, code: number, minToWin: number | undefined, tier: Tier | undefined, now: number): void {
+function lossDrafts (store: Store, bid: NoticeBid, screen: ScreenRecord | undefined, code: number, minToWin: number | undefined, tier: Tier | undefined, now: number, into: NoticeDraft[]): void {
   if (bid.lurl !== undefined && bid.lurl !== '') {
     const values: MacroValues = { ...macros(bid), loss: code }
     if (minToWin !== undefined) values.minToWin = minToWin
-    deps.notices.enqueue({ kind: 'lurl', url: substitute(bid.lurl, values), seat_id: bid.seat_id }, now)
+    into.push({ kind: 'lurl', url: substitute(bid.lurl, values), seat_id: bid.seat_id })
   }
   // A screen deleted since the bid has nothing left to describe; the lurl still tells the buyer.
   if (screen === undefined) return
-  legacy(deps, bid, 'bid.lost', () => {
+  legacy(store, bid, 'bid.lost', () => {
     const data: LegacyNotification['data'] = {
       bid_id: bid.bid_id, response_id: bid.response_id, impid: bid.impid, seat_id: bid.seat_id, creative_id: bid.creative_id,
       bid_price_cpm: bid.price, loss_code: code, loss_reason: LOSS_TEXT[code] ?? 'lost', min_to_win_cpm: minToWin ?? null,
@@ -73,37 +64,103 @@ export function lossNotices (deps: SettleDeps, bid: NoticeBid, screen: ScreenRec
     if (bid.dealid !== undefined) data.deal_id = bid.dealid
     if (tier !== undefined) data.tier = tier
     return data
-  }, now)
+  }, into)
 }
 
-/** Settles a stored bid that did not win: out of the book, then its loss notices. */
-export function settleLoss (deps: SettleDeps, screen: ScreenRecord | undefined, loss: Loss, tier: Tier | undefined, now: number): void {
-  consume(deps.store, loss.candidate.key)
-  lossNotices(deps, loss.candidate.bid, screen, loss.code, loss.minToWin, tier, now)
+/** Sends a lost bid's loss notices (lossDrafts); call inside Store.write. */
+export function lossNotices (deps: SettleDeps, bid: NoticeBid, screen: ScreenRecord | undefined, code: number, minToWin: number | undefined, tier: Tier | undefined, now: number): void {
+  const drafts: NoticeDraft[] = []
+  lossDrafts(deps.store, bid, screen, code, minToWin, tier, now, drafts)
+  for (const draft of drafts) deps.notices.enqueue(draft, now)
+}
+
+/** A stored bid as a decision took it: which record to take out of the book. */
+export interface TakenBid {
+  key: [string, string, string]
+  /** The bid's identity: a bid the seat sent again for the same imp since the decision replaced it, and stays. */
+  received_at: number
+  bid_id: string
 }
 
 /**
- * Settles the winning bid of an auction: out of the book, a win for the seat's stats, its nurl with the clearing
- * price, and the legacy bid.won. Billing (burl, spend) waits for the play to complete.
+ * What a spot decision settles, decided from a snapshot and applied later, in its thread's turn (plain JSON, for
+ * the hot-thread journal): every stored bid on the screen leaves the book, each with the notices of its outcome, and
+ * the winner counts a win in its seat's hour. Billing (burl, spend) waits for the play to complete.
  */
-export function settleWin (deps: SettleDeps, screen: ScreenRecord, winner: Candidate & { clearing: number }, tier: Tier, spotId: string, now: number): void {
-  const { bid, clearing } = winner
-  consume(deps.store, winner.key)
-  addToHour(deps.store, bid.seat_id, now, (h) => {
-    h.wins++
-    h.win_cpm_sum += clearing
-  })
-  if (bid.nurl !== undefined) {
-    deps.notices.enqueue({ kind: 'nurl', url: substitute(bid.nurl, { ...macros(bid), price: clearing, mbr: bid.price > 0 ? clearing / bid.price : 1, multiplier: bid.multiplier }), seat_id: bid.seat_id }, now)
+export interface Settlement {
+  taken: TakenBid[]
+  notices: NoticeDraft[]
+  win?: { seat_id: string, clearing: number }
+}
+
+const taken = ({ key, bid }: { key: [string, string, string], bid: StoredBid }): TakenBid => ({ key, received_at: bid.received_at, bid_id: bid.bid_id })
+
+/**
+ * A decision's settlement: the winner (its nurl with the clearing price, the legacy bid.won) and every loss (lurl
+ * with its code, the legacy bid.lost). Reads only.
+ */
+export function settlementOf (store: Store, screen: ScreenRecord, losses: readonly Loss[], winner: (Candidate & { clearing: number }) | undefined, tier: Tier, spotId: string, now: number): Settlement {
+  const s: Settlement = { taken: [], notices: [] }
+  for (const loss of losses) {
+    s.taken.push(taken(loss.candidate))
+    lossDrafts(store, loss.candidate.bid, screen, loss.code, loss.minToWin, tier, now, s.notices)
   }
-  legacy(deps, bid, 'bid.won', () => {
-    const data: LegacyNotification['data'] = {
-      bid_id: bid.bid_id, response_id: bid.response_id, impid: bid.impid, seat_id: bid.seat_id, creative_id: bid.creative_id,
-      spot_id: spotId, tier, bid_price_cpm: bid.price, win_price_cpm: clearing, multiplier: bid.multiplier, screen: screenFacts(screen), at: iso(now)
+  if (winner !== undefined) {
+    const { bid, clearing } = winner
+    s.taken.push(taken(winner))
+    s.win = { seat_id: bid.seat_id, clearing }
+    if (bid.nurl !== undefined) {
+      s.notices.push({ kind: 'nurl', url: substitute(bid.nurl, { ...macros(bid), price: clearing, mbr: bid.price > 0 ? clearing / bid.price : 1, multiplier: bid.multiplier }), seat_id: bid.seat_id })
     }
-    if (bid.dealid !== undefined) data.deal_id = bid.dealid
-    return data
-  }, now)
+    legacy(store, bid, 'bid.won', () => {
+      const data: LegacyNotification['data'] = {
+        bid_id: bid.bid_id, response_id: bid.response_id, impid: bid.impid, seat_id: bid.seat_id, creative_id: bid.creative_id,
+        spot_id: spotId, tier, bid_price_cpm: bid.price, win_price_cpm: clearing, multiplier: bid.multiplier, screen: screenFacts(screen), at: iso(now)
+      }
+      if (bid.dealid !== undefined) data.deal_id = bid.dealid
+      return data
+    }, s.notices)
+  }
+  return s
+}
+
+/**
+ * Applies settlements, in order; call inside Store.write. The bids a decision took leave the book. Where a bid on the
+ * screen may have been replaced since the decision (check: its seat bid on the imp again, ScreenClaims.replaced, or
+ * a replay after a crash, which cannot know), a bid leaves only if it is still the one taken, and the new one waits
+ * for the next decision; reading each bid back costs a decode, so only then. The bids' expiry entries stay: the
+ * expiry job drops an entry whose bid is gone when its time comes, in expiry order, where removing each here cost a
+ * page of the index per bid, since entries are ordered by time, not by screen (bench/spots). Each seat's hour counts
+ * its wins once.
+ */
+export function applySettlements (deps: SettleDeps, settlements: ReadonlyArray<{ settlement: Settlement, at: number, check: boolean }>): void {
+  const { store, notices } = deps
+  const wins = new Map<string, { seat: string, at: number, wins: number, cpm: number }>()
+  for (const { settlement, at, check } of settlements) {
+    for (const t of settlement.taken) {
+      if (check) {
+        const bid = store.bids.get(t.key)
+        if (bid === undefined || bid.received_at !== t.received_at || bid.bid_id !== t.bid_id) continue
+      }
+      store.bids.removeSync(t.key)
+    }
+    for (const draft of settlement.notices) notices.enqueue(draft, at)
+    const win = settlement.win
+    if (win === undefined) continue
+    const hour = `${Math.floor(at / 3_600_000)}|${win.seat_id.toLowerCase()}`
+    const counted = wins.get(hour)
+    if (counted === undefined) wins.set(hour, { seat: win.seat_id, at, wins: 1, cpm: win.clearing })
+    else {
+      counted.wins++
+      counted.cpm += win.clearing
+    }
+  }
+  for (const { seat, at, wins: n, cpm } of wins.values()) {
+    addToHour(store, seat, at, (h) => {
+      h.wins += n
+      h.win_cpm_sum += cpm
+    })
+  }
 }
 
 /** Fires the billing notice of a completed play: burl with the clearing price, confirmed multiplier and play time. */

@@ -120,12 +120,6 @@ function campaignPays (store: Store, a: AssignmentRecord, screen: ScreenRecord, 
   return headroom(c, ledger, now, a.dayparts !== undefined ? daypartPace(a, screen, local, c.end_date) : undefined) >= cost
 }
 
-/** Whether any bid waits in the book for this screen: then its next decision settles at least one. */
-export function hasStoredBids (store: Store, screenId: string): boolean {
-  const [first] = store.bids.getKeys({ start: [screenId], end: [screenId + '\u0000'], limit: 1 } as never)
-  return first !== undefined
-}
-
 /**
  * The waterfall for a screen's next spot (docs/architecture.md, "The waterfall"): guaranteed lines (placements from
  * assignments, confirmed reservations and guaranteed media buys, and bids on Guaranteed deals) that are behind their

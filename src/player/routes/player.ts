@@ -77,11 +77,11 @@ export function playerRoutes (deps: Deps): RouteDef[] {
       method: 'post',
       path: '/embed/:token/spots',
       summary: 'The next spot for a screen: runs the waterfall',
-      description: 'Guaranteed lines behind pace, then Preferred deals (fixed price), PMP deals (first price), the open auction (second price plus 0.01 among stored production bids, one per seat), guaranteed lines ahead of pace, then the house creative. Every stored bid on the screen is settled by the decision: the winner\'s nurl fires with the clearing price, losers get their lurl with ${AUCTION_LOSS} (100/101 below floor, 102 outbid with ${AUCTION_MIN_TO_WIN}, 103 lost to a deal or placement, 104 seat blocked, 200-209 creative filtered, 2 expired). Outside operating hours the tier is closed and nothing is settled. ?dry_run=true shows the decision without settling anything.',
+      description: 'Guaranteed lines behind pace, then Preferred deals (fixed price), PMP deals (first price), the open auction (second price plus 0.01 among stored production bids, one per seat), guaranteed lines ahead of pace, then the house creative. Every stored bid on the screen is settled by the decision: the winner\'s nurl fires with the clearing price, losers get their lurl with ${AUCTION_LOSS} (100/101 below floor, 102 outbid with ${AUCTION_MIN_TO_WIN}, 103 lost to a deal or placement, 104 seat blocked, 200-209 creative filtered, 2 expired). Outside operating hours the tier is closed and nothing is settled. ?dry_run=true shows the decision without settling anything. Requests for one screen at once are decided one after the other; one that meets another\'s decision still being recorded and cannot wait for it (a dry run, an Idempotency-Key) is 409 spot_in_progress with retry_after_seconds.',
       body: 'SpotRequest',
       data: 'Spot',
-      errors: ['screen_not_found', 'device_mismatch'],
-      // A decision that settles nothing is journaled; takeSpot takes any other under the writer lock itself.
+      errors: ['screen_not_found', 'device_mismatch', 'spot_in_progress'],
+      // takeSpot claims the screen and journals the decision's writes.
       journaled: true,
       handler: (ctx) => {
         const token = ctx.params.token!

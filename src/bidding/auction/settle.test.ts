@@ -1,0 +1,113 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { ScreenClaims } from './claims.js'
+import { expireBids } from './expiry.js'
+import { applySettlements, settlementOf } from './settle.js'
+import { LOSS } from '../loss-codes.js'
+import { Notices } from '../../notify/notices.js'
+import { openStore, type Store } from '../../store/store.js'
+import type { ScreenRecord } from '../../inventory/records.js'
+import type { SeatRecord } from '../../accounts/records.js'
+import type { StoredBid } from '../records.js'
+
+// Settling a decision's bids, apart from deciding them (no service, no HTTP, a real LMDB store): what a settlement
+// takes out of the book and tells each bid, the screens' claims across threads, and the expiry job beside them.
+
+const NOW = Date.parse('2026-11-24T15:00:00Z')
+const screen = { screen_id: 'scr_1', name: 'Lobby', location: { venue_type: 'gym', city: 'Austin', state: 'TX', country: 'US', lat: 30, lng: -97 }, slot_duration_seconds: 15 } as unknown as ScreenRecord
+
+function world (t: Test): { store: Store, notices: Notices, bid: (id: string, seat: string, price: number, over?: Partial<StoredBid>) => { key: [string, string, string], bid: StoredBid } } {
+  const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-settle-')))
+  t.teardown(() => store.close())
+  store.write(() => {
+    store.screens.putSync(screen.screen_id, screen)
+    for (const seat of ['alpha', 'bravo']) store.seats.putSync(seat, { seat_id: seat, status: 'approved' } as unknown as SeatRecord)
+  })
+  const bid = (id: string, seat: string, price: number, over: Partial<StoredBid> = {}) => {
+    const stored = {
+      bid_id: id, response_id: `r-${id}`, seat_id: seat, impid: `imp_${id}`, screen_id: screen.screen_id, price, floor: 2, multiplier: 1, creative_id: `cr_${seat}`, adomain: [],
+      received_at: NOW - 1000, expires_at: NOW + 60_000, nurl: `https://${seat}.example/win?p=\${AUCTION_PRICE}`, lurl: `https://${seat}.example/loss?c=\${AUCTION_LOSS}`, ...over
+    } as StoredBid
+    const key: [string, string, string] = [screen.screen_id, stored.impid, seat]
+    store.write(() => {
+      store.bids.putSync(key, stored)
+      store.bidExpiry.putSync([stored.expires_at, screen.screen_id, stored.impid, seat], 1)
+    })
+    return { key, bid: stored }
+  }
+  return { store, notices: new Notices(store), bid }
+}
+
+const queued = (store: Store) => [...store.notices.getRange()].map(({ value }) => value.url).sort()
+
+t.test('a settlement takes its bids out of the book, tells each its outcome and counts the win once', async (t) => {
+  const { store, notices, bid } = world(t)
+  const won = bid('b1', 'alpha', 7)
+  const lost = bid('b2', 'bravo', 5)
+  const s = settlementOf(store, screen, [{ candidate: lost, code: LOSS.outbid, minToWin: 7.01 }], { ...won, clearing: 5.01 }, 'open_auction', 'spt_1', NOW)
+  t.same(store.bids.getCount(), 2, 'deciding writes nothing')
+  store.write(() => applySettlements({ store, notices }, [{ settlement: s, at: NOW, check: false }]))
+  t.equal(store.bids.getCount(), 0, 'both bids left the book')
+  t.same(queued(store), ['https://alpha.example/win?p=5.01', 'https://bravo.example/loss?c=102'])
+  t.match(store.stats.get(['alpha', Math.floor(NOW / 3_600_000) * 3_600_000]), { wins: 1, win_cpm_sum: 5.01 })
+  t.equal(store.bidExpiry.getCount(), 2, 'their expiry entries wait for the expiry job, which drops them')
+  t.equal(expireBids({ store, notices, claims: new ScreenClaims(0) }, NOW + 120_000), 0, 'no bid left to expire')
+  t.equal(store.bidExpiry.getCount(), 0)
+})
+
+t.test('a bid its seat sent again since the decision stays for the next one, where a replacement may have happened', async (t) => {
+  const { store, notices, bid } = world(t)
+  const taken = bid('b1', 'alpha', 7)
+  const s = settlementOf(store, screen, [{ candidate: taken, code: LOSS.outbid }], undefined, 'open_auction', 'spt_1', NOW)
+  const again = bid('b1', 'alpha', 8, { received_at: NOW - 10 })
+  t.same(again.key, taken.key, 'the same imp and seat: the same place in the book')
+  store.write(() => applySettlements({ store, notices }, [{ settlement: s, at: NOW, check: true }]))
+  t.equal(store.bids.get(taken.key)?.price, 8, 'the new bid is still in the book')
+  t.same(queued(store), ['https://alpha.example/loss?c=102'], 'the bid the decision took heard its outcome')
+})
+
+t.test('claims: one thread decides a screen at a time; a waiting thread wakes when it is released', async (t) => {
+  const one = new ScreenClaims(1)
+  const two = new ScreenClaims(2, { buffer: one.buffer, releases: one.releases })
+  t.equal(one.take('scr_1'), 'taken')
+  t.equal(one.take('scr_1'), 'mine', 'held already: this thread\'s decision is not applied yet')
+  t.equal(two.take('scr_1'), 'other')
+  t.equal(two.take('scr_2'), 'taken', 'other screens are free')
+  two.release('scr_1')
+  t.equal(two.take('scr_1'), 'other', 'a thread cannot release another\'s claim')
+  t.notOk(one.changed('scr_1'))
+  two.replaced('scr_1')
+  t.ok(one.changed('scr_1'), 'a bid replaced while the claim is held is noted on it')
+  const seen = two.released
+  const started = performance.now()
+  // Atomics.wait blocks this thread, so the release has to come from another one.
+  const { Worker } = await import('node:worker_threads')
+  const worker = new Worker(`const { workerData: w } = require('node:worker_threads'); setTimeout(() => { const released = new Int32Array(w.releases); Atomics.add(released, 0, 1); Atomics.notify(released, 0) }, 30)`, { eval: true, workerData: { releases: one.releases } })
+  t.ok(two.wait(seen, performance.now() + 5000), 'woken before the deadline')
+  t.ok(performance.now() - started < 4000, 'by the release, not the deadline')
+  await worker.terminate()
+  one.release('scr_1')
+  t.equal(two.take('scr_1'), 'taken', 'released by its holder')
+  t.notOk(two.wait(two.released, performance.now() - 1), 'a deadline passed answers false at once')
+  one.take('scr_3')
+  one.take('scr_4')
+  one.releaseAll(1)
+  t.equal(two.take('scr_3'), 'taken', 'a dead thread\'s claims are released together')
+  t.equal(two.take('scr_4'), 'taken')
+})
+
+t.test('the expiry job leaves a screen a hot thread is deciding to its next pass', async (t) => {
+  const { store, notices, bid } = world(t)
+  bid('b1', 'alpha', 7, { expires_at: NOW + 1000 })
+  const supervisor = new ScreenClaims(0)
+  const hot = new ScreenClaims(1, { buffer: supervisor.buffer, releases: supervisor.releases })
+  t.equal(hot.take(screen.screen_id), 'taken')
+  t.equal(expireBids({ store, notices, claims: supervisor }, NOW + 2000), 0, 'skipped while claimed')
+  t.equal(store.bids.getCount(), 1)
+  hot.release(screen.screen_id)
+  t.equal(expireBids({ store, notices, claims: supervisor }, NOW + 2000), 1, 'settled on the next pass')
+  t.same(queued(store), ['https://alpha.example/loss?c=2'])
+  t.equal(hot.take(screen.screen_id), 'taken', 'the job released its claim with its transaction')
+})
