@@ -24,9 +24,10 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const sizes = (process.env.BENCH_SCREENS ?? '10000,1000000').split(',').map(Number)
 const bidScreens = Number(process.env.BENCH_BID_SCREENS ?? 4000)
 /**
- * Screens whose auctions run before the measured ones, uncounted: the settling path's functions are compiled by V8's
- * optimizing compiler on background threads during their first thousand or so calls, which a run of 4,000 decisions
- * would otherwise count (85-90% of the V8 threads' CPU in a profile of that run).
+ * Screens whose auctions run before the measured ones, uncounted, after two dry runs of every measured decision: the
+ * settling path's functions are compiled by V8's optimizing compiler on background threads, and compiled again after
+ * a deoptimization, during their first thousands of calls, which a run of 4,000 decisions would otherwise count
+ * (85-90% of the V8 threads' CPU, 150 us a decision, in a profile of that run after 800 uncounted auctions alone).
  */
 const WARM_SCREENS = 1000
 const SEATS = 20
@@ -91,7 +92,7 @@ async function storeBids (oohbid: { url: string, adminToken: string, dataDir: st
 }
 
 /** autocannon options that ask each path once per round, in order, across all connections. */
-function rotating (url: string, paths: string[], amount?: number): autocannon.Options & { pipelining: number, connections: number } {
+function rotating (url: string, paths: string[], amount?: number, query = ''): autocannon.Options & { pipelining: number, connections: number } {
   let next = 0
   return {
     url,
@@ -100,7 +101,7 @@ function rotating (url: string, paths: string[], amount?: number): autocannon.Op
     ...(amount !== undefined ? { amount } : { duration: seconds }),
     requests: [{ method: 'POST' as const, body: '{"fp":"bench-player"}', setupRequest: (req: autocannon.Request) => {
       const i = next++ % paths.length
-      return { ...req, path: paths[i]!, headers: player(i) }
+      return { ...req, path: paths[i]! + query, headers: player(i) }
     } }]
   }
 }
@@ -137,6 +138,7 @@ for (const screens of sizes) {
   const four = await startDurable(sample, 4)
   rows.push(await measure(`four-write floor: a bid's four records @${screens / 1000}k`, rotating(four.url, paths), four.child.pid))
   await four.stop()
+  await measure(`warm-up: ${paths.length * 2} dry runs, not counted`, rotating(oohbid.url, paths, paths.length * 2, '?dry_run=true'))
   await measure(`warm-up: ${warm.length} auctions, not counted`, rotating(oohbid.url, warm, warm.length))
   rows.push(await measure(`waterfall, ${SEATS} stored bids settled @${screens / 1000}k`, rotating(oohbid.url, paths, paths.length), oohbid.child.pid))
   rows.push(await measure(`waterfall, nothing to settle @${screens / 1000}k`, rotating(oohbid.url, paths), oohbid.child.pid))

@@ -11,7 +11,7 @@ import { issueProof, type ProofDeps } from '../proof/chain.js'
 import { givtOf } from '../proof/givt.js'
 import type { CreativeRecord } from '../creatives/records.js'
 import type { ScreenRecord } from '../inventory/records.js'
-import type { SpotRecord } from './records.js'
+import type { SpotRecord, Tier } from './records.js'
 import type { Store } from '../store/store.js'
 import { timeOrderedUuid } from '../store/time-ordered-id.js'
 import { fromMicros, playCostMicros } from '../bidding/auction/money.js'
@@ -33,16 +33,20 @@ export function screenOfToken (store: Store, token: string): ScreenRecord {
   return screen
 }
 
-/** A screen's next spot: closed (and for how long), or the spot recorded with the creative it plays. */
-export type TakenSpot = { closed: true, waitSeconds: number } | { closed: false, record: SpotRecord, creative?: CreativeRecord }
+/**
+ * A screen's next spot: closed (and for how long), the spot recorded with the creative it plays, or nothing to play
+ * (the house tier without a house creative), which records no spot: there is no play to report.
+ */
+export type TakenSpot = { closed: true, waitSeconds: number } | { closed: false, record: SpotRecord, creative: CreativeRecord } | { closed: false, record?: undefined, tier: Tier }
 
 /**
- * What a spot decision writes, applied with the rest of its thread's turn (applySpots): the spot and its auction
- * funnel event, what it settled, and the play of the pacing line that played.
+ * What a spot decision writes, applied with the rest of its thread's turn (applySpots): its auction funnel event, the
+ * spot when something plays, what it settled, and the play of the pacing line that played.
  */
 export interface SpotWrite {
-  record: SpotRecord
+  screen_id: string
   event: FunnelEvent
+  record?: SpotRecord
   settled?: Settlement
   /** [screen_id, local date, line]: the placement or guaranteed deal whose plays today count one more. */
   play?: [string, string, string]
@@ -106,16 +110,24 @@ export function takeSpot (deps: SpotDeps, screen: ScreenRecord, now: number): Ta
   const screenId = screen.screen_id
   claimScreen(deps, screenId)
   try {
-    const house = store.meta.get('settings:house_creative_id') as string | undefined
-    const decision = decide(store, screen, now, house)
+    const decision = decide(store, screen, now)
     if (decision.tier === 'closed') {
       claims.release(screenId)
       store.afterCommit(() => deps.metrics.spot(screenId, decision.tier, false, now))
       return { closed: true, waitSeconds: Math.min(CLOSED_RETRY_SECONDS, (minutesUntilOpen(screen.operating_hours, localTime(screen.timezone, now)) ?? 60) * 60) }
     }
+    const settled = decision.winner !== undefined || decision.losses.length > 0
+    const event: FunnelEvent = { stage: 'auction', at: now, screens: [screenId], tier: decision.tier, competitors: decision.losses.length + (decision.winner !== undefined ? 1 : 0) }
+    const creative = decision.creative
+    if (creative === undefined) {
+      // Nothing plays (a winner or a line always has its creative): only the decision is counted.
+      const write: SpotWrite = { screen_id: screenId, event }
+      if (settled) write.settled = settlementOf(store, screen, decision.losses, undefined, decision.tier, '', now)
+      deps.journal.record({ spot: write })
+      return { closed: false, tier: decision.tier }
+    }
     const spotId = `spt_${timeOrderedUuid(now)}`
-    const record: SpotRecord = { spot_id: spotId, screen_id: screenId, tier: decision.tier, decided_at: now, starts_at: now, duration_seconds: screen.slot_duration_seconds, status: 'served' }
-    if (decision.creative !== undefined) record.creative_id = decision.creative.creative_id
+    const record: SpotRecord = { spot_id: spotId, screen_id: screenId, tier: decision.tier, decided_at: now, starts_at: now, duration_seconds: screen.slot_duration_seconds, status: 'served', creative_id: creative.creative_id }
     if (decision.winner !== undefined) {
       const { bid, clearing } = decision.winner
       record.bid = { ...bid, clearing }
@@ -129,17 +141,18 @@ export function takeSpot (deps: SpotDeps, screen: ScreenRecord, now: number): Ta
       if (decision.assignment.campaign_id !== undefined) record.campaign_id = decision.assignment.campaign_id
       if (decision.cpm !== undefined) record.cpm = decision.cpm
     }
-    const event: FunnelEvent = {
-      stage: 'auction', at: now, screens: [screenId], spot_id: spotId, tier: decision.tier, competitors: decision.losses.length + (decision.winner !== undefined ? 1 : 0),
-      ...(record.seat_id !== undefined ? { seat_id: record.seat_id } : {}),
-      ...(record.creative_id !== undefined ? { creative_id: record.creative_id } : {}),
-      ...(record.bid !== undefined ? { clearing_cpm: record.bid.clearing, multiplier: record.bid.multiplier } : {})
+    event.spot_id = spotId
+    event.creative_id = creative.creative_id
+    if (record.seat_id !== undefined) event.seat_id = record.seat_id
+    if (record.bid !== undefined) {
+      event.clearing_cpm = record.bid.clearing
+      event.multiplier = record.bid.multiplier
     }
-    const write: SpotWrite = { record, event }
-    if (decision.winner !== undefined || decision.losses.length > 0) write.settled = settlementOf(store, screen, decision.losses, decision.winner, decision.tier, spotId, now)
+    const write: SpotWrite = { screen_id: screenId, event, record }
+    if (settled) write.settled = settlementOf(store, screen, decision.losses, decision.winner, decision.tier, spotId, now)
     if (decision.line !== undefined) write.play = [screenId, decision.local.date, decision.line]
     deps.journal.record({ spot: write })
-    return { closed: false, record, ...(decision.creative !== undefined ? { creative: decision.creative } : {}) }
+    return { closed: false, record, creative }
   } catch (err) {
     claims.release(screenId)
     throw err
@@ -154,15 +167,15 @@ export function takeSpot (deps: SpotDeps, screen: ScreenRecord, now: number): Ta
 export function applySpots (deps: SettleDeps & { funnel: FunnelLog, metrics: Metrics, claims: ScreenClaims }, writes: readonly SpotWrite[], replay = false): void {
   const { store, funnel, metrics, claims } = deps
   const settlements = []
-  for (const { record, settled } of writes) if (settled !== undefined) settlements.push({ settlement: settled, at: record.decided_at, check: replay || claims.changed(record.screen_id) })
+  for (const { screen_id: screenId, event, settled } of writes) if (settled !== undefined) settlements.push({ settlement: settled, at: event.at, check: replay || claims.changed(screenId) })
   if (settlements.length > 0) applySettlements(deps, settlements)
-  for (const { record, event, play } of writes) {
+  for (const { screen_id: screenId, event, record, play } of writes) {
     if (play !== undefined) store.plays.putSync(play, (store.plays.get(play) ?? 0) + 1)
-    store.spots.putSync(record.spot_id, record)
+    if (record !== undefined) store.spots.putSync(record.spot_id, record)
     funnel.append(event)
     store.afterCommit(() => {
-      claims.release(record.screen_id)
-      metrics.spot(record.screen_id, record.tier, record.bid !== undefined, record.decided_at)
+      claims.release(screenId)
+      metrics.spot(screenId, event.tier!, record?.bid !== undefined, event.at)
     })
   }
 }

@@ -129,7 +129,7 @@ function campaignPays (store: Store, a: AssignmentRecord, screen: ScreenRecord, 
  * creative. Every stored bid on the screen is settled by the decision: the winner, or a loss code. Reads only;
  * settle.ts writes the outcome.
  */
-export function decide (store: Store, screen: ScreenRecord, now: number, houseCreativeId: string | undefined): Decision {
+export function decide (store: Store, screen: ScreenRecord, now: number): Decision {
   const local = localTime(screen.timezone, now)
   if (!isOpen(screen.operating_hours, local)) return { tier: 'closed', local, losses: [] }
   const losses: Loss[] = []
@@ -240,6 +240,8 @@ export function decide (store: Store, screen: ScreenRecord, now: number, houseCr
   }
   // Nothing else wants the spot: a guaranteed line ahead of its pace plays it rather than the house.
   if (lines.length > 0) return fromLine(lines[0]!)
+  // The operator's house creative (PUT /admin/v1/platform), read only when the waterfall comes down to it.
+  const houseCreativeId = store.meta.get('settings:house_creative_id') as string | undefined
   const house = houseCreativeId !== undefined ? store.creatives.get(houseCreativeId) : undefined
   const decision: Decision = { tier: 'house', local, losses }
   if (house !== undefined && creativeRefusal(house, screen) === undefined) decision.creative = house

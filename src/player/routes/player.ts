@@ -94,20 +94,12 @@ export function playerRoutes (deps: Deps): RouteDef[] {
           const spot: Spot = { spot_id: null, screen_id: screen.screen_id, tier: 'closed', starts_at: iso(now), ends_at: iso(now + wait * 1000), duration_seconds: wait, creative: null, next_request_at: iso(now + wait * 1000) }
           return ok(spot)
         }
+        const duration = screen.slot_duration_seconds
+        const slot = { screen_id: screen.screen_id, starts_at: iso(now), ends_at: iso(now + duration * 1000), duration_seconds: duration, next_request_at: iso(now + Math.max(1, duration - LEAD_SECONDS) * 1000) }
         const { record } = taken
-        const spotId = record.spot_id
-        const duration = record.duration_seconds
-        const spot: Spot = {
-          spot_id: spotId,
-          screen_id: screen.screen_id,
-          tier: record.tier,
-          starts_at: iso(now),
-          ends_at: iso(now + duration * 1000),
-          duration_seconds: duration,
-          creative: taken.creative !== undefined ? creativeView(token, taken.creative) : null,
-          events_url: `${base(token)}/spots/${spotId}/events`,
-          next_request_at: iso(now + Math.max(1, duration - LEAD_SECONDS) * 1000)
-        }
+        // Nothing to play: no spot was recorded, so none is created and there is nothing to report.
+        if (record === undefined) return ok({ spot_id: null, tier: taken.tier, creative: null, ...slot } satisfies Spot)
+        const spot: Spot = { spot_id: record.spot_id, tier: record.tier, creative: creativeView(token, taken.creative), events_url: `${base(token)}/spots/${record.spot_id}/events`, ...slot }
         if (record.adm !== undefined) spot.adm = record.adm
         return ok(spot, 201)
       }

@@ -30,7 +30,7 @@ export function vastRoutes (deps: Deps): RouteDef[] {
         const token = ctx.params.token!
         const screen = screenOfToken(store, token)
         const taken = takeSpot(deps, screen, ctx.now)
-        if (taken.closed || taken.creative === undefined) return raw(vastEmpty(), XML)
+        if (taken.closed || taken.record === undefined) return raw(vastEmpty(), XML)
         const spot = `${base(token)}/vast/${taken.record.spot_id}`
         return raw(vastInline({
           adId: taken.record.spot_id,
