@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { connect } from 'node:net'
 import autocannon from 'autocannon'
@@ -33,6 +34,33 @@ t.test('graceful shutdown: stop accepting, finish in-flight requests, then close
   await closed
   t.ok(JSON.parse(reply!.body).data.key, 'and its answer is whole')
 })
+
+/** A service in its own process with an approved seat and one accepted bid (bench/lib/bid-fixture.ts), to kill -9. */
+async function crashable (t: { teardown (fn: () => unknown): void }, name: string) {
+  const dataDir = mkdtempSync(join(tmpdir(), `oohbid-${name}-crash-`))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const first = await startProcess(dataDir, { BID_TTL_SECONDS: '86400' })
+  const exited = new Promise((resolve) => first.child.once('exit', resolve))
+  const { key, body } = await acceptedBid({ url: first.url, adminToken: 'crash-admin' })
+  return { dataDir, first, exited, body, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } }
+}
+
+/** Kills the service with SIGKILL after ms, answering how many entries its hot threads had journaled by then. */
+function killAfter (service: { url: string, child: ChildProcess }, ms: number): Promise<number> {
+  return new Promise((resolve) => setTimeout(() => {
+    fetch(`${service.url}/metrics`).then((r) => r.text()).then((text) => {
+      resolve(Number(/oohbid_journal_entries_total\{applied="journaled"\} (\d+)/.exec(text)?.[1] ?? 0))
+      service.child.kill('SIGKILL')
+    }, () => resolve(0))
+  }, ms))
+}
+
+/** Stops the restarted service with SIGTERM, which must exit 0. */
+async function stopsCleanly (t: { equal (a: unknown, b: unknown, message: string): void }, service: { child: ChildProcess }): Promise<void> {
+  const stop = new Promise((resolve) => service.child.once('exit', resolve))
+  service.child.kill('SIGTERM')
+  t.equal(await stop, 0, 'SIGTERM exits cleanly')
+}
 
 for (const durability of ['os', 'fsync']) {
 t.test(`kill -9 during writes loses no acknowledged write (DURABILITY=${durability})`, async (t) => {
@@ -73,9 +101,7 @@ t.test(`kill -9 during writes loses no acknowledged write (DURABILITY=${durabili
     if (res.status !== 200) missing.push(seat)
   }
   t.same(missing, [], 'every acknowledged seat survived')
-  const stop = new Promise((r) => second.child.once('exit', r))
-  second.child.kill('SIGTERM')
-  t.equal(await stop, 0, 'SIGTERM exits cleanly')
+  await stopsCleanly(t, second)
 })
 }
 
@@ -83,22 +109,11 @@ t.test(`kill -9 during writes loses no acknowledged write (DURABILITY=${durabili
 // (src/store/journal.ts): a kill -9 between the two must cost nothing, whichever thread took the bid. Pipelined
 // clients keep every thread mid-turn, its answers written and its journal not yet applied, when the kill lands.
 t.test('kill -9 under bid load loses no acknowledged bid: the journals are replayed at the next start', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-bid-crash-'))
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
-  const first = await startProcess(dataDir, { BID_TTL_SECONDS: '86400' })
-  const firstExit = new Promise((resolve) => first.child.once('exit', resolve))
-  const { key, body } = await acceptedBid({ url: first.url, adminToken: 'crash-admin' })
-  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
-  let journaled = 0
+  const { dataDir, first, exited, body, headers } = await crashable(t, 'bid')
   const load = autocannon({ url: `${first.url}/openrtb/v2/bid`, method: 'POST', headers, body, connections: 32, pipelining: 10, duration: 4 })
-  setTimeout(() => {
-    fetch(`${first.url}/metrics`).then((r) => r.text()).then((text) => {
-      journaled = Number(/oohbid_journal_entries_total\{applied="journaled"\} (\d+)/.exec(text)?.[1] ?? 0)
-      first.child.kill('SIGKILL')
-    }, () => {})
-  }, 2000)
+  const journaled = await killAfter(first, 2000)
   const result = await load
-  await firstExit
+  await exited
   // The fixture's own bid was accepted too; autocannon counts an answer once it has read all of it.
   const acknowledged = result['2xx'] + 1
   t.ok(journaled > 0, `${journaled} bids were journaled before the kill, not committed at once`)
@@ -110,20 +125,13 @@ t.test('kill -9 under bid load loses no acknowledged bid: the journals are repla
   t.ok(stats.accepted <= result.requests.sent + 1, `and none twice: at most the ${result.requests.sent + 1} sent`)
   t.equal(stats.bids, stats.accepted, 'every bid was accepted')
   t.comment(`${/"entries":(\d+)/.exec(second.stdout() + second.stderr())?.[1] ?? 'no'} entries replayed from the journals`)
-  const stop = new Promise((r) => second.child.once('exit', r))
-  second.child.kill('SIGTERM')
-  t.equal(await stop, 0, 'SIGTERM exits cleanly')
+  await stopsCleanly(t, second)
 })
 
 // Spot decisions are journaled too, with what they settle (src/player/feed.ts): the spot, its bids out of the book,
 // the win in the seat's stats. Bids keep coming while players ask, so auctions keep being decided when the kill lands.
 t.test('kill -9 under spot decisions loses no acknowledged auction: its spot and its win are there after the restart', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-spot-crash-'))
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
-  const first = await startProcess(dataDir, { BID_TTL_SECONDS: '86400' })
-  const firstExit = new Promise((resolve) => first.child.once('exit', resolve))
-  const { key, body } = await acceptedBid({ url: first.url, adminToken: 'crash-admin' })
-  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
+  const { dataDir, first, exited, body, headers } = await crashable(t, 'spot')
   const template = JSON.parse(body)
   const offers = (await fetch(`${first.url}/openrtb/v2/adslots?format=openrtb&limit=50`, { headers }).then((r) => r.json()) as { data: { bid_requests: Array<{ imp: Array<{ id: string, bidfloor: number }>, ext: { trb: { screen_id: string } } }> } }).data.bid_requests
   // The players' embed tokens, as their partner's device registrations returned them (the simulator kept no list).
@@ -161,15 +169,9 @@ t.test('kill -9 under spot decisions loses no acknowledged auction: its spot and
   })
   let b = 0
   const bids = autocannon({ url: `${first.url}/openrtb/v2/bid`, connections: 4, pipelining: 10, duration: 4, requests: [{ method: 'POST', headers, setupRequest: (req) => ({ ...req, body: open[b++ % open.length]!.bid }) }] })
-  let journaled = 0
-  setTimeout(() => {
-    fetch(`${first.url}/metrics`).then((r) => r.text()).then((text) => {
-      journaled = Number(/oohbid_journal_entries_total\{applied="journaled"\} (\d+)/.exec(text)?.[1] ?? 0)
-      first.child.kill('SIGKILL')
-    }, () => {})
-  }, 2000)
+  const journaled = await killAfter(first, 2000)
   await Promise.all([spots, bids])
-  await firstExit
+  await exited
   t.ok(auctions.size > 0, `${auctions.size} auctions acknowledged before the kill`)
   t.ok(journaled > 0, `${journaled} bids and spots were journaled before the kill, not committed at once`)
   t.ok(readdirSync(join(dataDir, 'journal')).length > 0, 'the kill left journal files to replay')
@@ -189,7 +191,5 @@ t.test('kill -9 under spot decisions loses no acknowledged auction: its spot and
   const stats = (await fetch(`${second.url}/openrtb/v2/stats`, { headers }).then((r) => r.json()) as { data: { wins: number, accepted: number } }).data
   t.ok(stats.wins >= auctions.size, `and its win counted: ${stats.wins} wins for ${auctions.size} acknowledged auctions`)
   t.ok(stats.wins <= stats.accepted, `no bid won twice: ${stats.wins} wins of ${stats.accepted} bids`)
-  const stop = new Promise((r) => second.child.once('exit', r))
-  second.child.kill('SIGTERM')
-  t.equal(await stop, 0, 'SIGTERM exits cleanly')
+  await stopsCleanly(t, second)
 })
