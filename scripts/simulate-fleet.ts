@@ -19,6 +19,7 @@ const { values: args } = parseArgs({
     duration: { type: 'string', description: 'seconds to stream; 0 registers and exits' },
     state: { type: 'string', description: 'file keeping the partner keys between runs' },
     seed: { type: 'string', default: '42' },
+    'forwarded-for': { type: 'string', description: 'an address every call says it is forwarded for (X-Forwarded-For), for a service that trusts this host as its proxy: partner registration is limited per address' },
     quiet: { type: 'boolean', default: false }
   }
 })
@@ -103,7 +104,7 @@ function progress (label: string, done: number, all: number, started: number): v
   if (done === all) process.stdout.write('\n')
 }
 
-const call = apiClient(base)
+const call = apiClient(base, args['forwarded-for'] !== undefined ? { 'x-forwarded-for': args['forwarded-for'] } : {})
 
 async function partners (): Promise<Partner[]> {
   const file = args.state

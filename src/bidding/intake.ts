@@ -6,7 +6,6 @@ import type { Notices } from '../notify/notices.js'
 import type { Outbox } from '../store/outbox.js'
 import type { Store } from '../store/store.js'
 import type { Metrics } from '../http/metrics.js'
-import type { ScreenClaims } from './auction/claims.js'
 import { lossNotices, type NoticeBid } from './auction/settle.js'
 import { countResponses } from './hour-stats.js'
 import type { StoredBid } from './records.js'
@@ -40,8 +39,6 @@ export interface IntakeDeps {
   /** Where a registered creative goes for moderation, once committed. */
   moderator: { schedule (creativeId: string): void }
   metrics: Metrics
-  /** Told of a stored bid replaced, so that a decision on its screen not yet applied leaves the new one. */
-  claims: Pick<ScreenClaims, 'replaced'>
 }
 
 /**
@@ -63,14 +60,7 @@ export function applyIntakes (deps: IntakeDeps, intakes: readonly BidIntake[]): 
       lossNotices(deps, loss.bid, loss.screen_id !== undefined ? store.screens.get(loss.screen_id) : undefined, loss.code, loss.min_to_win, undefined, intake.at)
     }
     for (const bid of intake.stored) {
-      const key: [string, string, string] = [bid.screen_id, bid.impid, bid.seat_id]
-      // A seat that bids on an imp again replaces its bid, which a put that does not overwrite finds at no extra cost
-      // (lmdb-js types it void; it answers whether it wrote).
-      const added = store.bids.putSync(key, bid, { noOverwrite: true }) as unknown as boolean
-      if (!added) {
-        store.bids.putSync(key, bid)
-        deps.claims.replaced(bid.screen_id)
-      }
+      store.bids.putSync([bid.screen_id, bid.impid, bid.seat_id], bid)
       store.bidExpiry.putSync([bid.expires_at, bid.screen_id, bid.impid, bid.seat_id], 1)
     }
     deps.funnel.append({ stage: 'bid_received', at: intake.at, seat_id: intake.seat_id, sandbox: intake.sandbox, screens: [], bids: intake.bids })

@@ -161,13 +161,12 @@ export function takeSpot (deps: SpotDeps, screen: ScreenRecord, now: number): Ta
 
 /**
  * Writes decided spots: what each settled, its line's play, the spot and its funnel event, counted once committed
- * (a dry run's are rolled back); then each screen's claim ends. Call inside Store.write. replay: the writes come from
- * a journal after its thread died, when whether a bid was replaced meanwhile is not known (applySettlements).
+ * (a dry run's are rolled back); then each screen's claim ends. Call inside Store.write.
  */
-export function applySpots (deps: SettleDeps & { funnel: FunnelLog, metrics: Metrics, claims: ScreenClaims }, writes: readonly SpotWrite[], replay = false): void {
+export function applySpots (deps: SettleDeps & { funnel: FunnelLog, metrics: Metrics, claims: ScreenClaims }, writes: readonly SpotWrite[]): void {
   const { store, funnel, metrics, claims } = deps
   const settlements = []
-  for (const { screen_id: screenId, event, settled } of writes) if (settled !== undefined) settlements.push({ settlement: settled, at: event.at, check: replay || claims.changed(screenId) })
+  for (const { event, settled } of writes) if (settled !== undefined) settlements.push({ settlement: settled, at: event.at })
   if (settlements.length > 0) applySettlements(deps, settlements)
   for (const { screen_id: screenId, event, record, play } of writes) {
     if (play !== undefined) store.plays.putSync(play, (store.plays.get(play) ?? 0) + 1)

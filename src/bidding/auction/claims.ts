@@ -5,13 +5,9 @@ import { SharedTable } from '../../http/shared-table.js'
  * decisions (512); a full probe window of 32 live claims, the only way one could be taken over, is then out of reach.
  */
 const SLOTS = 1 << 16
-/**
- * Each slot: when it was taken (ms, for the table's takeover order), the thread that holds it (0: released), and
- * whether a bid on the screen was replaced while it was held (1).
- */
-const WIDTH = 3
+/** Each slot: when it was taken (ms, for the table's takeover order) and the thread that holds it (0: released). */
+const WIDTH = 2
 const OWNER = 1
-const CHANGED = 2
 
 /** What take() found: the claim is now this thread's, this thread already held it, or another thread holds it. */
 export type Held = 'taken' | 'mine' | 'other'
@@ -48,7 +44,6 @@ export class ScreenClaims {
       if (!fresh) return values[base + OWNER] === me ? 'mine' : 'other'
       values[base] = Date.now()
       values[base + OWNER] = me
-      values[base + CHANGED] = 0
       return 'taken'
     })
   }
@@ -66,25 +61,6 @@ export class ScreenClaims {
       return true
     })
     if (released) this.#wake()
-  }
-
-  /**
-   * A stored bid on the screen was replaced (its seat bid on the imp again): a decision holding the claim may have
-   * taken the bid that is gone, and must not take the new one out of the book (settle.ts applySettlements).
-   */
-  replaced (screenId: string): void {
-    this.#table.with(screenId, free, (values, base, fresh) => {
-      if (fresh) values[base + OWNER] = 0
-      else values[base + CHANGED] = 1
-    })
-  }
-
-  /** Whether a bid on the screen was replaced while its claim has been held. */
-  changed (screenId: string): boolean {
-    return this.#table.with(screenId, free, (values, base, fresh) => {
-      if (fresh) values[base + OWNER] = 0
-      return !fresh && values[base + CHANGED] === 1
-    })
   }
 
   /** Releases every claim a thread holds: a hot thread that died, once its journal is replayed. */
