@@ -151,7 +151,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   })
   const threads: Supervisor = new Supervisor({
     config,
-    shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer, claims: { buffer: claims.buffer, releases: claims.releases } }
+    shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer, claims: { buffer: claims.buffer, counters: claims.counters } }
   }, {
     log: (line: string) => log.write(line),
     moderate: (id: string) => moderator.schedule(id),

@@ -293,7 +293,7 @@ t.test('a decision that meets another\'s on its screen waits for it to be record
   const m = await market(t, svc)
   await m.bid('alpha', 5)
   // A decision of another hot thread whose writes are not applied yet holds the screen's claim.
-  const other = new ScreenClaims(99, { buffer: svc.service.claims.buffer, releases: svc.service.claims.releases })
+  const other = new ScreenClaims(99, { buffer: svc.service.claims.buffer, counters: svc.service.claims.counters })
   t.equal(other.take(m.screenId), 'taken')
   const before = svc.snapshot()
   const dry = await svc.request('POST', `/embed/${m.token}/spots?dry_run=true`, { body: {} })

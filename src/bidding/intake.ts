@@ -6,6 +6,7 @@ import type { Notices } from '../notify/notices.js'
 import type { Outbox } from '../store/outbox.js'
 import type { Store } from '../store/store.js'
 import type { Metrics } from '../http/metrics.js'
+import type { ScreenClaims } from './auction/claims.js'
 import { lossNotices, type NoticeBid } from './auction/settle.js'
 import { countResponses } from './hour-stats.js'
 import type { StoredBid } from './records.js'
@@ -39,6 +40,8 @@ export interface IntakeDeps {
   /** Where a registered creative goes for moderation, once committed. */
   moderator: { schedule (creativeId: string): void }
   metrics: Metrics
+  /** The screens being decided: a stored bid may replace one a pending decision took (ScreenClaims.mark). */
+  claims: Pick<ScreenClaims, 'mark' | 'intakeBegins' | 'intakeEnds'>
 }
 
 /**
@@ -46,9 +49,11 @@ export interface IntakeDeps {
  * in one). A seat's hour of counters is written once for the batch.
  */
 export function applyIntakes (deps: IntakeDeps, intakes: readonly BidIntake[]): void {
-  const { store } = deps
+  const { store, claims } = deps
   let accepted = 0
   let rejected = 0
+  claims.intakeBegins()
+  store.afterEnd(() => claims.intakeEnds())
   for (const intake of intakes) {
     for (const { creative_id: id, creative } of intake.register) {
       // Decided outside the lock: another bid of this turn, or another thread, may have registered it since.
@@ -61,6 +66,7 @@ export function applyIntakes (deps: IntakeDeps, intakes: readonly BidIntake[]): 
     }
     for (const bid of intake.stored) {
       store.bids.putSync([bid.screen_id, bid.impid, bid.seat_id], bid)
+      claims.mark(bid.screen_id)
       store.bidExpiry.putSync([bid.expires_at, bid.screen_id, bid.impid, bid.seat_id], 1)
     }
     deps.funnel.append({ stage: 'bid_received', at: intake.at, seat_id: intake.seat_id, sandbox: intake.sandbox, screens: [], bids: intake.bids })

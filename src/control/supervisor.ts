@@ -15,8 +15,8 @@ export interface HotShared {
   inFlight: SharedArrayBuffer
   /** FunnelLog: ids and the backlog count. */
   funnel: SharedArrayBuffer
-  /** ScreenClaims: the screens being decided, and the release count waiting threads sleep on. */
-  claims: { buffer: SharedArrayBuffer, releases: SharedArrayBuffer }
+  /** ScreenClaims: the screens being decided, the release count waiting threads sleep on, intakes being applied. */
+  claims: { buffer: SharedArrayBuffer, counters: SharedArrayBuffer }
 }
 
 /** What a hot thread starts from (workerData). */

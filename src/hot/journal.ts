@@ -15,7 +15,7 @@ export type HotEntry = { bid: BidIntake } | { spot: SpotWrite }
 export type HotJournalDeps = IntakeDeps & { claims: ScreenClaims }
 
 /** Applies a batch: each domain's entries in order and in one call (a seat's hour of stats is then written once). */
-function applyEntries (deps: HotJournalDeps, entries: readonly HotEntry[]): void {
+function applyEntries (deps: HotJournalDeps, entries: readonly HotEntry[], replay: boolean): void {
   const bids: BidIntake[] = []
   const spots: SpotWrite[] = []
   for (const entry of entries) {
@@ -25,7 +25,7 @@ function applyEntries (deps: HotJournalDeps, entries: readonly HotEntry[]): void
   // Their order is free: a settlement takes a bid out of the book only if it is still the one decided on, so a bid its
   // seat sent again for the same imp meanwhile stays for the screen's next decision, whichever is applied first.
   if (bids.length > 0) applyIntakes(deps, bids)
-  if (spots.length > 0) applySpots(deps, spots)
+  if (spots.length > 0) applySpots(deps, spots, replay)
 }
 
 function journalDir (dataDir: string): string {
@@ -39,7 +39,7 @@ export function openHotJournal (deps: HotJournalDeps, dataDir: string, durabilit
     store: deps.store,
     dir: journalDir(dataDir),
     owner,
-    apply: (entries) => applyEntries(deps, entries),
+    apply: (entries) => applyEntries(deps, entries, false),
     fsync: durability === 'fsync',
     counted: (how) => deps.metrics.inc('oohbid_journal_entries_total', 'Bid responses and spot decisions made durable: committed at once (applied="at_once") or appended to the hot thread\'s journal and applied with the rest of their turn (applied="journaled").', `applied="${how}"`, 1)
   })
@@ -47,5 +47,5 @@ export function openHotJournal (deps: HotJournalDeps, dataDir: string, durabilit
 
 /** Applies what journals hold and LMDB does not: every owner's at a start, one owner's when its thread is replaced. */
 export function recoverHotJournals (deps: HotJournalDeps, dataDir: string, owner?: string): number {
-  return recoverJournals(deps.store, journalDir(dataDir), (entries: readonly HotEntry[]) => applyEntries(deps, entries), owner)
+  return recoverJournals(deps.store, journalDir(dataDir), (entries: readonly HotEntry[]) => applyEntries(deps, entries, true), owner)
 }

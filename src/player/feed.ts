@@ -96,6 +96,8 @@ function claimScreen ({ store, claims, journal }: SpotDeps, screenId: string): v
     seen = claims.released
     held = claims.take(screenId)
   }
+  // An intake being applied now looked for this claim before it existed, and may commit after the snapshot below.
+  if (claims.intakeUnderway) claims.mark(screenId)
   store.refresh()
 }
 
@@ -161,12 +163,13 @@ export function takeSpot (deps: SpotDeps, screen: ScreenRecord, now: number): Ta
 
 /**
  * Writes decided spots: what each settled, its line's play, the spot and its funnel event, counted once committed
- * (a dry run's are rolled back); then each screen's claim ends. Call inside Store.write.
+ * (a dry run's are rolled back); then each screen's claim ends. Call inside Store.write. replay: the writes come from
+ * a journal after its thread died, when whether a bid was replaced meanwhile is not known (applySettlements).
  */
-export function applySpots (deps: SettleDeps & { funnel: FunnelLog, metrics: Metrics, claims: ScreenClaims }, writes: readonly SpotWrite[]): void {
+export function applySpots (deps: SettleDeps & { funnel: FunnelLog, metrics: Metrics, claims: ScreenClaims }, writes: readonly SpotWrite[], replay = false): void {
   const { store, funnel, metrics, claims } = deps
   const settlements = []
-  for (const { event, settled } of writes) if (settled !== undefined) settlements.push({ settlement: settled, at: event.at })
+  for (const { screen_id: screenId, event, settled } of writes) if (settled !== undefined) settlements.push({ settlement: settled, at: event.at, check: replay || claims.changed(screenId) })
   if (settlements.length > 0) applySettlements(deps, settlements)
   for (const { screen_id: screenId, event, record, play } of writes) {
     if (play !== undefined) store.plays.putSync(play, (store.plays.get(play) ?? 0) + 1)

@@ -5,9 +5,16 @@ import { SharedTable } from '../../http/shared-table.js'
  * decisions (512); a full probe window of 32 live claims, the only way one could be taken over, is then out of reach.
  */
 const SLOTS = 1 << 16
-/** Each slot: when it was taken (ms, for the table's takeover order) and the thread that holds it (0: released). */
-const WIDTH = 2
+/**
+ * Each slot: when it was taken (ms, for the table's takeover order), the thread that holds it (0: released), and
+ * whether a bid on the screen may have been replaced under the decision holding it (1).
+ */
+const WIDTH = 3
 const OWNER = 1
+const CHANGED = 2
+/** In the shared counters: claims released so far, and bid intakes being applied now (in a write transaction). */
+const RELEASED = 0
+const INTAKES = 1
 
 /** What take() found: the claim is now this thread's, this thread already held it, or another thread holds it. */
 export type Held = 'taken' | 'mine' | 'other'
@@ -23,19 +30,19 @@ export type Held = 'taken' | 'mine' | 'other'
  */
 export class ScreenClaims {
   readonly buffer: SharedArrayBuffer
-  /** Released claims, counted: a waiting thread sleeps on it. */
-  readonly releases: SharedArrayBuffer
+  /** Claims released, counted (a waiting thread sleeps on it), and intakes being applied. */
+  readonly counters: SharedArrayBuffer
   readonly #table: SharedTable
-  readonly #released: Int32Array
+  readonly #counters: Int32Array
   readonly #thread: number
 
-  /** thread: 0 for the supervisor, 1..HOT_THREADS; shared: another thread's claims (buffer and releases) to share. */
-  constructor (thread: number, shared?: { buffer: SharedArrayBuffer, releases: SharedArrayBuffer }) {
+  /** thread: 0 for the supervisor, 1..HOT_THREADS; shared: another thread's claims (buffer and counters) to share. */
+  constructor (thread: number, shared?: { buffer: SharedArrayBuffer, counters: SharedArrayBuffer }) {
     this.#thread = thread
     this.#table = new SharedTable(SLOTS, WIDTH, shared?.buffer)
     this.buffer = this.#table.buffer
-    this.releases = shared?.releases ?? new SharedArrayBuffer(4)
-    this.#released = new Int32Array(this.releases)
+    this.counters = shared?.counters ?? new SharedArrayBuffer(8)
+    this.#counters = new Int32Array(this.counters)
   }
 
   take (screenId: string): Held {
@@ -44,6 +51,7 @@ export class ScreenClaims {
       if (!fresh) return values[base + OWNER] === me ? 'mine' : 'other'
       values[base] = Date.now()
       values[base + OWNER] = me
+      values[base + CHANGED] = 0
       return 'taken'
     })
   }
@@ -63,6 +71,44 @@ export class ScreenClaims {
     if (released) this.#wake()
   }
 
+  /**
+   * Notes on the screen's claim, if it is held, that a bid on it may have been replaced: a seat's new bid on an imp
+   * takes the old one's key, and the decision holding the claim may have taken the old one (applySettlements then
+   * reads back what it takes).
+   */
+  mark (screenId: string): void {
+    this.#table.with(screenId, free, (values, base, fresh) => {
+      if (fresh) values[base + OWNER] = 0
+      else values[base + CHANGED] = 1
+    })
+  }
+
+  /** Whether the screen's claim was marked while held. */
+  changed (screenId: string): boolean {
+    return this.#table.with(screenId, free, (values, base, fresh) => {
+      if (fresh) values[base + OWNER] = 0
+      return !fresh && values[base + CHANGED] === 1
+    })
+  }
+
+  /**
+   * A transaction is applying bid intakes (until it ends): it marks the claims of the screens it stores bids on, and
+   * a decision that claims a screen meanwhile marks its own claim, since the intake checked before the claim existed
+   * and may commit after the decision's snapshot. Call inside the transaction, before its first mark.
+   */
+  intakeBegins (): void {
+    Atomics.add(this.#counters, INTAKES, 1)
+  }
+
+  intakeEnds (): void {
+    Atomics.sub(this.#counters, INTAKES, 1)
+  }
+
+  /** Whether a transaction applying bid intakes is under way. */
+  get intakeUnderway (): boolean {
+    return Atomics.load(this.#counters, INTAKES) !== 0
+  }
+
   /** Releases every claim a thread holds: a hot thread that died, once its journal is replayed. */
   releaseAll (thread: number): void {
     let any = false
@@ -76,20 +122,20 @@ export class ScreenClaims {
 
   /** How many claims were released so far: what wait() compares with. */
   get released (): number {
-    return Atomics.load(this.#released, 0)
+    return Atomics.load(this.#counters, RELEASED)
   }
 
   /** Sleeps until a claim is released after `since` (released, read before the take that found the claim held) or the deadline (performance.now() ms); false at the deadline. */
   wait (since: number, deadline: number): boolean {
     const left = deadline - performance.now()
     if (left <= 0) return false
-    Atomics.wait(this.#released, 0, since, left)
+    Atomics.wait(this.#counters, RELEASED, since, left)
     return true
   }
 
   #wake (): void {
-    Atomics.add(this.#released, 0, 1)
-    Atomics.notify(this.#released, 0)
+    Atomics.add(this.#counters, RELEASED, 1)
+    Atomics.notify(this.#counters, RELEASED)
   }
 }
 

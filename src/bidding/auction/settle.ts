@@ -125,21 +125,24 @@ export function settlementOf (store: Store, screen: ScreenRecord, losses: readon
 }
 
 /**
- * Applies settlements, in order; call inside Store.write. A bid the decision took leaves the book only if it is still
- * the one taken: its seat may have bid on the imp again since the decision's snapshot (the new bid replaced it under
- * the same key), and the new one waits for the next decision. The bids' expiry entries stay: the expiry job drops an
- * entry whose bid is gone when its time comes, in expiry order, where removing each here cost a page of the index per
- * bid, since entries are ordered by time, not by screen (bench/spots). Each seat's hour counts its wins once.
+ * Applies settlements, in order; call inside Store.write. The bids a decision took leave the book. Where its seat may
+ * have bid on the imp again since the decision's snapshot (check: the screen's claim was marked, ScreenClaims.mark,
+ * or a journal is replayed after a crash, when that is not known), the new bid took the old one's key: a bid leaves
+ * only if it is still the one taken, and the new one waits for the next decision. Reading each back costs a decode,
+ * so only then. The bids' expiry entries stay: the expiry job drops an entry whose bid is gone when its time comes,
+ * in expiry order, where removing each here cost a page of the index per bid, since entries are ordered by time, not
+ * by screen (bench/spots). Each seat's hour counts its wins once.
  */
-export function applySettlements (deps: SettleDeps, settlements: ReadonlyArray<{ settlement: Settlement, at: number }>): void {
+export function applySettlements (deps: SettleDeps, settlements: ReadonlyArray<{ settlement: Settlement, at: number, check: boolean }>): void {
   const { store, notices } = deps
   const wins = new Map<string, { seat: string, at: number, wins: number, cpm: number }>()
-  for (const { settlement, at } of settlements) {
+  for (const { settlement, at, check } of settlements) {
     for (const t of settlement.taken) {
-      // Read back whole, a decode per bid: marking replacements at intake instead raced a decision that claimed the
-      // screen between the intake's check and its commit, and saw the old bid.
-      const bid = store.bids.get(t.key)
-      if (bid !== undefined && bid.received_at === t.received_at && bid.bid_id === t.bid_id) store.bids.removeSync(t.key)
+      if (check) {
+        const bid = store.bids.get(t.key)
+        if (bid === undefined || bid.received_at !== t.received_at || bid.bid_id !== t.bid_id) continue
+      }
+      store.bids.removeSync(t.key)
     }
     for (const draft of settlement.notices) notices.enqueue(draft, at)
     const win = settlement.win
