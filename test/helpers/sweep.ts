@@ -39,6 +39,8 @@ export async function fixtures (svc: TestService) {
   const deal = (await svc.request('POST', '/openrtb/v2/deals/propose', { key, body: { deal_id: 'sweep-deal', type: 'PMP', floor_cpm: 2, start_date: today, end_date: today } })).body.data
   const embedToken = new URL(device.body.data.embed_url).pathname.split('/').pop() as string
   await svc.admin('PUT', '/admin/v1/bidder-aliases/sweep-exchange', { name: 'Sweep Exchange', ip_allowlist: ['127.0.0.1', '198.51.0.0/16'] })
+  // A decision with nothing to play records no spot: the house creative gives the events route one to report on.
+  await svc.admin('PUT', '/admin/v1/settings', { house_creative_id: approved })
   const spot = (await svc.request('POST', `/embed/${embedToken}/spots`, { body: {} })).body.data
   const webhook = (await svc.request('POST', '/openrtb/v2/webhooks', { key, body: { url: 'https://hooks.sweep.example/x', events: ['screen.offline'] } })).body.data.webhook
   return { webhookId: webhook.webhook_id as string, embedToken, spotId: spot.spot_id as string, seatKey: key as string, keyId: keyId as string, partnerKey, partnerId: partner.body.data.partner.id as string, screenId: device.body.data.screen_id as string, creativeId: creative.creative_id as string, uploadToken, approvedCreativeId: approved, campaignId: campaign.campaign_id as string, reservationId: reservation.reservation_id as string, dealId: deal.deal_id as string }
