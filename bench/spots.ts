@@ -6,12 +6,15 @@
 // durable floor (uWS + parse + one LMDB put) and the four-write floor (a bid's four records in one commit) in the
 // same run, with every process of the service counted, the demo market running (DEMO_FLEET, default 50, as
 // bench/bid; the screens its players hold are left out of the measured ones). The bids carry no nurl or lurl, so the
-// numbers are the decision's own, not the notice sender's.
+// numbers are the decision's own, not the notice sender's. Each measured run starts once the analytics process
+// has shipped the funnel events that waited before it (the fleet's, the stored bids', the run before's), which it
+// would otherwise count as its own.
 import type autocannon from 'autocannon'
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { openStore } from '../src/store/store.js'
+import { analyticsDrained } from './lib/analytics-meter.js'
 import { benchCreative, jsonClient } from './lib/fixtures.js'
 import { measure, type Measurement } from './lib/load.js'
 import { startBare, startDurable, startOohbid } from './lib/processes.js'
@@ -142,7 +145,9 @@ for (const screens of sizes) {
   await four.stop()
   await measure(`warm-up: ${paths.length * 2} dry runs, not counted`, rotating(oohbid.url, paths, paths.length * 2, '?dry_run=true'))
   await measure(`warm-up: ${warm.length} auctions, not counted`, rotating(oohbid.url, warm, warm.length))
+  await analyticsDrained(oohbid.url)
   rows.push(await measure(`waterfall, ${SEATS} stored bids settled @${screens / 1000}k`, rotating(oohbid.url, paths, paths.length), oohbid.child.pid))
+  await analyticsDrained(oohbid.url)
   rows.push(await measure(`waterfall, nothing to settle @${screens / 1000}k`, rotating(oohbid.url, paths), oohbid.child.pid))
   await oohbid.stop()
   notes.push(`${screens.toLocaleString('en-US')} screens: ${all.length} screens open at the hour of the run, with ${SEATS} stored bids each (${warm.length} of them decided first, uncounted); fleet seeded in ${((t1 - t0) / 1000).toFixed(0)} s`)
