@@ -34,8 +34,8 @@ export interface Store {
   screens: CachedTable<ScreenRecord>
   /** partner_id + NUL + device_id -> screen_id. */
   devices: Database<string, string>
-  /** embed token -> screen_id. */
-  embeds: Database<string, string>
+  /** embed token -> screen_id; every player request reads it, so it is cached. */
+  embeds: CachedTable<string>
   fein: CachedTable<FeinState>
   status: Database<ScreenStatus, string>
   /** The adslots order: [source, quality rank, -vas, screen_id] -> filter tuple (src/inventory/adslot-index.ts). */
@@ -142,8 +142,11 @@ export interface Store {
   close (): Promise<void>
 }
 
-/** The tables opened through CachedTable (screens, fein, rows, creatives, campaigns, deals, aliases), one generation each. */
-const CACHED_TABLES = 10
+/**
+ * The tables opened through CachedTable (seats, keys, partners, screens, embeds, fein, rows, creatives, campaigns,
+ * deals, aliases), one generation each.
+ */
+const CACHED_TABLES = 11
 
 /**
  * How commits reach the disk. `os`: a commit is in the operating system's page cache when transactionSync returns
@@ -292,7 +295,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     meta: db('meta'),
     screens: cached('screens'),
     devices: db('devices'),
-    embeds: db('embeds'),
+    embeds: cached('embeds'),
     fein: cached('fein'),
     status: db('status'),
     adslotIndex: root.openDB<IndexTuple, IndexKey>('adslot_index', { keyEncoding: 'ordered-binary' }),
