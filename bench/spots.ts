@@ -44,14 +44,17 @@ function player (i: number): Record<string, string> {
   return { 'content-type': 'application/json', 'x-forwarded-for': `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` }
 }
 
+/** fn for each path (and its index), 50 requests in flight at a time. */
+async function inBatches<T> (paths: string[], fn: (path: string, i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = []
+  for (let i = 0; i < paths.length; i += 50) out.push(...await Promise.all(paths.slice(i, i + 50).map((p, j) => fn(p, i + j))))
+  return out
+}
+
 /** Whether each screen is open now (a dry run settles nothing); outside its hours a screen answers tier closed. */
 let probed = 0
-async function auctionsNow (url: string, paths: string[]): Promise<boolean[]> {
-  const open: boolean[] = []
-  for (let i = 0; i < paths.length; i += 50) {
-    open.push(...await Promise.all(paths.slice(i, i + 50).map((p) => fetch(`${url}${p}?dry_run=true`, { method: 'POST', headers: player(probed++), body: '{"fp":"bench-player"}' }).then((r) => r.json()).then((j: any) => j.data?.tier !== undefined && j.data.tier !== 'closed'))))
-  }
-  return open
+function auctionsNow (url: string, paths: string[]): Promise<boolean[]> {
+  return inBatches(paths, (p) => fetch(`${url}${p}?dry_run=true`, { method: 'POST', headers: player(probed++), body: '{"fp":"bench-player"}' }).then((r) => r.json()).then((j: any) => j.data?.tier !== undefined && j.data.tier !== 'closed'))
 }
 
 /**
@@ -123,10 +126,7 @@ for (const screens of sizes) {
   // Each player heartbeats before its first spot, as the page does at load: the heartbeat binds the screen to it, so
   // the decisions measured below are decisions, not first binds. A screen the demo market's players hold (409) is left
   // out.
-  const bound: boolean[] = []
-  for (let i = 0; i < stored.length; i += 50) {
-    bound.push(...await Promise.all(stored.slice(i, i + 50).map((p, j) => fetch(`${oohbid.url}${p.replace(/spots$/, 'heartbeat')}`, { method: 'POST', headers: player(i + j), body: '{"fp":"bench-player"}' }).then((r) => r.status === 200))))
-  }
+  const bound = await inBatches(stored, (p, i) => fetch(`${oohbid.url}${p.replace(/spots$/, 'heartbeat')}`, { method: 'POST', headers: player(i), body: '{"fp":"bench-player"}' }).then((r) => r.status === 200))
   const all = stored.filter((_, i) => bound[i])
   const warm = all.slice(0, Math.min(WARM_SCREENS, Math.floor(all.length / 5)))
   const paths = all.slice(warm.length)

@@ -53,6 +53,12 @@ async function market (t: { teardown (fn: () => unknown): void }, svc: TestServi
     if (r.body.data?.accepted !== 1) throw new Error(`bid of ${id} not accepted: ${r.text}`)
     return r
   }
+  /** The open auction several tests start from: bravo's 7 wins at 6.01 over charlie's 6 and alpha's 5. */
+  const threeBids = async () => {
+    await bid('alpha', 5)
+    await bid('bravo', 7)
+    await bid('charlie', 6)
+  }
   const next = async () => {
     const r = await svc.request('POST', `/embed/${token}/spots`, { body: {} })
     if (r.status !== 201 && r.status !== 200) throw new Error(r.text)
@@ -68,7 +74,7 @@ async function market (t: { teardown (fn: () => unknown): void }, svc: TestServi
     seenLegacy = legacy.received.length
     return out
   }
-  return { rx, legacy, p, screenId, token, seats, bid, next, delivered }
+  return { rx, legacy, p, screenId, token, seats, bid, threeBids, next, delivered }
 }
 
 const bySeat = (list: Received[], path: string): Record<string, Record<string, string>> => Object.fromEntries(list.filter((r) => r.path === path).map((r) => [r.query.get('seat'), Object.fromEntries(r.query)]))
@@ -76,9 +82,7 @@ const bySeat = (list: Received[], path: string): Record<string, Record<string, s
 t.test('the open auction: second price plus a cent, nurl and lurl with their macros, billing at play time', async (t) => {
   const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
   const m = await market(t, svc)
-  await m.bid('alpha', 5)
-  await m.bid('bravo', 7)
-  await m.bid('charlie', 6)
+  await m.threeBids()
   t.equal(svc.service.store.bids.getCount(), 3, 'three bids wait in the book')
 
   const spot = await m.next()
@@ -274,9 +278,7 @@ t.test('sandbox bids never reach the auction; closed screens play nothing; dry r
 t.test('players asking for one screen at once: one decision settles its bids, the others follow it', async (t) => {
   const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
   const m = await market(t, svc)
-  await m.bid('alpha', 5)
-  await m.bid('bravo', 7)
-  await m.bid('charlie', 6)
+  await m.threeBids()
   // Twelve at once, on as many connections, which the kernel spreads over the hot threads.
   const spots = await Promise.all(Array.from({ length: 12 }, () => svc.request('POST', `/embed/${m.token}/spots`, { body: {} })))
   t.same(spots.filter((s) => s.status !== 201 && s.status !== 200).map((s) => s.text), [], 'every one answered')

@@ -59,12 +59,8 @@ export class ScreenClaims {
   /** Releases this thread's claim on the screen (a claim another thread holds now is left alone). */
   release (screenId: string): void {
     const me = this.#thread
-    const released = this.#table.with(screenId, free, (values, base, fresh) => {
-      if (fresh || values[base + OWNER] !== me) {
-        // fresh: no live claim, and the slot just set up for one is given back as it was found.
-        if (fresh) values[base + OWNER] = 0
-        return false
-      }
+    const released = this.#held(screenId, false, (values, base) => {
+      if (values[base + OWNER] !== me) return false
       values[base + OWNER] = 0
       return true
     })
@@ -77,18 +73,12 @@ export class ScreenClaims {
    * reads back what it takes).
    */
   mark (screenId: string): void {
-    this.#table.with(screenId, free, (values, base, fresh) => {
-      if (fresh) values[base + OWNER] = 0
-      else values[base + CHANGED] = 1
-    })
+    this.#held(screenId, undefined, (values, base) => { values[base + CHANGED] = 1 })
   }
 
   /** Whether the screen's claim was marked while held. */
   changed (screenId: string): boolean {
-    return this.#table.with(screenId, free, (values, base, fresh) => {
-      if (fresh) values[base + OWNER] = 0
-      return !fresh && values[base + CHANGED] === 1
-    })
+    return this.#held(screenId, false, (values, base) => values[base + CHANGED] === 1)
   }
 
   /**
@@ -131,6 +121,18 @@ export class ScreenClaims {
     if (left <= 0) return false
     Atomics.wait(this.#counters, RELEASED, since, left)
     return true
+  }
+
+  /**
+   * Runs fn on the screen's live claim, whoever holds it, or answers none: the slot the table set up for a claim
+   * that did not exist is given back as it was found.
+   */
+  #held<T> (screenId: string, none: T, fn: (values: Float64Array, base: number) => T): T {
+    return this.#table.with(screenId, free, (values, base, fresh) => {
+      if (!fresh) return fn(values, base)
+      values[base + OWNER] = 0
+      return none
+    })
   }
 
   #wake (): void {
