@@ -192,4 +192,4 @@ for (const backend of backends) {
     rows.push(row)
   }
 }
-saveTable('analytics', 'Analytics pipeline: ingest throughput and query latency', rows, 'Ingest: funnel events written to LMDB while the service was stopped, then shipped by its analytics process into ClickHouse (raw tables + 4 rollups through materialized views) with the idempotency check of every batch; "bare insert" is the same backend taking the same kind of rows straight into one plain MergeTree table. Latency: from the first request (202 pending) to the ready answer, 30-day window, no cache.', analyticsCharts(rows))
+saveTable('analytics', 'Analytics pipeline: ingest throughput and query latency', rows, 'Ingest: funnel events written to LMDB while the service was stopped, then shipped by its analytics process into ClickHouse (raw tables + 4 rollups through materialized views) with the idempotency check where a batch may have reached ClickHouse before; "bare insert" is the same backend taking the same kind of rows straight into one plain MergeTree table. Latency: from the first request (202 pending) to the ready answer, 30-day window, no cache.', analyticsCharts(rows))

@@ -5,7 +5,7 @@
 // the four records a bid commits, in four tables), Fastify 5 doing parse + schema + a floor check, and uWS handing the
 // work to piscina one request at a time or micro-batched (the design alternatives to scoring inline). Then the
 // analytics process's CPU per funnel event over the -p 1 run, and oohbid's latency at 80% of its peak.
-import { analyticsMeter } from './lib/analytics-meter.js'
+import { analyticsMeter, type AnalyticsCost } from './lib/analytics-meter.js'
 import { cpuMeter } from './lib/cpu.js'
 import { measure, type Measurement } from './lib/load.js'
 import { startBare, startBaseline, startDurable, startOohbid, type ServerProcess } from './lib/processes.js'
@@ -29,7 +29,7 @@ const baselines: Array<[string, () => Promise<ServerProcess>]> = [
   ['uWS + piscina per request', () => startBaseline('uws-piscina', { PISCINA_MODE: 'single' })],
   ['uWS + piscina micro-batched', () => startBaseline('uws-piscina', { PISCINA_MODE: 'batch' })]
 ]
-let analytics: { usPerEvent: number | undefined, events: number } | undefined
+let analytics: AnalyticsCost | undefined
 /** The demo market's own processes (simulated screens and buyer, clients the service spawns), per bid: not counted above. */
 const demoUs = new Map<number, number | undefined>()
 for (const pipelining of [1, 10]) {
@@ -62,7 +62,7 @@ const lines = [1, 10].map((p) => {
   return `-p ${p}: oohbid ${(cpu(ours(p)) / cpu(floor)).toFixed(2)}x the one-put floor's CPU and ${(ours(p).rps / floor.rps).toFixed(2)}x its throughput; the four-write floor is ${(cpu(four) / cpu(floor)).toFixed(2)}x the one-put floor, oohbid ${(cpu(ours(p)) / cpu(four)).toFixed(2)}x the four-write floor; vs Fastify 5 ${(ours(p).rps / row('Fastify', p).rps).toFixed(2)}x`
 })
 lines.push(`demo market's processes (not the service's, not counted in its rows): ${demoUs.get(1) ?? '-'} us per bid at -p 1, ${demoUs.get(10) ?? '-'} at -p 10`)
-lines.push(`analytics process: ${analytics?.usPerEvent?.toFixed(1) ?? '-'} us of CPU per funnel event over the -p 1 run (${analytics?.events ?? 0} events shipped)`)
+lines.push(`analytics process: ${analytics?.usPerEvent?.toFixed(1) ?? '-'} us of CPU per funnel event over the -p 1 run (${analytics?.events ?? 0} events shipped), ${analytics?.netUsPerEvent?.toFixed(1) ?? '-'} us less its idle ${((analytics?.idleUsPerSecond ?? NaN) / 1000).toFixed(1)} ms of CPU a second`)
 lines.push(`p99 at 80% of peak (${Math.round(peak * 0.8)} req/s): ${paced.p99} ms`)
 const note = lines.join('\n')
 console.log(note)

@@ -130,6 +130,7 @@ const OWNERS: Record<string, string[]> = {
   webhooks: ['src/webhooks/'],
   deliveries: ['src/webhooks/'],
   funnel: ['src/events/'],
+  legacyFunnel: ['src/events/'],
   idempotency: ['src/http/'],
   outbox: ['src/store/'],
   audit: ['src/store/']

@@ -19,15 +19,36 @@ export async function analyticsDrained (url: string): Promise<void> {
   }
 }
 
+/** What the analytics process spent on a measured run's events. */
+export interface AnalyticsCost {
+  /** All its CPU from the run's start until the run's events were shipped, per event shipped meanwhile. */
+  usPerEvent: number | undefined
+  /**
+   * The same less what the process spends with nothing to ship (ClickHouse's background threads, the shipper's
+   * polls), at the rate measured for 5 s before the run, over the same time: the CPU the events themselves cost.
+   */
+  netUsPerEvent: number | undefined
+  /** That idle rate, microseconds of CPU per second. */
+  idleUsPerSecond: number | undefined
+  events: number
+}
+
 /**
  * The analytics process's CPU per funnel event it ships (the figure issue 27 bounds at 8 us), over a measured run of
- * the service at url (pid: its main process; the analytics process is its child). Call before the run; the returned
- * function, called after it, waits until the events made meanwhile are shipped (at most 60 s) and answers
- * microseconds per event, or undefined without /proc.
+ * the service at url (pid: its main process; the analytics process is its child). Call before the run: it first
+ * measures the process idle for 5 s. The returned function, called after the run, waits until the events made
+ * meanwhile are shipped (at most 60 s; the shipper sends a partial batch once its oldest event has waited 30 s) and
+ * answers the cost, undefined figures without /proc.
  */
-export async function analyticsMeter (url: string, pid: number): Promise<() => Promise<{ usPerEvent: number | undefined, events: number }>> {
+export async function analyticsMeter (url: string, pid: number): Promise<() => Promise<AnalyticsCost>> {
+  const idleFrom = cpuMicros(pid, 'analytics')
+  const idleStarted = performance.now()
+  await new Promise((resolve) => setTimeout(resolve, 5000))
+  const idleTo = cpuMicros(pid, 'analytics')
+  const idleUsPerSecond = idleFrom !== undefined && idleTo !== undefined ? (idleTo - idleFrom) / ((performance.now() - idleStarted) / 1000) : undefined
   const start = await shippedAndPending(url)
   const cpuBefore = cpuMicros(pid, 'analytics')
+  const started = performance.now()
   return async () => {
     // Everything waiting when the run ended, what it made included, is shipped by then.
     const end = await shippedAndPending(url)
@@ -37,7 +58,14 @@ export async function analyticsMeter (url: string, pid: number): Promise<() => P
       now = await shippedAndPending(url)
     }
     const cpuAfter = cpuMicros(pid, 'analytics')
+    const seconds = (performance.now() - started) / 1000
     const events = now.shipped - start.shipped
-    return { usPerEvent: cpuBefore !== undefined && cpuAfter !== undefined && events > 0 ? (cpuAfter - cpuBefore) / events : undefined, events }
+    const spent = cpuBefore !== undefined && cpuAfter !== undefined && events > 0 ? cpuAfter - cpuBefore : undefined
+    return {
+      usPerEvent: spent !== undefined ? spent / events : undefined,
+      netUsPerEvent: spent !== undefined && idleUsPerSecond !== undefined ? (spent - idleUsPerSecond * seconds) / events : undefined,
+      idleUsPerSecond,
+      events
+    }
   }
 }

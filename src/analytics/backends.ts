@@ -46,7 +46,10 @@ async function chdb (dataDir: string): Promise<Backend> {
   const { Session } = await import('chdb')
   const dir = join(dataDir, 'clickhouse')
   mkdirSync(dir, { recursive: true })
-  const session = new Session(dir)
+  // ClickHouse's memory worker corrects its memory tracker every 100 ms by default: 3.5 ms of CPU a second with
+  // nothing to do, the largest part of an idle analytics process (measured by thread). Every 5 s is ample for a
+  // process whose queries are ours.
+  const session = new Session(dir, { connectionArgs: ['--memory_worker_period_ms=5000'] })
   session.query('SET output_format_json_quote_64bit_integers = 0')
   // Rows reach chDB through a file: data inlined in the query text costs chDB twice as much to read (bench/analytics).
   const spool = resolve(dir, 'insert.tsv')

@@ -1,6 +1,7 @@
 // The analytics process: forked by the service, it owns ClickHouse (embedded chDB must run in the main thread of a
 // process of its own) and the shipper that drains the LMDB funnel log into it. The service talks to it over IPC:
 // queries in, rows out. It dies with its parent.
+import { countLogged } from '../events/funnel.js'
 import { createLogger } from '../log.js'
 import { openStore } from '../store/store.js'
 import { openBackend, type Backend } from './backends.js'
@@ -51,7 +52,7 @@ async function handle (m: AnalyticsRequest): Promise<void> {
     else if (m.op === 'drain') {
       await shipper.drain()
       send({ op: 'result', id: m.id, rows: [] })
-    } else send({ op: 'result', id: m.id, rows: [{ pending: store.funnel.getCount(), shipped: shipper.shipped, backend: backend.name }] })
+    } else send({ op: 'result', id: m.id, rows: [{ pending: countLogged(store), shipped: shipper.shipped, backend: backend.name }] })
   } catch (err) {
     send({ op: 'error', id: m.id, error: err instanceof Error ? err.message : String(err) })
   }

@@ -41,17 +41,27 @@ export function tsvArray (items: readonly string[] | undefined): string {
 /**
  * One table's rows of a batch as TabSeparated bytes, each line with the event id it came from. Lines go straight into
  * a buffer: a batch of tens of thousands of row strings kept until the insert made the garbage collector copy each
- * one twice, which cost more than building them.
+ * one twice, which cost more than building them. The buffer can be the last batch's (see RowBuilder.take).
  */
 export class TableRows {
-  #bytes = Buffer.allocUnsafe(1 << 20)
+  #bytes: Buffer
   #length = 0
   readonly ids: number[] = []
   /** Where each line ends (after its newline). */
   readonly #ends: number[] = []
 
+  constructor (bytes: Buffer = Buffer.allocUnsafe(1 << 20)) {
+    this.#bytes = bytes
+  }
+
+  /** The memory the lines are in, for a later batch once this one is shipped. */
+  get buffer (): Buffer {
+    return this.#bytes
+  }
+
   add (id: number, line: string): void {
-    const need = this.#length + Buffer.byteLength(line) + 1
+    // A UTF-16 unit is at most 3 bytes of UTF-8: room for that is room enough, without measuring the line first.
+    const need = this.#length + line.length * 3 + 1
     if (need > this.#bytes.length) {
       const grown = Buffer.allocUnsafe(Math.max(need, this.#bytes.length * 2))
       this.#bytes.copy(grown, 0, 0, this.#length)
@@ -73,44 +83,33 @@ export class TableRows {
   }
 }
 
-/** A screen's dimensions as a row carries them, up to its local hour: screen, venue type, country, state, city. */
+/**
+ * A screen's dimensions as a row carries them: screen, venue type, country, state, city; and with the local hour and
+ * daypart of the last UTC hour asked, since a batch's events are mostly of one hour.
+ */
 interface Place {
   fields: string
   timezone: string
+  hour: number
+  dims: string
 }
-
-const NOWHERE = (screenId: string): Place => ({ fields: `${tsv(screenId)}\t\t\t\t`, timezone: '' })
 
 /**
  * Turns funnel events into rows of the raw ClickHouse tables, as TabSeparated lines in the column order of schema.ts's
  * RAW (the shipper names those columns in its insert). Each row carries its screen's venue and geography and the
  * screen-local hour and daypart, so rollups by venue, geography and daypart need no join. A batch reads each screen
- * once (`screen`, the caller's view of LMDB) and works out each zone's local hour once per UTC hour; the text is built
+ * once (`screen`, the caller's view of LMDB) and works out a screen's local hour once per UTC hour; the text is built
  * directly, not through an object per row and JSON, which cost the analytics process more than ClickHouse's insert did.
  */
 export class RowBuilder {
   readonly #screen: (id: string) => ScreenRecord | undefined
-  readonly #hours = new Map<string, string>()
   readonly #places = new Map<string, Place>()
   readonly #tables = new Map<string, TableRows>()
+  /** Each table's buffer of the batch before, reused once that batch is shipped: growing a new one copied it 3 times. */
+  readonly #spare = new Map<string, Buffer>()
 
   constructor (screen: (id: string) => ScreenRecord | undefined) {
     this.#screen = screen
-  }
-
-  /** The local hour and daypart fields of an instant in a zone. */
-  #localHour (timezone: string, at: number): string {
-    const bucket = Math.floor(at / HOUR)
-    const id = `${timezone}|${bucket}`
-    let fields = this.#hours.get(id)
-    if (fields === undefined) {
-      // Zones with a half-hour offset still count whole local hours: the hour the bucket starts in.
-      const hour = Math.floor(localTime(timezone, bucket * HOUR).minute / 60)
-      fields = `${hour}\t${daypartOf(hour)}`
-      if (this.#hours.size > 100_000) this.#hours.clear()
-      this.#hours.set(id, fields)
-    }
-    return fields
   }
 
   /** screen_id, venue_type, country, state, city, local_hour, daypart. */
@@ -119,17 +118,27 @@ export class RowBuilder {
     if (place === undefined) {
       const s = screenId !== '' ? this.#screen(screenId) : undefined
       place = s === undefined
-        ? NOWHERE(screenId)
-        : { fields: `${tsv(screenId)}\t${tsv(s.location.venue_type)}\t${tsv(s.location.country)}\t${tsv(s.location.state)}\t${tsv(s.location.city)}`, timezone: s.timezone }
+        ? { fields: `${tsv(screenId)}\t\t\t\t`, timezone: '', hour: -1, dims: '' }
+        : { fields: `${tsv(screenId)}\t${tsv(s.location.venue_type)}\t${tsv(s.location.country)}\t${tsv(s.location.state)}\t${tsv(s.location.city)}`, timezone: s.timezone, hour: -1, dims: '' }
       this.#places.set(screenId, place)
     }
-    return place.timezone === '' ? `${place.fields}\t0\t` : `${place.fields}\t${this.#localHour(place.timezone, at)}`
+    const hour = Math.floor(at / HOUR)
+    if (place.hour !== hour) {
+      place.hour = hour
+      if (place.timezone === '') place.dims = `${place.fields}\t0\t`
+      else {
+        // Zones with a half-hour offset still count whole local hours: the hour the UTC hour starts in.
+        const local = Math.floor(localTime(place.timezone, hour * HOUR).minute / 60)
+        place.dims = `${place.fields}\t${local}\t${daypartOf(local)}`
+      }
+    }
+    return place.dims
   }
 
   #push (table: string, id: number, line: string): void {
     let rows = this.#tables.get(table)
     if (rows === undefined) {
-      rows = new TableRows()
+      rows = new TableRows(this.#spare.get(table))
       this.#tables.set(table, rows)
     }
     rows.add(id, line)
@@ -162,9 +171,13 @@ export class RowBuilder {
     }
   }
 
-  /** The rows gathered, per table, and a fresh start (screens are read again). */
+  /**
+   * The rows gathered, per table, and a fresh start (screens are read again). Their memory is the next batch's: ship
+   * them before adding more.
+   */
   take (): Map<string, TableRows> {
     const out = new Map(this.#tables)
+    for (const [table, rows] of out) this.#spare.set(table, rows.buffer)
     this.#tables.clear()
     this.#places.clear()
     return out

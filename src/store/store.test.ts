@@ -56,8 +56,8 @@ t.test('a rolled-back transaction leaves no record shape behind that other proce
   const script = `import { openStore } from ${JSON.stringify(store)}
 const store = openStore(${JSON.stringify(dir)})
 const event = (id) => ({ stage: 'auction', at: 1764000000000, screens: ['scr_1'], spot_id: 'spt_' + id, tier: 'house', competitors: 0 })
-try { store.write(() => { store.funnel.putSync(1, event(1)); throw new Error('dry run') }) } catch {}
-store.write(() => store.funnel.putSync(2, event(2)))
+try { store.write(() => { store.funnel.putSync([1, 1], [event(1)]); throw new Error('dry run') }) } catch {}
+store.write(() => store.funnel.putSync([2, 1], [event(2)]))
 await store.close()
 process.stdout.write('written')`
   const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 })
@@ -65,5 +65,5 @@ process.stdout.write('written')`
   const { openStore } = await import('./store.js')
   const reader = openStore(dir)
   t.teardown(() => reader.close())
-  t.same([...reader.funnel.getRange()].map(({ key, value }) => [key, value]), [[2, { stage: 'auction', at: 1764000000000, screens: ['scr_1'], spot_id: 'spt_2', tier: 'house', competitors: 0 }]])
+  t.same([...reader.funnel.getRange()].map(({ key, value }) => [key, value]), [[[2, 1], [{ stage: 'auction', at: 1764000000000, screens: ['scr_1'], spot_id: 'spt_2', tier: 'house', competitors: 0 }]]])
 })

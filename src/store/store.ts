@@ -16,6 +16,7 @@ import type { FeinState, IndexKey, IndexTuple, PartnerRecord, PastKey, ScreenRec
 import type { NoticeRecord } from '../notify/records.js'
 import type { SpotRecord } from '../player/records.js'
 import type { OutboxEvent } from './records.js'
+import type { FunnelKey } from '../events/records.js'
 import type { DeliveryRecord, WebhookRecord } from '../webhooks/records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
@@ -76,8 +77,13 @@ export interface Store {
   plays: Database<number, [string, string, string]>
   /** [receiver origin, due ms, notice id] -> an outbound notice waiting for its (next) attempt. */
   notices: Database<NoticeRecord, [string, number, string]>
-  /** event id (ms x 1000 + sequence) -> a funnel event waiting for the analytics process. */
-  funnel: Database<FunnelEvent, number>
+  /**
+   * [first event id, count] -> the funnel events one transaction appended (ids first .. first + count - 1), waiting
+   * for the analytics process (src/events/funnel.ts).
+   */
+  funnel: Database<FunnelEvent[], FunnelKey>
+  /** The funnel log as it was kept before records: event id -> one event, until FunnelLog moves them (adoptLegacyEvents). */
+  legacyFunnel: Database<FunnelEvent, number>
   /** webhook_id -> a webhook subscription (listed per seat through bySeat, kind 'webhook'). */
   webhooks: Database<WebhookRecord, string>
   /** [seat_id lower-cased, -created ms, delivery_id] -> a webhook delivery and its attempts, newest first, 7 days. */
@@ -117,6 +123,11 @@ export interface Store {
    * that mirrors what the transaction wrote, and for side effects that must not happen for a rolled-back write.
    */
   afterCommit (fn: () => void): void
+  /**
+   * Runs fn inside the current write transaction, after its callback has returned and before it commits (at once
+   * outside one): for writes gathered over a transaction and made once, as the funnel log's record of its events.
+   */
+  beforeCommit (fn: () => void): void
   /** Runs fn once the current write transaction has ended, committed or rolled back (at once outside one). */
   afterEnd (fn: () => void): void
   /** Whether a write transaction is open on this thread (what a write made now would commit with). */
@@ -233,6 +244,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   let rollbacks = 0
   let transaction = 0
   let pending: Array<() => void> = []
+  let closing: Array<() => void> = []
   let ending: Array<() => void> = []
   const held = { transactions: 0, seconds: 0 }
   const write = <T>(fn: () => T): T => {
@@ -244,12 +256,13 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     try {
       // A nested write runs inside the outer transaction: its writes, its afterCommit work and its rollback are the
       // outer one's (lmdb-js would otherwise open a child transaction, whose rollback a caught error would not reach).
-      result = depth === 1 ? root.transactionSync(() => { started = performance.now(); return fn() }) : fn()
+      result = depth === 1 ? root.transactionSync(() => { started = performance.now(); return closed(fn()) }) : fn()
       // lmdb-js dropped the read snapshot with the commit; nothing has read since.
       if (depth === 1) snapshotDropped()
     } catch (err) {
       if (depth === 1) {
         pending = []
+        closing = []
         forgetUncommittedShapes()
       }
       rollbacks++
@@ -273,6 +286,17 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       for (const f of run) f()
     }
     return result
+  }
+  /** The outer callback's result, once the work it left for the end of its transaction is done. */
+  const closed = <T>(result: T): T => {
+    // A closing write may leave more (one that fills a record starts the next).
+    for (let i = 0; i < closing.length; i++) closing[i]!()
+    closing = []
+    return result
+  }
+  const beforeCommit = (fn: () => void): void => {
+    if (depth === 0) fn()
+    else closing.push(fn)
   }
   const afterCommit = (fn: () => void): void => {
     if (depth === 0) fn()
@@ -320,7 +344,8 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     spots: withShapes<SpotRecord, string>('spots'),
     plays: root.openDB<number, [string, string, string]>('plays', { keyEncoding: 'ordered-binary' }),
     notices: withShapes<NoticeRecord, [string, number, string]>('notices', 'ordered-binary'),
-    funnel: withShapes<FunnelEvent, number>('funnel_events', 'ordered-binary'),
+    funnel: withShapes<FunnelEvent[], FunnelKey>('funnel_records', 'ordered-binary'),
+    legacyFunnel: withShapes<FunnelEvent, number>('funnel_events', 'ordered-binary'),
     webhooks: db('webhooks'),
     deliveries: withShapes<DeliveryRecord, [string, number, string]>('webhook_deliveries', 'ordered-binary'),
     proofs: withShapes<ProofRecord, string>('proofs'),
@@ -341,6 +366,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     generations,
     held,
     afterCommit,
+    beforeCommit,
     afterEnd,
     refresh () {
       if (depth !== 0) return
