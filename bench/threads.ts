@@ -28,8 +28,11 @@ async function lockHeld (url: string): Promise<{ transactions: number, seconds: 
 }
 
 let bidBody = ''
-/** Microseconds each write transaction held the writer lock during the bid runs. */
-const heldUs = new Map<number, number>()
+/**
+ * Microseconds the writer lock was held per bid, and per write transaction, during the bid runs: since the hot-thread
+ * journal a transaction applies a whole turn of bids, so only the first bounds a node's bids/s.
+ */
+const heldUs = new Map<number, { perBid: number, perTransaction: number }>()
 const perThreads = new Map<number, Measurement>()
 /** An authenticated read that writes nothing: what the threads scale to without LMDB's one writer or the analytics process. */
 const reads = new Map<number, Measurement>()
@@ -51,7 +54,8 @@ for (const threads of [1, 2]) {
   const after = await lockHeld(oohbid.url)
   rows.push(m)
   perThreads.set(threads, m)
-  heldUs.set(threads, ((after.seconds - before.seconds) * 1e6) / (after.transactions - before.transactions))
+  const held = (after.seconds - before.seconds) * 1e6
+  heldUs.set(threads, { perBid: held / (m.rps * seconds), perTransaction: held / (after.transactions - before.transactions) })
   reads.set(threads, await wrk(`oohbid GET /seat, HOT_THREADS=${threads}`, { url: `${oohbid.url}/openrtb/v2/seat`, method: 'GET', headers: { Authorization: `Bearer ${key}` } }, load, oohbid.child.pid))
   await oohbid.stop()
 }
@@ -63,12 +67,12 @@ const one = perThreads.get(1)!
 const two = perThreads.get(2)!
 const perCore = one.cpuUs !== undefined ? Math.round(1e6 / one.cpuUs) : undefined
 const hold = heldUs.get(1)!
-const lockCeiling = Math.round(1e6 / hold)
+const lockCeiling = Math.round(1e6 / hold.perBid)
 const byCores = perCore !== undefined ? 16 * perCore : undefined
 const note = [
   `2 hot threads / 1: ${(two.rps / one.rps).toFixed(2)}x bids/s, ${(reads.get(2)!.rps / reads.get(1)!.rps).toFixed(2)}x authenticated reads/s, on ${cores} cores (wrk's own thread shares them).`,
   `LMDB commit ceiling (bid-sized synchronous transactions, the service's environment options, nothing else inside): ${ceiling1} commits/s from 1 thread, ${ceiling2} from 2 at once.`,
-  `A bid's transaction held the writer lock ${hold.toFixed(1)} us with 1 hot thread (${heldUs.get(2)!.toFixed(1)} us with 2): one writer at a time, so at most ${lockCeiling} bids/s per node however many cores.`,
+  `A bid held the writer lock ${hold.perBid.toFixed(1)} us with 1 hot thread (${heldUs.get(2)!.perBid.toFixed(1)} us with 2), in transactions of a turn's bids that held it ${hold.perTransaction.toFixed(0)} us each (${heldUs.get(2)!.perTransaction.toFixed(0)} with 2): one writer at a time, so at most ${lockCeiling} bids/s per node however many cores.`,
   byCores !== undefined
     ? `16-core projection: ${one.cpuUs} us of server CPU per bid is ${perCore} bids/s per core, ${byCores} bids/s on 16 cores; the writer lock allows ${lockCeiling}, so a 16-core node would serve about ${Math.min(byCores, lockCeiling)} bids/s, bound by ${byCores > lockCeiling ? 'the time each transaction holds the lock, not by cores' : 'cores, not the lock'}.`
     : ''
