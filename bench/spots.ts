@@ -8,7 +8,9 @@
 // bench/bid; the screens its players hold are left out of the measured ones). The bids carry no nurl or lurl, so the
 // numbers are the decision's own, not the notice sender's. Each measured run starts once the analytics process
 // has shipped the funnel events that waited before it (the fleet's, the stored bids', the run before's), which it
-// would otherwise count as its own.
+// would otherwise count as its own. The service's heartbeat timeout is a day, as the bids' TTL is: the measured players
+// heartbeat once, before their first spot, and a fleet of them going offline in the middle of a run (a status write,
+// an index move and a screen.offline event each) is not a decision's cost.
 import type autocannon from 'autocannon'
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -116,7 +118,7 @@ const rows: Measurement[] = []
 const notes: string[] = []
 for (const screens of sizes) {
   console.log(`\n-- ${screens.toLocaleString('en-US')} screens, ${SEATS} seats bidding on ${bidScreens.toLocaleString('en-US')} of them`)
-  const oohbid = await startOohbid({ BID_TTL_SECONDS: '86400', TRUST_PROXY: '127.0.0.1', DEMO_FLEET: process.env.DEMO_FLEET ?? '50' })
+  const oohbid = await startOohbid({ BID_TTL_SECONDS: '86400', HEARTBEAT_TIMEOUT_SECONDS: '86400', TRUST_PROXY: '127.0.0.1', DEMO_FLEET: process.env.DEMO_FLEET ?? '50' })
   const t0 = Date.now()
   // From an address of its own: a fleet of 1M registers 10 partners, and the demo market's from this host count
   // against the same 10 partner registrations an hour per address.

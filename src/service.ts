@@ -19,7 +19,8 @@ import { allRoutes } from './routes.js'
 import { ImpIds } from './inventory/adslots/imp-ids.js'
 import { activateMediaBuys } from './agents/media-buys.js'
 import { runCampaignJobs } from './campaigns/lifecycle.js'
-import { Inventory } from './inventory/inventory.js'
+import { tagBookKeys } from './bidding/book.js'
+import { adoptLegacyBindings, Inventory } from './inventory/inventory.js'
 import { Moderator } from './moderation/moderator.js'
 import { ObjectStore } from './store/objects.js'
 import { Idempotency } from './http/idempotency.js'
@@ -107,6 +108,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const metrics = new Metrics(0, store.held)
   if (store.meta.get('settings:partner_display') === undefined) store.write(() => store.meta.putSync('settings:partner_display', config.partnerDisplay))
   const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, cursorTtlMs: config.adslotsCursorTtlSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, resume: false })
+  adoptLegacyBindings(store)
   const objects = new ObjectStore(config.dataDir)
   const moderator = new Moderator(store, outbox, objects, clock, log, { maxBytes: config.maxCreativeBytes, timeoutMs: config.creativeFetchTimeoutMs, allowPrivate: config.allowPrivateAssetUrls, dnsServers: config.dnsServers })
   const sealer = KeySealer.open(config.keyEncryptionKey, config.dataDir)
@@ -117,6 +119,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   // The supervisor's claims are thread 0's: the expiry job skips a screen a hot thread is deciding.
   const claims = new ScreenClaims(0)
   const intake = { store, outbox, notices, funnel, moderator, metrics, claims }
+  tagBookKeys(store)
   const recovered = recoverHotJournals(intake, config.dataDir)
   if (recovered > 0) log.info('hot journals replayed', { entries: recovered })
   const kinds = { ...biddingKinds(store, sealer, config.noticeTimeoutMs), webhook: webhookKind({ store, sealer, notices, outbox, log: deliveries }, config.webhookTimeoutMs) }

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
+import { bookKey } from '../src/bidding/book.js'
 import { assetServer } from './helpers/asset-server.js'
 import { approvedCreative, unapprovedCreative } from './helpers/creatives.js'
 import { adImage } from './helpers/media.js'
@@ -47,7 +48,7 @@ t.test('a bid with a new crid and its image in the markup registers the creative
   t.match((await svc.request('GET', `/openrtb/v2/creatives/${fresh.creative_id}`, { key: s.key })).body.data, { status: 'approved', asset: { media_type: 'image/png', width: Number } }, 'moderated by the same pipeline as POST /creatives')
   const next = await svc.request('POST', '/openrtb/v2/bid', { key: s.key, body: response([{ id: 'now-ok', impid: s.imp('floor-5'), price: 7, adm, crid: 'dsp-spring-1' }]) })
   t.match(next.body.data, { accepted: 1, results: [{ status: 'accepted', creative_id: fresh.creative_id, stored: true }] })
-  t.equal(svc.service.store.bids.get([s.ids['floor-5']!, s.imp('floor-5'), 'bidder'])?.creative_id, fresh.creative_id, 'the stored bid plays the registered creative')
+  t.equal(svc.service.store.bids.get(bookKey(s.ids['floor-5']!, s.imp('floor-5'), 'bidder'))?.creative_id, fresh.creative_id, 'the stored bid plays the registered creative')
   const list = (await svc.request('GET', '/openrtb/v2/creatives', { key: s.key })).body.data.creatives
   t.equal(list.filter((c: { crid?: string }) => c.crid !== undefined).length, 2, 'two crids, two creatives, listed with the seat\'s others')
   const rival = await setup(svc, 'rival')

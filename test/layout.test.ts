@@ -94,6 +94,7 @@ const OWNERS: Record<string, string[]> = {
   embeds: ['src/inventory/'],
   screens: ['src/inventory/'],
   status: ['src/inventory/'],
+  players: ['src/inventory/'],
   fein: ['src/inventory/'],
   adslotIndex: ['src/inventory/'],
   adslotPos: ['src/inventory/'],

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import t from 'tap'
 import { deviceBody, registerDevices, registerPartner } from './helpers/fleet.js'
+import { adoptLegacyBindings } from '../src/inventory/inventory.js'
 import { startTestService } from './helpers/service.js'
 
 // The player page's routes as a device and its partner call them (the page itself runs in test/player.test.ts).
@@ -80,4 +81,28 @@ t.test('a page\'s first heartbeat and first spot request, sent together, leave t
   }))
   const after = (await svc.request('GET', '/v1/partner/devices?limit=500', { key: partner.key })).body.data.devices as Array<{ device_id: string, status: string, player_bound: boolean }>
   t.same(after.filter((d) => d.status !== 'online' || !d.player_bound).map((d) => d.device_id), [], 'every screen online and bound')
+})
+
+t.test('bindings an earlier version kept in the screen status hold after an upgrade', async (t) => {
+  const svc = await startTestService(t)
+  const partner = await registerPartner(svc)
+  const [screenId] = Object.values(await registerDevices(svc, partner, [deviceBody('upgraded')]))
+  const device = async () => (await svc.request('GET', '/v1/partner/devices', { key: partner.key })).body.data.devices[0]
+  const embed = new URL((await device()).embed_url).pathname
+  t.equal((await svc.request('POST', `${embed}/heartbeat`, { body: { fp: 'device-a' } })).status, 200)
+  // The data as the version before kept it: the fp inside the status record, no players table entry.
+  const store = svc.service.store
+  store.write(() => {
+    store.players.removeSync(screenId!)
+    store.status.putSync(screenId!, { ...store.status.get(screenId!)!, player: 'device-a' } as never)
+    store.meta.removeSync('migrated:players')
+  })
+  adoptLegacyBindings(store)
+  t.notOk('player' in store.status.get(screenId!)!, 'the status no longer carries it')
+  t.match(await device(), { player_bound: true, status: 'online' })
+  t.match(await svc.request('POST', `${embed}/spots`, { body: { fp: 'device-b' } }), { status: 409, body: { error_code: 'device_mismatch' } }, 'another device is still refused')
+  t.equal((await svc.request('POST', `${embed}/spots`, { body: { fp: 'device-a' } })).status, 200, 'the bound one still plays')
+  const before = svc.snapshot()
+  adoptLegacyBindings(store)
+  t.same(svc.snapshot(), before, 'a second start moves nothing')
 })

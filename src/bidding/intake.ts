@@ -8,6 +8,7 @@ import type { Store } from '../store/store.js'
 import type { Metrics } from '../http/metrics.js'
 import type { ScreenClaims } from './auction/claims.js'
 import { lossNotices, type NoticeBid } from './auction/settle.js'
+import { bookKeyOf, expiryKeyOf } from './book.js'
 import { countResponses } from './hour-stats.js'
 import type { StoredBid } from './records.js'
 
@@ -65,9 +66,9 @@ export function applyIntakes (deps: IntakeDeps, intakes: readonly BidIntake[]): 
       lossNotices(deps, loss.bid, loss.screen_id !== undefined ? store.screens.get(loss.screen_id) : undefined, loss.code, loss.min_to_win, undefined, intake.at)
     }
     for (const bid of intake.stored) {
-      store.bids.putSync([bid.screen_id, bid.impid, bid.seat_id], bid)
+      store.bids.putSync(bookKeyOf(bid), bid)
       claims.mark(bid.screen_id)
-      store.bidExpiry.putSync([bid.expires_at, bid.screen_id, bid.impid, bid.seat_id], 1)
+      store.bidExpiry.putSync(expiryKeyOf(bid), 1)
     }
     deps.funnel.append({ stage: 'bid_received', at: intake.at, seat_id: intake.seat_id, sandbox: intake.sandbox, screens: [], bids: intake.bids })
     if (intake.seal !== undefined) {

@@ -26,6 +26,15 @@ export interface StoredBid {
   adid?: string
 }
 
+/**
+ * A stored bid's place in the book: [screen_id, its imp id's tag, seat_id] (book.ts). A seat's bid on an imp replaces
+ * its earlier one there, and a screen's bids are one range.
+ */
+export type BookKey = [string, string, string]
+
+/** A stored bid's place in the expiry order: [expires ms, screen_id, imp id's tag, seat_id]. */
+export type ExpiryKey = [number, string, string, string]
+
 /** One hour of a seat's bidding. */
 export interface HourStats {
   bid_responses: number

@@ -5,6 +5,7 @@ import { ApiError } from '../errors.js'
 import type { AudienceUpdate, DeviceRegisterRequest, ScreenSettingsRequest, VenueType } from '../generated/types.js'
 import type { Outbox } from '../store/outbox.js'
 import type { FeinState, IndexKey, PartnerRecord, ScreenRecord, ScreenStatus } from './records.js'
+import { rewriteInBatches } from '../store/rewrite.js'
 import type { Store } from '../store/store.js'
 import { indexKey, indexTuple, SOURCES, type Source } from './adslot-index.js'
 import { collectPast, keepWindow, pastDue, recordMove } from './adslot-versions.js'
@@ -64,6 +65,24 @@ class DueQueue {
     }
     return out
   }
+}
+
+/** Set once the bindings kept in status records have moved (every start after skips reading the statuses). */
+const BINDINGS_ADOPTED = 'migrated:players'
+
+/**
+ * Moves the player bindings an earlier version kept in each screen's status into the players table, once, before any
+ * hot thread serves (the supervisor calls it at start).
+ */
+export function adoptLegacyBindings (store: Store): void {
+  if (store.meta.get(BINDINGS_ADOPTED) === true) return
+  rewriteInBatches(store, store.status, (screenId, value) => {
+    const { player, ...status } = value as ScreenStatus & { player?: string }
+    if (player === undefined) return
+    store.players.putSync(screenId, player)
+    store.status.putSync(screenId, status)
+  })
+  store.write(() => store.meta.putSync(BINDINGS_ADOPTED, true))
 }
 
 /** Stable screen id of a partner's device: the same device always maps to the same screen. */
@@ -273,6 +292,11 @@ export class Inventory {
     this.#outbox.append('screen.offline', `screen:${screen.screen_id}`, { screen_id: screen.screen_id, partner_id: screen.partner_id, status: 'offline', at: iso(now), last_heartbeat_at: status.last_heartbeat !== null ? iso(status.last_heartbeat) : null, offline_since: iso(since) })
   }
 
+  /** The device fingerprint a screen's player page is bound to, if any. */
+  playerOf (screenId: string): string | undefined {
+    return this.store.players.get(screenId)
+  }
+
   /**
    * Binds a screen's player page to the device fingerprint it was first opened with (embed_url?fp=...), so a copied
    * embed_url cannot play, and count plays, elsewhere: another fingerprint is 409 device_mismatch until the partner
@@ -280,23 +304,21 @@ export class Inventory {
    * transaction, or in one of its own.
    */
   bindPlayer (screen: ScreenRecord, fp: string | undefined): void {
-    const status = this.statusOf(screen.screen_id)
-    if (status.player === undefined) {
+    const player = this.playerOf(screen.screen_id)
+    if (player === undefined) {
       if (fp === undefined) return
-      // Its own transaction when the caller has none (the spot feed runs outside one): a first bind is rare. The status
-      // is read again under the writer lock: written from this request's snapshot, the bind undid a heartbeat another
-      // thread had committed meanwhile (the player page sends its first heartbeat and spot request together).
+      // Its own transaction when the caller has none (the spot feed runs outside one): a first bind is rare. Read again
+      // under the writer lock, so that of two pages binding at once the second meets the first's fp.
       if (!this.store.inTransaction) return this.store.write(() => this.bindPlayer(screen, fp))
-      this.store.status.putSync(screen.screen_id, { ...status, player: fp })
+      this.store.players.putSync(screen.screen_id, fp)
       return
     }
-    if (fp !== status.player) throw new ApiError('device_mismatch', 'This embed_url is bound to another device: open it with the fp it was first opened with, or have the partner release the binding (DELETE /v1/partner/devices/{device_id}/player).', { param: 'fp' })
+    if (fp !== player) throw new ApiError('device_mismatch', 'This embed_url is bound to another device: open it with the fp it was first opened with, or have the partner release the binding (DELETE /v1/partner/devices/{device_id}/player).', { param: 'fp' })
   }
 
   /** Releases a screen's player binding: the next page opened binds it again. Call inside Store.write. */
   releasePlayer (screen: ScreenRecord): void {
-    const { player: _player, ...status } = this.statusOf(screen.screen_id)
-    this.store.status.putSync(screen.screen_id, status)
+    this.store.players.removeSync(screen.screen_id)
   }
 
   /**

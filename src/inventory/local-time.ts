@@ -68,9 +68,33 @@ function windows (dayparts: Daypart[], weekday: Weekday): Array<[number, number]
   return merged
 }
 
-/** Today's open intervals in minutes, within the dayparts when given; no hours means always on. */
-function intervals (hours: OperatingHours | undefined, weekday: Weekday, dayparts?: Daypart[]): Array<[number, number]> {
-  const open: Array<[number, number]> = hours === undefined ? [[0, 24 * 60]] : (hours[weekday] ?? []).map(([o, c]) => [minutes(o), minutes(c)])
+type Intervals = ReadonlyArray<readonly [number, number]>
+
+const ALWAYS: Intervals = [[0, 24 * 60]]
+/**
+ * A screen's open intervals per weekday, parsed once per operating-hours object: every spot decision asks whether its
+ * screen is open, and the screens' records are kept decoded (CachedTable), so the same object comes back each time.
+ */
+const parsed = new WeakMap<OperatingHours, Map<Weekday, Intervals>>()
+
+function openIntervals (hours: OperatingHours | undefined, weekday: Weekday): Intervals {
+  if (hours === undefined) return ALWAYS
+  let days = parsed.get(hours)
+  if (days === undefined) {
+    days = new Map()
+    parsed.set(hours, days)
+  }
+  let open = days.get(weekday)
+  if (open === undefined) {
+    open = (hours[weekday] ?? []).map(([o, c]): [number, number] => [minutes(o), minutes(c)]).sort((a, b) => a[0] - b[0])
+    days.set(weekday, open)
+  }
+  return open
+}
+
+/** Today's open intervals in minutes, in order, within the dayparts when given; no hours means always on. */
+function intervals (hours: OperatingHours | undefined, weekday: Weekday, dayparts?: Daypart[]): Intervals {
+  const open = openIntervals(hours, weekday)
   if (dayparts === undefined) return open
   const within = windows(dayparts, weekday)
   return open.flatMap(([o, c]) => within.flatMap(([s, e]): Array<[number, number]> => Math.min(c, e) > Math.max(o, s) ? [[Math.max(o, s), Math.min(c, e)]] : []))
@@ -100,7 +124,7 @@ export function minutesUntilOpen (hours: OperatingHours | undefined, t: LocalTim
   const start = WEEKDAYS.indexOf(t.weekday)
   for (let d = 0; d <= 7; d++) {
     const day = WEEKDAYS[(start + d) % 7]!
-    for (const [open, close] of intervals(hours, day).sort((a, b) => a[0] - b[0])) {
+    for (const [open, close] of intervals(hours, day)) {
       const at = d * 24 * 60 + open
       if (close > open && at > t.minute) return at - t.minute
     }

@@ -79,8 +79,6 @@ export interface ScreenStatus {
   online: boolean
   /** When it last went offline (heartbeats stopped, or its player page closed). */
   offline_at?: number
-  /** The device fingerprint its player page is bound to (the fp of the first page that opened embed_url). */
-  player?: string
   /** Heartbeats per hour over the last day: [hour start ms, count]. */
   hours: Array<[number, number]>
 }

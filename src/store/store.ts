@@ -7,7 +7,7 @@ import type { ChainHead, ProofDay } from '../proof/records.js'
 import type { SeatRecord } from '../accounts/records.js'
 import type { MediaBuyRecord } from '../agents/records.js'
 import type { KeyRecord } from '../auth/records.js'
-import type { HourStats, StoredBid } from '../bidding/records.js'
+import type { BookKey, ExpiryKey, HourStats, StoredBid } from '../bidding/records.js'
 import type { AssignmentRecord, CampaignLedger, CampaignRecord, DealRecord, ReservationRecord } from '../campaigns/records.js'
 import type { CreativeRecord } from '../creatives/records.js'
 import type { BidderAliasRecord, ExchangeBidRecord } from '../exchange/records.js'
@@ -39,6 +39,12 @@ export interface Store {
   embeds: CachedTable<string>
   fein: CachedTable<FeinState>
   status: Database<ScreenStatus, string>
+  /**
+   * screen_id -> the device fingerprint its player page is bound to (the fp of the first page that opened embed_url).
+   * Every spot request checks it and it changes only when a player binds or is released, so it is cached, apart from
+   * the status every heartbeat rewrites.
+   */
+  players: CachedTable<string>
   /** The adslots order: [source, quality rank, -vas, screen_id] -> filter tuple (src/inventory/adslot-index.ts). */
   adslotIndex: Database<IndexTuple, IndexKey>
   /** screen_id -> its current adslotIndex key. */
@@ -65,12 +71,12 @@ export interface Store {
   booked: Database<number, [string, string]>
   /** [screen_id, start_date, assignment_id] -> assignment_id: what each screen plays (the player feed reads it). */
   placements: Database<string, [string, string, string]>
-  /** [screen_id, impid, seat_id] -> the seat's latest bid on that spot. */
-  bids: Database<StoredBid, [string, string, string]>
+  /** [screen_id, imp id's tag, seat_id] (src/bidding/book.ts) -> the seat's latest bid on that spot. */
+  bids: Database<StoredBid, BookKey>
   /** [seat_id lower-cased, hour start ms] -> that hour's bidding counters. */
   stats: Database<HourStats, [string, number]>
-  /** [expires ms, screen_id, impid, seat_id] -> 1: stored bids in expiry order, for their lurl with code 2. */
-  bidExpiry: Database<1, [number, string, string, string]>
+  /** [expires ms, screen_id, imp id's tag, seat_id] -> 1: stored bids in expiry order, for their lurl with code 2. */
+  bidExpiry: Database<1, ExpiryKey>
   /** spot_id -> the spot a player was given. */
   spots: Database<SpotRecord, string>
   /** [screen_id, local date, line] -> spots served today for an assignment or deal line: its pacing. */
@@ -154,10 +160,10 @@ export interface Store {
 }
 
 /**
- * The tables opened through CachedTable (seats, keys, partners, screens, embeds, fein, rows, creatives, campaigns,
- * deals, aliases), one generation each.
+ * The tables opened through CachedTable (seats, keys, partners, screens, embeds, fein, players, rows, creatives,
+ * campaigns, deals, aliases), one generation each.
  */
-const CACHED_TABLES = 11
+const CACHED_TABLES = 12
 
 /**
  * How commits reach the disk. `os`: a commit is in the operating system's page cache when transactionSync returns
@@ -322,6 +328,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     embeds: cached('embeds'),
     fein: cached('fein'),
     status: db('status'),
+    players: cached('players'),
     adslotIndex: root.openDB<IndexTuple, IndexKey>('adslot_index', { keyEncoding: 'ordered-binary' }),
     adslotPos: db('adslot_pos'),
     adslotPast: root.openDB<number, PastKey>('adslot_past', { keyEncoding: 'ordered-binary' }),
@@ -338,9 +345,9 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     booked: root.openDB<number, [string, string]>('booked', { keyEncoding: 'ordered-binary' }),
     placements: root.openDB<string, [string, string, string]>('placements', { keyEncoding: 'ordered-binary' }),
     holds: root.openDB<string, [number, string]>('holds', { keyEncoding: 'ordered-binary' }),
-    bids: withShapes<StoredBid, [string, string, string]>('bids', 'ordered-binary'),
+    bids: withShapes<StoredBid, BookKey>('bids', 'ordered-binary'),
     stats: withShapes<HourStats, [string, number]>('stats', 'ordered-binary'),
-    bidExpiry: root.openDB<1, [number, string, string, string]>('bid_expiry', { keyEncoding: 'ordered-binary' }),
+    bidExpiry: root.openDB<1, ExpiryKey>('bid_expiry', { keyEncoding: 'ordered-binary' }),
     spots: withShapes<SpotRecord, string>('spots'),
     plays: root.openDB<number, [string, string, string]>('plays', { keyEncoding: 'ordered-binary' }),
     notices: withShapes<NoticeRecord, [string, number, string]>('notices', 'ordered-binary'),

@@ -116,6 +116,7 @@ export async function startTestService (t: { teardown (fn: () => unknown): void 
         screens: s.screens.getCount(),
         fein: s.fein.getCount(),
         status: s.status.getCount(),
+        players: s.players.getCount(),
         adslots: s.adslotIndex.getCount(),
         meta: s.meta.getCount(),
         creatives: s.creatives.getCount(),

@@ -2,6 +2,7 @@ import type { Store } from '../../store/store.js'
 import type { ScreenClaims } from './claims.js'
 import { lossNotices, type SettleDeps } from './settle.js'
 import { LOSS } from '../loss-codes.js'
+import type { BookKey, ExpiryKey } from '../records.js'
 
 /**
  * Settles stored bids whose imp expired before any auction on their screen took them: each gets its lurl with
@@ -11,21 +12,22 @@ import { LOSS } from '../loss-codes.js'
  */
 export function expireBids (deps: SettleDeps & { claims: ScreenClaims }, now: number, batch = 5000): number {
   const store: Store = deps.store
-  const due = [...store.bidExpiry.getKeys({ end: [now, '\uffff'], limit: batch } as never)] as unknown as Array<[number, string, string, string]>
+  const due = [...store.bidExpiry.getKeys({ end: [now, '\uffff'], limit: batch } as never)] as unknown as ExpiryKey[]
   if (due.length === 0) return 0
   let expired = 0
   const claimed = new Set<string>()
   store.write(() => {
-    for (const [at, screenId, impid, seatId] of due) {
+    for (const entry of due) {
+      const [at, screenId, tag, seatId] = entry
       if (!claimed.has(screenId)) {
         if (deps.claims.take(screenId) === 'other') continue
         claimed.add(screenId)
         store.afterEnd(() => deps.claims.release(screenId))
       }
-      const key: [string, string, string] = [screenId, impid, seatId]
+      const key: BookKey = [screenId, tag, seatId]
       // Entries outlive the bids an auction settled (settle.ts applySettlements): an entry whose bid is gone, or was
       // replaced by a later one, only goes.
-      store.bidExpiry.removeSync([at, screenId, impid, seatId])
+      store.bidExpiry.removeSync(entry)
       const bid = store.bids.get(key)
       if (bid === undefined || bid.expires_at !== at) continue
       store.bids.removeSync(key)

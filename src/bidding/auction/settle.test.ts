@@ -10,7 +10,8 @@ import { Notices } from '../../notify/notices.js'
 import { openStore, type Store } from '../../store/store.js'
 import type { ScreenRecord } from '../../inventory/records.js'
 import type { SeatRecord } from '../../accounts/records.js'
-import type { StoredBid } from '../records.js'
+import { bookKeyOf, expiryKeyOf } from '../book.js'
+import type { BookKey, StoredBid } from '../records.js'
 
 // Settling a decision's bids, apart from deciding them (no service, no HTTP, a real LMDB store): what a settlement
 // takes out of the book and tells each bid, the screens' claims across threads, and the expiry job beside them.
@@ -18,7 +19,7 @@ import type { StoredBid } from '../records.js'
 const NOW = Date.parse('2026-11-24T15:00:00Z')
 const screen = { screen_id: 'scr_1', name: 'Lobby', location: { venue_type: 'gym', city: 'Austin', state: 'TX', country: 'US', lat: 30, lng: -97 }, slot_duration_seconds: 15 } as unknown as ScreenRecord
 
-function world (t: Test): { store: Store, notices: Notices, bid: (id: string, seat: string, price: number, over?: Partial<StoredBid>) => { key: [string, string, string], bid: StoredBid } } {
+function world (t: Test): { store: Store, notices: Notices, bid: (id: string, seat: string, price: number, over?: Partial<StoredBid>) => { key: BookKey, bid: StoredBid } } {
   const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-settle-')))
   t.teardown(() => store.close())
   store.write(() => {
@@ -30,10 +31,10 @@ function world (t: Test): { store: Store, notices: Notices, bid: (id: string, se
       bid_id: id, response_id: `r-${id}`, seat_id: seat, impid: `imp_${id}`, screen_id: screen.screen_id, price, floor: 2, multiplier: 1, creative_id: `cr_${seat}`, adomain: [],
       received_at: NOW - 1000, expires_at: NOW + 60_000, nurl: `https://${seat}.example/win?p=\${AUCTION_PRICE}`, lurl: `https://${seat}.example/loss?c=\${AUCTION_LOSS}`, ...over
     } as StoredBid
-    const key: [string, string, string] = [screen.screen_id, stored.impid, seat]
+    const key = bookKeyOf(stored)
     store.write(() => {
       store.bids.putSync(key, stored)
-      store.bidExpiry.putSync([stored.expires_at, screen.screen_id, stored.impid, seat], 1)
+      store.bidExpiry.putSync(expiryKeyOf(stored), 1)
     })
     return { key, bid: stored }
   }

@@ -2,10 +2,11 @@ import { iso } from '../../clock.js'
 import type { LegacyNotification } from '../../generated/types.js'
 import type { NoticeDraft, Notices } from '../../notify/notices.js'
 import type { SeatRecord } from '../../accounts/records.js'
-import type { StoredBid } from '../records.js'
+import type { BookKey, StoredBid } from '../records.js'
 import type { ScreenRecord } from '../../inventory/records.js'
 import type { Tier } from '../../player/records.js'
 import type { Store } from '../../store/store.js'
+import { bookKey } from '../book.js'
 import { addToHour } from '../hour-stats.js'
 import { substitute, type MacroValues } from './macros.js'
 import { LOSS_TEXT } from '../loss-codes.js'
@@ -76,7 +77,7 @@ export function lossNotices (deps: SettleDeps, bid: NoticeBid, screen: ScreenRec
 
 /** A stored bid as a decision took it: which record to take out of the book. */
 export interface TakenBid {
-  key: [string, string, string]
+  key: BookKey
   /** The bid's identity: a bid the seat sent again for the same imp since the decision replaced it, and stays. */
   received_at: number
   bid_id: string
@@ -93,7 +94,7 @@ export interface Settlement {
   win?: { seat_id: string, clearing: number }
 }
 
-const taken = ({ key, bid }: { key: [string, string, string], bid: StoredBid }): TakenBid => ({ key, received_at: bid.received_at, bid_id: bid.bid_id })
+const taken = ({ key, bid }: { key: BookKey, bid: StoredBid }): TakenBid => ({ key, received_at: bid.received_at, bid_id: bid.bid_id })
 
 /**
  * A decision's settlement: the winner (its nurl with the clearing price, the legacy bid.won) and every loss (lurl
@@ -138,11 +139,13 @@ export function applySettlements (deps: SettleDeps, settlements: ReadonlyArray<{
   const wins = new Map<string, { seat: string, at: number, wins: number, cpm: number }>()
   for (const { settlement, at, check } of settlements) {
     for (const t of settlement.taken) {
+      // A journal written before keys held the imp id's tag names the whole imp id.
+      const key = bookKey(t.key[0], t.key[1], t.key[2])
       if (check) {
-        const bid = store.bids.get(t.key)
+        const bid = store.bids.get(key)
         if (bid === undefined || bid.received_at !== t.received_at || bid.bid_id !== t.bid_id) continue
       }
-      store.bids.removeSync(t.key)
+      store.bids.removeSync(key)
     }
     for (const draft of settlement.notices) notices.enqueue(draft, at)
     const win = settlement.win

@@ -7,6 +7,7 @@ import { LOSS } from '../loss-codes.js'
 import { openStore, type Store } from '../../store/store.js'
 import type { IndexKey, IndexTuple, ScreenRecord } from '../../inventory/records.js'
 import type { SeatRecord } from '../../accounts/records.js'
+import { bookKeyOf } from '../book.js'
 import type { StoredBid } from '../records.js'
 import type { AssignmentRecord, CampaignRecord, DealRecord } from '../../campaigns/records.js'
 import type { CreativeRecord } from '../../creatives/records.js'
@@ -39,7 +40,7 @@ function world (t: Test): { store: Store, bid: (id: string, seat: string, price:
   let n = 0
   const bid = (id: string, seat: string, price: number, over: Partial<StoredBid> = {}) => {
     const stored = { bid_id: id, response_id: 'r', seat_id: seat, impid: `imp_${id}`, screen_id: screen.screen_id, price, floor: 2, multiplier: 1, creative_id: `cr_${seat[0]}`, adomain: [], received_at: NOW - 1000 + n++, expires_at: NOW + 60_000, ...over } as StoredBid
-    store.write(() => store.bids.putSync([screen.screen_id, seat, id] as never, stored))
+    store.write(() => store.bids.putSync(bookKeyOf(stored), stored))
   }
   return { store, bid }
 }

@@ -5,7 +5,7 @@ import { impressionMultiplier } from '../../inventory/fein.js'
 import { datesBetween } from '../../inventory/hours.js'
 import { headroom, ledgerOf, type PaceClock } from '../../campaigns/budget.js'
 import { playCostMicros } from './money.js'
-import type { StoredBid } from '../records.js'
+import type { BookKey, StoredBid } from '../records.js'
 import type { AssignmentRecord, DealRecord } from '../../campaigns/records.js'
 import type { CreativeRecord } from '../../creatives/records.js'
 import type { ScreenRecord } from '../../inventory/records.js'
@@ -17,7 +17,7 @@ export const INCREMENT = 0.01
 
 /** A stored bid as the waterfall sees it. */
 export interface Candidate {
-  key: [string, string, string]
+  key: BookKey
   bid: StoredBid
   creative?: CreativeRecord
   deal?: DealRecord
@@ -135,7 +135,7 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
   const losses: Loss[] = []
   const buckets: Record<'guaranteed' | 'preferred' | 'pmp' | 'open_auction', Candidate[]> = { guaranteed: [], preferred: [], pmp: [], open_auction: [] }
   for (const { key, value } of store.bids.getRange({ start: [screen.screen_id], end: [screen.screen_id + '\u0000'] } as never)) {
-    const c: Candidate = { key: key as unknown as [string, string, string], bid: value }
+    const c: Candidate = { key, bid: value }
     const creative = store.creatives.get(value.creative_id)
     if (creative !== undefined) c.creative = creative
     if (value.dealid !== undefined) {
@@ -147,8 +147,12 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
     else buckets[tierOf(c) as keyof typeof buckets].push(c)
   }
 
-  const progress = openProgress(screen.operating_hours, local)
-  const pace = (perDay: number) => Math.ceil((perDay * progress.elapsed) / Math.max(1, progress.total))
+  // Only a screen with lines to pace needs the day's progress.
+  let progress: { elapsed: number, total: number } | undefined
+  const pace = (perDay: number) => {
+    progress ??= openProgress(screen.operating_hours, local)
+    return Math.ceil((perDay * progress.elapsed) / Math.max(1, progress.total))
+  }
   const lines: Line[] = []
   let multiplier: number | undefined
   const audience = () => (multiplier ??= impressionMultiplier(store.fein.get(screen.screen_id), screen.capabilities.fein, now))

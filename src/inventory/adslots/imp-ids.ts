@@ -3,6 +3,14 @@ import { sameText } from '../../auth/same-text.js'
 import { secret } from '../../store/secrets.js'
 import type { Store } from '../../store/store.js'
 
+/**
+ * An issued id's tag: the HMAC of everything else in the id, so as unique as the id itself, in 16 characters where the
+ * id takes over 100. A string without a tag (no dot) is its own.
+ */
+export function impTag (id: string): string {
+  return id.slice(id.lastIndexOf('.') + 1)
+}
+
 /** What an issued imp id carries. */
 export interface IssuedImp {
   screenId: string

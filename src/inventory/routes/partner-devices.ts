@@ -24,7 +24,7 @@ export function deviceView (inventory: Inventory, s: ScreenRecord): Device {
     location,
     capabilities: s.capabilities,
     embed_url: inventory.embedUrl(s),
-    player_bound: status.player !== undefined,
+    player_bound: inventory.playerOf(s.screen_id) !== undefined,
     status: inventory.statusName(status),
     last_heartbeat_at: status.last_heartbeat !== null ? iso(status.last_heartbeat) : null,
     created_at: s.created_at,

@@ -25,7 +25,7 @@ export function playerRoutes (deps: Deps): RouteDef[] {
   const heartbeatSeconds = Math.max(1, Math.floor(config.heartbeatTimeoutSeconds / 3))
   const heartbeatView = (screen: ScreenRecord): PlayerHeartbeat => {
     const status = inventory.statusOf(screen.screen_id)
-    return { screen_id: screen.screen_id, status: status.online ? 'online' : 'offline', heartbeat_seconds: heartbeatSeconds, bound: status.player !== undefined }
+    return { screen_id: screen.screen_id, status: status.online ? 'online' : 'offline', heartbeat_seconds: heartbeatSeconds, bound: inventory.playerOf(screen.screen_id) !== undefined }
   }
 
   const creativeView = (token: string, c: CreativeRecord): NonNullable<Spot['creative']> => {
