@@ -120,9 +120,10 @@ for (const screens of sizes) {
   console.log(`\n-- ${screens.toLocaleString('en-US')} screens, ${SEATS} seats bidding on ${bidScreens.toLocaleString('en-US')} of them`)
   const oohbid = await startOohbid({ BID_TTL_SECONDS: '86400', HEARTBEAT_TIMEOUT_SECONDS: '86400', TRUST_PROXY: '127.0.0.1', DEMO_FLEET: process.env.DEMO_FLEET ?? '50' })
   const t0 = Date.now()
-  // From an address of its own: a fleet of 1M registers 10 partners, and the demo market's from this host count
-  // against the same 10 partner registrations an hour per address.
-  await run(process.execPath, [simulator, '--screens', String(screens), '--base-url', oohbid.url, '--duration', '0', '--quiet', '--forwarded-for', '198.51.100.250'], { maxBuffer: 64 * 1024 * 1024 })
+  // From an address of its own and under names of its own: a fleet of 1M registers 10 partners, the limit an address
+  // has an hour; the demo market's registrations from this host would count against it, and so would each of its
+  // partner names the demo market had taken first (the simulator tries the next slug).
+  await run(process.execPath, [simulator, '--screens', String(screens), '--base-url', oohbid.url, '--duration', '0', '--quiet', '--forwarded-for', '198.51.100.250', '--names', 'bench'], { maxBuffer: 64 * 1024 * 1024 })
   const t1 = Date.now()
   const stored = await storeBids(oohbid, Math.min(bidScreens + WARM_SCREENS, screens))
   // Each player heartbeats before its first spot, as the page does at load: the heartbeat binds the screen to it, so

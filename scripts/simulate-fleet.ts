@@ -19,6 +19,7 @@ const { values: args } = parseArgs({
     duration: { type: 'string', description: 'seconds to stream; 0 registers and exits' },
     state: { type: 'string', description: 'file keeping the partner keys between runs' },
     seed: { type: 'string', default: '42' },
+    names: { type: 'string', default: '', description: 'a prefix for its partners\' names, slugs and domains: a second fleet on the same service (a benchmark\'s beside the demo market) then takes none of the first one\'s, each of which would cost a partner registration of the ten an hour an address has' },
     'forwarded-for': { type: 'string', description: 'an address every call says it is forwarded for (X-Forwarded-For), for a service that trusts this host as its proxy: partner registration is limited per address' },
     quiet: { type: 'boolean', default: false }
   }
@@ -108,12 +109,13 @@ const call = apiClient(base, args['forwarded-for'] !== undefined ? { 'x-forwarde
 
 async function partners (): Promise<Partner[]> {
   const file = args.state
+  const prefix = args.names!
   const wanted = [
     { name: 'Metro Screens', slug: 'metro-screens', partner_type: 'screen_operator', domain: 'metroscreens.example' },
     { name: 'Urban Displays', slug: 'urban-displays', partner_type: 'network', domain: 'urbandisplays.example' },
     { name: 'Curated Resale Co', slug: 'curated-resale', partner_type: 'reseller', domain: 'curatedresale.example' },
     ...Array.from({ length: Math.max(0, Math.ceil(total / 100_000) - 3) }, (_, i) => ({ name: `Regional Network ${i + 1}`, slug: `regional-${i + 1}`, partner_type: 'network', domain: `regional${i + 1}.example` }))
-  ]
+  ].map((w) => prefix === '' ? w : { ...w, name: `${prefix} ${w.name}`, slug: `${prefix}-${w.slug}`, domain: `${prefix}-${w.domain}` })
   const known: Partner[] = file !== undefined && existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')).partners : []
   for (const w of wanted.slice(known.length)) {
     let slug = w.slug
