@@ -1,5 +1,5 @@
 import { impTag } from '../inventory/adslots/imp-ids.js'
-import { rewriteInBatches } from '../store/rewrite.js'
+import { rewriteInBatches, runOnce } from '../store/rewrite.js'
 import type { Store } from '../store/store.js'
 import type { BookKey, ExpiryKey, StoredBid } from './records.js'
 
@@ -20,26 +20,24 @@ export function expiryKeyOf (bid: Pick<StoredBid, 'expires_at' | 'screen_id' | '
   return [bid.expires_at, bid.screen_id, impTag(bid.impid), bid.seat_id]
 }
 
-/** Set once every stored bid is keyed by its tag. */
-const TAGGED = 'migrated:book_keys'
-
 /**
- * Keys by tag the bids and expiry entries an earlier version keyed by the whole imp id, once, a batch at a time. The supervisor runs it at start, before it replays the hot threads' journals: a replayed settlement
- * names its bids in either form (bookKey), and must find them where this version looks.
+ * Keys by tag the bids and expiry entries an earlier version keyed by the whole imp id, once, a batch at a time. The
+ * supervisor runs it at start, before it replays the hot threads' journals: a replayed settlement names its bids in
+ * either form (bookKey), and must find them where this version looks.
  */
 export function tagBookKeys (store: Store): void {
-  if (store.meta.get(TAGGED) === true) return
-  rewriteInBatches(store, store.bids, (key, bid) => {
-    const tagged = bookKey(key[0], key[1], key[2])
-    if (tagged[1] === key[1]) return
-    store.bids.removeSync(key)
-    store.bids.putSync(tagged, bid)
+  runOnce(store, 'book_keys', () => {
+    rewriteInBatches(store, store.bids, (key, bid) => {
+      const tagged = bookKey(key[0], key[1], key[2])
+      if (tagged[1] === key[1]) return
+      store.bids.removeSync(key)
+      store.bids.putSync(tagged, bid)
+    })
+    rewriteInBatches(store, store.bidExpiry, (key) => {
+      const tag = impTag(key[2])
+      if (tag === key[2]) return
+      store.bidExpiry.removeSync(key)
+      store.bidExpiry.putSync([key[0], key[1], tag, key[3]], 1)
+    })
   })
-  rewriteInBatches(store, store.bidExpiry, (key) => {
-    const tag = impTag(key[2])
-    if (tag === key[2]) return
-    store.bidExpiry.removeSync(key)
-    store.bidExpiry.putSync([key[0], key[1], tag, key[3]], 1)
-  })
-  store.write(() => store.meta.putSync(TAGGED, true))
 }

@@ -1,4 +1,5 @@
 import type { FunnelEvent } from '../generated/types.js'
+import { rewriteInBatches } from '../store/rewrite.js'
 import type { Store } from '../store/store.js'
 
 /**
@@ -54,20 +55,13 @@ export function countLogged (store: Store, atMost = Infinity): number {
 
 /**
  * Moves events an earlier version logged one entry each into records of one (their ids kept), so an upgrade ships
- * what was waiting. In transactions of 5,000, each a few milliseconds of LMDB's writer lock.
+ * what was waiting. A batch at a time, each a few milliseconds of LMDB's writer lock.
  */
 function adoptLegacyEvents (store: Store): void {
-  for (let moved = -1; moved !== 0;) {
-    moved = store.write(() => {
-      let n = 0
-      for (const { key, value } of store.legacyFunnel.getRange({ limit: 5000 })) {
-        store.funnel.putSync([key, 1], [value])
-        store.legacyFunnel.removeSync(key)
-        n++
-      }
-      return n
-    })
-  }
+  rewriteInBatches(store, store.legacyFunnel, (id, event) => {
+    store.funnel.putSync([id, 1], [event])
+    store.legacyFunnel.removeSync(id)
+  })
 }
 
 /** Events one millisecond can hold before ids borrow the next millisecond (ids stay unique and ordered). */

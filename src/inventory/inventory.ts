@@ -5,7 +5,7 @@ import { ApiError } from '../errors.js'
 import type { AudienceUpdate, DeviceRegisterRequest, ScreenSettingsRequest, VenueType } from '../generated/types.js'
 import type { Outbox } from '../store/outbox.js'
 import type { FeinState, IndexKey, PartnerRecord, ScreenRecord, ScreenStatus } from './records.js'
-import { rewriteInBatches } from '../store/rewrite.js'
+import { rewriteInBatches, runOnce } from '../store/rewrite.js'
 import type { Store } from '../store/store.js'
 import { indexKey, indexTuple, SOURCES, type Source } from './adslot-index.js'
 import { collectPast, keepWindow, pastDue, recordMove } from './adslot-versions.js'
@@ -67,22 +67,17 @@ class DueQueue {
   }
 }
 
-/** Set once the bindings kept in status records have moved (every start after skips reading the statuses). */
-const BINDINGS_ADOPTED = 'migrated:players'
-
 /**
  * Moves the player bindings an earlier version kept in each screen's status into the players table, once, before any
  * hot thread serves (the supervisor calls it at start).
  */
 export function adoptLegacyBindings (store: Store): void {
-  if (store.meta.get(BINDINGS_ADOPTED) === true) return
-  rewriteInBatches(store, store.status, (screenId, value) => {
+  runOnce(store, 'players', () => rewriteInBatches(store, store.status, (screenId, value) => {
     const { player, ...status } = value as ScreenStatus & { player?: string }
     if (player === undefined) return
     store.players.putSync(screenId, player)
     store.status.putSync(screenId, status)
-  })
-  store.write(() => store.meta.putSync(BINDINGS_ADOPTED, true))
+  }))
 }
 
 /** Stable screen id of a partner's device: the same device always maps to the same screen. */

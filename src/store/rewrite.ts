@@ -8,7 +8,7 @@ const BATCH = 5000
  * batch: for moving data at start, where one transaction over a whole table would hold LMDB's writer lock, and the
  * memory of every entry, for as long as the table is large. Entries change writes may come up again later in the walk.
  */
-export function rewriteInBatches<V, K extends Array<string | number> | string> (store: Store, table: Database<V, K>, change: (key: K, value: V) => void): void {
+export function rewriteInBatches<V, K extends Array<string | number> | string | number> (store: Store, table: Database<V, K>, change: (key: K, value: V) => void): void {
   let start: K | undefined
   for (;;) {
     const batch = [...table.getRange({ ...(start !== undefined ? { start } : {}), limit: BATCH } as never)] as Array<{ key: K, value: V }>
@@ -16,4 +16,15 @@ export function rewriteInBatches<V, K extends Array<string | number> | string> (
     if (batch.length < BATCH) return
     start = batch[batch.length - 1]!.key
   }
+}
+
+/**
+ * Runs a move of stored data once: a meta flag, set when it is done, lets every later start skip reading the tables it
+ * walks. A start that dies midway runs it again, so a move must skip what it already moved.
+ */
+export function runOnce (store: Store, name: string, move: () => void): void {
+  const flag = `migrated:${name}`
+  if (store.meta.get(flag) === true) return
+  move()
+  store.write(() => store.meta.putSync(flag, true))
 }

@@ -2,7 +2,8 @@ import type { Store } from '../../store/store.js'
 import type { ScreenClaims } from './claims.js'
 import { lossNotices, type SettleDeps } from './settle.js'
 import { LOSS } from '../loss-codes.js'
-import type { BookKey, ExpiryKey } from '../records.js'
+import { bookKey } from '../book.js'
+import type { ExpiryKey } from '../records.js'
 
 /**
  * Settles stored bids whose imp expired before any auction on their screen took them: each gets its lurl with
@@ -24,7 +25,7 @@ export function expireBids (deps: SettleDeps & { claims: ScreenClaims }, now: nu
         claimed.add(screenId)
         store.afterEnd(() => deps.claims.release(screenId))
       }
-      const key: BookKey = [screenId, tag, seatId]
+      const key = bookKey(screenId, tag, seatId)
       // Entries outlive the bids an auction settled (settle.ts applySettlements): an entry whose bid is gone, or was
       // replaced by a later one, only goes.
       store.bidExpiry.removeSync(entry)

@@ -139,8 +139,8 @@ export function applySettlements (deps: SettleDeps, settlements: ReadonlyArray<{
   const wins = new Map<string, { seat: string, at: number, wins: number, cpm: number }>()
   for (const { settlement, at, check } of settlements) {
     for (const t of settlement.taken) {
-      // A journal written before keys held the imp id's tag names the whole imp id.
-      const key = bookKey(t.key[0], t.key[1], t.key[2])
+      // A journal replayed (always checked) may be from before keys held the imp id's tag, and name the whole imp id.
+      const key = check ? bookKey(t.key[0], t.key[1], t.key[2]) : t.key
       if (check) {
         const bid = store.bids.get(key)
         if (bid === undefined || bid.received_at !== t.received_at || bid.bid_id !== t.bid_id) continue
