@@ -7,7 +7,7 @@
 // (chDB's threads: parsing, the raw table, its views' parts, merges). BENCH_DIR puts the data on another filesystem:
 // ClickHouse writes a directory of about ten files for every part of every insert, and what creating a file costs
 // differs by filesystem more than anything the shipper does.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openBackend } from '../src/analytics/backends.js'
@@ -16,6 +16,7 @@ import { Shipper } from '../src/analytics/shipper.js'
 import { FunnelLog } from '../src/events/funnel.js'
 import { createLogger } from '../src/log.js'
 import { openStore } from '../src/store/store.js'
+import { statMicros } from './lib/cpu.js'
 import { saveTable } from './lib/report.js'
 
 const ROUNDS = 3
@@ -25,8 +26,7 @@ const base = process.env.BENCH_DIR ?? tmpdir()
 /** CPU of this process and of its main thread alone, microseconds (the thread's from /proc, in clock ticks). */
 function cpu (): { all: number, main: number } {
   const u = process.cpuUsage()
-  const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-  return { all: u.user + u.system, main: (Number(fields[11]) + Number(fields[12])) * 10_000 }
+  return { all: u.user + u.system, main: statMicros(`/proc/self/task/${process.pid}/stat`) }
 }
 
 /** Logs n bids in transactions of 50 (a hot thread's turn), with the demo market's other events when trickle is set. */

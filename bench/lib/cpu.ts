@@ -46,22 +46,27 @@ function scopeOf (root: number, pid: number): CpuScope {
   return command.includes('/scripts/') ? 'demo' : 'service'
 }
 
+/** utime + stime so far of one /proc stat file, a process's or a thread's (/proc/<pid>/task/<tid>/stat), in microseconds. */
+export function statMicros (path: string): number {
+  // Fields after the command name (which may hold spaces), from field 3 on: utime is 14, stime 15.
+  const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * TICK_US
+}
+
 /** utime + stime of the processes of a tree in a scope so far, in microseconds; undefined where /proc is not there. */
 export function cpuMicros (pid: number, scope: CpuScope = 'service'): number | undefined {
   if (!existsSync(`/proc/${pid}/stat`)) return undefined
-  let ticks = 0
+  let micros = 0
   for (const p of processTree(pid)) {
     const of = scopeOf(pid, p)
     if (of !== scope && !(scope === 'service' && of === 'analytics')) continue
     try {
-      // Fields after the command name (which may hold spaces), from field 3 on: utime is 14, stime 15.
-      const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')
-      ticks += Number(fields[11]) + Number(fields[12])
+      micros += statMicros(`/proc/${p}/stat`)
     } catch {
       // A child that exited between the listing and the read used no more CPU.
     }
   }
-  return ticks * TICK_US
+  return micros
 }
 
 /**

@@ -90,7 +90,7 @@ async function server (config: BackendConfig): Promise<Backend> {
     clickhouse_settings: { output_format_json_quote_64bit_integers: 0, ...(config.cluster !== undefined ? { insert_distributed_sync: 1 } : {}) }
   })
   const bound = await takesParameters(client)
-  const insertSettings: ClickHouseSettings = await knows(client, UNMERGED_INSERTS) ? { optimize_on_insert: 0 } : {}
+  const insertSettings: ClickHouseSettings = await knows(client, UNMERGED_INSERTS) ? { [UNMERGED_INSERTS]: 0 as const } : {}
   return {
     name: 'server',
     binding: bound ? 'bound' : 'inlined',
