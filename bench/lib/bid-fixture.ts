@@ -7,6 +7,15 @@ import { benchSeat } from './seat.js'
 const run = promisify(execFile)
 const simulator = fileURLToPath(new URL('../../scripts/simulate-fleet.js', import.meta.url))
 
+/** The benchmarks' BidResponse: one bid with a DSP's usual notice URL, markup and ext. */
+export function bidResponseBody (id: string, impid: string, price: number, crid: string): string {
+  return JSON.stringify({
+    id,
+    cur: 'USD',
+    seatbid: [{ seat: 'bench-dsp', bid: [{ id: 'bench-bid-1', impid, price, crid, adomain: ['brand.example'], nurl: 'https://dsp.example/win?p=${AUCTION_PRICE}', adm: `<a href="https://brand.example"><img src="https://cdn.example/${'x'.repeat(640)}.png"></a>`, ext: { dsp: { campaign: 'spring' } } }] }]
+  })
+}
+
 /**
  * A bid the service accepts, repeatable at any rate: 50 simulated screens, an approved seat with a moderated creative,
  * and a BidResponse for one of the imps GET /adslots issued (its bid stored again on each repeat).
@@ -20,11 +29,7 @@ export async function acceptedBid (oohbid: { url: string, adminToken: string }):
   const creativeId = await benchCreative(jsonClient(oohbid.url), key, oohbid.adminToken)
   const offers = await fetch(`${oohbid.url}/openrtb/v2/adslots?format=openrtb&limit=1`, { headers: auth }).then((r) => r.json()) as { data: { bid_requests: Array<{ id: string, imp: Array<{ id: string, bidfloor: number }> }> } }
   const offer = offers.data.bid_requests[0]!
-  const body = JSON.stringify({
-    id: offer.id,
-    cur: 'USD',
-    seatbid: [{ seat: 'bench-dsp', bid: [{ id: 'bench-bid-1', impid: offer.imp[0]!.id, price: offer.imp[0]!.bidfloor + 1, crid: creativeId, adomain: ['brand.example'], nurl: 'https://dsp.example/win?p=${AUCTION_PRICE}', adm: `<a href="https://brand.example"><img src="https://cdn.example/${'x'.repeat(640)}.png"></a>`, ext: { dsp: { campaign: 'spring' } } }] }]
-  })
+  const body = bidResponseBody(offer.id, offer.imp[0]!.id, offer.imp[0]!.bidfloor + 1, creativeId)
   const sample = await fetch(`${oohbid.url}/openrtb/v2/bid`, { method: 'POST', headers: auth, body }).then((r) => r.text())
   if (!sample.includes('"accepted":1')) throw new Error(`the bench bid was not accepted: ${sample}`)
   return { key, body, sample }

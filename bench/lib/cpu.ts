@@ -53,17 +53,23 @@ export function statMicros (path: string): number {
   return (Number(fields[11]) + Number(fields[12])) * TICK_US
 }
 
-/** utime + stime of the processes of a tree in a scope so far, in microseconds; undefined where /proc is not there. */
-export function cpuMicros (pid: number, scope: CpuScope = 'service'): number | undefined {
-  if (!existsSync(`/proc/${pid}/stat`)) return undefined
+/**
+ * utime + stime so far of the processes in a scope of the trees under roots (a server, or a server and the engine
+ * members it writes to), in microseconds; undefined where /proc is not there.
+ */
+export function cpuMicros (roots: number | readonly number[], scope: CpuScope = 'service'): number | undefined {
+  const list = typeof roots === 'number' ? [roots] : roots
+  if (!list.every((pid) => existsSync(`/proc/${pid}/stat`))) return undefined
   let micros = 0
-  for (const p of processTree(pid)) {
-    const of = scopeOf(pid, p)
-    if (of !== scope && !(scope === 'service' && of === 'analytics')) continue
-    try {
-      micros += statMicros(`/proc/${p}/stat`)
-    } catch {
-      // A child that exited between the listing and the read used no more CPU.
+  for (const pid of list) {
+    for (const p of processTree(pid)) {
+      const of = scopeOf(pid, p)
+      if (of !== scope && !(scope === 'service' && of === 'analytics')) continue
+      try {
+        micros += statMicros(`/proc/${p}/stat`)
+      } catch {
+        // A child that exited between the listing and the read used no more CPU.
+      }
     }
   }
   return micros
@@ -74,7 +80,7 @@ export function cpuMicros (pid: number, scope: CpuScope = 'service'): number | u
  * microseconds per request over `served` requests, or undefined without /proc or for a run that served almost nothing
  * (a stalled baseline).
  */
-export function cpuMeter (pid: number | undefined, scope: CpuScope = 'service'): (served: number) => number | undefined {
+export function cpuMeter (pid: number | readonly number[] | undefined, scope: CpuScope = 'service'): (served: number) => number | undefined {
   const before = pid !== undefined ? cpuMicros(pid, scope) : undefined
   return (served) => {
     const after = pid !== undefined ? cpuMicros(pid, scope) : undefined

@@ -21,10 +21,11 @@ export function outcome (m: Measurement): string {
 }
 
 /**
- * Runs autocannon against a URL and reports requests/s, latency percentiles (ms) and, given the server's process id,
- * the server's CPU per request served (all its processes, children included).
+ * Runs autocannon against a URL and reports requests/s, latency percentiles (ms) and, given the server's process id
+ * (or the ids of every process it needs, such as the members of the engine it writes to), the CPU per request served
+ * of those processes, children included.
  */
-export async function measure (name: string, opts: autocannon.Options & { pipelining: number, connections: number }, serverPid?: number): Promise<Measurement> {
+export async function measure (name: string, opts: autocannon.Options & { pipelining: number, connections: number }, serverPid?: number | readonly number[]): Promise<Measurement> {
   process.stdout.write(`  ${name.padEnd(28)} -p ${String(opts.pipelining).padEnd(3)} c=${opts.connections} ${opts.duration !== undefined ? `${opts.duration}s` : `${opts.amount} requests`} ... `)
   const cpu = cpuMeter(serverPid)
   const result = await new Promise<autocannon.Result>((resolve, reject) => {

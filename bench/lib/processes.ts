@@ -61,6 +61,14 @@ export function startDurable (body?: string, writes: 1 | 4 = 1): Promise<ServerP
   return startAnswering('dist/bench/lib/uws-durable.js', body, { DURABLE_WRITES: String(writes) })
 }
 
+/**
+ * The engine prototype's front (bench/lib/uws-quorum.ts): the durable floor with its one write made to a replicated
+ * engine (nats or postgres, members at urls), answered once a quorum holds it; each bid written alone, or a turn's together.
+ */
+export function startQuorumFront (engine: 'nats' | 'postgres', urls: string[], batch: 'request' | 'turn', body?: string): Promise<ServerProcess> {
+  return startAnswering('dist/bench/lib/uws-quorum.js', body, { ENGINE: engine, ENGINE_URLS: urls.join(','), QUORUM_BATCH: batch })
+}
+
 /** A baseline server script of bench/lib (fastify-bid, uws-piscina). */
 export function startBaseline (name: string, env: Record<string, string> = {}): Promise<ServerProcess> {
   return start(`dist/bench/lib/${name}.js`, env)

@@ -1,0 +1,72 @@
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
+import { accessSync, constants } from 'node:fs'
+import { delimiter, join } from 'node:path'
+import { createServer } from 'node:net'
+
+/** A replicated engine running on this machine: its members, each a process of its own, and how to stop them. */
+export interface LocalEngine {
+  name: string
+  /** Where clients connect, one address a member. */
+  urls: string[]
+  /** Each member by the name the engine knows it by, and its process (with its children, all of the member). */
+  members (): Array<{ name: string, pid: number }>
+  stop (): Promise<void>
+}
+
+/** Where an executable is: the first of dirs that has it, then PATH; undefined when it is not installed. */
+export function findBinary (name: string, dirs: string[] = []): string | undefined {
+  for (const dir of [...dirs, ...(process.env.PATH ?? '').split(delimiter)]) {
+    try {
+      accessSync(join(dir, name), constants.X_OK)
+      return join(dir, name)
+    } catch {
+      // Not in this folder.
+    }
+  }
+  return undefined
+}
+
+/** A port nothing listens on now, on loopback. */
+export function freePort (): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+/** Starts a member process; its output is kept for the error that reports a member that would not start. */
+export function member (command: string, args: string[], options: SpawnOptions = {}): ChildProcess & { output: () => string } {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options })
+  let out = ''
+  const keep = (d: Buffer) => { out = (out + d.toString()).slice(-4000) }
+  child.stdout?.on('data', keep)
+  child.stderr?.on('data', keep)
+  return Object.assign(child, { output: () => out })
+}
+
+/** Stops processes with SIGTERM and waits for each to exit (SIGKILL after 10 s). */
+export async function stopAll (children: ChildProcess[]): Promise<void> {
+  await Promise.all(children.map((child) => new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+    child.once('exit', () => { clearTimeout(timer); resolve() })
+    child.kill('SIGTERM')
+  })))
+}
+
+/** Tries until ready answers, or throws what the last try threw after timeoutMs. */
+export async function until<T> (ready: () => Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      return await ready()
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`${what}: not ready after ${timeoutMs} ms: ${err instanceof Error ? err.message : String(err)}`)
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+  }
+}
