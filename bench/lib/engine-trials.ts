@@ -14,6 +14,9 @@ export interface Trial {
   changeP99: number
   /** Where the reader sat. */
   reader: string
+  /** CLAIMS spots, each claimed at once by one writer through each member: spots with exactly one winner, claim p99 ms. */
+  claimedOnce: number
+  claimP99: number
   /** Which member was killed (kill -9), and milliseconds from then until a write was acknowledged again. */
   lost: string
   writesBackMs: number
@@ -25,6 +28,26 @@ export interface Trial {
 
 const CHANGES = 200
 const ACKED = 1000
+const CLAIMS = 1000
+
+/**
+ * Races for each of CLAIMS spots: every claimer tries it at the same moment, and claim answers whether it won. How
+ * many spots had exactly one winner, and the p99 of a claim's time.
+ */
+async function race (claimers: Array<(spot: string) => Promise<boolean>>): Promise<{ claimedOnce: number, claimP99: number }> {
+  const times: number[] = []
+  let claimedOnce = 0
+  for (let i = 0; i < CLAIMS; i++) {
+    const wins = await Promise.all(claimers.map(async (claim) => {
+      const at = performance.now()
+      const won = await claim(`spot-${i}`)
+      times.push(performance.now() - at)
+      return won
+    }))
+    if (wins.filter(Boolean).length === 1) claimedOnce++
+  }
+  return { claimedOnce, claimP99: quantile(times, 0.99) }
+}
 
 function quantile (values: number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b)
@@ -75,6 +98,11 @@ export async function natsTrial (engine: LocalEngine): Promise<Trial> {
     const watch = await watched.watch({ key: 'revoked', include: KvWatchInclude.UpdatesOnly })
     void (async () => { for await (const e of watch) seen(Number(e.string())) })()
   })
+  // A KV create fails when the key exists: one claimer per member races for each spot.
+  const claimants = await Promise.all(engine.urls.map((url) => connect({ servers: [url], noRandomize: true })))
+  const holds = await Promise.all(claimants.map((nc) => nc.jetstream().views.kv('holds', { replicas: 3 })))
+  const claims = await race(holds.map((kv, n) => (spot: string) => kv.create(spot, new TextEncoder().encode(`node-${n}`)).then(() => true, () => false)))
+  await Promise.all(claimants.map((nc) => nc.close()))
   await reader.close()
   await writer.close()
 
@@ -93,7 +121,7 @@ export async function natsTrial (engine: LocalEngine): Promise<Trial> {
   acknowledged++
   const held = Number((await jsm.streams.info('LOSS')).state.messages)
   await nc.close()
-  return { changeP50: quantile(delays, 0.5), changeP99: quantile(delays, 0.99), reader: 'a KV watch on another member', lost: `the stream's leader (${victim.name})`, writesBackMs, acknowledged, held, note: 'the survivors elect a new stream leader themselves (RAFT)' }
+  return { changeP50: quantile(delays, 0.5), changeP99: quantile(delays, 0.99), reader: 'a KV watch on another member', ...claims, lost: `the stream's leader (${victim.name})`, writesBackMs, acknowledged, held, note: 'the survivors elect a new stream leader themselves (RAFT)' }
 }
 
 /**
@@ -117,6 +145,11 @@ export async function postgresTrial (engine: PostgresCluster): Promise<Trial> {
     await listener.query('LISTEN revoked')
   })
   await listener.end()
+  // Every write goes to the primary: one client a would-be node races there, the key's uniqueness deciding.
+  await writer.query('CREATE TABLE IF NOT EXISTS holds (spot text PRIMARY KEY, node int NOT NULL)')
+  const claimants = await Promise.all(engine.members().map(() => client(engine.primary)))
+  const claims = await race(claimants.map((c, n) => async (spot: string) => (await c.query('INSERT INTO holds VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING spot', [spot, n])).rowCount === 1))
+  await Promise.all(claimants.map((c) => c.end()))
   await writer.query('CREATE TABLE IF NOT EXISTS loss (id int PRIMARY KEY)')
   let acknowledged = 0
   for (; acknowledged < ACKED; acknowledged++) await writer.query('INSERT INTO loss VALUES ($1)', [acknowledged])
@@ -143,5 +176,78 @@ export async function postgresTrial (engine: PostgresCluster): Promise<Trial> {
   acknowledged++
   const held = Number((await promoted.query('SELECT count(*) AS n FROM loss')).rows[0].n)
   await promoted.end()
-  return { changeP50: quantile(delays, 0.5), changeP99: quantile(delays, 0.99), reader: 'LISTEN on the primary (not on a standby)', lost: 'the primary', writesBackMs, acknowledged, held, note: `${best.m.name} promoted by hand once the primary was gone; Patroni adds its leader ttl (30 s by default) before it promotes` }
+  return { changeP50: quantile(delays, 0.5), changeP99: quantile(delays, 0.99), reader: 'LISTEN on the primary (not on a standby)', ...claims, lost: 'the primary', writesBackMs, acknowledged, held, note: `${best.m.name} promoted by hand once the primary was gone; Patroni adds its leader ttl (30 s by default) before it promotes` }
+}
+
+/** What losing a member costs appends that may go to any of several partitioned streams. */
+export interface PartitionedLoss {
+  partitions: number
+  /** The longest stretch, in ms, without an acknowledged append, from the kill on. */
+  longestGapMs: number
+  /** The slowest append from its first try to its acknowledgement, in ms: what a bid's answer waited at worst. */
+  slowestMs: number
+  acknowledged: number
+  /** How many acknowledged appends the survivors hold (by id), and how many were held twice (a timed-out append that had landed, then went to another partition). */
+  held: number
+  twice: number
+}
+
+/**
+ * Appends (bids) from WORKERS concurrent writers to PARTITIONS streams of three replicas, each writer moving to the
+ * next stream when an append is not acknowledged within 250 ms; a member leading a stream is killed 3 s in and the
+ * writers go on for 9 s more. A bid belongs to no partition until the screen's owner decides on it, so any stream
+ * whose leader is alive can take it: an election stalls only the appends that were waiting on the dead leader.
+ */
+export async function natsPartitionedLoss (engine: LocalEngine): Promise<PartitionedLoss> {
+  const PARTITIONS = 6
+  const WORKERS = 16
+  const nc = await connect({ servers: engine.urls, reconnectTimeWait: 50, maxReconnectAttempts: -1 })
+  const jsm = await nc.jetstreamManager()
+  const js = nc.jetstream({ timeout: 250 })
+  const streams = Array.from({ length: PARTITIONS }, (_, p) => `BIDS_${p}`)
+  for (const [p, name] of streams.entries()) await jsm.streams.add({ name, subjects: [`bids.${p}`], num_replicas: 3 })
+  const encoder = new TextEncoder()
+  const acks: number[] = []
+  let slowestMs = 0
+  let next = 0
+  let running = true
+  const worker = async (w: number) => {
+    let p = w % PARTITIONS
+    while (running) {
+      const id = next++
+      const first = performance.now()
+      for (;;) {
+        try {
+          await js.publish(`bids.${p}`, encoder.encode(String(id)), { msgID: `bid-${id}` })
+          const at = performance.now()
+          acks.push(at)
+          slowestMs = Math.max(slowestMs, at - first)
+          break
+        } catch {
+          p = (p + 1) % PARTITIONS
+        }
+      }
+    }
+  }
+  const writers = Array.from({ length: WORKERS }, (_, w) => worker(w))
+  await new Promise((resolve) => setTimeout(resolve, 3000))
+  const leader = (await jsm.streams.info(streams[0]!)).cluster?.leader
+  const killedAt = performance.now()
+  process.kill(engine.members().find((m) => m.name === leader)!.pid, 'SIGKILL')
+  await new Promise((resolve) => setTimeout(resolve, 9000))
+  running = false
+  await Promise.all(writers)
+  const after = [killedAt, ...acks.filter((t) => t >= killedAt).sort((a, b) => a - b)]
+  let longestGapMs = 0
+  for (let i = 1; i < after.length; i++) longestGapMs = Math.max(longestGapMs, after[i]! - after[i - 1]!)
+  const seen = new Map<number, number>()
+  for (const name of streams) {
+    const { state } = await jsm.streams.info(name)
+    for (let seq = state.first_seq; seq <= state.last_seq; seq++) {
+      const id = Number(new TextDecoder().decode((await jsm.streams.getMessage(name, { seq })).data))
+      seen.set(id, (seen.get(id) ?? 0) + 1)
+    }
+  }
+  await nc.close()
+  return { partitions: PARTITIONS, longestGapMs: Math.round(longestGapMs), slowestMs: Math.round(slowestMs), acknowledged: acks.length, held: seen.size, twice: [...seen.values()].filter((n) => n > 1).length }
 }

@@ -43,7 +43,8 @@ export async function startPostgresCluster (dir: string, size = 3): Promise<Post
   const as = user ?? {}
   const ports = await Promise.all(Array.from({ length: size }, () => freePort()))
   const homes = ports.map((_, i) => join(dir, `pg-${i + 1}`))
-  for (const home of [dir, ...homes.slice(0, 1)]) {
+  // The standbys' folders are made by pg_basebackup, as the postgres user, inside dir.
+  for (const home of [dir, homes[0]!]) {
     mkdirSync(home, { recursive: true })
     if (user !== undefined) chownSync(home, user.uid, user.gid)
   }
