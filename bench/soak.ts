@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { acceptedBid } from './lib/bid-fixture.js'
 import { processTree } from './lib/cpu.js'
+import { percentile } from './lib/percentile.js'
 import { jsonClient } from './lib/fixtures.js'
 import { startBaseline } from './lib/processes.js'
 import { saveTable } from './lib/report.js'
@@ -278,7 +279,6 @@ const checks: Array<[string, boolean, string]> = [
   ['webhooks were delivered', deliveries > 0, `${deliveries}`]
 ]
 
-const percentile = (xs: number[], q: number) => { const s = [...xs].sort((a, b) => a - b); return s.length === 0 ? 0 : s[Math.min(s.length - 1, Math.floor(q * s.length))]! }
 const rows: Array<Record<string, string | number>> = [
   { route: `POST /openrtb/v2/bid (autocannon, c=${CONNECTIONS})`, requests: cannonResult.requests.total, 'req/s': Math.round(cannonResult.requests.average), 'p99 ms': cannonResult.latency.p99, '5xx': cannonResult['5xx'], errors: cannonResult.errors },
   ...[...routes].filter(([name]) => name !== 'POST /openrtb/v2/bid').map(([name, r]) => ({ route: name, requests: r.requests, 'req/s': Math.round(r.requests / SECONDS * 10) / 10, 'p99 ms': Math.round(percentile(r.latencies, 0.99)), '5xx': r.fivexx, errors: r.errors }))

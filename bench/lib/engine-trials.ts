@@ -7,6 +7,7 @@ import { connect, KvWatchInclude, type NatsConnection } from 'nats'
 import pg from 'pg'
 import type { LocalEngine } from '../../scripts/lib/engines/local.js'
 import type { PostgresCluster } from '../../scripts/lib/engines/postgres.js'
+import { percentile } from './percentile.js'
 
 export interface Trial {
   /** Milliseconds from a write's call to its sight by a reader elsewhere, over `CHANGES` changes. */
@@ -49,9 +50,9 @@ async function race (claimers: Array<(spot: string) => Promise<boolean>>): Promi
   return { claimedOnce, claimP99: quantile(times, 0.99) }
 }
 
+/** A quantile in ms, to hundredths. */
 function quantile (values: number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 100) / 100
+  return Math.round(percentile(values, q) * 100) / 100
 }
 
 /** Times each change from its write until onSeen reports it: write i, then wait for i. */
@@ -101,7 +102,7 @@ export async function natsTrial (engine: LocalEngine): Promise<Trial> {
   // A KV create fails when the key exists: one claimer per member races for each spot.
   const claimants = await Promise.all(engine.urls.map((url) => connect({ servers: [url], noRandomize: true })))
   const holds = await Promise.all(claimants.map((nc) => nc.jetstream().views.kv('holds', { replicas: 3 })))
-  const claims = await race(holds.map((kv, n) => (spot: string) => kv.create(spot, new TextEncoder().encode(`node-${n}`)).then(() => true, () => false)))
+  const claims = await race(holds.map((kv, n) => { const value = new TextEncoder().encode(`node-${n}`); return (spot: string) => kv.create(spot, value).then(() => true, () => false) }))
   await Promise.all(claimants.map((nc) => nc.close()))
   await reader.close()
   await writer.close()
@@ -241,10 +242,11 @@ export async function natsPartitionedLoss (engine: LocalEngine): Promise<Partiti
   let longestGapMs = 0
   for (let i = 1; i < after.length; i++) longestGapMs = Math.max(longestGapMs, after[i]! - after[i - 1]!)
   const seen = new Map<number, number>()
+  const decoder = new TextDecoder()
   for (const name of streams) {
     const { state } = await jsm.streams.info(name)
     for (let seq = state.first_seq; seq <= state.last_seq; seq++) {
-      const id = Number(new TextDecoder().decode((await jsm.streams.getMessage(name, { seq })).data))
+      const id = Number(decoder.decode((await jsm.streams.getMessage(name, { seq })).data))
       seen.set(id, (seen.get(id) ?? 0) + 1)
     }
   }

@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { open } from 'lmdb'
 import { environmentOptions } from '../../src/store/store.js'
 import uWS from 'uWebSockets.js'
+import { readBody } from './uws-body.js'
 
 const file = process.env.BARE_BODY_FILE
 const reply = file !== undefined ? readFileSync(file, 'utf8') : '{"success":true}'
@@ -51,12 +52,9 @@ uWS.App().get('/*', (res, req) => {
   commit(req.getUrl() + '?' + req.getQuery())
   answer(res)
 }).post('/*', (res) => {
-  const chunks: Buffer[] = []
   res.onAborted(() => {})
-  res.onData((chunk, last) => {
-    chunks.push(Buffer.from(new Uint8Array(chunk)))
-    if (!last) return
-    commit(JSON.parse(Buffer.concat(chunks).toString()))
+  readBody(res, (body) => {
+    commit(JSON.parse(body))
     answer(res)
   })
 }).listen('127.0.0.1', 0, (socket) => {

@@ -3,6 +3,7 @@
 // later tick, which uWS cannot do for pipelined requests: under -p 10 they show what oohbid avoids.
 import { Piscina } from 'piscina'
 import uWS from 'uWebSockets.js'
+import { readBody } from './uws-body.js'
 
 const pool = new Piscina({ filename: new URL('./piscina-worker.js', import.meta.url).href, minThreads: 1, maxThreads: 1 })
 const batch = process.env.PISCINA_MODE === 'batch'
@@ -19,11 +20,7 @@ function flush (): void {
 uWS.App().post('/openrtb/v2/bid', (res) => {
   let aborted = false
   res.onAborted(() => { aborted = true })
-  const chunks: Buffer[] = []
-  res.onData((chunk, last) => {
-    chunks.push(Buffer.from(new Uint8Array(chunk)))
-    if (!last) return
-    const body = Buffer.concat(chunks).toString()
+  readBody(res, (body) => {
     const done = (r: { status: number, body: string }) => {
       if (aborted) return
       res.cork(() => { res.writeStatus(r.status === 200 ? '200 OK' : '400 Bad Request').writeHeader('Content-Type', 'application/json').end(r.body) })

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs'
 import { connect, type JetStreamClient } from 'nats'
 import pg from 'pg'
 import uWS from 'uWebSockets.js'
+import { readBody } from './uws-body.js'
 
 const file = process.env.BARE_BODY_FILE
 const reply = file !== undefined ? readFileSync(file, 'utf8') : '{"success":true}'
@@ -51,13 +52,10 @@ function commitWithTurn (record: string): Promise<void> {
 const commit = process.env.QUORUM_BATCH === 'turn' ? commitWithTurn : (record: string) => write([record])
 
 uWS.App().post('/*', (res) => {
-  const chunks: Buffer[] = []
   let aborted = false
   res.onAborted(() => { aborted = true })
-  res.onData((chunk, last) => {
-    chunks.push(Buffer.from(new Uint8Array(chunk)))
-    if (!last) return
-    const doc = JSON.parse(Buffer.concat(chunks).toString()) as unknown
+  readBody(res, (body) => {
+    const doc = JSON.parse(body) as unknown
     commit(JSON.stringify({ doc, at: Date.now() })).then(() => {
       if (!aborted) res.cork(() => res.writeHeader('Content-Type', 'application/json').end(reply))
     }, (err: Error) => {

@@ -58,6 +58,20 @@ export async function stopAll (children: ChildProcess[]): Promise<void> {
   })))
 }
 
+/**
+ * Waits until a just-started engine is ready; if it never gets there, stops its members and throws with what they
+ * printed, which says why.
+ */
+export async function readyOrStopped<E extends LocalEngine> (engine: E, children: Array<{ output: () => string }>, ready: () => Promise<void>): Promise<E> {
+  try {
+    await ready()
+    return engine
+  } catch (err) {
+    await engine.stop()
+    throw new Error(`${err instanceof Error ? err.message : String(err)}\n${children.map((c) => c.output()).join('\n')}`)
+  }
+}
+
 /** Tries until ready answers, or throws what the last try threw after timeoutMs. */
 export async function until<T> (ready: () => Promise<T>, timeoutMs: number, what: string): Promise<T> {
   const deadline = Date.now() + timeoutMs

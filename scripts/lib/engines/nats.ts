@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { connect } from 'nats'
-import { findBinary, freePort, member, stopAll, until, type LocalEngine } from './local.js'
+import { findBinary, freePort, member, readyOrStopped, stopAll, until, type LocalEngine } from './local.js'
 
 /** Whether Debian's nats-server is installed. */
 export function natsInstalled (): boolean {
@@ -28,19 +28,13 @@ export async function startNatsCluster (dir: string, size = 3): Promise<LocalEng
   })
   const urls = ports.map((p) => `nats://127.0.0.1:${p.client}`)
   const engine: LocalEngine = { name: 'nats', urls, members: () => children.map((c, i) => ({ name: `n${i + 1}`, pid: c.pid! })), stop: () => stopAll(children) }
-  try {
-    // Ready once the cluster has elected its JetStream meta leader: until then stream requests fail.
-    await until(async () => {
-      const nc = await connect({ servers: urls })
-      try {
-        await (await nc.jetstreamManager()).getAccountInfo()
-      } finally {
-        await nc.close()
-      }
-    }, 30_000, 'NATS JetStream cluster')
-  } catch (err) {
-    await engine.stop()
-    throw new Error(`${err instanceof Error ? err.message : String(err)}\n${children.map((c) => c.output()).join('\n')}`)
-  }
-  return engine
+  // Ready once the cluster has elected its JetStream meta leader: until then stream requests fail.
+  return readyOrStopped(engine, children, () => until(async () => {
+    const nc = await connect({ servers: urls })
+    try {
+      await (await nc.jetstreamManager()).getAccountInfo()
+    } finally {
+      await nc.close()
+    }
+  }, 30_000, 'NATS JetStream cluster'))
 }

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process'
 import { appendFileSync, chownSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
-import { findBinary, freePort, member, stopAll, until, type LocalEngine } from './local.js'
+import { findBinary, freePort, member, readyOrStopped, stopAll, until, type LocalEngine } from './local.js'
 
 /** PostgreSQL refuses to run as root: members run as the postgres user Debian's package made, when we are root. */
 function runAs (): { uid: number, gid: number } | undefined {
@@ -24,13 +24,7 @@ function bin (name: string): string {
   return findBinary(name, SERVER_DIRS) ?? name
 }
 
-/**
- * A PostgreSQL 15 primary with size - 1 streaming standbys on loopback, committing with quorum replication: a commit
- * returns once the primary and `ANY k` standbys (a majority of all members) have it, synchronous_commit = remote_write.
- * Each member writes to the OS without fsync (fsync = off), the durability oohbid's DURABILITY=os gives and NATS
- * JetStream's file store has between its syncs: a member's crash loses nothing the OS holds, a machine's loss is
- * covered by the others. Failover (Patroni) is not part of this: it changes who is primary, not what a commit costs.
- */
+/** A local PostgreSQL cluster, with what only it has: one primary taking every write, and promotion by hand. */
 export interface PostgresCluster extends LocalEngine {
   /** The primary's address: every write goes there. */
   primary: string
@@ -38,6 +32,13 @@ export interface PostgresCluster extends LocalEngine {
   promote (member: string): void
 }
 
+/**
+ * A PostgreSQL 15 primary with size - 1 streaming standbys on loopback, committing with quorum replication: a commit
+ * returns once the primary and `ANY k` standbys (a majority of all members) have it, synchronous_commit = remote_write.
+ * Each member writes to the OS without fsync (fsync = off), the durability oohbid's DURABILITY=os gives and NATS
+ * JetStream's file store has between its syncs: a member's crash loses nothing the OS holds, a machine's loss is
+ * covered by the others. Failover (Patroni) is not part of this: it changes who is primary, not what a commit costs.
+ */
 export async function startPostgresCluster (dir: string, size = 3): Promise<PostgresCluster> {
   const user = runAs()
   const as = user ?? {}
@@ -65,7 +66,7 @@ export async function startPostgresCluster (dir: string, size = 3): Promise<Post
     stop: () => stopAll(children),
     promote: (name) => { execFileSync(bin('pg_ctl'), ['promote', '-w', '-D', homes[names.indexOf(name) + 1]!], { ...as, stdio: 'ignore' }) }
   }
-  try {
+  return readyOrStopped(engine, children, async () => {
     const sql = async (text: string) => {
       const client = new pg.Client({ connectionString: engine.primary })
       await client.connect()
@@ -86,9 +87,5 @@ export async function startPostgresCluster (dir: string, size = 3): Promise<Post
       const rows = await sql("SELECT count(*)::int AS n FROM pg_stat_replication WHERE sync_state = 'quorum' AND state = 'streaming'")
       if (rows[0].n !== size - 1) throw new Error(`${rows[0].n} of ${size - 1} standbys streaming`)
     }, 60_000, 'PostgreSQL standbys')
-  } catch (err) {
-    await engine.stop()
-    throw new Error(`${err instanceof Error ? err.message : String(err)}\n${children.map((c) => c.output()).join('\n')}`)
-  }
-  return engine
+  })
 }
