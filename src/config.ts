@@ -85,6 +85,26 @@ export interface Config {
    * at least one (docs/architecture.md, "Hot threads": on 2 cores one thread serves more bids per CPU than two).
    */
   hotThreads: number
+  /**
+   * CLUSTER_NATS_URLS: comma-separated NATS JetStream servers of the engine this node joins with others
+   * (docs/architecture.md, "Beyond one machine"); unset means one embedded node, as always. A node needs
+   * CLUSTER_NODE_ID, and the same ADMIN_TOKEN and KEY_ENCRYPTION_KEY as every other node.
+   */
+  cluster: ClusterConfig | undefined
+}
+
+/** A node's place in a cluster (CLUSTER_*). */
+export interface ClusterConfig {
+  natsUrls: string[]
+  /** CLUSTER_NODE_ID: this node's name, unique in the cluster (letters, digits, - and _). */
+  nodeId: string
+  /** CLUSTER_REPLICAS: how many engine members hold each replicated bucket and stream (default 3; a write needs a majority). */
+  replicas: number
+  /**
+   * CLUSTER_ACK_TIMEOUT_MS: how long a write to replicated state waits for the engine's quorum before it answers 503
+   * (the write stands on this node and ships when the engine is back; a retry with its Idempotency-Key replays it).
+   */
+  ackTimeoutMs: number
 }
 
 /** The configuration once the server is bound: BASE_URL is always known. */
@@ -129,6 +149,17 @@ function identifier (env: Env, name: string, fallback: string): string {
 function str (env: Env, name: string): string | undefined {
   const raw = env[name]
   return raw === undefined || raw.trim() === '' ? undefined : raw.trim()
+}
+
+function clusterOf (env: Env): ClusterConfig | undefined {
+  const urls = (str(env, 'CLUSTER_NATS_URLS') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '')
+  if (urls.length === 0) return undefined
+  for (const url of urls) if (!/^(nats|tls):\/\/[^/\s]+$/.test(url)) throw new Error(`CLUSTER_NATS_URLS must list nats://host:port servers, got "${url}"`)
+  const nodeId = str(env, 'CLUSTER_NODE_ID')
+  if (nodeId === undefined || !/^[A-Za-z0-9_-]{1,64}$/.test(nodeId)) throw new Error('CLUSTER_NATS_URLS needs CLUSTER_NODE_ID: a name unique in the cluster (letters, digits, - and _)')
+  // Generated ones would differ per node: a key sealed on one could not be opened on another, nor the operator sign in.
+  for (const name of ['ADMIN_TOKEN', 'KEY_ENCRYPTION_KEY']) if (str(env, name) === undefined) throw new Error(`CLUSTER_NATS_URLS needs ${name}, the same on every node`)
+  return { natsUrls: urls, nodeId, replicas: int(env, 'CLUSTER_REPLICAS', 3, 1, 5), ackTimeoutMs: int(env, 'CLUSTER_ACK_TIMEOUT_MS', 5000, 100, 60_000) }
 }
 
 /** Reads the configuration from an environment (process.env by default); throws on a malformed value. */
@@ -187,6 +218,7 @@ export function loadConfig (env: Env = process.env): Config {
     syncIntervalMs: int(env, 'SYNC_INTERVAL_MS', 1000, 10, 60_000),
     reservationHoldSeconds: int(env, 'RESERVATION_HOLD_SECONDS', 900, 10, 86_400),
     logLevel: level as Config['logLevel'],
-    hotThreads: int(env, 'HOT_THREADS', Math.max(1, availableParallelism() - 1), 1, 256)
+    hotThreads: int(env, 'HOT_THREADS', Math.max(1, availableParallelism() - 1), 1, 256),
+    cluster: clusterOf(env)
   }
 }

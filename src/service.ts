@@ -32,6 +32,9 @@ import type { RouteDef } from './http/route.js'
 import { claimPort } from './http/server.js'
 import { broadcast } from './hot/broadcast.js'
 import { Supervisor } from './control/supervisor.js'
+import { joinCluster, type ClusterNode } from './cluster/node.js'
+import { ShippedChanges } from './cluster/shipped.js'
+import { StartRefused } from './start-refused.js'
 import { createLogger, type Logger } from './log.js'
 import { Outbox } from './store/outbox.js'
 import { lockDataDir } from './store/data-dir-lock.js'
@@ -68,6 +71,8 @@ export interface Service {
   threads: Supervisor
   /** The screens being decided, in memory every thread shares (tests hold one as a hot thread would). */
   claims: ScreenClaims
+  /** This node's part in a cluster (CLUSTER_NATS_URLS); undefined on one embedded node. */
+  cluster: ClusterNode | undefined
   /**
    * Runs the periodic jobs now (freshness expiry, offline detection in every hot thread; campaign moves and expiries
    * here); they also run every second on their own.
@@ -98,7 +103,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     await lock.release()
     throw err
   }
-  const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs })
+  const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs }, undefined, { replicate: given.cluster !== undefined })
   const admin = resolveAdminToken(given.adminToken, given.dataDir)
   if (admin.generatedAt !== undefined) log.info('operator token', { path: admin.generatedAt })
   const url = `http://${given.host === '0.0.0.0' ? '127.0.0.1' : given.host}:${port}`
@@ -152,10 +157,19 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const dashboard = async (): Promise<Dashboard> => dashboardOf([metrics.snapshot(clock.now(), false), ...await threads.call<MetricsSnapshot>('snapshot', false)], {
     now: clock.now(), started, store, moderationQueue: moderator.queued, noticesPending: notices.size(), outboxPending: outbox.size(), funnel, connected: analytics.backend !== undefined
   })
+  const replicated = new ShippedChanges()
+  let cluster: ClusterNode | undefined
   const threads: Supervisor = new Supervisor({
     config,
-    shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer, claims: { buffer: claims.buffer, counters: claims.counters } }
+    shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer, claims: { buffer: claims.buffer, counters: claims.counters }, shipped: replicated.buffer }
   }, {
+    replicate: () => cluster?.kick(),
+    claim: async (name: string, owner: string) => {
+      if (cluster === undefined) throw new Error('not a cluster node')
+      return await cluster.claim(name, owner)
+    },
+    release: (name: string) => cluster?.release(name),
+    caughtUp: async () => { await cluster?.caughtUp() },
     log: (line: string) => log.write(line),
     moderate: (id: string) => moderator.schedule(id),
     outbox: () => webhooks.kick(),
@@ -183,9 +197,16 @@ export async function startService ({ config: given, clock = systemClock, log = 
   // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.
   const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, journal: openHotJournal(intake, config.dataDir, config.durability, 'supervisor'), claims, analytics, reports, metrics, scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}) })
   try {
+    // A cluster node serves only once it holds what the cluster acknowledged while it was away.
+    if (config.cluster !== undefined) {
+      cluster = await joinCluster({ cluster: config.cluster, store, shipped: replicated, log, onShipped: () => threads.notify('shipped') }).catch((err: unknown) => {
+        throw new StartRefused(err instanceof Error ? err.message : String(err))
+      })
+    }
     await threads.start(config.hotThreads)
   } catch (err) {
     await threads.close().catch(() => 0)
+    await cluster?.close().catch(() => {})
     await store.close()
     await lock.release()
     throw err
@@ -250,6 +271,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     reports: { settled: async () => { await threads.call('settled'); await flushed() } },
     threads,
     claims,
+    cluster,
     close () {
       closing ??= (async () => {
         const abandoned = await threads.close()
@@ -258,6 +280,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
         webhooks.close()
         await sender.close()
         await analytics.close()
+        await cluster?.close()
         await store.close()
         await lock.release()
         log.info('stopped', { in_flight_abandoned: abandoned })

@@ -29,6 +29,19 @@ t.test('the test escape hatches are off by default and refused in production, wh
   await t.rejects(startProcess(dir, { NODE_ENV: 'production', ALLOW_PRIVATE_CALLBACK_URLS: '1' }), /exited with 1/, 'the process exits instead of serving')
 })
 
+t.test('cluster mode needs a node id and the secrets every node shares; without CLUSTER_NATS_URLS a node is one embedded service', async (t) => {
+  t.equal(loadConfig({}).cluster, undefined, 'no cluster configuration: npm start as always')
+  const shared = { ADMIN_TOKEN: 'same-everywhere', KEY_ENCRYPTION_KEY: '00'.repeat(32) }
+  t.same(loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://10.0.0.1:4222, nats://10.0.0.2:4222', CLUSTER_NODE_ID: 'edge-1' }).cluster, { natsUrls: ['nats://10.0.0.1:4222', 'nats://10.0.0.2:4222'], nodeId: 'edge-1', replicas: 3, ackTimeoutMs: 5000 })
+  t.match(loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a', CLUSTER_REPLICAS: '5', CLUSTER_ACK_TIMEOUT_MS: '250' }).cluster, { replicas: 5, ackTimeoutMs: 250 })
+  t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222' }), /needs CLUSTER_NODE_ID/)
+  t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'has space' }), /CLUSTER_NODE_ID/)
+  t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'http://n:4222', CLUSTER_NODE_ID: 'a' }), /CLUSTER_NATS_URLS must list nats:\/\/host:port servers/)
+  t.throws(() => loadConfig({ KEY_ENCRYPTION_KEY: shared.KEY_ENCRYPTION_KEY, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a' }), /needs ADMIN_TOKEN, the same on every node/)
+  t.throws(() => loadConfig({ ADMIN_TOKEN: 'x', CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a' }), /needs KEY_ENCRYPTION_KEY/)
+  t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a', CLUSTER_REPLICAS: '7' }), /CLUSTER_REPLICAS must be an integer from 1 to 5/)
+})
+
 t.test('production publishes a real operator domain in sellers.json and app-ads.txt, never localhost', async (t) => {
   t.throws(() => loadConfig({ NODE_ENV: 'production' }), /NODE_ENV=production needs OPERATOR_DOMAIN or BASE_URL/)
   t.match(loadConfig({ NODE_ENV: 'production', BASE_URL: 'https://ads.example.com' }).operator, { domain: 'ads.example.com' })

@@ -171,3 +171,17 @@ t.test('an internal error is internal_error with the request id and no stack tra
   t.match(logged, { level: 'error', route: 'GET /openrtb/v2/keys', error: /TypeError/ }, 'the log has the stack under the request id')
   t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
 })
+
+t.test('a header sent twice is read as one list: a proxy\'s added X-Forwarded-For line keeps the client\'s address', async (t) => {
+  const svc = await startTestService(t)
+  // Onboarding allows 5 an hour per client address. Behind a proxy that appends its own line (HAProxy's
+  // option forwardfor), each request names its client first and the proxy's peer (trusted, 127.0.0.1) second.
+  const onboard = (client: string, seat: string) => {
+    const body = JSON.stringify({ company_name: `${seat} Media`, seat_id: seat, contact_email: `buyer@${seat}.example` })
+    return rawExchange(svc.port, `POST /openrtb/v2/onboard HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nX-Forwarded-For: ${client}\r\nX-Forwarded-For: 127.0.0.1\r\nConnection: close\r\n\r\n${body}`).then((out) => parseResponses(out)[0]!.status)
+  }
+  const first: number[] = []
+  for (let i = 0; i < 6; i++) first.push(await onboard('203.0.113.9', `twoline${i}`))
+  t.same(first, [201, 201, 201, 201, 201, 429], 'one client\'s limit, counted on its own address')
+  t.equal(await onboard('203.0.113.10', 'twoline-other'), 201, 'another client behind the same proxy is not limited by it')
+})

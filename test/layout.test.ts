@@ -26,7 +26,7 @@ for (const file of files) {
 }
 
 const FOUNDATION = /^src\/(clock|errors|log|next-turn|start-refused|config|version)\.ts$|^src\/generated\//
-const INFRASTRUCTURE = /^src\/(store|http|net|auth)\//
+const INFRASTRUCTURE = /^src\/(store|http|net|auth|cluster)\//
 const RECORDS = /\/records\.ts$/
 const ROUTES = /^src\/[a-z-]+\/routes\/|^src\/admin\//
 const TOP = /^src\/(main|service|routes|deps)\.ts$|^src\/(hot|control)\//
@@ -49,7 +49,7 @@ t.test('every import points down the layers', async (t) => {
       if (!allowed) upward.push(`${file} (${layer(file)}) -> ${target} (${layer(target)})`)
     }
   }
-  t.same(upward, [], 'foundation < records < infrastructure (store, http, net, auth) < domains < routes < the service')
+  t.same(upward, [], 'foundation < records < infrastructure (store, http, net, auth, cluster) < domains < routes < the service')
   t.ok(files.length > 100 && [...imports.values()].flat().length > 500, `${files.length} files read`)
 })
 

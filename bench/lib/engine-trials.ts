@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks'
 import { connect, KvWatchInclude, type NatsConnection } from 'nats'
 import pg from 'pg'
-import type { LocalEngine } from '../../scripts/lib/engines/local.js'
+import type { NatsEngine } from '../../scripts/lib/engines/nats.js'
 import type { PostgresCluster } from '../../scripts/lib/engines/postgres.js'
 import { percentile } from './percentile.js'
 
@@ -89,7 +89,7 @@ async function untilWritten (write: () => Promise<unknown>): Promise<number> {
  * leader of a three-replica stream killed after ACKED acknowledged publishes, and publishing retried until the
  * survivors elect a new leader.
  */
-export async function natsTrial (engine: LocalEngine): Promise<Trial> {
+export async function natsTrial (engine: NatsEngine): Promise<Trial> {
   const writer = await connect({ servers: [engine.urls[0]!], noRandomize: true })
   const reader = await connect({ servers: [engine.urls[1]!], noRandomize: true })
   const open = (nc: NatsConnection) => nc.jetstream().views.kv('keys', { replicas: 3 })
@@ -114,8 +114,7 @@ export async function natsTrial (engine: LocalEngine): Promise<Trial> {
   const encoder = new TextEncoder()
   let acknowledged = 0
   for (; acknowledged < ACKED; acknowledged++) await js.publish('loss.bid', encoder.encode(String(acknowledged)), { msgID: `bid-${acknowledged}` })
-  const leader = (await jsm.streams.info('LOSS')).cluster?.leader
-  const victim = engine.members().find((m) => m.name === leader)!
+  const victim = await engine.leaderOf('LOSS')
   process.kill(victim.pid, 'SIGKILL')
   // The message id makes a retried publish that did land once count once (JetStream's duplicate window).
   const writesBackMs = await untilWritten(() => js.publish('loss.bid', encoder.encode(String(acknowledged)), { msgID: `bid-${acknowledged}` }))
@@ -199,7 +198,7 @@ export interface PartitionedLoss {
  * writers go on for 9 s more. A bid belongs to no partition until the screen's owner decides on it, so any stream
  * whose leader is alive can take it: an election stalls only the appends that were waiting on the dead leader.
  */
-export async function natsPartitionedLoss (engine: LocalEngine): Promise<PartitionedLoss> {
+export async function natsPartitionedLoss (engine: NatsEngine): Promise<PartitionedLoss> {
   const PARTITIONS = 6
   const WORKERS = 16
   const nc = await connect({ servers: engine.urls, reconnectTimeWait: 50, maxReconnectAttempts: -1 })
@@ -232,9 +231,9 @@ export async function natsPartitionedLoss (engine: LocalEngine): Promise<Partiti
   }
   const writers = Array.from({ length: WORKERS }, (_, w) => worker(w))
   await new Promise((resolve) => setTimeout(resolve, 3000))
-  const leader = (await jsm.streams.info(streams[0]!)).cluster?.leader
+  const leader = await engine.leaderOf(streams[0]!)
   const killedAt = performance.now()
-  process.kill(engine.members().find((m) => m.name === leader)!.pid, 'SIGKILL')
+  process.kill(leader.pid, 'SIGKILL')
   await new Promise((resolve) => setTimeout(resolve, 9000))
   running = false
   await Promise.all(writers)

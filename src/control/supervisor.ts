@@ -17,6 +17,8 @@ export interface HotShared {
   funnel: SharedArrayBuffer
   /** ScreenClaims: the screens being decided, the release count waiting threads sleep on, intakes being applied. */
   claims: { buffer: SharedArrayBuffer, counters: SharedArrayBuffer }
+  /** ShippedChanges: how far a cluster node's changes are held by the engine. */
+  shipped: SharedArrayBuffer
 }
 
 /** What a hot thread starts from (workerData). */

@@ -25,6 +25,8 @@ import { openStore } from '../store/store.js'
 import { DeliveryLog } from '../webhooks/delivery-log.js'
 import { broadcast } from './broadcast.js'
 import { Rpc, type Port } from './rpc.js'
+import { ShippedChanges } from '../cluster/shipped.js'
+import { nodeLinkThrough } from '../cluster/node-link.js'
 import type { HotThreadData } from '../control/supervisor.js'
 
 /**
@@ -50,6 +52,7 @@ const rpc = new Rpc(port, {
   broadcast: (channel: string, key: string, value: unknown) => shared.deliver(channel, key, value),
   snapshot: (reset?: boolean) => metrics.snapshot(clock.now(), reset),
   runJobs: () => inventory.runJobs(),
+  shipped: () => shipped.woken(),
   settled: () => reports.settled(),
   // Everything this thread acknowledged before the call is applied to LMDB when it answers.
   flushed: () => { journal.flush(); return true },
@@ -63,7 +66,10 @@ const rpc = new Rpc(port, {
 }, () => store.refresh())
 const log = createLogger(config.logLevel, (line) => rpc.notify('log', line))
 const clock = clockOf(memory.clock)
-const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 }, memory.generations)
+const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 }, memory.generations, { replicate: config.cluster !== undefined })
+// A cluster node's supervisor ships what this thread's commits recorded for the other nodes.
+store.changes?.onCommitted(onNextTurn(() => rpc.notify('replicate')))
+const shipped = new ShippedChanges(memory.shipped)
 const metrics = new Metrics(thread, store.held)
 const outbox = new Outbox(store, clock)
 outbox.onAppend(onNextTurn(() => rpc.notify('outbox')))
@@ -128,7 +134,7 @@ function stop (): never {
 }
 process.on('uncaughtException', die)
 process.on('unhandledRejection', die)
-server.mount(routes, { config, clock, log, store, auth, metrics, lifecycle, limiter: new RateLimiter(clock, memory.limits), idempotency: new Idempotency(store, clock, memory.inFlight) })
+server.mount(routes, { config, clock, log, store, auth, metrics, lifecycle, limiter: new RateLimiter(clock, memory.limits), idempotency: new Idempotency(store, clock, memory.inFlight), ...(config.cluster !== undefined ? { cluster: nodeLinkThrough(shipped, (op, ...args) => rpc.call(op, ...args), (op, ...args) => rpc.notify(op, ...args)) } : {}) })
 // Screens' freshness and heartbeat deadlines armed by this thread's requests come due here.
 const jobs = setInterval(() => inventory.runJobs(), 1000)
 rpc.notify('listening', server.port)

@@ -6,6 +6,7 @@ import type { Clock } from '../clock.js'
 import type { ResolvedConfig } from '../config.js'
 import { ApiError } from '../errors.js'
 import type { Logger } from '../log.js'
+import type { NodeLink } from '../cluster/node-link.js'
 import type { Store } from '../store/store.js'
 import { flatError, nestedError, statusLine } from './envelope.js'
 import { checkQueryLengths, decodePathParams } from './url-params.js'
@@ -26,6 +27,8 @@ export interface HttpDeps {
   metrics: Metrics
   idempotency: Idempotency
   lifecycle: Lifecycle
+  /** On a cluster node: what its requests need of the cluster (src/cluster/node-link.ts). */
+  cluster?: NodeLink
 }
 
 /** In-flight accounting for graceful shutdown. */
@@ -103,6 +106,8 @@ export class RequestCycle {
   #claim: string | undefined
   #chunks: Buffer[] = []
   #size = 0
+  /** Whether this request already waited for its node to catch up with the cluster (a key refused once). */
+  #caughtUp = false
   readonly #paramNames: readonly string[]
   readonly #rawParams: string[] = []
   /** A HEAD request: run as the GET it mirrors, answered with its status and headers only. */
@@ -114,7 +119,9 @@ export class RequestCycle {
     this.#deps = deps
     this.#series = series
     const headers: Record<string, string> = {}
-    req.forEach((k, v) => { headers[k] = v })
+    // A header sent more than once is one list, joined with commas (RFC 9110, 5.3): a proxy such as HAProxy adds its
+    // own X-Forwarded-For line after the client's, and keeping only the last would drop the client's address.
+    req.forEach((k, v) => { headers[k] = headers[k] === undefined ? v : `${headers[k]}, ${v}` })
     // Copied raw now (uWS frees req when this callback returns), decoded inside run() where a bad escape is a 400.
     for (let i = 0; i < paramNames.length; i++) this.#rawParams.push(req.getParameter(i) ?? '')
     this.#paramNames = paramNames
@@ -156,10 +163,48 @@ export class RequestCycle {
     try {
       this.#admit()
       if (this.#route.body === undefined && this.#route.rawBody !== true) return this.#complete(undefined)
-      this.#expectBody()
+      this.#readBody((raw) => this.#complete(raw))
     } catch (err) {
+      if (this.#refusedKey(err)) return this.#afterCatchUp()
       this.#fail(err, false)
     }
+  }
+
+  /**
+   * Whether a key this cluster node did not accept may be one another node has just acknowledged: a write is
+   * acknowledged once the engine holds it, and reaches the other nodes milliseconds later.
+   */
+  #refusedKey (err: unknown): boolean {
+    const headers = this.#ctx.headers
+    return this.#deps.cluster !== undefined && !this.#caughtUp && this.#route.auth !== 'admin' &&
+      err instanceof ApiError && err.code === 'authentication_required' && (headers.authorization !== undefined || headers['x-api-key'] !== undefined)
+  }
+
+  /**
+   * Answers a refused key only once this node has applied everything the cluster had acknowledged when the request
+   * came (about a millisecond when it already has), then admits the request again: a key minted or a seat onboarded
+   * through one node works through every other as soon as the answer arrives. The body is read meanwhile.
+   */
+  #afterCatchUp (): void {
+    this.#caughtUp = true
+    let raw: Buffer | undefined | null = this.#route.body === undefined && this.#route.rawBody !== true ? undefined : null
+    let synced = false
+    const go = (): void => {
+      if (!synced || raw === null || this.#aborted || this.#done) return
+      try {
+        this.#admit()
+        this.#complete(raw)
+      } catch (err) {
+        this.#fail(err, false)
+      }
+    }
+    try {
+      // A copy: uWS frees the last chunk's memory when its callback returns, and this body waits past it.
+      if (raw === null) this.#readBody((body) => { raw = Buffer.from(body); go() })
+    } catch (err) {
+      return this.#fail(err, false)
+    }
+    this.#deps.cluster!.caughtUp().catch(() => {}).finally(() => { synced = true; go() })
   }
 
   /** Everything decided from the headers alone: draining, auth, rate limit, scope, dry run, Idempotency-Key. */
@@ -180,8 +225,9 @@ export class RequestCycle {
     try {
       principal = auth.authenticate(route, ctx.headers)
     } catch (err) {
-      // Failed authentication (API key or operator token) counts against the client address, which slows guessing.
-      if (err instanceof ApiError && err.status === 401) this.#take('unauthenticated', `ip:${ctx.ip}`, undefined)
+      // Failed authentication (API key or operator token) counts against the client address, which slows guessing;
+      // once a request, though a cluster node admits it twice (#afterCatchUp).
+      if (err instanceof ApiError && err.status === 401 && !this.#caughtUp) this.#take('unauthenticated', `ip:${ctx.ip}`, undefined)
       throw err
     }
     ctx.principal = principal
@@ -221,12 +267,13 @@ export class RequestCycle {
     throw new ApiError('rate_limited', `Rate limit of ${limit} requests per ${windowMs / 1000} s exceeded for ${group}; retry in ${decision.resetSeconds} s.`, extras, { 'Retry-After': String(decision.resetSeconds) })
   }
 
-  #expectBody (): void {
+  /** Checks the body's headers, then reads it and hands it to then (inside the callback that delivered its last byte). */
+  #readBody (then: (raw: Buffer) => void): void {
     const headers = this.#ctx.headers
     const max = this.#route.maxBodyBytes ?? this.#deps.config.maxBodyBytes
     const declared = headers['content-length'] === undefined ? undefined : Number(headers['content-length'])
     const chunked = /chunked/i.test(headers['transfer-encoding'] ?? '')
-    if ((declared === undefined || declared === 0) && !chunked) return this.#complete(Buffer.alloc(0))
+    if ((declared === undefined || declared === 0) && !chunked) return then(Buffer.alloc(0))
     if (this.#route.rawBody !== true && !isJson(headers['content-type'])) throw new ApiError('unsupported_media_type', 'Send the body as Content-Type: application/json.')
     if (declared !== undefined && declared > max) throw new ApiError('payload_too_large', `The body is ${declared} bytes; this route accepts at most ${max}.`)
     this.#res.onData((chunk, isLast) => {
@@ -237,10 +284,10 @@ export class RequestCycle {
         if (isLast && this.#chunks.length === 0) {
           // uWS owns the chunk's memory only until this callback returns; the handler runs before that, but a raw
           // body may be kept by the handler, so it gets a copy.
-          return this.#complete(this.#route.rawBody === true ? Buffer.from(new Uint8Array(chunk)) : Buffer.from(chunk))
+          return then(this.#route.rawBody === true ? Buffer.from(new Uint8Array(chunk)) : Buffer.from(chunk))
         }
         this.#chunks.push(Buffer.from(new Uint8Array(chunk)))
-        if (isLast) this.#complete(Buffer.concat(this.#chunks))
+        if (isLast) then(Buffer.concat(this.#chunks))
       } catch (err) {
         this.#fail(err, true)
       }
@@ -276,14 +323,57 @@ export class RequestCycle {
       const fingerprint = this.#claim !== undefined ? Idempotency.fingerprint(ctx.method, ctx.path, ctx.query.toString(), raw?.toString('utf8') ?? '') : ''
       if (this.#claim !== undefined) {
         const stored = this.#deps.idempotency.replay(this.#claim, fingerprint)
-        if (stored !== undefined) return this.#send(stored.status, stored.headers['content-type'] ?? 'application/json', stored.body, { ...stored.headers, 'Idempotent-Replayed': 'true' })
+        if (stored !== undefined) {
+          const replay = () => this.#send(stored.status, stored.headers['content-type'] ?? 'application/json', stored.body, { ...stored.headers, 'Idempotent-Replayed': 'true' })
+          // The first answer may have been a 503 whose write has not shipped yet: the replay waits for all this node recorded.
+          const recorded = this.#deps.store.changes?.recorded ?? 0
+          return recorded > 0 ? this.#replicated(recorded, replay) : replay()
+        }
       }
-      const result = this.#execute(fingerprint)
-      if (result.kind === 'held') return this.#hold(result.answer, fingerprint)
-      this.#reply(result)
+      const unique = this.#deps.cluster !== undefined && !ctx.dryRun ? route.unique?.(ctx) : undefined
+      if (unique !== undefined) {
+        // The claim is the caller's request: the same request retried by the same caller (its first claim landed
+        // though its answer was lost) finds the name held by itself.
+        const owner = `${ctx.principal !== undefined ? `key:${ctx.principal.key.key_id}` : `ip:${ctx.ip}`} ${Idempotency.fingerprint(ctx.method, ctx.path, ctx.query.toString(), raw?.toString('utf8') ?? '')}`
+        return this.#claimed(unique, owner, fingerprint)
+      }
+      this.#answer(this.#execute(fingerprint), fingerprint)
     } catch (err) {
       this.#fail(err, false)
     }
+  }
+
+  /** Replies, holds, or waits for the engine to hold what the handler's transaction changed (a cluster node). */
+  #answer (result: Result, fingerprint: string): void {
+    if (result.kind === 'held') return this.#hold(result.answer, fingerprint)
+    const seq = this.#deps.store.changes?.takeCommitted() ?? 0
+    if (seq > 0) return this.#replicated(seq, () => this.#reply(result))
+    this.#reply(result)
+  }
+
+  /**
+   * Claims the route's unique name across the cluster, then runs the handler; a name another request holds answers
+   * the route's conflict. A won name is given back when the handler's write does not commit.
+   */
+  #claimed (unique: { name: string, taken: () => ApiError }, owner: string, fingerprint: string): void {
+    const names = this.#deps.cluster!.names
+    names.claim(unique.name, owner).then((won) => {
+      if (this.#aborted) {
+        if (won) names.release(unique.name)
+        return
+      }
+      // Rows other nodes committed while the claim was on its way.
+      this.#deps.store.refresh()
+      if (!won) throw unique.taken()
+      let result: Result
+      try {
+        result = this.#execute(fingerprint)
+      } catch (err) {
+        names.release(unique.name)
+        throw err
+      }
+      this.#answer(result, fingerprint)
+    }).catch((err: unknown) => { this.#fail(err, false) })
   }
 
   /**
@@ -303,6 +393,22 @@ export class RequestCycle {
       const claim = this.#claim
       if (claim !== undefined && !ctx.dryRun) this.#deps.store.write(() => this.#save(claim, fingerprint, result))
       this.#reply(result)
+    }).catch((err: unknown) => { this.#fail(err, false) })
+  }
+
+  /**
+   * On a cluster node, answers a write to replicated state once the engine's quorum holds it (src/cluster), so no
+   * node's loss can take an acknowledged key, seat or partner with it. These writes are rare and their clients do
+   * not pipeline. Past CLUSTER_ACK_TIMEOUT_MS the answer is 503: the write stands here and ships when the engine is
+   * back, and a retry with the same Idempotency-Key replays its outcome.
+   */
+  #replicated (seq: number, answer: () => void): void {
+    const cluster = this.#deps.cluster
+    const timeoutMs = this.#deps.config.cluster?.ackTimeoutMs
+    if (cluster === undefined || timeoutMs === undefined) return answer()
+    cluster.shipped.wait(seq, timeoutMs).then((held) => {
+      if (held) return answer()
+      this.#fail(new ApiError('service_unavailable', 'The change is saved on this node, but the cluster has not confirmed it yet; retry with the same Idempotency-Key for its outcome.', { retry_after_seconds: 1 }, { 'Retry-After': '1' }), false)
     }).catch((err: unknown) => { this.#fail(err, false) })
   }
 

@@ -1,3 +1,4 @@
+import type { ApiError } from '../errors.js'
 import type { ErrorCode, RateGroup, Scope } from '../generated/types.js'
 import type { SchemaTitle } from '../generated/schemas.js'
 import type { SeatRecord } from '../accounts/records.js'
@@ -162,6 +163,14 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * stored answer must commit with its writes, and a dry run's writes roll back.
    */
   journaled?: boolean
+  /**
+   * A name the route's write makes unique (a seat_id, a partner slug) and the error a taken name answers. On a cluster
+   * node the request first claims the name in the engine, one winner however many nodes try at once, and only the
+   * winner runs the handler: the handler's own check sees only the rows that have reached this node. On one node the
+   * handler's check under LMDB's writer lock is the claim. The claim is awaited, so on a cluster node such a route
+   * does not support HTTP pipelining.
+   */
+  unique?: (ctx: Ctx<B, Q>) => { name: string, taken: () => ApiError }
   handler: Handler<B, Q>
 }
 

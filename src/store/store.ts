@@ -2,6 +2,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type Database, type Key, type RootDatabase, type RootDatabaseOptions } from 'lmdb'
 import { CachedTable, type CacheScope } from './read-cache.js'
+import { ChangeLog, type Change } from './changes.js'
 import type { FunnelEvent, ProofRecord } from '../generated/types.js'
 import type { ChainHead, ProofDay } from '../proof/records.js'
 import type { SeatRecord } from '../accounts/records.js'
@@ -155,9 +156,24 @@ export interface Store {
    * request, and each message from another thread, starts with this (about a microsecond).
    */
   refresh (): void
+  /**
+   * The writes this node made to the replicated tables, waiting to be shipped to the cluster's engine (src/cluster);
+   * undefined on a single node, which records nothing.
+   */
+  readonly changes: ChangeLog | undefined
+  /** A replicated table by its LMDB name, as the routes write it (a cached table moves its generation): for the engine's changes. */
+  replicated (name: string): Pick<Database<unknown, Key>, 'putSync' | 'removeSync'> | undefined
   /** Waits for the last commit to reach the disk, then closes the environment. */
   close (): Promise<void>
 }
+
+/**
+ * The tables every node of a cluster holds whole, by LMDB name (docs/architecture.md, "Beyond one machine"): read on
+ * every request, written rarely, and a change must reach every node within a second. Accounts and keys first, and
+ * the stored outcomes of Idempotency-Keys, so that a retry through the load balancer replays wherever it lands; the
+ * rest of that list (screens, creatives, campaigns, deals, settings, FEIN) follows as the cluster grows.
+ */
+export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'partners', 'partner_slugs', 'idempotency'] as const
 
 /**
  * The tables opened through CachedTable (seats, keys, partners, screens, embeds, fein, players, rows, creatives,
@@ -200,7 +216,7 @@ export function environmentOptions (durability: Durability): RootDatabaseOptions
 }
 
 /** Opens (creating if needed) the environment under dataDir. */
-export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, generations = new SharedArrayBuffer(CACHED_TABLES * 4)): Store {
+export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, generations = new SharedArrayBuffer(CACHED_TABLES * 4), options: { replicate?: boolean } = {}): Store {
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, 'oohbid.lmdb')
   const root = open({ path, ...environmentOptions(durability) })
@@ -209,8 +225,11 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   const sync = () => { if (fd !== undefined) fsyncSync(fd) }
   const timer = fd !== undefined && durability.syncIntervalMs > 0 ? setInterval(sync, durability.syncIntervalMs) : undefined
   timer?.unref()
-  const db = <V, K extends string | number = string>(name: string, keyEncoding?: 'uint32' | 'ordered-binary') =>
-    root.openDB<V, K>(name, keyEncoding ? { keyEncoding } : {})
+  let changes: ChangeLog | undefined
+  const db = <V, K extends string | number = string>(name: string, keyEncoding?: 'uint32' | 'ordered-binary') => {
+    const table = root.openDB<V, K>(name, keyEncoding ? { keyEncoding } : {})
+    return changes !== undefined && (REPLICATED_TABLES as readonly string[]).includes(name) ? changes.capture(name, table) : table
+  }
   // Read on every adslots row or bid: decoded values stay in memory (a page of 200 rows costs ~20 us instead of
   // ~220 us, bench/adslots), dropped by writes so that rollbacks cannot leave them wrong.
   const counters = new Int32Array(generations)
@@ -312,7 +331,9 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     if (depth === 0) fn()
     else ending.push(fn)
   }
-  return {
+  const meta = db<unknown>('meta')
+  if (options.replicate === true) changes = new ChangeLog(root.openDB<Change[], number>('cluster_changes', { keyEncoding: 'ordered-binary' }), meta, { get inTransaction () { return depth > 0 }, write, beforeCommit, afterCommit, afterEnd })
+  const store: Store = {
     root,
     seats: cached('seats'),
     keys: cached('keys'),
@@ -322,7 +343,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     idempotency: db('idempotency'),
     outbox: db<OutboxEvent, number>('outbox', 'ordered-binary'),
     audit: db<OutboxEvent, number>('audit', 'ordered-binary'),
-    meta: db('meta'),
+    meta,
     screens: cached('screens'),
     devices: db('devices'),
     embeds: cached('embeds'),
@@ -375,6 +396,11 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     afterCommit,
     beforeCommit,
     afterEnd,
+    changes,
+    replicated (name) {
+      const table = tables[name as typeof REPLICATED_TABLES[number]]
+      return table as Pick<Database<unknown, Key>, 'putSync' | 'removeSync'> | undefined
+    },
     refresh () {
       if (depth !== 0) return
       root.resetReadTxn()
@@ -388,4 +414,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       if (fd !== undefined) closeSync(fd)
     }
   }
+  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency }
+  return store
 }

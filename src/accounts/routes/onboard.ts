@@ -22,6 +22,13 @@ function sandboxBlock (config: ResolvedConfig): SandboxInfo {
   }
 }
 
+/** The answer to a seat_id another seat holds, or (on a cluster node) one another node is registering right now. */
+function seatIdTaken (store: Deps['store'], seatId: string): ApiError {
+  const existing = store.seats.get(seatId.toLowerCase())
+  if (existing === undefined) return new ApiError('seat_id_already_registered', `seat_id ${seatId} is already registered.`, { param: 'seat_id' })
+  return new ApiError('seat_id_already_registered', `seat_id ${existing.seat_id} is already registered (status: ${existing.status}).`, { param: 'seat_id', status: existing.status })
+}
+
 /**
  * POST /openrtb/v2/onboard (spec, POST /onboard): no key mints a legacy key shown once; a valid platform key is linked
  * to the new seat and gains the DSP scopes; an invalid key is refused before anything is minted (401, by the auth
@@ -41,12 +48,10 @@ export function onboardRoute ({ config, store, outbox, sealer }: Deps): RouteDef
     data: 'OnboardResult',
     status: 201,
     errors: ['invalid_email', 'invalid_seat_id', 'invalid_webhook_url', 'seat_id_already_registered', 'already_exists', 'authentication_required', 'api_key_provisioning_failed'],
+    unique: (ctx) => ({ name: `seat_id:${ctx.body.seat_id.toLowerCase()}`, taken: () => seatIdTaken(store, ctx.body.seat_id) }),
     handler: (ctx) => {
       const body = ctx.body
-      const existing = store.seats.get(body.seat_id.toLowerCase())
-      if (existing !== undefined) {
-        throw new ApiError('seat_id_already_registered', `seat_id ${existing.seat_id} is already registered (status: ${existing.status}).`, { param: 'seat_id', status: existing.status })
-      }
+      if (store.seats.get(body.seat_id.toLowerCase()) !== undefined) throw seatIdTaken(store, body.seat_id)
       const now = iso(ctx.now)
       const seat: SeatRecord = {
         id: randomUUID(),

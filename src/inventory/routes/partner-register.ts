@@ -14,6 +14,11 @@ function minted (key: string | undefined, record: KeyRecord): MintedKey {
   return view
 }
 
+/** The answer to a partner slug another partner holds (or, on a cluster node, is registering right now). */
+function slugTaken (slug: string): ApiError {
+  return new ApiError('already_exists', `The slug ${slug} is taken.`, { param: 'slug' })
+}
+
 /** The partner's public view. */
 export function partnerView (p: PartnerRecord): Partner {
   const view: Partner = { id: p.id, name: p.name, slug: p.slug, partner_type: p.partner_type, seller_id: p.seller_id, source: p.source, created_at: p.created_at }
@@ -25,6 +30,7 @@ export function partnerView (p: PartnerRecord): Partner {
  * POST /v1/partner/register and POST /v1/partner/agent/register: the two ways to mint a platform key (spec,
  * Authentication 2). Both are open, so both are limited per client address with failures counted.
  */
+
 export function partnerRegistrationRoutes ({ store, outbox, inventory }: Deps): RouteDef[] {
   return [
     route<PartnerRegisterRequest>({
@@ -40,9 +46,10 @@ export function partnerRegistrationRoutes ({ store, outbox, inventory }: Deps): 
       data: 'PartnerRegistration',
       status: 201,
       errors: ['already_exists', 'invalid_email'],
+      unique: (ctx) => ({ name: `partner_slug:${ctx.body.slug}`, taken: () => slugTaken(ctx.body.slug) }),
       handler: (ctx) => {
         const body = ctx.body
-        if (store.partnerSlugs.get(body.slug) !== undefined) throw new ApiError('already_exists', `The slug ${body.slug} is taken.`, { param: 'slug' })
+        if (store.partnerSlugs.get(body.slug) !== undefined) throw slugTaken(body.slug)
         const now = iso(ctx.now)
         const partner: PartnerRecord = { id: randomUUID(), name: body.name, slug: body.slug, partner_type: body.partner_type, contact_email: body.contact_email, seller_id: body.slug, source: body.partner_type === 'reseller' ? 'partner' : 'owned', created_at: now }
         if (body.domain !== undefined) partner.domain = body.domain

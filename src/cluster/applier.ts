@@ -1,0 +1,177 @@
+import { KvWatchInclude, type KvEntry } from 'nats'
+import type { Logger } from '../log.js'
+import type { ChangeLog } from '../store/changes.js'
+import type { Store } from '../store/store.js'
+import type { Engine } from './engine.js'
+import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
+
+/** meta key: the state bucket's last revision this node applied, where it resumes after a restart. */
+const APPLIED = 'cluster:applied'
+
+/** How often a node looks whether its watch of the state bucket has stalled. */
+const WATCHDOG_MS = 2000
+
+/** The state bucket's revision this node has applied through (/readyz shows it). */
+export function appliedRevision (store: Pick<Store, 'meta'>): number {
+  return (store.meta.get(APPLIED) as number | undefined) ?? 0
+}
+
+/**
+ * Keeps this node's copy of the replicated tables current: watches the state bucket and writes every row change,
+ * in the bucket's order, into local LMDB, where the routes read it as always (a cached table's generation moves, so
+ * every hot thread's cache and resolved keys follow). Every node applies every change, its own included, so all
+ * converge on the bucket's last value per row. A change is skipped while this node has a newer one to the same row
+ * waiting to ship: that one will come later in the bucket's order and win, and applying the older one first would
+ * briefly undo it here (a revoked key working again).
+ */
+export class ChangeApplier {
+  readonly #store: Store
+  readonly #changes: ChangeLog
+  readonly #log: Logger
+  #queue: KvEntry[] = []
+  #scheduled = false
+  #stopped = false
+  #unknown = new Set<string>()
+  #watch: Awaited<ReturnType<Engine['state']['watch']>> | undefined
+  /** The revision start() waits for, and its resolver. */
+  #target = 0
+  #caughtUp: (() => void) | undefined
+  /** The engine's answer to "which revision is last", while one is on its way. */
+  #asking: Promise<number> | undefined
+  /** Requests waiting for this node to apply a revision (caughtUp). */
+  #reaching: Array<{ revision: number, resolve: () => void }> = []
+  /** Looks every WATCHDOG_MS for a watch that is behind the bucket and not moving. */
+  #watchdog: NodeJS.Timeout | undefined
+  #lastChecked = -1
+
+  constructor (deps: { store: Store, changes: ChangeLog, log: Logger }) {
+    this.#store = deps.store
+    this.#changes = deps.changes
+    this.#log = deps.log
+  }
+
+  /** The bucket revision this node has applied through. */
+  get applied (): number {
+    return appliedRevision(this.#store)
+  }
+
+  /**
+   * Starts watching; resolves once every change the bucket held when the watch began is applied, so a node that was
+   * away serves nothing older than what the cluster acknowledged before it came back.
+   */
+  async start (engine: Engine): Promise<void> {
+    // The bucket's newest message is the last value of its row, so the watch delivers it whatever it skips.
+    this.#target = (await engine.state.status()).streamInfo.state.last_seq
+    const ready = this.#target <= this.applied ? Promise.resolve() : new Promise<void>((resolve) => { this.#caughtUp = resolve })
+    await this.#open(engine)
+    this.#watchdog = setInterval(() => { this.#check(engine).catch(() => {}) }, WATCHDOG_MS)
+    this.#watchdog.unref()
+    await ready
+  }
+
+  /**
+   * A watch is a JetStream ordered consumer, which re-creates itself when its heartbeats stop; after a stream leader's
+   * loss that took over 20 s in one run of five here. A watch that is behind the bucket and applied nothing since the
+   * last look is stopped, and opened again from the last revision applied (#reopen).
+   */
+  async #check (engine: Engine): Promise<void> {
+    const last = (await engine.state.status()).streamInfo.state.last_seq
+    const applied = this.applied
+    if (last > applied && applied === this.#lastChecked && !this.#stopped) {
+      this.#log.warn('cluster: the state watch is behind and not moving; watching again', { applied_revision: applied, bucket_revision: last })
+      this.#watch?.stop()
+    }
+    this.#lastChecked = applied
+  }
+
+  async #open (engine: Engine): Promise<void> {
+    const from = this.applied
+    // A node seen before reads what changed since; a new node reads the current rows.
+    const watch = this.#watch = await engine.state.watch(from > 0 ? { include: KvWatchInclude.AllHistory, resumeFromRevision: from + 1 } : { include: KvWatchInclude.LastValue })
+    void (async () => {
+      for await (const entry of watch) {
+        this.#queue.push(entry)
+        if (!this.#scheduled) {
+          this.#scheduled = true
+          setImmediate(() => this.#flush())
+        }
+      }
+    })().then(() => this.#reopen(engine, 'ended'), (err: unknown) => this.#reopen(engine, err))
+  }
+
+  /**
+   * The watch ended (its consumer lost with an engine member, a connection that did not come back in time): watch
+   * again from the last revision applied, or this node would serve rows that stopped changing.
+   */
+  #reopen (engine: Engine, why: unknown): void {
+    if (this.#stopped) return
+    this.#flush()
+    this.#log.warn('cluster: the state watch ended; watching again from the last applied revision', { error: why instanceof Error ? why.message : String(why), applied_revision: this.applied })
+    setTimeout(() => {
+      if (this.#stopped) return
+      this.#open(engine).catch((err: unknown) => this.#reopen(engine, err))
+    }, 500)
+  }
+
+  /**
+   * Resolves once this node has applied the bucket through the revision it holds now, or after timeoutMs. Callers
+   * waiting at the same moment share one question to the engine.
+   */
+  caughtUp (engine: Engine, timeoutMs: number): Promise<void> {
+    this.#asking ??= engine.state.status().then((s) => s.streamInfo.state.last_seq).finally(() => { this.#asking = undefined })
+    return this.#asking.then((revision) => {
+      if (this.applied >= revision) return
+      return new Promise<void>((resolve) => {
+        const waiter = { revision, resolve: () => { clearTimeout(timer); resolve() } }
+        const timer = setTimeout(() => {
+          this.#reaching = this.#reaching.filter((w) => w !== waiter)
+          resolve()
+        }, timeoutMs)
+        this.#reaching.push(waiter)
+      })
+    })
+  }
+
+  stop (): void {
+    this.#stopped = true
+    clearInterval(this.#watchdog)
+    this.#watch?.stop()
+  }
+
+  #flush (): void {
+    this.#scheduled = false
+    if (this.#queue.length === 0) return
+    const entries = this.#queue
+    this.#queue = []
+    const last = entries[entries.length - 1]!.revision
+    this.#store.write(() => this.#changes.applying(() => {
+      const waiting = this.#changes.pendingKeys(stateKey)
+      for (const entry of entries) {
+        if (waiting.has(entry.key)) continue
+        const { table, key } = parseStateKey(entry.key)
+        const target = this.#store.replicated(table)
+        if (target === undefined) {
+          // A newer node replicates a table this one does not know yet: its routes would not read it either.
+          if (!this.#unknown.has(table)) this.#log.warn('cluster: a change to a table this node does not replicate', { table })
+          this.#unknown.add(table)
+          continue
+        }
+        if (entry.operation === 'PUT') target.putSync(key, unpackValue(entry.value))
+        else target.removeSync(key)
+      }
+      this.#store.meta.putSync(APPLIED, last)
+    }))
+    if (this.#reaching.length > 0) {
+      const still = []
+      for (const w of this.#reaching) {
+        if (w.revision <= last) w.resolve()
+        else still.push(w)
+      }
+      this.#reaching = still
+    }
+    if (this.#caughtUp !== undefined && last >= this.#target) {
+      this.#caughtUp()
+      this.#caughtUp = undefined
+    }
+  }
+}

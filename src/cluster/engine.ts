@@ -1,0 +1,48 @@
+import { connect, type JetStreamClient, type KV, type NatsConnection } from 'nats'
+import type { ClusterConfig } from '../config.js'
+import type { Logger } from '../log.js'
+import { CLAIM_TTL_MS } from './unique-names.js'
+
+/** The KV bucket that holds the replicated tables, one key per row (src/cluster/state-keys.ts). */
+export const STATE_BUCKET = 'oohbid_state'
+
+/** The KV bucket of names claimed across the cluster (src/cluster/unique-names.ts). */
+export const CLAIMS_BUCKET = 'oohbid_claims'
+
+/** This node's connection to the cluster's engine (NATS JetStream) and the bucket of replicated state. */
+export interface Engine {
+  nc: NatsConnection
+  js: JetStreamClient
+  state: KV
+  claims: KV
+  close (): Promise<void>
+}
+
+/**
+ * Connects to the engine and opens (creating it the first time, with the same settings from every node) the state
+ * bucket. Retries until startWaitMs: members start in any order, and JetStream answers only once its cluster has
+ * elected a meta leader. The connection then reconnects by itself, forever, to whichever member is up.
+ */
+export async function connectEngine (cluster: ClusterConfig, log: Logger, startWaitMs = 60_000): Promise<Engine> {
+  const deadline = Date.now() + startWaitMs
+  let last: unknown
+  while (Date.now() < deadline) {
+    let nc: NatsConnection | undefined
+    try {
+      nc = await connect({ servers: cluster.natsUrls, name: cluster.nodeId, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 2000 })
+      const js = nc.jetstream({ timeout: cluster.ackTimeoutMs })
+      // history 1: a bucket of the current rows, which a node that joins reads whole and a node that returns
+      // resumes from the revision it last applied.
+      const state = await js.views.kv(STATE_BUCKET, { history: 1, replicas: cluster.replicas })
+      const claims = await js.views.kv(CLAIMS_BUCKET, { history: 1, replicas: cluster.replicas, ttl: CLAIM_TTL_MS })
+      const conn = nc
+      return { nc, js, state, claims, close: () => conn.drain() }
+    } catch (err) {
+      last = err
+      await nc?.close().catch(() => {})
+      log.warn('cluster engine not ready; retrying', { error: err instanceof Error ? err.message : String(err) })
+      await new Promise((resolve) => setTimeout(resolve, 500))
+    }
+  }
+  throw new Error(`could not reach the cluster's engine at ${cluster.natsUrls.join(', ')} within ${startWaitMs / 1000} s: ${last instanceof Error ? last.message : String(last)}`)
+}

@@ -1,0 +1,71 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { openStore, type Store } from './store.js'
+import type { SeatRecord } from '../accounts/records.js'
+
+/** A store as a cluster node opens it: writes to the replicated tables are recorded. */
+function nodeStore (t: { teardown (fn: () => unknown): void }): Store {
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-changes-'))
+  const store = openStore(dir, undefined, undefined, { replicate: true })
+  t.teardown(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
+  return store
+}
+
+const seat = (id: string, status = 'approved') => ({ seat_id: id, status }) as unknown as SeatRecord
+
+t.test('a committed transaction records its replicated rows under the next seq, in write order', async (t) => {
+  const store = nodeStore(t)
+  const changes = store.changes!
+  let told = 0
+  changes.onCommitted(() => told++)
+  store.write(() => {
+    store.seats.putSync('a', seat('a'))
+    store.keyDigests.putSync('digest', 'key_1')
+    store.meta.putSync('not-replicated', 1)
+    store.seats.removeSync('gone')
+  })
+  store.write(() => store.seats.putSync('b', seat('b')))
+  t.same(changes.pending(10), [
+    { seq: 1, changes: [['seats', 'a', seat('a')], ['key_digests', 'digest', 'key_1'], ['seats', 'gone', undefined]] },
+    { seq: 2, changes: [['seats', 'b', seat('b')]] }
+  ])
+  t.equal(told, 2, 'each commit with changes is told once')
+  t.equal(changes.takeCommitted(), 2, 'the highest seq this thread committed')
+  t.equal(changes.takeCommitted(), 0, 'and taken once')
+  t.equal(changes.waiting, 2)
+})
+
+t.test('a rolled-back transaction, a dry run, records nothing, and a write applied from the engine records nothing', async (t) => {
+  const store = nodeStore(t)
+  const changes = store.changes!
+  t.throws(() => store.write(() => { store.seats.putSync('a', seat('a')); throw new Error('rollback') }))
+  store.write(() => changes.applying(() => store.seats.putSync('b', seat('b'))))
+  t.same(changes.pending(10), [])
+  t.equal(changes.recorded, 0)
+  t.equal(store.seats.get('b')?.seat_id, 'b', 'the applied row is written')
+  store.write(() => store.seats.putSync('c', seat('c')))
+  t.same(changes.pending(10).map((p) => p.seq), [1], 'the next recorded transaction takes seq 1')
+})
+
+t.test('shipped rows leave the log, the seq never goes back, and pending keys name what still waits', async (t) => {
+  const store = nodeStore(t)
+  const changes = store.changes!
+  for (const id of ['a', 'b', 'c']) store.write(() => store.seats.putSync(id, seat(id)))
+  store.write(() => changes.shipped(2))
+  t.same(changes.pending(10).map((p) => p.seq), [3])
+  t.same([...changes.pendingKeys((table, key) => `${table}/${String(key)}`)], ['seats/c'])
+  store.write(() => changes.shipped(3))
+  store.write(() => store.seats.putSync('d', seat('d')))
+  t.same(changes.pending(10).map((p) => p.seq), [4], 'numbering goes on after the log is emptied')
+  t.equal(changes.recorded, 4)
+})
+
+t.test('a single node records nothing', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-changes-'))
+  const store = openStore(dir)
+  t.teardown(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
+  store.write(() => store.seats.putSync('a', seat('a')))
+  t.equal(store.changes, undefined)
+})

@@ -1,0 +1,119 @@
+import type { Database, Key } from 'lmdb'
+
+/** meta key: the node's last recorded seq, which the log's deletions cannot lower. */
+const SEQ = 'cluster:seq'
+
+/** One write to a replicated table: its LMDB name, the key, and the value (undefined for a removal). */
+export type Change = [table: string, key: Key, value: unknown]
+
+/** What a ChangeLog needs from its store's transactions. */
+export interface ChangeScope {
+  readonly inTransaction: boolean
+  write<T> (fn: () => T): T
+  beforeCommit (fn: () => void): void
+  afterCommit (fn: () => void): void
+  afterEnd (fn: () => void): void
+}
+
+/**
+ * The writes a node made to the tables every node of a cluster holds (src/cluster), kept in LMDB in the same
+ * transaction as the writes themselves: a transactional outbox, so a change is shipped to the engine even when the
+ * process dies between its commit and the publish, and shipped in the order the node committed it. Writes that
+ * arrive from the engine are applied inside `applying`, which records nothing.
+ */
+export class ChangeLog {
+  readonly #log: Database<Change[], number>
+  readonly #meta: Database<unknown, string>
+  readonly #scope: ChangeScope
+  #open: Change[] | undefined
+  #applying = 0
+  #committed = 0
+  #onCommitted: () => void = () => {}
+
+  /** log: seq -> one transaction's changes; meta holds the node's last seq, which the log's deletions cannot lower. */
+  constructor (log: Database<Change[], number>, meta: Database<unknown, string>, scope: ChangeScope) {
+    this.#log = log
+    this.#meta = meta
+    this.#scope = scope
+  }
+
+  /** Makes table's putSync and removeSync record what they write (lmdb-js calls them; every owner module does too). */
+  capture<V, K extends Key> (name: string, table: Database<V, K>): Database<V, K> {
+    const put = table.putSync.bind(table)
+    const remove = table.removeSync.bind(table)
+    table.putSync = (key: K, value: V, ...rest: unknown[]) => this.#recorded(name, key, value, () => (put as (...a: unknown[]) => boolean)(key, value, ...rest))
+    table.removeSync = (key: K, ...rest: unknown[]) => this.#recorded(name, key, undefined, () => (remove as (...a: unknown[]) => boolean)(key, ...rest))
+    return table
+  }
+
+  /** Runs fn (a write) without recording it: what another node wrote and the engine delivered. */
+  applying<T> (fn: () => T): T {
+    this.#applying++
+    try {
+      return fn()
+    } finally {
+      this.#applying--
+    }
+  }
+
+  /** Called after each commit that recorded changes (the thread tells its supervisor, which ships them). */
+  onCommitted (fn: () => void): void {
+    this.#onCommitted = fn
+  }
+
+  /** The highest seq this thread committed since the last call (0 if none): what a request's reply waits to see shipped. */
+  takeCommitted (): number {
+    const seq = this.#committed
+    this.#committed = 0
+    return seq
+  }
+
+  /** The seq of the last transaction this node recorded, by any thread (0 before the first). */
+  get recorded (): number {
+    return (this.#meta.get(SEQ) as number | undefined) ?? 0
+  }
+
+  /** How many transactions' changes wait to be shipped. */
+  get waiting (): number {
+    return this.#log.getCount()
+  }
+
+  /** Up to limit transactions' changes not shipped yet, oldest first. */
+  pending (limit: number): Array<{ seq: number, changes: Change[] }> {
+    const out: Array<{ seq: number, changes: Change[] }> = []
+    for (const { key, value } of this.#log.getRange({ limit })) out.push({ seq: key, changes: value })
+    return out
+  }
+
+  /** The tables and keys of every change not shipped yet, as `table\0encoded key` strings (see keyOf). */
+  pendingKeys (keyOf: (table: string, key: Key) => string): Set<string> {
+    const keys = new Set<string>()
+    for (const { value } of this.#log.getRange()) for (const [table, key] of value) keys.add(keyOf(table, key))
+    return keys
+  }
+
+  /** Deletes the changes shipped, through seq (inside a write). */
+  shipped (through: number): void {
+    for (const seq of this.#log.getKeys({ end: through + 1 })) this.#log.removeSync(seq)
+  }
+
+  #recorded (table: string, key: Key, value: unknown, write: () => boolean): boolean {
+    if (this.#applying > 0) return write()
+    if (!this.#scope.inTransaction) return this.#scope.write(() => this.#recorded(table, key, value, write))
+    if (this.#open === undefined) {
+      const open: Change[] = this.#open = []
+      this.#scope.afterEnd(() => { this.#open = undefined })
+      this.#scope.beforeCommit(() => {
+        const seq = this.recorded + 1
+        this.#meta.putSync(SEQ, seq)
+        this.#log.putSync(seq, open)
+        this.#scope.afterCommit(() => {
+          if (seq > this.#committed) this.#committed = seq
+          this.#onCommitted()
+        })
+      })
+    }
+    this.#open.push([table, key, value])
+    return write()
+  }
+}

@@ -1,0 +1,207 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { clusterInstalled, startLocalCluster, type LocalCluster } from '../scripts/lib/cluster.js'
+import { freshIp } from './helpers/service.js'
+import { inherited } from './helpers/process.js'
+
+// oohbid on three nodes over NATS JetStream, behind HAProxy, as `npm run cluster` starts it (scripts/lib/cluster.ts).
+// Needs Debian's nats-server and haproxy, which .ci/run installs; without them this file plans nothing.
+const missing = clusterInstalled()
+if (missing !== undefined) t.plan(0, `${missing}: the cluster tests run in CI (.ci/run)`)
+else {
+  t.setTimeout(240_000)
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-cluster-'))
+  const cluster: LocalCluster = await startLocalCluster({ nodes: 3, dir, frontPort: 0, env: { ...inherited(), HOT_THREADS: '1', LOG_LEVEL: 'warn', CLUSTER_ACK_TIMEOUT_MS: '2000' } })
+  t.teardown(async () => {
+    await cluster.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  interface Reply { status: number, body: any }
+  const call = async (base: string, method: string, path: string, options: { key?: string, body?: unknown, headers?: Record<string, string> } = {}): Promise<Reply & { headers: Headers }> => {
+    const headers: Record<string, string> = { ...options.headers }
+    if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`
+    if (options.body !== undefined) headers['content-type'] = 'application/json'
+    const res = await fetch(base + path, { method, headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) })
+    const text = await res.text()
+    let body: unknown = text
+    try { body = JSON.parse(text) } catch {}
+    return { status: res.status, body, headers: res.headers }
+  }
+  const onboard = (base: string, seatId: string, headers: Record<string, string> = {}) => call(base, 'POST', '/openrtb/v2/onboard', {
+    body: { company_name: `${seatId} Media`, seat_id: seatId, contact_email: `buyer@${seatId.replace(/[^a-z0-9]/gi, '').toLowerCase()}.example` },
+    headers: { 'x-forwarded-for': freshIp(), ...headers }
+  })
+  const seatStatus = async (base: string, key: string) => (await call(base, 'GET', '/openrtb/v2/seat', { key })).status
+  /**
+   * Polls every node until each answers want for key; the milliseconds that took, or undefined past limitMs. A key
+   * may make 100 account calls a minute on each node: long waits poll slower.
+   */
+  const everyNode = async (nodes: Array<{ url: string }>, key: string, want: number, limitMs: number, everyMs = 10): Promise<number | undefined> => {
+    const started = performance.now()
+    for (;;) {
+      const statuses = await Promise.all(nodes.map((n) => seatStatus(n.url, key)))
+      if (statuses.every((s) => s === want)) return performance.now() - started
+      if (performance.now() - started > limitMs) return undefined
+      await new Promise((resolve) => setTimeout(resolve, everyMs))
+    }
+  }
+
+  t.test('a seat onboarded through the front works on every node; a key revoked through one is refused by every node within 1 s', async (t) => {
+    const made = await onboard(cluster.frontUrl, 'everywhere')
+    t.equal(made.status, 201, 'onboarded through HAProxy')
+    const key = made.body.data.api_key.key as string
+    for (const node of cluster.nodes) t.equal(await seatStatus(node.url, key), 200, `${node.id} knows the key as soon as onboarding answered`)
+    const minted = await call(cluster.nodes[0]!.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'to-revoke' } })
+    t.equal(minted.status, 201)
+    const second = minted.body.data.key as string
+    for (const node of cluster.nodes) t.equal(await seatStatus(node.url, second), 200, `the key minted on node-1 works on ${node.id} as soon as minting answered`)
+    const revoked = await call(cluster.nodes[1]!.url, 'DELETE', `/openrtb/v2/keys/${minted.body.data.key_id as string}`, { key })
+    t.equal(revoked.status, 200, 'revoked through node-2')
+    const took = await everyNode(cluster.nodes, second, 401, 1000)
+    t.not(took, undefined, 'every node refuses the revoked key within 1 s')
+    t.comment(`revocation seen by all three nodes ${took?.toFixed(1)} ms after node-2 answered`)
+    t.equal(await seatStatus(cluster.frontUrl, key), 200, 'the seat\'s other key still works')
+    const bad = await call(cluster.nodes[2]!.url, 'DELETE', '/openrtb/v2/keys/00000000-0000-0000-0000-000000000000', { key })
+    t.match(bad, { status: 404, body: { error_code: 'not_found' } }, 'bad input on a cluster node answers as on one node')
+    t.equal(await seatStatus(cluster.nodes[2]!.url, key), 200, 'and the node goes on serving')
+  })
+
+  t.test('a seat_id or partner slug registered through several nodes at the same moment has one winner', async (t) => {
+    const outcomes: string[] = []
+    for (let i = 0; i < 10; i++) {
+      const seat = `race-${i}`
+      const replies = await Promise.all(cluster.nodes.map((n) => onboard(n.url, seat)))
+      const won = replies.filter((r) => r.status === 201)
+      const lost = replies.filter((r) => r.status === 409)
+      outcomes.push(`${won.length}/${lost.length}`)
+      for (const r of lost) t.match(r.body, { error_code: 'seat_id_already_registered', param: 'seat_id' })
+      if (won.length === 1) t.not(await everyNode(cluster.nodes, won[0]!.body.data.api_key.key, 200, 1000), undefined, `${seat}: the winner's key works on every node`)
+    }
+    t.same(outcomes, outcomes.map(() => '1/2'), 'each of 10 seat_ids onboarded through three nodes at once: one 201, two 409')
+    const slugs: string[] = []
+    for (let i = 0; i < 5; i++) {
+      const body = { name: `Race Screens ${i}`, slug: `race-screens-${i}`, partner_type: 'screen_operator', contact_email: `ops@race${i}.example` }
+      const replies = await Promise.all(cluster.nodes.map((n) => call(n.url, 'POST', '/v1/partner/register', { body, headers: { 'x-forwarded-for': freshIp() } })))
+      slugs.push(`${replies.filter((r) => r.status === 201).length}/${replies.filter((r) => r.status === 409 && r.body.error?.code === 'ALREADY_EXISTS').length}`)
+    }
+    t.same(slugs, slugs.map(() => '1/2'), 'each of 5 partner slugs registered through three nodes at once: one 201, two 409')
+
+    const bad = await call(cluster.nodes[0]!.url, 'POST', '/openrtb/v2/onboard', { body: { company_name: 'Back Media', seat_id: 'back-again', contact_email: 'a@back.example', webhook_url: 'https://127.0.0.1/hook' }, headers: { 'x-forwarded-for': freshIp() } })
+    t.match(bad, { status: 400, body: { error_code: 'invalid_webhook_url' } }, 'a refused onboarding')
+    t.equal((await onboard(cluster.nodes[1]!.url, 'back-again')).status, 201, 'gives its seat_id back: another node registers it next')
+  })
+
+  t.test('a node killed with -9 under onboarding load loses no acknowledged seat or key, and catches up when it rejoins', async (t) => {
+    const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
+    const acknowledged: Array<{ seat: string, key: string, via: string }> = []
+    let refused = 0
+    let n = 0
+    const stopAt = performance.now() + 4000
+    const writer = async (node: typeof one) => {
+      while (performance.now() < stopAt) {
+        const seat = `load-${node.id}-${n++}`
+        try {
+          const r = await onboard(node.url, seat)
+          if (r.status === 201) acknowledged.push({ seat, key: r.body.data.api_key.key, via: node.id })
+          else refused++
+        } catch {
+          // The node died under this request: not acknowledged, so not counted.
+          refused++
+          if (node.pid === undefined) return
+        }
+      }
+    }
+    const writers = [writer(one), writer(two), writer(three), writer(one), writer(two), writer(three)]
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    await three.kill('SIGKILL')
+    await Promise.all(writers)
+    t.ok(acknowledged.some((a) => a.via === 'node-3'), 'node-3 acknowledged seats before it died')
+    t.ok(acknowledged.length > 20, `${acknowledged.length} seats acknowledged (${refused} calls not acknowledged)`)
+    const lost: string[] = []
+    for (const a of acknowledged) {
+      for (const node of [one, two]) if (await seatStatus(node.url, a.key) !== 200) lost.push(`${a.seat} (acknowledged by ${a.via}) on ${node.id}`)
+    }
+    t.same(lost, [], `every one of ${acknowledged.length} acknowledged seats and keys is on both survivors`)
+    t.comment(`checked ${acknowledged.length} acknowledged onboardings (seat + key each) on 2 survivors: ${lost.length} lost`)
+    const throughFront = await Promise.all(Array.from({ length: 30 }, async () => seatStatus(cluster.frontUrl, acknowledged[0]!.key)))
+    t.same(throughFront, throughFront.map(() => 200), 'HAProxy sends nothing to the dead node: 30 of 30 requests through the front answered')
+
+    // While node-3 is down: a key revoked and a seat onboarded on the survivors.
+    const victim = acknowledged.find((a) => a.via === 'node-1')!
+    const keyId = (await call(one.url, 'GET', '/openrtb/v2/seat', { key: victim.key })).body.data.key.key_id as string
+    const extra = await call(one.url, 'POST', '/openrtb/v2/keys', { key: victim.key, body: { label: 'spare' } })
+    t.equal(extra.status, 201)
+    t.equal(await seatStatus(two.url, extra.body.data.key), 200, 'the key minted on node-1 works on node-2 at once')
+    t.equal((await call(two.url, 'DELETE', `/openrtb/v2/keys/${keyId}`, { key: extra.body.data.key })).status, 200, 'revoked while node-3 is down')
+    const late = await onboard(two.url, 'while-away')
+    t.equal(late.status, 201)
+
+    await three.start()
+    t.equal(await seatStatus(three.url, victim.key), 401, 'node-3 refuses the key revoked while it was down, from its first request')
+    t.equal(await seatStatus(three.url, late.body.data.api_key.key), 200, 'and knows the seat onboarded while it was down')
+    const missingOnThree = []
+    for (const a of acknowledged) if (a !== victim && await seatStatus(three.url, a.key) !== 200) missingOnThree.push(a.seat)
+    t.same(missingOnThree, [], 'node-3 holds every acknowledged seat after it rejoins, its own included')
+  })
+
+  t.test('the engine\'s leader lost: writes go on with two members of three; with one, a write answers 503, and its retry replays once the engine is back', async (t) => {
+    const [one, two] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
+    const leader = await cluster.engine.leaderOf('KV_oohbid_state')
+    process.kill(leader.pid, 'SIGKILL')
+    const killed = performance.now()
+    let first: Reply | undefined
+    const seen: string[] = []
+    for (let i = 0; !(first?.status === 201) && performance.now() - killed < 20_000; i++) {
+      first = await onboard(cluster.frontUrl, `after-leader-loss-${i}`)
+      seen.push(`${((performance.now() - killed) / 1000).toFixed(1)} s ${first.status} ${JSON.stringify(first.body).slice(0, 160)}`)
+    }
+    t.equal(first?.status, 201, 'onboarding acknowledged again with two members of three', { seen })
+    t.comment(`the state bucket's leader (${leader.name}) killed: the first write acknowledged ${((performance.now() - killed) / 1000).toFixed(1)} s later (a RAFT election)`)
+    const key = first?.body.data.api_key.key as string
+    // A node's watch of the bucket follows the new leader once its consumer misses the old one's heartbeats.
+    t.not(await everyNode([one], key, 200, 20_000, 250), undefined, 'node-1 has the seat onboarded after the election')
+
+    const second = cluster.engine.members().find((m) => m.name !== leader.name)!
+    process.kill(second.pid, 'SIGKILL')
+    const waiting = async () => (await call(one.url, 'GET', '/readyz')).body.data.checks.cluster as string
+    const caller = { 'x-forwarded-for': '203.0.113.78' }
+    const unclaimed = await onboard(one.url, 'no-quorum', caller)
+    t.match(unclaimed, { status: 503, body: { error_code: 'service_unavailable' } }, 'without a quorum a seat_id cannot be claimed: onboarding is refused')
+    const headers = { 'idempotency-key': 'no-quorum-mint' }
+    const refused = await call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'minted-without-quorum' }, headers })
+    t.match(refused, { status: 503, body: { error_code: 'service_unavailable' } }, 'a key minted without a quorum is not acknowledged')
+    t.equal(refused.headers.get('retry-after'), '1')
+    t.match(await waiting(), /^node-1: [1-9]\d* transactions waiting to ship/, '/readyz says the write waits to ship')
+    t.equal(await seatStatus(one.url, key), 200, 'the node goes on answering')
+
+    await cluster.engine.restart(leader.name)
+    await cluster.engine.restart(second.name)
+    const back = performance.now()
+    while (!/: 0 transactions waiting/.test(await waiting()) && performance.now() - back < 30_000) await new Promise((resolve) => setTimeout(resolve, 100))
+    t.match(await waiting(), /^node-1: 0 transactions waiting to ship to the engine; replicated state applied through revision \d+$/, 'the write ships once the engine has a quorum again')
+    const replay = await call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'minted-without-quorum' }, headers })
+    t.equal(replay.status, 201, 'the retry with the same Idempotency-Key answers the write\'s outcome')
+    t.equal(replay.headers.get('idempotent-replayed'), 'true', 'replayed, not run twice')
+    const minted = replay.body.data.key as string
+    // Each node's watch of the bucket resumes once the engine is back (an ordered consumer notices within its heartbeats).
+    const everywhere = await everyNode(cluster.nodes, minted, 200, 20_000, 250)
+    const states = await Promise.all(cluster.nodes.map(async (n) => `${(await call(n.url, 'GET', '/readyz')).body.data.checks.cluster as string}: ${await seatStatus(n.url, minted)}`))
+    t.not(everywhere, undefined, 'the key minted while the engine had no quorum reaches every node', { states })
+    t.comment(`on every node ${(((performance.now() - back) / 1000)).toFixed(1)} s after the engine's members were started again`)
+    const elsewhere = await call(two.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'minted-without-quorum' }, headers })
+    t.equal(elsewhere.status, 201, 'the same retry through another node replays too')
+    t.equal(elsewhere.headers.get('idempotent-replayed'), 'true')
+    t.equal(elsewhere.body.data.key, minted, 'with the same key')
+    // As its Retry-After says: the claims bucket may still be electing its leader (each try counts against the
+    // address's 5 onboardings an hour).
+    let retried = await onboard(one.url, 'no-quorum', caller)
+    for (let i = 0; i < 3 && retried.status === 503; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      retried = await onboard(one.url, 'no-quorum', caller)
+    }
+    t.equal(retried.status, 201, 'and the onboarding refused without a quorum succeeds when its caller retries it', { body: retried.body })
+  })
+}
