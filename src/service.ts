@@ -71,8 +71,6 @@ export interface Service {
   threads: Supervisor
   /** The screens being decided, in memory every thread shares (tests hold one as a hot thread would). */
   claims: ScreenClaims
-  /** This node's part in a cluster (CLUSTER_NATS_URLS); undefined on one embedded node. */
-  cluster: ClusterNode | undefined
   /**
    * Runs the periodic jobs now (freshness expiry, offline detection in every hot thread; campaign moves and expiries
    * here); they also run every second on their own.
@@ -271,7 +269,6 @@ export async function startService ({ config: given, clock = systemClock, log = 
     reports: { settled: async () => { await threads.call('settled'); await flushed() } },
     threads,
     claims,
-    cluster,
     close () {
       closing ??= (async () => {
         const abandoned = await threads.close()

@@ -3,6 +3,7 @@ import type { Logger } from '../log.js'
 import type { ChangeLog } from '../store/changes.js'
 import type { Store } from '../store/store.js'
 import type { Engine } from './engine.js'
+import { MarkWaiters } from './mark-waiters.js'
 import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
 
 /** meta key: the state bucket's last revision this node applied, where it resumes after a restart. */
@@ -14,6 +15,11 @@ const WATCHDOG_MS = 2000
 /** The state bucket's revision this node has applied through (/readyz shows it). */
 export function appliedRevision (store: Pick<Store, 'meta'>): number {
   return (store.meta.get(APPLIED) as number | undefined) ?? 0
+}
+
+/** The bucket's newest revision, which is the last value of its row: a watch delivers it whatever it skips. */
+async function bucketRevision (engine: Engine): Promise<number> {
+  return (await engine.state.status()).streamInfo.state.last_seq
 }
 
 /**
@@ -33,13 +39,10 @@ export class ChangeApplier {
   #stopped = false
   #unknown = new Set<string>()
   #watch: Awaited<ReturnType<Engine['state']['watch']>> | undefined
-  /** The revision start() waits for, and its resolver. */
-  #target = 0
-  #caughtUp: (() => void) | undefined
   /** The engine's answer to "which revision is last", while one is on its way. */
   #asking: Promise<number> | undefined
-  /** Requests waiting for this node to apply a revision (caughtUp). */
-  #reaching: Array<{ revision: number, resolve: () => void }> = []
+  /** start() and requests waiting for this node to apply a revision (caughtUp). */
+  readonly #applying = new MarkWaiters()
   /** Looks every WATCHDOG_MS for a watch that is behind the bucket and not moving. */
   #watchdog: NodeJS.Timeout | undefined
   #lastChecked = -1
@@ -60,9 +63,8 @@ export class ChangeApplier {
    * away serves nothing older than what the cluster acknowledged before it came back.
    */
   async start (engine: Engine): Promise<void> {
-    // The bucket's newest message is the last value of its row, so the watch delivers it whatever it skips.
-    this.#target = (await engine.state.status()).streamInfo.state.last_seq
-    const ready = this.#target <= this.applied ? Promise.resolve() : new Promise<void>((resolve) => { this.#caughtUp = resolve })
+    const target = await bucketRevision(engine)
+    const ready = target <= this.applied ? Promise.resolve(true) : this.#applying.wait(target)
     await this.#open(engine)
     this.#watchdog = setInterval(() => { this.#check(engine).catch(() => {}) }, WATCHDOG_MS)
     this.#watchdog.unref()
@@ -75,7 +77,7 @@ export class ChangeApplier {
    * last look is stopped, and opened again from the last revision applied (#reopen).
    */
   async #check (engine: Engine): Promise<void> {
-    const last = (await engine.state.status()).streamInfo.state.last_seq
+    const last = await bucketRevision(engine)
     const applied = this.applied
     if (last > applied && applied === this.#lastChecked && !this.#stopped) {
       this.#log.warn('cluster: the state watch is behind and not moving; watching again', { applied_revision: applied, bucket_revision: last })
@@ -117,19 +119,10 @@ export class ChangeApplier {
    * Resolves once this node has applied the bucket through the revision it holds now, or after timeoutMs. Callers
    * waiting at the same moment share one question to the engine.
    */
-  caughtUp (engine: Engine, timeoutMs: number): Promise<void> {
-    this.#asking ??= engine.state.status().then((s) => s.streamInfo.state.last_seq).finally(() => { this.#asking = undefined })
-    return this.#asking.then((revision) => {
-      if (this.applied >= revision) return
-      return new Promise<void>((resolve) => {
-        const waiter = { revision, resolve: () => { clearTimeout(timer); resolve() } }
-        const timer = setTimeout(() => {
-          this.#reaching = this.#reaching.filter((w) => w !== waiter)
-          resolve()
-        }, timeoutMs)
-        this.#reaching.push(waiter)
-      })
-    })
+  async caughtUp (engine: Engine, timeoutMs: number): Promise<void> {
+    this.#asking ??= bucketRevision(engine).finally(() => { this.#asking = undefined })
+    const revision = await this.#asking
+    if (this.applied < revision) await this.#applying.wait(revision, timeoutMs)
   }
 
   stop (): void {
@@ -161,17 +154,6 @@ export class ChangeApplier {
       }
       this.#store.meta.putSync(APPLIED, last)
     }))
-    if (this.#reaching.length > 0) {
-      const still = []
-      for (const w of this.#reaching) {
-        if (w.revision <= last) w.resolve()
-        else still.push(w)
-      }
-      this.#reaching = still
-    }
-    if (this.#caughtUp !== undefined && last >= this.#target) {
-      this.#caughtUp()
-      this.#caughtUp = undefined
-    }
+    this.#applying.reached(last)
   }
 }

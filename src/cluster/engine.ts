@@ -7,7 +7,7 @@ import { CLAIM_TTL_MS } from './unique-names.js'
 export const STATE_BUCKET = 'oohbid_state'
 
 /** The KV bucket of names claimed across the cluster (src/cluster/unique-names.ts). */
-export const CLAIMS_BUCKET = 'oohbid_claims'
+const CLAIMS_BUCKET = 'oohbid_claims'
 
 /** This node's connection to the cluster's engine (NATS JetStream) and the bucket of replicated state. */
 export interface Engine {

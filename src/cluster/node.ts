@@ -3,15 +3,13 @@ import type { ClusterConfig } from '../config.js'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
 import { ChangeApplier } from './applier.js'
-import { connectEngine, type Engine } from './engine.js'
+import { connectEngine } from './engine.js'
 import { ChangeShipper } from './shipper.js'
 import type { ShippedChanges } from './shipped.js'
 import { claimKey } from './unique-names.js'
 
 /** This node's part in a cluster, run by the supervisor. */
 export interface ClusterNode {
-  engine: Engine
-  applier: ChangeApplier
   /** Ships what the hot threads recorded (they say so after each commit that recorded changes). */
   kick (): void
   /** Claims a name cluster-wide for owner: true when owner holds it now (src/cluster/unique-names.ts). */
@@ -19,8 +17,6 @@ export interface ClusterNode {
   release (name: string): void
   /** Resolves once this node has applied every change the state bucket held when called, or after a second. */
   caughtUp (): Promise<void>
-  /** Resolves once nothing recorded so far waits to be shipped (tests). */
-  shippedAll (): Promise<void>
   close (): Promise<void>
 }
 
@@ -62,8 +58,6 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   timer.unref()
   log.info('joined the cluster', { node: cluster.nodeId, engine: cluster.natsUrls, applied_revision: applier.applied })
   return {
-    engine,
-    applier,
     kick: () => shipper.kick(),
     async claim (name, owner) {
       const key = claimKey(name)
@@ -87,10 +81,6 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     caughtUp: () => applier.caughtUp(engine, 1000),
     release (name) {
       engine.claims.delete(claimKey(name)).catch((err: unknown) => log.warn('cluster: a claimed name was not given back; it lapses by itself', { error: err instanceof Error ? err.message : String(err) }))
-    },
-    shippedAll: async () => {
-      shipper.kick()
-      await shipper.idle()
     },
     async close () {
       clearInterval(timer)

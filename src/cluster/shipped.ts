@@ -1,4 +1,4 @@
-interface Waiter { seq: number, settle: (shipped: boolean) => void }
+import { MarkWaiters } from './mark-waiters.js'
 
 /**
  * How far this node's changes to replicated state have been shipped to the cluster's engine. The supervisor ships
@@ -9,7 +9,7 @@ interface Waiter { seq: number, settle: (shipped: boolean) => void }
 export class ShippedChanges {
   readonly buffer: SharedArrayBuffer
   readonly #through: BigInt64Array
-  #waiting: Waiter[] = []
+  readonly #waiters = new MarkWaiters()
 
   constructor (buffer = new SharedArrayBuffer(8)) {
     this.buffer = buffer
@@ -28,32 +28,11 @@ export class ShippedChanges {
 
   /** A hot thread, told the mark moved: answers the requests it now covers. */
   woken (): void {
-    if (this.#waiting.length === 0) return
-    const through = this.through
-    const still: Waiter[] = []
-    for (const w of this.#waiting) {
-      if (w.seq <= through) w.settle(true)
-      else still.push(w)
-    }
-    this.#waiting = still
+    this.#waiters.reached(this.through)
   }
 
   /** Resolves true once seq is shipped, false when timeoutMs passes first. */
   wait (seq: number, timeoutMs: number): Promise<boolean> {
-    if (seq <= this.through) return Promise.resolve(true)
-    return new Promise((resolve) => {
-      const entry = {
-        seq,
-        settle: (shipped: boolean) => {
-          clearTimeout(timer)
-          resolve(shipped)
-        }
-      }
-      const timer = setTimeout(() => {
-        this.#waiting = this.#waiting.filter((w) => w !== entry)
-        resolve(false)
-      }, timeoutMs)
-      this.#waiting.push(entry)
-    })
+    return seq <= this.through ? Promise.resolve(true) : this.#waiters.wait(seq, timeoutMs)
   }
 }

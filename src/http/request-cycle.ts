@@ -7,6 +7,7 @@ import type { ResolvedConfig } from '../config.js'
 import { ApiError } from '../errors.js'
 import type { Logger } from '../log.js'
 import type { NodeLink } from '../cluster/node-link.js'
+import { presentedKey } from '../auth/keys.js'
 import type { Store } from '../store/store.js'
 import { flatError, nestedError, statusLine } from './envelope.js'
 import { checkQueryLengths, decodePathParams } from './url-params.js'
@@ -175,9 +176,9 @@ export class RequestCycle {
    * acknowledged once the engine holds it, and reaches the other nodes milliseconds later.
    */
   #refusedKey (err: unknown): boolean {
-    const headers = this.#ctx.headers
-    return this.#deps.cluster !== undefined && !this.#caughtUp && this.#route.auth !== 'admin' &&
-      err instanceof ApiError && err.code === 'authentication_required' && (headers.authorization !== undefined || headers['x-api-key'] !== undefined)
+    if (this.#deps.cluster === undefined || this.#caughtUp || this.#route.auth === 'admin') return false
+    const presented = presentedKey(this.#ctx.headers)
+    return err instanceof ApiError && err.code === 'authentication_required' && presented !== undefined && presented !== ''
   }
 
   /**
