@@ -21,13 +21,14 @@ import { activateMediaBuys } from './agents/media-buys.js'
 import { runCampaignJobs } from './campaigns/lifecycle.js'
 import { tagBookKeys } from './bidding/book.js'
 import { adoptLegacyBindings, Inventory } from './inventory/inventory.js'
+import { adoptSeatKeyLists } from './auth/keys.js'
 import { Moderator } from './moderation/moderator.js'
 import { ObjectStore } from './store/objects.js'
 import { Idempotency } from './http/idempotency.js'
 import { Metrics, renderMetrics, type MetricsSnapshot } from './http/metrics.js'
 import { dashboardOf } from './admin/dashboard.js'
 import type { Dashboard } from './generated/types.js'
-import { RateLimiter } from './http/rate-limit.js'
+import { RateLimiter, type WindowAsk } from './http/rate-limit.js'
 import type { RouteDef } from './http/route.js'
 import { claimPort } from './http/server.js'
 import { broadcast } from './hot/broadcast.js'
@@ -112,6 +113,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   if (store.meta.get('settings:partner_display') === undefined) store.write(() => store.meta.putSync('settings:partner_display', config.partnerDisplay))
   const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, cursorTtlMs: config.adslotsCursorTtlSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, resume: false })
   adoptLegacyBindings(store)
+  adoptSeatKeyLists(store)
   const objects = new ObjectStore(config.dataDir)
   const moderator = new Moderator(store, outbox, objects, clock, log, { maxBytes: config.maxCreativeBytes, timeoutMs: config.creativeFetchTimeoutMs, allowPrivate: config.allowPrivateAssetUrls, dnsServers: config.dnsServers })
   const sealer = KeySealer.open(config.keyEncryptionKey, config.dataDir)
@@ -148,7 +150,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   restarted(0)
   analytics.onRestart = () => restarted(1)
   const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs)
-  const limiter = new RateLimiter(clock)
+  const limiter = new RateLimiter(clock, undefined, { cluster: config.cluster !== undefined })
   const idempotency = new Idempotency(store, clock)
   const started = clock.now()
   // Asked by a hot thread for /admin/v1/dashboard: every thread's counters (the event-loop delay left for /metrics).
@@ -162,12 +164,18 @@ export async function startService ({ config: given, clock = systemClock, log = 
     shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer, claims: { buffer: claims.buffer, counters: claims.counters }, shipped: replicated.buffer }
   }, {
     replicate: () => cluster?.kick(),
-    claim: async (name: string, owner: string) => {
+    claim: async (name: string, owner: string, takeOverAfterMs?: number) => {
       if (cluster === undefined) throw new Error('not a cluster node')
-      return await cluster.claim(name, owner)
+      return await cluster.claim(name, owner, takeOverAfterMs)
     },
     release: (name: string) => cluster?.release(name),
+    lock: async (name: string, owner: string) => {
+      if (cluster === undefined) throw new Error('not a cluster node')
+      return await cluster.lock(name, owner)
+    },
+    unlock: (name: string) => cluster?.unlock(name),
     caughtUp: async () => { await cluster?.caughtUp() },
+    lease: (ask: WindowAsk) => cluster?.lease(ask),
     log: (line: string) => log.write(line),
     moderate: (id: string) => moderator.schedule(id),
     outbox: () => webhooks.kick(),
@@ -197,7 +205,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   try {
     // A cluster node serves only once it holds what the cluster acknowledged while it was away.
     if (config.cluster !== undefined) {
-      cluster = await joinCluster({ cluster: config.cluster, store, shipped: replicated, log, onShipped: () => threads.notify('shipped') }).catch((err: unknown) => {
+      cluster = await joinCluster({ cluster: config.cluster, store, shipped: replicated, limiter, log, onShipped: () => threads.notify('shipped'), onGranted: () => threads.notify('granted') }).catch((err: unknown) => {
         throw new StartRefused(err instanceof Error ? err.message : String(err))
       })
     }

@@ -94,6 +94,118 @@ else {
     t.equal((await onboard(cluster.nodes[1]!.url, 'back-again')).status, 201, 'gives its seat_id back: another node registers it next')
   })
 
+  t.test('an Idempotency-Key sent through two nodes at the same moment runs once; keys minted for one seat at once are all listed', async (t) => {
+    const made = await onboard(cluster.frontUrl, 'idempotent-twice')
+    const key = made.body.data.api_key.key as string
+    const outcomes: string[] = []
+    const minted = new Set<string>()
+    for (let i = 0; i < 10; i++) {
+      const headers = { 'idempotency-key': `twice-${i}` }
+      const replies = await Promise.all([cluster.nodes[0]!, cluster.nodes[1]!].map((n) => call(n.url, 'POST', '/openrtb/v2/keys', { key, body: { label: `twice-${i}` }, headers })))
+      const ran = replies.filter((r) => r.status === 201 && r.headers.get('idempotent-replayed') === null)
+      const replayed = replies.filter((r) => r.status === 201 && r.headers.get('idempotent-replayed') === 'true')
+      const inUse = replies.filter((r) => r.status === 409 && r.body.error_code === 'idempotency_key_in_use')
+      outcomes.push(`${ran.length} ran, ${replayed.length + inUse.length} replayed or 409`)
+      for (const r of [...ran, ...replayed]) minted.add(r.body.data.key_id as string)
+    }
+    t.same(outcomes, outcomes.map(() => '1 ran, 1 replayed or 409'), 'each of 10 keys: the request ran on one node; the other replayed its outcome or answered 409 idempotency_key_in_use')
+    t.equal(minted.size, 10, 'a replay carries the key the request minted')
+    const listed = (await call(cluster.nodes[2]!.url, 'GET', '/openrtb/v2/keys', { key })).body.data.keys as Array<{ key_id: string }>
+    t.equal(listed.length, 11, 'the seat has its first key and the ten minted, no more')
+    const again = await call(cluster.nodes[2]!.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'twice-0' }, headers: { 'idempotency-key': 'twice-0' } })
+    t.equal(again.headers.get('idempotent-replayed'), 'true', 'a later retry through a third node replays', { status: again.status, body: again.body })
+    const other = await call(cluster.nodes[2]!.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'different' }, headers: { 'idempotency-key': 'twice-0' } })
+    t.match(other, { status: 422, body: { error_code: 'idempotency_key_mismatch' } }, 'and the key with another body is refused there as on one node')
+
+    // Without Idempotency-Keys both run: each key is a row of its own in the seat's list, so neither write hides the other.
+    const both = await Promise.all(cluster.nodes.map((n, i) => call(n.url, 'POST', '/openrtb/v2/keys', { key, body: { label: `together-${i}` } })))
+    t.same(both.map((r) => r.status), [201, 201, 201], 'three keys minted for one seat through three nodes at the same moment')
+    let together: string[] = []
+    for (let i = 0; i < 100 && together.length < 3; i++) {
+      together = ((await call(cluster.nodes[0]!.url, 'GET', '/openrtb/v2/keys', { key })).body.data.keys as Array<{ label?: string }>).map((k) => k.label ?? '').filter((l) => l.startsWith('together-'))
+      if (together.length < 3) await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    t.same(together.sort(), ['together-0', 'together-1', 'together-2'], 'the seat lists all three on every node')
+  })
+
+  t.test('a seat rewritten through two nodes at the same moment keeps both changes; its last live key cannot be revoked twice', async (t) => {
+    const made = await onboard(cluster.frontUrl, 'two-operators')
+    const key = made.body.data.api_key.key as string
+    const admin = (base: string, limits: Record<string, number>) => call(base, 'PUT', '/admin/v1/seats/two-operators/rate-limits', { key: cluster.adminToken, body: { limits } })
+    for (let i = 1; i <= 5; i++) {
+      const [a, b] = await Promise.all([admin(cluster.nodes[0]!.url, { bidding: 5000 + i }), admin(cluster.nodes[1]!.url, { reporting: 300 + i })])
+      t.same([a.status, b.status], [200, 200], `round ${i}: both operators answered`)
+      // Both are acknowledged (a quorum of the engine holds them); node-3 applies them milliseconds later.
+      let limits: Record<string, number> = {}
+      for (let tries = 0; tries < 100 && !(limits.bidding === 5000 + i && limits.reporting === 300 + i); tries++) {
+        limits = (await call(cluster.nodes[2]!.url, 'GET', '/admin/v1/seats/two-operators', { key: cluster.adminToken })).body.data.rate_limits
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      t.match(limits, { bidding: 5000 + i, reporting: 300 + i }, `round ${i}: node-3 holds both changes`)
+    }
+    const second = await call(cluster.nodes[0]!.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'second' } })
+    const keys = [key, second.body.data.key as string]
+    const ids = await Promise.all(keys.map(async (k) => (await call(cluster.nodes[0]!.url, 'GET', '/openrtb/v2/seat', { key: k })).body.data.key.key_id as string))
+    // Each key revokes the other, through its own node, at the same moment: one must stay.
+    const revoked = await Promise.all([0, 1].map((i) => call(cluster.nodes[i]!.url, 'DELETE', `/openrtb/v2/keys/${ids[1 - i]!}`, { key: keys[i]! })))
+    t.same(revoked.map((r) => r.status).sort(), [200, 409], 'one revocation went through; the other found the last live key', { bodies: revoked.map((r) => r.body) })
+    const live = await Promise.all(keys.map((k) => seatStatus(cluster.nodes[2]!.url, k)))
+    t.same(live.sort(), [200, 401], 'the seat keeps one live key')
+  })
+
+  t.test('a key\'s rate limit holds cluster-wide within 10%, however its requests are spread over the nodes', async (t) => {
+    /** Sets the seat's account limit through node-1 and waits until every node applies it. */
+    const limited = async (seatId: string, limit: number) => {
+      const made = await onboard(cluster.frontUrl, seatId)
+      t.equal(made.status, 201)
+      const key = made.body.data.api_key.key as string
+      const set = await call(cluster.nodes[0]!.url, 'PUT', `/admin/v1/seats/${seatId}/rate-limits`, { key: cluster.adminToken, body: { limits: { account: limit }, reason: 'cluster test' } })
+      t.equal(set.status, 200)
+      for (const node of cluster.nodes) {
+        let seen = ''
+        for (let i = 0; i < 100 && seen !== String(limit); i++) seen = (await call(node.url, 'GET', '/openrtb/v2/seat', { key })).headers.get('ratelimit-limit') ?? ''
+        t.equal(seen, String(limit), `${node.id} applies the limit`)
+      }
+      return key
+    }
+    /** Sends GET /openrtb/v2/seat through each base until each has answered 429; the statuses seen. */
+    const flood = async (key: string, bases: string[], perBase: number) => {
+      const statuses: number[] = []
+      let reset = Infinity
+      await Promise.all(bases.flatMap((base) => Array.from({ length: perBase }, async () => {
+        for (;;) {
+          const r = await call(base, 'GET', '/openrtb/v2/seat', { key })
+          statuses.push(r.status)
+          reset = Math.min(reset, Number(r.headers.get('ratelimit-reset')))
+          if (r.status !== 200) return
+        }
+      })))
+      return { ok: statuses.filter((s) => s === 200).length, refused: statuses.filter((s) => s === 429).length, other: statuses.filter((s) => s !== 200 && s !== 429), reset }
+    }
+    /** Starts where a fresh minute window has most of its time left: a flood must fall in one window. */
+    const freshWindow = async (key: string) => {
+      const reset = Number((await call(cluster.frontUrl, 'GET', '/openrtb/v2/seat', { key })).headers.get('ratelimit-reset'))
+      if (reset < 25) await new Promise((resolve) => setTimeout(resolve, (reset + 1) * 1000))
+    }
+
+    const spread = await limited('spread-limit', 600)
+    await freshWindow(spread)
+    // Three clients on each node and three through the front: every node takes a share of the key's requests.
+    const all = await flood(spread, [...cluster.nodes.map((n) => n.url), cluster.frontUrl], 3)
+    t.same(all.other, [], 'every answer a 200 or a 429')
+    t.ok(all.reset >= 1, 'within one window')
+    // Within 10% either way: the window also holds the requests made before the flood (freshWindow's, the limit's
+    // checks), and parts granted to a node that its clients stopped using are not spent.
+    t.ok(all.ok >= 540 && all.ok <= 660, `a limit of 600 a minute over three nodes: ${all.ok} answered 200, ${all.refused} refused`)
+    t.comment(`limit 600/min, 12 clients spread over 3 nodes and the front: ${all.ok} allowed in the flood (${((all.ok / 600 - 1) * 100).toFixed(1)}% off the limit)`)
+
+    const single = await limited('single-node-limit', 200)
+    await freshWindow(single)
+    const one = await flood(single, [cluster.nodes[0]!.url], 4)
+    t.ok(one.ok >= 180 && one.ok <= 220, `a client that reaches one node only gets the whole limit of 200, not a third: ${one.ok} answered 200`)
+    t.comment(`limit 200/min through node-1 only: ${one.ok} allowed`)
+  })
+
   t.test('a node killed with -9 under onboarding load loses no acknowledged seat or key, and catches up when it rejoins', async (t) => {
     const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
     const acknowledged: Array<{ seat: string, key: string, via: string }> = []
@@ -147,7 +259,7 @@ else {
     t.same(missingOnThree, [], 'node-3 holds every acknowledged seat after it rejoins, its own included')
   })
 
-  t.test('the engine\'s leader lost: writes go on with two members of three; with one, a write answers 503, and its retry replays once the engine is back', async (t) => {
+  t.test('the engine\'s leader lost: writes go on with two members of three; with one, a write answers 503 and ships once the engine is back', async (t) => {
     const [one, two] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
     const leader = await cluster.engine.leaderOf('KV_oohbid_state')
     process.kill(leader.pid, 'SIGKILL')
@@ -171,8 +283,11 @@ else {
     const unclaimed = await onboard(one.url, 'no-quorum', caller)
     t.match(unclaimed, { status: 503, body: { error_code: 'service_unavailable' } }, 'without a quorum a seat_id cannot be claimed: onboarding is refused')
     const headers = { 'idempotency-key': 'no-quorum-mint' }
-    const refused = await call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'minted-without-quorum' }, headers })
-    t.match(refused, { status: 503, body: { error_code: 'service_unavailable' } }, 'a key minted without a quorum is not acknowledged')
+    const unclaimedKey = await call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'claimed-without-quorum' }, headers })
+    t.match(unclaimedKey, { status: 503, body: { error_code: 'service_unavailable' } }, 'a write with an Idempotency-Key is refused before it runs: the key cannot be claimed cluster-wide')
+    t.match(await waiting(), /^node-1: 0 transactions waiting to ship/, 'and wrote nothing')
+    const refused = await call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'minted-without-quorum' } })
+    t.match(refused, { status: 503, body: { error_code: 'service_unavailable' } }, 'a key minted without a quorum (no Idempotency-Key) is not acknowledged')
     t.equal(refused.headers.get('retry-after'), '1')
     t.match(await waiting(), /^node-1: [1-9]\d* transactions waiting to ship/, '/readyz says the write waits to ship')
     t.equal(await seatStatus(one.url, key), 200, 'the node goes on answering')
@@ -182,19 +297,22 @@ else {
     const back = performance.now()
     while (!/: 0 transactions waiting/.test(await waiting()) && performance.now() - back < 30_000) await new Promise((resolve) => setTimeout(resolve, 100))
     t.match(await waiting(), /^node-1: 0 transactions waiting to ship to the engine; replicated state applied through revision \d+$/, 'the write ships once the engine has a quorum again')
-    const replay = await call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'minted-without-quorum' }, headers })
-    t.equal(replay.status, 201, 'the retry with the same Idempotency-Key answers the write\'s outcome')
-    t.equal(replay.headers.get('idempotent-replayed'), 'true', 'replayed, not run twice')
-    const minted = replay.body.data.key as string
-    // Each node's watch of the bucket resumes once the engine is back (an ordered consumer notices within its heartbeats).
-    const everywhere = await everyNode(cluster.nodes, minted, 200, 20_000, 250)
-    const states = await Promise.all(cluster.nodes.map(async (n) => `${(await call(n.url, 'GET', '/readyz')).body.data.checks.cluster as string}: ${await seatStatus(n.url, minted)}`))
-    t.not(everywhere, undefined, 'the key minted while the engine had no quorum reaches every node', { states })
+    const labels = async (base: string) => ((await call(base, 'GET', '/openrtb/v2/keys', { key })).body.data?.keys ?? []).map((k: { label?: string }) => k.label)
+    const shippedEverywhere = performance.now()
+    let listed: unknown[][] = []
+    while (performance.now() - shippedEverywhere < 20_000) {
+      listed = await Promise.all(cluster.nodes.map((n) => labels(n.url)))
+      if (listed.every((l) => l.includes('minted-without-quorum'))) break
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+    t.ok(listed.every((l) => l.includes('minted-without-quorum')), 'the key minted while the engine had no quorum reaches every node', { listed })
     t.comment(`on every node ${(((performance.now() - back) / 1000)).toFixed(1)} s after the engine's members were started again`)
-    const elsewhere = await call(two.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'minted-without-quorum' }, headers })
-    t.equal(elsewhere.status, 201, 'the same retry through another node replays too')
+    const ran = await call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'claimed-without-quorum' }, headers })
+    t.equal(ran.status, 201, 'the refused Idempotency-Key request, retried, runs', { body: ran.body })
+    const elsewhere = await call(two.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'claimed-without-quorum' }, headers })
+    t.equal(elsewhere.status, 201, 'and its retry through another node replays')
     t.equal(elsewhere.headers.get('idempotent-replayed'), 'true')
-    t.equal(elsewhere.body.data.key, minted, 'with the same key')
+    t.equal(elsewhere.body.data.key, ran.body.data.key, 'with the same key')
     // As its Retry-After says: the claims bucket may still be electing its leader (each try counts against the
     // address's 5 onboardings an hour).
     let retried = await onboard(one.url, 'no-quorum', caller)

@@ -1,6 +1,7 @@
 import autocannon from 'autocannon'
 import t from 'tap'
 import { parseResponses, rawExchange, startTestService } from './helpers/service.js'
+import type { SeatRecord } from '../src/accounts/records.js'
 
 const REQUEST_ID = /^req_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -155,9 +156,9 @@ t.test('autocannon -p 10 gets a correct answer to every request on every route t
 t.test('an internal error is internal_error with the request id and no stack trace', async (t) => {
   const svc = await startTestService(t)
   const { key } = await svc.onboard('corrupt')
-  // A record damaged on disk: the seat lost its key list.
+  // A record damaged on disk: the seat lost its rate limits.
   const seat = svc.service.store.seats.get('corrupt')!
-  svc.service.store.write(() => svc.service.store.seats.putSync('corrupt', { ...seat, key_ids: undefined as unknown as string[] }))
+  svc.service.store.write(() => svc.service.store.seats.putSync('corrupt', { ...seat, rate_limits: undefined as unknown as SeatRecord['rate_limits'] }))
   svc.clock.advance(2000)
   const r = await svc.request('GET', '/openrtb/v2/keys', { key })
   t.equal(r.status, 500)

@@ -98,3 +98,29 @@ t.test('key management needs campaigns:write, and a key never grants or revokes 
   for (const method of ['get', 'post']) t.equal(doc.paths['/openrtb/v2/keys'][method]['x-scope'], 'campaigns:write', `OpenAPI documents the scope of ${method} /keys`)
   t.equal(doc.paths['/openrtb/v2/keys/{key_id}'].delete['x-scope'], 'campaigns:write')
 })
+
+t.test('a seat stored with its key list inside the seat record (before keys had rows of their own) keeps its keys after an upgrade', async (t) => {
+  const { adoptSeatKeyLists } = await import('../src/auth/keys.js')
+  const svc = await startTestService(t)
+  const { key } = await svc.onboard('upgraded-keys')
+  const minted = await svc.request('POST', '/openrtb/v2/keys', { key, body: { label: 'second' } })
+  t.equal(minted.status, 201)
+  const listed = async () => ((await svc.request('GET', '/openrtb/v2/keys', { key })).body.data.keys as Array<{ key_id: string }>).map((k) => k.key_id)
+  const ids = await listed()
+  t.equal(ids.length, 2)
+  // The data as the version before kept it: the ids in the seat record, no rows of their own.
+  const store = svc.service.store
+  store.write(() => {
+    for (const row of [...store.seatKeys.getKeys()]) store.seatKeys.removeSync(row)
+    store.seats.putSync('upgraded-keys', { ...store.seats.get('upgraded-keys')!, key_ids: ids } as never)
+    store.meta.removeSync('migrated:seat-keys')
+  })
+  t.same(await listed(), [], 'without rows, the old list is not read')
+  adoptSeatKeyLists(store)
+  t.same(await listed(), ids, 'both keys listed again, oldest first')
+  const revoke = await svc.request('DELETE', `/openrtb/v2/keys/${ids[0]!}`, { key })
+  t.equal(revoke.status, 200, 'and the first can be revoked: the seat has another live key')
+  const before = svc.snapshot()
+  adoptSeatKeyLists(store)
+  t.same(svc.snapshot(), before, 'a second start moves nothing')
+})

@@ -88,6 +88,7 @@ const OWNERS: Record<string, string[]> = {
   bySeat: ['src/accounts/'],
   keys: ['src/auth/'],
   keyDigests: ['src/auth/'],
+  seatKeys: ['src/auth/'],
   partners: ['src/inventory/'],
   partnerSlugs: ['src/inventory/'],
   devices: ['src/inventory/'],

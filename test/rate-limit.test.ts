@@ -98,3 +98,52 @@ t.test('limiters over the same shared memory count into one window, as hot threa
   t.match(b.take('public', 'fresh-subject', 1, 60_000), { allowed: true }, 'a full table still takes a new subject')
   t.match(b.take('public', 'fresh-subject', 1, 60_000), { allowed: false }, 'and counts it exactly')
 })
+
+t.test('a cluster node\'s windows: the same start on every node, spent only as the engine grants, asked for ahead', async (t) => {
+  const { RateLimiter, alignedStart, chunkFor, creditFor } = await import('../src/http/rate-limit.js')
+  const { ManualClock } = await import('../src/clock.js')
+  const clock = new ManualClock()
+  const start = alignedStart('bidding\u0000key:k', 60_000, clock.now())
+  t.equal(alignedStart('bidding\u0000key:k', 60_000, start + 59_999), start, 'one window for a minute from its start')
+  t.equal(alignedStart('bidding\u0000key:k', 60_000, start + 60_000), start + 60_000, 'the next starts where it ends')
+  t.not(alignedStart('bidding\u0000key:other', 60_000, clock.now()) % 60_000, start % 60_000, 'another key resets at another second')
+  t.same([creditFor(1000), creditFor(99), chunkFor(1000, 0), chunkFor(1000, 2), chunkFor(1000, 9)], [10, 0, 10, 40, 100], 'credit 1% (none under 100); grants from 1% doubling to 10%')
+
+  const node = new RateLimiter(clock, undefined, { cluster: true })
+  const first = node.take('bidding', 'key:k', 1000, 60_000)
+  t.match(first, { allowed: true, remaining: 999 }, 'the credit lets the first request through at once')
+  t.match(first.ask, { group: 'bidding', subject: 'key:k', start, windowMs: 60_000, limit: 1000, grants: 0 }, 'and asks the engine for a part of the window')
+  for (let i = 1; i < 10; i++) t.equal(node.take('bidding', 'key:k', 1000, 60_000).ask, undefined, 'one ask at a time')
+  t.match(node.take('bidding', 'key:k', 1000, 60_000), { allowed: false, wait: true }, 'past the credit with no grant yet: waits for it, rather than refuse under the limit')
+  node.granted(first.ask!, { granted: 10, total: 510, spent: false })
+  const after = node.take('bidding', 'key:k', 1000, 60_000)
+  t.match(after, { allowed: true, remaining: 1000 - 500 - 11 }, 'what other nodes hold counts as spent in RateLimit-Remaining')
+  t.match(after.ask, { grants: 1 }, 'half a grant left: the next ask goes out')
+  node.granted(after.ask!, { granted: 5, total: 1000, spent: true })
+  let allowed = 0
+  for (let i = 0; i < 20; i++) if (node.take('bidding', 'key:k', 1000, 60_000).allowed) allowed++
+  t.equal(allowed, 10 + 10 + 5 - 11, 'exactly the credit and the grants (11 of them spent already), then refused')
+  const spent = node.take('bidding', 'key:k', 1000, 60_000)
+  t.match(spent, { allowed: false, remaining: 0 })
+  t.equal(spent.ask, undefined, 'a spent window asks no more')
+  clock.advance(start + 60_000 - clock.now())
+  t.match(node.take('bidding', 'key:k', 1000, 60_000), { allowed: true, remaining: 999 }, 'the next window starts fresh')
+
+  // The engine slow to answer: the node granted itself 10; the engine's late answer of 15 adds only the 5 beyond.
+  const slow = node.take('bidding', 'key:slow', 1000, 60_000)
+  t.match(slow.ask, { known: 0 })
+  node.granted(slow.ask!, { granted: 10, total: 0, spent: false })
+  node.granted(slow.ask!, { granted: 15, total: 400, spent: false, beyond: 10 })
+  let slowAllowed = 1
+  for (let i = 0; i < 40; i++) if (node.take('bidding', 'key:slow', 1000, 60_000).allowed) slowAllowed++
+  t.equal(slowAllowed, 10 + 15, 'the credit and the larger of the two grants, not both')
+
+  const small = node.take('onboarding', 'ip:198.51.100.7', 5, 3_600_000)
+  t.match(small, { allowed: false, wait: true }, 'a limit under 100 has no credit: its first request waits for the grant')
+  node.granted(small.ask!, { granted: 1, total: 1, spent: false })
+  const passed = node.take('onboarding', 'ip:198.51.100.7', 5, 3_600_000)
+  t.match(passed, { allowed: true }, 'and passes once it arrives')
+  t.ok(passed.ask, 'asking for the next part at once')
+  node.granted({ ...passed.ask!, start: passed.ask!.start - 3_600_000 }, { granted: 50, total: 50, spent: false })
+  t.match(node.take('onboarding', 'ip:198.51.100.7', 5, 3_600_000), { allowed: false, wait: true }, 'a grant for a window that ended is not spent in this one')
+})

@@ -15,7 +15,6 @@ export interface SeatRecord {
   notification_url?: string
   webhook_url?: string
   rate_limits: CustomRateLimits
-  key_ids: string[]
   created_at: string
   updated_at: string
 }

@@ -51,6 +51,7 @@ export function adminPlatformRoutes ({ store, outbox, inventory }: Deps): RouteD
       body: 'PartnerSourceRequest',
       data: 'Partner',
       errors: ['partner_not_found'],
+      exclusive: (ctx) => `partner:${ctx.params.id!}`,
       handler: (ctx) => {
         const partner = store.partners.get(ctx.params.id!)
         if (partner === undefined) throw new ApiError('partner_not_found', `No partner ${ctx.params.id}.`, { param: 'id' })

@@ -7,6 +7,8 @@ import type { SeatRecord } from '../accounts/records.js'
 import type { Deps } from '../deps.js'
 import { pageQuery, pageParams } from './paging.js'
 import { saveSeat } from '../accounts/seats.js'
+import { seatKeyIds } from '../auth/keys.js'
+import type { Store } from '../store/store.js'
 
 type SeatAction = 'approve' | 'suspend' | 'reinstate' | 'revoke'
 
@@ -22,7 +24,7 @@ const MOVES: Record<SeatAction, { from: SeatStatus[], to: (seat: SeatRecord) => 
 }
 
 /** The operator's view of a seat: contacts shown, callback URLs only as booleans. */
-export function adminSeatView (seat: SeatRecord): AdminSeat {
+export function adminSeatView (store: Pick<Store, 'seatKeys'>, seat: SeatRecord): AdminSeat {
   return {
     id: seat.id,
     seat_id: seat.seat_id,
@@ -36,7 +38,7 @@ export function adminSeatView (seat: SeatRecord): AdminSeat {
     has_notification_url: seat.notification_url !== undefined,
     has_webhook_url: seat.webhook_url !== undefined,
     rate_limits: seat.rate_limits,
-    key_ids: seat.key_ids
+    key_ids: seatKeyIds(store, seat.seat_id)
   }
 }
 
@@ -58,6 +60,7 @@ export function adminSeatRoutes ({ store, outbox }: Deps): RouteDef[] {
     body: 'SeatActionRequest',
     data: 'AdminSeat',
     errors: ['seat_not_found', 'invalid_transition'],
+    exclusive: (ctx) => `seat:${ctx.params.seat_id!.toLowerCase()}`,
     handler: (ctx) => {
       const seat = load(ctx.params.seat_id!)
       const move = MOVES[name]
@@ -71,7 +74,7 @@ export function adminSeatRoutes ({ store, outbox }: Deps): RouteDef[] {
       saveSeat(store, next)
       const past = { approve: 'approved', suspend: 'suspended', reinstate: 'reinstated', revoke: 'revoked' }[name]
       outbox.append(`audit.seat.${past}`, `seat:${seat.seat_id}`, { actor: 'operator', from: seat.status, to, reason: ctx.body.reason ?? null }, seat.seat_id)
-      return ok(adminSeatView(next))
+      return ok(adminSeatView(store, next))
     }
   })
 
@@ -89,7 +92,7 @@ export function adminSeatRoutes ({ store, outbox }: Deps): RouteDef[] {
         const { limit, after } = pageParams(ctx.query)
         const entries = store.seats.getRange(after !== undefined ? { start: after, exclusiveStart: true } : {})
         const page = pageOf(entries, limit, (seat) => status !== null && seat.status !== status ? undefined : seat, (key) => Buffer.from(key).toString('base64url'))
-        return ok({ seats: page.items.map(adminSeatView), cursor: page.cursor })
+        return ok({ seats: page.items.map((seat) => adminSeatView(store, seat)), cursor: page.cursor })
       }
     }),
     route({
@@ -99,7 +102,7 @@ export function adminSeatRoutes ({ store, outbox }: Deps): RouteDef[] {
       summary: 'Read a seat',
       data: 'AdminSeat',
       errors: ['seat_not_found'],
-      handler: (ctx) => ok(adminSeatView(load(ctx.params.seat_id!)))
+      handler: (ctx) => ok(adminSeatView(store, load(ctx.params.seat_id!)))
     }),
     action('approve'),
     action('suspend'),
@@ -114,6 +117,7 @@ export function adminSeatRoutes ({ store, outbox }: Deps): RouteDef[] {
       body: 'RateLimitsRequest',
       data: 'AdminSeat',
       errors: ['seat_not_found'],
+      exclusive: (ctx) => `seat:${ctx.params.seat_id!.toLowerCase()}`,
       handler: (ctx) => {
         const seat = load(ctx.params.seat_id!)
         const limits = { ...seat.rate_limits }
@@ -124,7 +128,7 @@ export function adminSeatRoutes ({ store, outbox }: Deps): RouteDef[] {
         const next = { ...seat, rate_limits: limits, updated_at: iso(ctx.now) }
         saveSeat(store, next)
         outbox.append('audit.seat.rate_limits_changed', `seat:${seat.seat_id}`, { actor: 'operator', before: seat.rate_limits, after: limits, reason: ctx.body.reason ?? null }, seat.seat_id)
-        return ok(adminSeatView(next))
+        return ok(adminSeatView(store, next))
       }
     })
   ]

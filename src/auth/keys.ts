@@ -2,6 +2,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { Scope } from '../generated/types.js'
 import type { KeyRecord } from './records.js'
 import type { Store } from '../store/store.js'
+import { runOnce } from '../store/rewrite.js'
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 const PREFIX_LENGTH = 12
@@ -37,17 +38,57 @@ export function mintKey (kind: KeyRecord['kind'], scopes: Scope[], now: string, 
   }
 }
 
-/** Stores a key record and its digest index; call inside Store.write. */
+/**
+ * A key's row in its seat's list. A row per key, not a list in the seat's record: two nodes of a cluster minting keys
+ * for one seat at the same moment write two rows, where two copies of a list would keep only the later one.
+ */
+const seatKeyOf = (record: KeyRecord): [string, string, string] | undefined =>
+  record.seat_id === undefined ? undefined : [record.seat_id.toLowerCase(), record.created_at, record.key_id]
+
+/** Stores a key record and its digest and seat indexes; call inside Store.write. */
 export function saveKey (store: Store, record: KeyRecord): void {
   store.keys.putSync(record.key_id, record)
   store.keyDigests.putSync(record.digest, record.key_id)
+  const listed = seatKeyOf(record)
+  if (listed !== undefined) store.seatKeys.putSync(listed, 1)
 }
 
 /** Stores a change to a key record (its scopes, its seat, its sealed copy); call inside Store.write. */
 export function updateKey (store: Store, record: KeyRecord, change: Partial<Omit<KeyRecord, 'key_id' | 'digest'>>): KeyRecord {
   const next = { ...record, ...change }
   store.keys.putSync(record.key_id, next)
+  if (next.seat_id !== record.seat_id) {
+    const was = seatKeyOf(record)
+    const is = seatKeyOf(next)
+    if (was !== undefined) store.seatKeys.removeSync(was)
+    if (is !== undefined) store.seatKeys.putSync(is, 1)
+  }
   return next
+}
+
+/** The ids of a seat's keys, revoked ones included, oldest first. */
+export function seatKeyIds (store: Pick<Store, 'seatKeys'>, seatId: string): string[] {
+  const seat = seatId.toLowerCase()
+  const ids: string[] = []
+  for (const key of store.seatKeys.getKeys({ start: [seat], end: [seat + '\u0000'] } as never)) ids.push((key as [string, string, string])[2])
+  return ids
+}
+
+/**
+ * Seats stored before keys had their own rows listed them in the seat's record (key_ids): each gets its rows once
+ * (src/store/rewrite.ts runOnce), from what its keys' records say.
+ */
+export function adoptSeatKeyLists (store: Store): void {
+  // Seats are few (one a buyer) and small: one transaction.
+  runOnce(store, 'seat-keys', () => store.write(() => {
+    for (const { value: seat } of store.seats.getRange()) {
+      for (const id of (seat as { key_ids?: string[] }).key_ids ?? []) {
+        const record = store.keys.get(id)
+        const listed = record !== undefined ? seatKeyOf(record) : undefined
+        if (listed !== undefined) store.seatKeys.putSync(listed, 1)
+      }
+    }
+  }))
 }
 
 /** Marks a key revoked and stores it; call inside Store.write. */

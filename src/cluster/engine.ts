@@ -9,12 +9,26 @@ export const STATE_BUCKET = 'oohbid_state'
 /** The KV bucket of names claimed across the cluster (src/cluster/unique-names.ts). */
 const CLAIMS_BUCKET = 'oohbid_claims'
 
+/** The KV bucket of records locked while a request rewrites them (src/cluster/node.ts lock). */
+const LOCKS_BUCKET = 'oohbid_locks'
+
+/** How long a lock outlives a node that died holding it. */
+const LOCK_TTL_MS = 30_000
+
+/** The KV bucket of rate-limit windows, each the total granted to the nodes (src/cluster/rate-leases.ts). */
+const RATES_BUCKET = 'oohbid_rates'
+
+/** How long a window's total is kept: the longest window (an hour) and an hour more. */
+const RATES_TTL_MS = 2 * 3600_000
+
 /** This node's connection to the cluster's engine (NATS JetStream) and the bucket of replicated state. */
 export interface Engine {
   nc: NatsConnection
   js: JetStreamClient
   state: KV
   claims: KV
+  rates: KV
+  locks: KV
   close (): Promise<void>
 }
 
@@ -35,8 +49,10 @@ export async function connectEngine (cluster: ClusterConfig, log: Logger, startW
       // resumes from the revision it last applied.
       const state = await js.views.kv(STATE_BUCKET, { history: 1, replicas: cluster.replicas })
       const claims = await js.views.kv(CLAIMS_BUCKET, { history: 1, replicas: cluster.replicas, ttl: CLAIM_TTL_MS })
+      const rates = await js.views.kv(RATES_BUCKET, { history: 1, replicas: cluster.replicas, ttl: RATES_TTL_MS })
+      const locks = await js.views.kv(LOCKS_BUCKET, { history: 1, replicas: cluster.replicas, ttl: LOCK_TTL_MS })
       const conn = nc
-      return { nc, js, state, claims, close: () => conn.drain() }
+      return { nc, js, state, claims, rates, locks, close: () => conn.drain() }
     } catch (err) {
       last = err
       await nc?.close().catch(() => {})

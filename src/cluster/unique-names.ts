@@ -5,11 +5,12 @@
  */
 export interface UniqueNames {
   /**
-   * True when this request won the name, or holds it already (owner: the request's fingerprint, so a retry of a request
+   * True when this request won the name, or holds it already, or took it over from a holder older than
+   * takeOverAfterMs (owner: the request's fingerprint, so a retry of a request
    * whose claim landed after its answer was lost finds it its own); false when another holds it; throws 503 when the
    * engine cannot say.
    */
-  claim (name: string, owner: string): Promise<boolean>
+  claim (name: string, owner: string, takeOverAfterMs?: number): Promise<boolean>
   /** Gives a won name back (the write that claimed it did not commit). */
   release (name: string): void
 }
@@ -20,4 +21,16 @@ export const CLAIM_TTL_MS = 600_000
 /** The claims bucket's key for a name: letters, digits and `-_=.` only, as KV keys allow. */
 export function claimKey (name: string): string {
   return `name.${Buffer.from(name).toString('base64url')}`
+}
+
+/** A claim's value: when it was made (ms) and its owner. */
+export function claimValue (owner: string, at: number): Uint8Array {
+  return new TextEncoder().encode(`${at} ${owner}`)
+}
+
+/** claimValue's inverse; undefined for a value it did not write. */
+export function parseClaim (text: string): { owner: string, at: number } | undefined {
+  const space = text.indexOf(' ')
+  const at = Number(text.slice(0, space))
+  return space > 0 && Number.isFinite(at) ? { owner: text.slice(space + 1), at } : undefined
 }

@@ -53,6 +53,7 @@ const rpc = new Rpc(port, {
   snapshot: (reset?: boolean) => metrics.snapshot(clock.now(), reset),
   runJobs: () => inventory.runJobs(),
   shipped: () => shipped.woken(),
+  granted: () => link?.rates.woken(),
   settled: () => reports.settled(),
   // Everything this thread acknowledged before the call is applied to LMDB when it answers.
   flushed: () => { journal.flush(); return true },
@@ -70,6 +71,7 @@ const store = openStore(config.dataDir, { mode: config.durability, syncIntervalM
 // A cluster node's supervisor ships what this thread's commits recorded for the other nodes.
 store.changes?.onCommitted(onNextTurn(() => rpc.notify('replicate')))
 const shipped = new ShippedChanges(memory.shipped)
+const link = config.cluster !== undefined ? nodeLinkThrough(shipped, (op, ...args) => rpc.call(op, ...args), (op, ...args) => rpc.notify(op, ...args)) : undefined
 const metrics = new Metrics(thread, store.held)
 const outbox = new Outbox(store, clock)
 outbox.onAppend(onNextTurn(() => rpc.notify('outbox')))
@@ -134,7 +136,7 @@ function stop (): never {
 }
 process.on('uncaughtException', die)
 process.on('unhandledRejection', die)
-server.mount(routes, { config, clock, log, store, auth, metrics, lifecycle, limiter: new RateLimiter(clock, memory.limits), idempotency: new Idempotency(store, clock, memory.inFlight), ...(config.cluster !== undefined ? { cluster: nodeLinkThrough(shipped, (op, ...args) => rpc.call(op, ...args), (op, ...args) => rpc.notify(op, ...args)) } : {}) })
+server.mount(routes, { config, clock, log, store, auth, metrics, lifecycle, limiter: new RateLimiter(clock, memory.limits, { cluster: config.cluster !== undefined }), idempotency: new Idempotency(store, clock, memory.inFlight), ...(link !== undefined ? { cluster: link } : {}) })
 // Screens' freshness and heartbeat deadlines armed by this thread's requests come due here.
 const jobs = setInterval(() => inventory.runJobs(), 1000)
 rpc.notify('listening', server.port)

@@ -68,12 +68,18 @@ export class Idempotency {
 
   /** The stored response for a claimed key if it is still valid; throws 422 when the request differs. */
   replay (id: string, fingerprint: string): IdempotencyRecord | undefined {
-    const record = this.#store.idempotency.get(id)
-    if (record === undefined || record.expires_at <= this.#clock.now()) return undefined
+    if (!this.stored(id)) return undefined
+    const record = this.#store.idempotency.get(id)!
     if (record.fingerprint !== fingerprint) {
       throw new ApiError('idempotency_key_mismatch', 'This Idempotency-Key was used with a different request in the last 24 hours; use a new key.')
     }
     return record
+  }
+
+  /** Whether a claimed key has an outcome stored that a retry would replay. */
+  stored (id: string): boolean {
+    const record = this.#store.idempotency.get(id)
+    return record !== undefined && record.expires_at > this.#clock.now()
   }
 
   /** Stores the response; call inside the transaction that made the change. */

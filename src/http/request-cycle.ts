@@ -45,6 +45,17 @@ type Written = Exclude<Result, { kind: 'held' }>
 /** Shared by requests without a query string; nothing mutates a request's query. */
 const NO_QUERY = new URLSearchParams()
 
+/** An Idempotency-Key's name among the names claimed across a cluster. */
+const idempotencyName = (claim: string): string => `idempotency-key\u0000${claim}`
+
+/** A body not asked for yet (RequestCycle.#admitAgainAfter). */
+const NOT_READ = Symbol('not read')
+
+/** Thrown by an admission that must wait for a rate window's grant from the cluster's engine. */
+class RateWait {
+  constructor (readonly granted: Promise<boolean>) {}
+}
+
 /** Thrown inside a dry run's transaction to roll it back while keeping the handler's answer. */
 class Rollback {
   constructor (readonly result: Result) {}
@@ -109,6 +120,16 @@ export class RequestCycle {
   #size = 0
   /** Whether this request already waited for its node to catch up with the cluster (a key refused once). */
   #caughtUp = false
+  /** The rate groups this request was counted in, kept when it is admitted again. */
+  readonly #counted = new Set<string>()
+  /** A cluster node: the record this request holds locked (RouteDef.exclusive), until it ends. */
+  #locked: string | undefined
+  /** A cluster node: whether this request won its Idempotency-Key's claim in the engine (#claimKeyInCluster). */
+  #keyInCluster: 'won' | 'lost' | undefined
+  /** When this request first waited for a rate window's grant (performance.now()). */
+  #rateWaitSince: number | undefined
+  /** A body read while the request waited to be admitted again: NOT_READ, null while arriving, undefined for none. */
+  #waitedBody: Buffer | undefined | null | typeof NOT_READ = NOT_READ
   readonly #paramNames: readonly string[]
   readonly #rawParams: string[] = []
   /** A HEAD request: run as the GET it mirrors, answered with its status and headers only. */
@@ -166,9 +187,22 @@ export class RequestCycle {
       if (this.#route.body === undefined && this.#route.rawBody !== true) return this.#complete(undefined)
       this.#readBody((raw) => this.#complete(raw))
     } catch (err) {
-      if (this.#refusedKey(err)) return this.#afterCatchUp()
-      this.#fail(err, false)
+      this.#refused(err)
     }
+  }
+
+  /**
+   * An admission that did not pass. On a cluster node two refusals may be the cluster's news not reaching this node
+   * yet, and are admitted again once it has: a key another node has just acknowledged, and a rate window whose grant
+   * is on its way.
+   */
+  #refused (err: unknown): void {
+    if (err instanceof RateWait) return this.#admitAgainAfter(err.granted)
+    if (this.#refusedKey(err)) {
+      this.#caughtUp = true
+      return this.#admitAgainAfter(this.#deps.cluster!.caughtUp())
+    }
+    this.#fail(err, false)
   }
 
   /**
@@ -182,30 +216,34 @@ export class RequestCycle {
   }
 
   /**
-   * Answers a refused key only once this node has applied everything the cluster had acknowledged when the request
-   * came (about a millisecond when it already has), then admits the request again: a key minted or a seat onboarded
-   * through one node works through every other as soon as the answer arrives. The body is read meanwhile.
+   * Admits the request again once wait settles (the node caught up with the cluster, or a rate window's grant
+   * arrived), reading the body meanwhile: about a millisecond when the cluster's answer is at hand.
    */
-  #afterCatchUp (): void {
-    this.#caughtUp = true
-    let raw: Buffer | undefined | null = this.#route.body === undefined && this.#route.rawBody !== true ? undefined : null
-    let synced = false
+  #admitAgainAfter (wait: Promise<unknown>): void {
+    let settled = false
     const go = (): void => {
-      if (!synced || raw === null || this.#aborted || this.#done) return
+      const body = this.#waitedBody
+      if (!settled || body === null || body === NOT_READ || this.#aborted || this.#done) return
       try {
         this.#admit()
-        this.#complete(raw)
+        this.#complete(body)
       } catch (err) {
-        this.#fail(err, false)
+        this.#refused(err)
       }
     }
     try {
       // A copy: uWS frees the last chunk's memory when its callback returns, and this body waits past it.
-      if (raw === null) this.#readBody((body) => { raw = Buffer.from(body); go() })
+      if (this.#waitedBody === NOT_READ) {
+        if (this.#route.body === undefined && this.#route.rawBody !== true) this.#waitedBody = undefined
+        else {
+          this.#waitedBody = null
+          this.#readBody((body) => { this.#waitedBody = Buffer.from(body); go() })
+        }
+      }
     } catch (err) {
       return this.#fail(err, false)
     }
-    this.#deps.cluster!.caughtUp().catch(() => {}).finally(() => { synced = true; go() })
+    wait.catch(() => {}).finally(() => { settled = true; go() })
   }
 
   /** Everything decided from the headers alone: draining, auth, rate limit, scope, dry run, Idempotency-Key. */
@@ -227,8 +265,8 @@ export class RequestCycle {
       principal = auth.authenticate(route, ctx.headers)
     } catch (err) {
       // Failed authentication (API key or operator token) counts against the client address, which slows guessing;
-      // once a request, though a cluster node admits it twice (#afterCatchUp).
-      if (err instanceof ApiError && err.status === 401 && !this.#caughtUp) this.#take('unauthenticated', `ip:${ctx.ip}`, undefined)
+      // once a request, though a cluster node may admit it again (#admitAgainAfter).
+      if (err instanceof ApiError && err.status === 401) this.#take('unauthenticated', `ip:${ctx.ip}`, undefined)
       throw err
     }
     ctx.principal = principal
@@ -256,12 +294,26 @@ export class RequestCycle {
   }
 
   #take (group: RouteDef['rateGroup'], subject: string, principal: Principal | undefined, given?: number): void {
+    // Counted in an earlier admission of this request (#admitAgainAfter).
+    if (this.#counted.has(group)) return
     const policy = limitFor(group, principal)
     const { windowMs } = policy
     const limit = given ?? policy.limit
     const decision = this.#deps.limiter.take(group, subject, limit, windowMs)
+    if (decision.ask !== undefined) this.#deps.cluster?.rates.ask(decision.ask)
+    // A cluster node that has spent its part of the window waits for the engine's next grant rather than refuse a
+    // request under the limit (it asked ahead, so this is rare); a failed authentication is refused anyway.
+    if (decision.wait === true && group !== 'unauthenticated') {
+      const timeoutMs = this.#deps.config.cluster?.ackTimeoutMs ?? 0
+      this.#rateWaitSince ??= performance.now()
+      if (performance.now() - this.#rateWaitSince < timeoutMs) throw new RateWait(this.#deps.cluster!.rates.granted(timeoutMs))
+      throw new ApiError('service_unavailable', 'The cluster cannot grant this rate window right now; retry shortly.', { retry_after_seconds: 1 }, { 'Retry-After': '1' })
+    }
     this.#rate = decision
-    if (decision.allowed) return
+    if (decision.allowed || decision.wait === true) {
+      this.#counted.add(group)
+      return
+    }
     this.#deps.metrics.rejected(group)
     const extras: Record<string, number> = { retry_after_seconds: decision.resetSeconds }
     if (group === 'onboarding') extras.retry_after = decision.resetSeconds
@@ -330,7 +382,13 @@ export class RequestCycle {
           const recorded = this.#deps.store.changes?.recorded ?? 0
           return recorded > 0 ? this.#replicated(recorded, replay) : replay()
         }
+        if (this.#deps.cluster !== undefined) {
+          if (this.#keyInCluster === undefined) return this.#claimKeyInCluster(this.#claim, raw)
+          if (this.#keyInCluster === 'lost') throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress on another node; retry when it has finished.')
+        }
       }
+      const exclusive = this.#deps.cluster !== undefined && !ctx.dryRun ? route.exclusive?.(ctx) : undefined
+      if (exclusive !== undefined && this.#locked === undefined) return this.#lock(exclusive, raw)
       const unique = this.#deps.cluster !== undefined && !ctx.dryRun ? route.unique?.(ctx) : undefined
       if (unique !== undefined) {
         // The claim is the caller's request: the same request retried by the same caller (its first claim landed
@@ -350,6 +408,57 @@ export class RequestCycle {
     const seq = this.#deps.store.changes?.takeCommitted() ?? 0
     if (seq > 0) return this.#replicated(seq, () => this.#reply(result))
     this.#reply(result)
+  }
+
+  /**
+   * On a cluster node, an Idempotency-Key is the request's across the cluster before the handler runs: a claim in the
+   * engine (the unique names' bucket), since the same key retried through another node at the same moment must not run
+   * twice. A key another request holds is first looked up again once this node has caught up with the cluster: its
+   * outcome replays if that request has finished, else 409 idempotency_key_in_use. These requests already wait for
+   * their outcome to ship (the stored outcome is replicated), so the claim costs them no pipelining.
+   */
+  #claimKeyInCluster (claim: string, raw: Buffer | undefined): void {
+    const cluster = this.#deps.cluster!
+    // A copy: uWS frees the last chunk's memory when its callback returns, and this body is read again later.
+    const body = raw === undefined ? undefined : Buffer.from(raw)
+    // A live holder stores its outcome within the ack timeout: a claim twice that old belongs to a request that ended
+    // without one (refused for want of a quorum after its claim had landed, or its node died), and is taken over.
+    const takeOverAfterMs = 2 * this.#deps.config.cluster!.ackTimeoutMs
+    cluster.names.claim(idempotencyName(claim), this.#ctx.requestId, takeOverAfterMs).then(async (won) => {
+      if (this.#aborted) {
+        if (won) cluster.names.release(idempotencyName(claim))
+        return
+      }
+      this.#keyInCluster = won ? 'won' : 'lost'
+      // The request holding the key may have finished on another node, its outcome on its way here.
+      if (!won) await cluster.caughtUp()
+      this.#deps.store.refresh()
+      this.#complete(body)
+    }).catch((err: unknown) => { this.#fail(err, false) })
+  }
+
+  /**
+   * Locks the record the route rewrites (RouteDef.exclusive) cluster-wide, catches up with the cluster so that the
+   * handler reads its latest version, then completes the request; the lock is given back when the request ends,
+   * after its write has shipped.
+   */
+  #lock (name: string, raw: Buffer | undefined): void {
+    const cluster = this.#deps.cluster!
+    // A copy: uWS frees the last chunk's memory when its callback returns, and this body is read again later.
+    const body = raw === undefined ? undefined : Buffer.from(raw)
+    cluster.locks.lock(name, this.#ctx.requestId).then(async () => {
+      this.#locked = name
+      if (this.#aborted) return this.#unlock()
+      await cluster.caughtUp()
+      this.#deps.store.refresh()
+      this.#complete(body)
+    }).catch((err: unknown) => { this.#fail(err, false) })
+  }
+
+  #unlock (): void {
+    if (this.#locked === undefined) return
+    this.#deps.cluster!.locks.unlock(this.#locked)
+    this.#locked = undefined
   }
 
   /**
@@ -526,7 +635,13 @@ export class RequestCycle {
     if (this.#done) return
     this.#done = true
     const { metrics, lifecycle, idempotency } = this.#deps
-    if (this.#claim !== undefined) idempotency.release(this.#claim)
+    this.#unlock()
+    if (this.#claim !== undefined) {
+      idempotency.release(this.#claim)
+      // A key whose outcome is stored stays claimed in the engine until the claim lapses: a retry through a node that
+      // has not applied the outcome yet must not run the request again. One with no outcome (a 5xx) is free at once.
+      if (this.#keyInCluster === 'won' && !idempotency.stored(this.#claim)) this.#deps.cluster!.names.release(idempotencyName(this.#claim))
+    }
     this.#series.observe(status, (performance.now() - this.#start) / 1000)
     metrics.inFlight--
     if (--lifecycle.inFlight === 0 && lifecycle.onIdle !== undefined) lifecycle.onIdle()

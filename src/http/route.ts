@@ -171,6 +171,14 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * does not support HTTP pipelining.
    */
   unique?: (ctx: Ctx<B, Q>) => { name: string, taken: () => ApiError }
+  /**
+   * The replicated record the handler reads and rewrites (`seat:<id>`): on a cluster node one request at a time
+   * cluster-wide holds it (a lock in the engine, given back once the write has shipped), and the node catches up
+   * with the cluster before the handler reads it, so two operators acting on one seat through two nodes do not
+   * overwrite each other, and two revocations cannot each leave the other key the seat's last. On one node LMDB's
+   * writer lock does this. Awaited, so on a cluster node such a route does not support HTTP pipelining.
+   */
+  exclusive?: (ctx: Ctx<B, Q>) => string
   handler: Handler<B, Q>
 }
 

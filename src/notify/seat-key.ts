@@ -1,6 +1,7 @@
 import type { KeySealer } from '../auth/sealed-keys.js'
 import type { KeyRecord } from '../auth/records.js'
 import type { Store } from '../store/store.js'
+import { seatKeyIds } from '../auth/keys.js'
 
 /** A seat's API key, unsealed for the moment of signing, with its record (its prefix names it to the receiver). */
 export interface SeatKey {
@@ -17,8 +18,7 @@ export function seatSigningKey (store: Store, sealer: KeySealer, seatId: string 
     k !== undefined && k.sealed !== undefined && k.revoked_at === null && (k.expires_at === undefined || Date.parse(k.expires_at) > now)
   let record = keyId !== undefined ? store.keys.get(keyId) : undefined
   if (!live(record) && seatId !== undefined) {
-    const seat = store.seats.get(seatId.toLowerCase())
-    record = [...(seat?.key_ids ?? [])].reverse().map((id) => store.keys.get(id)).find(live)
+    record = seatKeyIds(store, seatId).reverse().map((id) => store.keys.get(id)).find(live)
   }
   if (!live(record)) return undefined
   const key = sealer.open(record.key_id, record.sealed)

@@ -26,6 +26,8 @@ export interface Store {
   seats: CachedTable<SeatRecord>
   keys: CachedTable<KeyRecord>
   keyDigests: Database<string, string>
+  /** [seat_id lower-cased, created_at, key_id] -> 1: a seat's keys, oldest first (src/auth/keys.ts). */
+  seatKeys: Database<1, [string, string, string]>
   partners: CachedTable<PartnerRecord>
   partnerSlugs: Database<string, string>
   idempotency: Database<IdempotencyRecord, string>
@@ -173,7 +175,7 @@ export interface Store {
  * the stored outcomes of Idempotency-Keys, so that a retry through the load balancer replays wherever it lands; the
  * rest of that list (screens, creatives, campaigns, deals, settings, FEIN) follows as the cluster grows.
  */
-export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'partners', 'partner_slugs', 'idempotency'] as const
+export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency'] as const
 
 /**
  * The tables opened through CachedTable (seats, keys, partners, screens, embeds, fein, players, rows, creatives,
@@ -226,7 +228,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   const timer = fd !== undefined && durability.syncIntervalMs > 0 ? setInterval(sync, durability.syncIntervalMs) : undefined
   timer?.unref()
   let changes: ChangeLog | undefined
-  const db = <V, K extends string | number = string>(name: string, keyEncoding?: 'uint32' | 'ordered-binary') => {
+  const db = <V, K extends Key = string>(name: string, keyEncoding?: 'uint32' | 'ordered-binary') => {
     const table = root.openDB<V, K>(name, keyEncoding ? { keyEncoding } : {})
     return changes !== undefined && (REPLICATED_TABLES as readonly string[]).includes(name) ? changes.capture(name, table) : table
   }
@@ -338,6 +340,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     seats: cached('seats'),
     keys: cached('keys'),
     keyDigests: db('key_digests'),
+    seatKeys: db<1, [string, string, string]>('seat_keys', 'ordered-binary'),
     partners: cached('partners'),
     partnerSlugs: db('partner_slugs'),
     idempotency: db('idempotency'),
@@ -414,6 +417,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       if (fd !== undefined) closeSync(fd)
     }
   }
-  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency }
+  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency }
   return store
 }

@@ -1,10 +1,9 @@
-import { mintKey, revokeKey, saveKey } from '../../auth/keys.js'
+import { mintKey, revokeKey, saveKey, seatKeyIds } from '../../auth/keys.js'
 import { iso } from '../../clock.js'
 import { ApiError } from '../../errors.js'
 import type { KeyCreateRequest, Scope } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { Deps } from '../../deps.js'
-import { saveSeat } from '../seats.js'
 import { keyView } from '../views.js'
 
 /**
@@ -60,7 +59,6 @@ export function keyRoutes ({ store, outbox, sealer }: Deps): RouteDef[] {
           // Sealed so that it can sign the seat's notifications and webhook_url events.
           record.sealed = sealer.seal(record.key_id, key)
           saveKey(store, record)
-          saveSeat(store, { ...seat!, key_ids: [...seat!.key_ids, record.key_id], updated_at: now })
           outbox.append('key.created', `key:${record.key_id}`, { key_id: record.key_id, prefix: record.prefix, scopes }, seat!.seat_id)
         }
         const data: Record<string, unknown> = { key_id: record.key_id, key: ctx.dryRun ? undefined : key, prefix: record.prefix, scopes, created_at: now }
@@ -80,7 +78,7 @@ export function keyRoutes ({ store, outbox, sealer }: Deps): RouteDef[] {
       rateGroup: 'account',
       data: 'KeyList',
       handler: (ctx) => {
-        const keys = ctx.principal!.seat!.key_ids.map((id) => store.keys.get(id)).filter((k) => k !== undefined)
+        const keys = seatKeyIds(store, ctx.principal!.seat!.seat_id).map((id) => store.keys.get(id)).filter((k) => k !== undefined)
         return ok({ keys: keys.map(keyView) })
       }
     }),
@@ -96,6 +94,7 @@ export function keyRoutes ({ store, outbox, sealer }: Deps): RouteDef[] {
       rateGroup: 'account',
       data: 'KeySummary',
       errors: ['not_found', 'invalid_transition', 'missing_scope'],
+      exclusive: (ctx) => `seat:${ctx.principal!.seat!.seat_id.toLowerCase()}`,
       handler: (ctx) => {
         const seat = ctx.principal!.seat!
         const target = store.keys.get(ctx.params.key_id!)
@@ -104,7 +103,7 @@ export function keyRoutes ({ store, outbox, sealer }: Deps): RouteDef[] {
         const beyond = beyondCaller(caller.scopes, target.scopes)
         if (beyond.length > 0) throw new ApiError('missing_scope', `That key holds ${beyond.join(', ')}, which the calling key lacks; revoke it with a key that holds every scope it has.`, { required_scope: beyond[0]!, granted_scopes: caller.scopes })
         if (target.revoked_at !== null) return ok(keyView(target))
-        if (liveKeys(seat.key_ids, ctx.now).length <= 1) throw new ApiError('invalid_transition', 'This is the seat\'s last live key; mint a new one before revoking it.')
+        if (liveKeys(seatKeyIds(store, seat.seat_id), ctx.now).length <= 1) throw new ApiError('invalid_transition', 'This is the seat\'s last live key; mint a new one before revoking it.')
         const revoked = revokeKey(store, target, iso(ctx.now))
         outbox.append('key.revoked', `key:${target.key_id}`, { key_id: target.key_id, prefix: target.prefix }, seat.seat_id)
         return ok(keyView(revoked))

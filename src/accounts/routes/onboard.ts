@@ -62,7 +62,6 @@ export function onboardRoute ({ config, store, outbox, sealer }: Deps): RouteDef
         contact_email: body.contact_email,
         billing_email: body.billing_email ?? body.contact_email,
         rate_limits: {},
-        key_ids: [],
         created_at: now,
         updated_at: now
       }
@@ -85,7 +84,6 @@ export function onboardRoute ({ config, store, outbox, sealer }: Deps): RouteDef
         const presented = presentedKey(ctx.headers)
         // Sealed so that it can sign the seat's notifications and webhook_url events.
         updateKey(store, linked, { seat_id: seat.seat_id, scopes, ...(presented !== undefined && presented !== '' ? { sealed: sealer.seal(linked.key_id, presented) } : {}) })
-        seat.key_ids.push(linked.key_id)
         credential = { key_id: linked.key_id, reused_platform_key: true, prefix: linked.prefix, scopes, rate_limit_rpm: RATE_GROUPS.bidding.sandbox }
       } else if (ctx.dryRun) {
         ctx.warn('Dry run: no key was minted; the real request returns the key once in api_key.key.')
@@ -94,7 +92,6 @@ export function onboardRoute ({ config, store, outbox, sealer }: Deps): RouteDef
         const { key, record } = mintKey('legacy', DSP_SCOPES, now, { seat_id: seat.seat_id })
         record.sealed = sealer.seal(record.key_id, key)
         saveKey(store, record)
-        seat.key_ids.push(record.key_id)
         credential = { reused_platform_key: false, key, prefix: record.prefix, scopes: record.scopes, rate_limit_rpm: RATE_GROUPS.bidding.sandbox }
       }
       saveSeat(store, seat)
