@@ -168,13 +168,13 @@ export async function startService ({ config: given, clock = systemClock, log = 
       if (cluster === undefined) throw new Error('not a cluster node')
       return await cluster.claim(name, owner, takeOverAfterMs)
     },
-    release: (name: string) => cluster?.release(name),
+    release: (name: string, owner: string) => cluster?.release(name, owner),
     lock: async (name: string, owner: string) => {
       if (cluster === undefined) throw new Error('not a cluster node')
       return await cluster.lock(name, owner)
     },
-    unlock: (name: string) => cluster?.unlock(name),
-    caughtUp: async () => { await cluster?.caughtUp() },
+    unlock: (name: string, n: number) => cluster?.unlock(name, n),
+    caughtUp: async () => await cluster?.caughtUp() ?? false,
     lease: (ask: WindowAsk) => cluster?.lease(ask),
     log: (line: string) => log.write(line),
     moderate: (id: string) => moderator.schedule(id),

@@ -131,13 +131,22 @@ else {
   t.test('a seat rewritten through two nodes at the same moment keeps both changes; its last live key cannot be revoked twice', async (t) => {
     const made = await onboard(cluster.frontUrl, 'two-operators')
     const key = made.body.data.api_key.key as string
-    const admin = (base: string, limits: Record<string, number>) => call(base, 'PUT', '/admin/v1/seats/two-operators/rate-limits', { key: cluster.adminToken, body: { limits } })
+    /** An operator's change, retried as its Retry-After says when the node could not lock or catch up in time. */
+    const admin = async (base: string, limits: Record<string, number>) => {
+      let reply = await call(base, 'PUT', '/admin/v1/seats/two-operators/rate-limits', { key: cluster.adminToken, body: { limits } })
+      for (let i = 0; i < 3 && reply.status === 503; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 1000))
+        reply = await call(base, 'PUT', '/admin/v1/seats/two-operators/rate-limits', { key: cluster.adminToken, body: { limits } })
+      }
+      return reply
+    }
     for (let i = 1; i <= 5; i++) {
       const [a, b] = await Promise.all([admin(cluster.nodes[0]!.url, { bidding: 5000 + i }), admin(cluster.nodes[1]!.url, { reporting: 300 + i })])
       t.same([a.status, b.status], [200, 200], `round ${i}: both operators answered`)
-      // Both are acknowledged (a quorum of the engine holds them); node-3 applies them milliseconds later.
+      // Both are acknowledged (a quorum of the engine holds them); node-3 applies them milliseconds later (seconds when
+      // its watch stalled and the watchdog replaces it).
       let limits: Record<string, number> = {}
-      for (let tries = 0; tries < 100 && !(limits.bidding === 5000 + i && limits.reporting === 300 + i); tries++) {
+      for (let tries = 0; tries < 500 && !(limits.bidding === 5000 + i && limits.reporting === 300 + i); tries++) {
         limits = (await call(cluster.nodes[2]!.url, 'GET', '/admin/v1/seats/two-operators', { key: cluster.adminToken })).body.data.rate_limits
         await new Promise((resolve) => setTimeout(resolve, 10))
       }
@@ -285,7 +294,6 @@ else {
     const headers = { 'idempotency-key': 'no-quorum-mint' }
     const unclaimedKey = await call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'claimed-without-quorum' }, headers })
     t.match(unclaimedKey, { status: 503, body: { error_code: 'service_unavailable' } }, 'a write with an Idempotency-Key is refused before it runs: the key cannot be claimed cluster-wide')
-    t.match(await waiting(), /^node-1: 0 transactions waiting to ship/, 'and wrote nothing')
     const refused = await call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'minted-without-quorum' } })
     t.match(refused, { status: 503, body: { error_code: 'service_unavailable' } }, 'a key minted without a quorum (no Idempotency-Key) is not acknowledged')
     t.equal(refused.headers.get('retry-after'), '1')
@@ -307,14 +315,20 @@ else {
     }
     t.ok(listed.every((l) => l.includes('minted-without-quorum')), 'the key minted while the engine had no quorum reaches every node', { listed })
     t.comment(`on every node ${(((performance.now() - back) / 1000)).toFixed(1)} s after the engine's members were started again`)
-    const ran = await call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'claimed-without-quorum' }, headers })
+    // As its Retry-After says: the claims bucket may still be electing its leader.
+    let ran = await call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'claimed-without-quorum' }, headers })
+    for (let i = 0; i < 5 && ran.status === 503; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      ran = await call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'claimed-without-quorum' }, headers })
+    }
     t.equal(ran.status, 201, 'the refused Idempotency-Key request, retried, runs', { body: ran.body })
+    t.equal(ran.headers.get('idempotent-replayed'), null, 'for the first time: the refusal wrote nothing to replay')
     const elsewhere = await call(two.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'claimed-without-quorum' }, headers })
     t.equal(elsewhere.status, 201, 'and its retry through another node replays')
     t.equal(elsewhere.headers.get('idempotent-replayed'), 'true')
     t.equal(elsewhere.body.data.key, ran.body.data.key, 'with the same key')
-    // As its Retry-After says: the claims bucket may still be electing its leader (each try counts against the
-    // address's 5 onboardings an hour).
+    t.equal((await labels(two.url)).filter((l: string) => l === 'claimed-without-quorum').length, 1, 'and the seat has that key once')
+    // The same for onboarding (each try counts against the address's 5 onboardings an hour).
     let retried = await onboard(one.url, 'no-quorum', caller)
     for (let i = 0; i < 3 && retried.status === 503; i++) {
       await new Promise((resolve) => setTimeout(resolve, 1000))

@@ -2,7 +2,7 @@ import { KvWatchInclude, type KvEntry } from 'nats'
 import type { Logger } from '../log.js'
 import type { ChangeLog } from '../store/changes.js'
 import type { Store } from '../store/store.js'
-import type { Engine } from './engine.js'
+import { untilAnswered, type Engine } from './engine.js'
 import { MarkWaiters } from './mark-waiters.js'
 import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
 
@@ -39,8 +39,9 @@ export class ChangeApplier {
   #stopped = false
   #unknown = new Set<string>()
   #watch: Awaited<ReturnType<Engine['state']['watch']>> | undefined
-  /** The engine's answer to "which revision is last", while one is on its way. */
+  /** The engine's answer to "which revision is last", while one is on its way, and the one asked after it. */
   #asking: Promise<number> | undefined
+  #next: Promise<number> | undefined
   /** start() and requests waiting for this node to apply a revision (caughtUp). */
   readonly #applying = new MarkWaiters()
   /** Looks every WATCHDOG_MS for a watch that is behind the bucket and not moving. */
@@ -63,9 +64,9 @@ export class ChangeApplier {
    * away serves nothing older than what the cluster acknowledged before it came back.
    */
   async start (engine: Engine): Promise<void> {
-    const target = await bucketRevision(engine)
+    const target = await untilAnswered('reading the state bucket', () => bucketRevision(engine), this.#log)
     const ready = target <= this.applied ? Promise.resolve(true) : this.#applying.wait(target)
-    await this.#open(engine)
+    await untilAnswered('watching the state bucket', () => this.#open(engine), this.#log)
     this.#watchdog = setInterval(() => { this.#check(engine).catch(() => {}) }, WATCHDOG_MS)
     this.#watchdog.unref()
     await ready
@@ -116,13 +117,30 @@ export class ChangeApplier {
   }
 
   /**
-   * Resolves once this node has applied the bucket through the revision it holds now, or after timeoutMs. Callers
-   * waiting at the same moment share one question to the engine.
+   * Resolves true once this node has applied the bucket through the revision it holds now, false when timeoutMs
+   * passes first. Callers waiting at the same moment share a question to the engine, but never one asked before they
+   * came (its answer could miss what was acknowledged just before they asked): they share the next.
    */
-  async caughtUp (engine: Engine, timeoutMs: number): Promise<void> {
-    this.#asking ??= bucketRevision(engine).finally(() => { this.#asking = undefined })
-    const revision = await this.#asking
-    if (this.applied < revision) await this.#applying.wait(revision, timeoutMs)
+  async caughtUp (engine: Engine, timeoutMs: number): Promise<boolean> {
+    const revision = await this.#question(engine)
+    return this.applied >= revision || await this.#applying.wait(revision, timeoutMs)
+  }
+
+  #question (engine: Engine): Promise<number> {
+    const ask = (): Promise<number> => bucketRevision(engine)
+    if (this.#asking === undefined) {
+      const asking = this.#asking = ask().finally(() => { if (this.#asking === asking) this.#asking = undefined })
+      return asking
+    }
+    if (this.#next === undefined) {
+      const after = this.#asking.catch(() => 0)
+      this.#next = after.then(() => {
+        this.#next = undefined
+        const asking = this.#asking = ask().finally(() => { if (this.#asking === asking) this.#asking = undefined })
+        return asking
+      })
+    }
+    return this.#next
   }
 
   stop (): void {

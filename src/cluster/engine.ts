@@ -33,6 +33,23 @@ export interface Engine {
 }
 
 /**
+ * Runs fn until it answers or waitMs passes: at start a node waits for an engine that is busy or electing (each call
+ * times out after CLUSTER_ACK_TIMEOUT_MS) instead of refusing to start.
+ */
+export async function untilAnswered<T> (what: string, fn: () => Promise<T>, log: Logger, waitMs = 60_000): Promise<T> {
+  const deadline = Date.now() + waitMs
+  for (;;) {
+    try {
+      return await fn()
+    } catch (err) {
+      if (Date.now() + 500 >= deadline) throw err
+      log.warn(`cluster: ${what} failed; retrying`, { error: err instanceof Error ? err.message : String(err) })
+      await new Promise((resolve) => setTimeout(resolve, 500))
+    }
+  }
+}
+
+/**
  * Connects to the engine and opens (creating it the first time, with the same settings from every node) the state
  * bucket. Retries until startWaitMs: members start in any order, and JetStream answers only once its cluster has
  * elected a meta leader. The connection then reconnects by itself, forever, to whichever member is up.

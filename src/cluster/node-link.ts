@@ -1,6 +1,7 @@
 import { ApiError } from '../errors.js'
 import type { WindowAsk } from '../http/rate-limit.js'
 import { MarkWaiters } from './mark-waiters.js'
+import { LOCAL_GRANT_MS } from './rate-leases.js'
 import type { ShippedChanges } from './shipped.js'
 import type { UniqueNames } from './unique-names.js'
 
@@ -12,21 +13,26 @@ export interface NodeLink {
   names: UniqueNames
   /** Records locked cluster-wide while a request rewrites them (RouteDef.exclusive). */
   locks: {
-    /** Resolves once owner holds the lock; throws 503 when it stayed taken, or the engine cannot say. */
-    lock (name: string, owner: string): Promise<void>
-    unlock (name: string): void
+    /** Resolves with the lock's number once owner holds it; throws 503 when it stayed taken, or the engine cannot say. */
+    lock (name: string, owner: string): Promise<number>
+    unlock (name: string, n: number): void
   }
   /** Cluster-wide rate-limit windows (src/cluster/rate-leases.ts). */
   rates: {
     /** Asks for more of a window (the limiter said to: RateDecision.ask). */
     ask (ask: WindowAsk): void
+    /** How long a request waits for a grant: one comes within LOCAL_GRANT_MS whether the engine answers or not. */
+    readonly waitMs: number
     /** Resolves true at the next grant to this node, any window's; false after timeoutMs. */
     granted (timeoutMs: number): Promise<boolean>
     /** The supervisor wrote a grant into the shared windows. */
     woken (): void
   }
-  /** Resolves once this node has applied every change the engine held when it was called (or after a second). */
-  caughtUp (): Promise<void>
+  /**
+   * Resolves true once this node has applied every change the engine held when it was called; false after a second,
+   * or when the engine cannot say.
+   */
+  caughtUp (): Promise<boolean>
 }
 
 /** A hot thread's link: the supervisor holds the node's one connection to the engine and answers these calls. */
@@ -39,21 +45,22 @@ export function nodeLinkThrough (shipped: ShippedChanges, call: (op: string, ...
       claim: (name, owner, takeOverAfterMs) => (call('claim', name, owner, takeOverAfterMs) as Promise<boolean>).catch(() => {
         throw new ApiError('service_unavailable', 'The cluster cannot confirm that this name is free right now; retry shortly.', { retry_after_seconds: 1 }, { 'Retry-After': '1' })
       }),
-      release: (name) => notify('release', name)
+      release: (name, owner) => notify('release', name, owner)
     },
     locks: {
       lock: async (name, owner) => {
-        const held = await (call('lock', name, owner) as Promise<boolean>).catch(() => undefined)
-        if (held === true) return
+        const held = await (call('lock', name, owner) as Promise<number | false>).catch(() => undefined)
+        if (typeof held === 'number') return held
         throw new ApiError('service_unavailable', held === false ? 'Another request is changing this record right now; retry shortly.' : 'The cluster cannot lock this record right now; retry shortly.', { retry_after_seconds: 1 }, { 'Retry-After': '1' })
       },
-      unlock: (name) => notify('unlock', name)
+      unlock: (name, n) => notify('unlock', name, n)
     },
     rates: {
       ask: (ask) => notify('lease', ask),
+      waitMs: LOCAL_GRANT_MS + 1000,
       granted: (timeoutMs) => grants.wait(granted + 1, timeoutMs),
       woken: () => grants.reached(++granted)
     },
-    caughtUp: async () => { await call('caughtUp') }
+    caughtUp: async () => await (call('caughtUp') as Promise<boolean>).catch(() => false)
   }
 }

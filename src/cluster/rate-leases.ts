@@ -4,20 +4,28 @@ import { chunkFor, type RateLimiter, type WindowAsk, type WindowGrant } from '..
 
 /**
  * How long a node waits for the engine's grant before granting itself one: the engine cannot answer while the
- * bucket's stream elects a leader (4-9 s), and a key's requests must not stop for that long.
+ * bucket's stream elects a leader (4-9 s), and a key's requests must not stop for that long. Long enough that a
+ * busy machine's slow answer is not taken for an absent one.
  */
-export const LOCAL_GRANT_MS = 1000
+export const LOCAL_GRANT_MS = 2000
 
-/** The window's key in the rates bucket: letters, digits and `-_=.` only, as KV keys allow. */
-export function windowKey (ask: Pick<WindowAsk, 'group' | 'subject' | 'start'>): string {
-  return `w.${ask.group}.${Buffer.from(ask.subject).toString('base64url')}.${ask.start}`
+/** The key of a window's grant number n in the rates bucket: letters, digits and `-_=.` only, as KV keys allow. */
+export function grantKey (ask: Pick<WindowAsk, 'group' | 'subject' | 'start'>, n: number): string {
+  return `w.${ask.group}.${Buffer.from(ask.subject).toString('base64url')}.${ask.start}.${n}`
 }
 
 const isWrongLastSequence = (err: unknown): boolean => (err as { api_error?: { err_code?: number } }).api_error?.err_code === 10071
 
+/** What this node knows of a window's grants: how many there are at least, and their total through the last. */
+interface Known { next: number, total: number }
+
 /**
- * Cluster-wide rate limits (src/http/rate-limit.ts): a window's total granted to the nodes is one key in the engine's
- * rates bucket, raised by compare-and-set, so the nodes together are never granted more than the limit. Run by the
+ * Cluster-wide rate limits (src/http/rate-limit.ts). A window's grants to the nodes are numbered records in the
+ * engine's rates bucket, each holding the window's total through itself; a node takes grant n with a KV create, which
+ * has one winner however many nodes try, and a node that loses reads the winner's total and tries n + 1. So the nodes
+ * together are never granted more than the limit. Not a counter updated by compare-and-set: nats-server 2.9's
+ * clustered streams let concurrent updates expecting the same revision all succeed (three clients adding 1 by
+ * compare-and-set 600 times ended at 524), while concurrent creates of one key keep one winner. Run by the
  * supervisor, which holds the node's connection to the engine; it writes each grant into the windows its hot threads
  * share and wakes them.
  */
@@ -26,6 +34,8 @@ export class RateLeases {
   readonly #limiter: RateLimiter
   readonly #log: Logger
   readonly #onGranted: () => void
+  /** Per window (its first grant's key), what this node has learned; dropped once the window has ended. */
+  readonly #known = new Map<string, Known & { ends: number }>()
   #warned = false
 
   constructor (deps: { rates: KV, limiter: RateLimiter, log: Logger, onGranted: () => void }) {
@@ -62,23 +72,38 @@ export class RateLeases {
     }, alone)
   }
 
-  /** Tries until it lands: other nodes' grants to the window landing first are no reason to grant alone. */
   async #grant (ask: WindowAsk, want: number): Promise<WindowGrant> {
-    const key = windowKey(ask)
+    const window = grantKey(ask, 0)
+    this.#forgetEnded(Date.now())
+    let known = this.#known.get(window)
+    if (known === undefined) this.#known.set(window, known = { next: 0, total: 0, ends: ask.start + ask.windowMs })
     for (;;) {
-      const entry = await this.#rates.get(key)
-      const total = entry !== null && entry.operation === 'PUT' ? Number(entry.string()) : 0
-      const granted = Math.min(want, ask.limit - total)
-      if (granted <= 0) return { granted: 0, total, spent: true }
-      const value = new TextEncoder().encode(String(total + granted))
+      const granted = Math.min(want, ask.limit - known.total)
+      if (granted <= 0) return { granted: 0, total: known.total, spent: true }
+      const n = known.next
+      const total = known.total + granted
       try {
-        if (entry === null) await this.#rates.create(key, value)
-        else await this.#rates.update(key, value, entry.revision)
-        return { granted, total: total + granted, spent: total + granted >= ask.limit }
+        await this.#rates.create(grantKey(ask, n), new TextEncoder().encode(String(total)))
+        // Another ask of this node's for the window may have moved past n meanwhile.
+        if (known.next <= n) {
+          known.next = n + 1
+          known.total = total
+        }
+        return { granted, total, spent: total >= ask.limit }
       } catch (err) {
-        // Another node's grant to the same window landed first: read its total and try again.
         if (!isWrongLastSequence(err)) throw err
+        // Another node took grant n first: its record holds the total through it.
+        const entry = await this.#rates.get(grantKey(ask, n))
+        if (entry === null || entry.operation !== 'PUT') throw new Error(`grant ${n} of a rate window is taken but unreadable`)
+        if (known.next <= n) {
+          known.next = n + 1
+          known.total = Number(entry.string())
+        }
       }
     }
+  }
+
+  #forgetEnded (now: number): void {
+    for (const [window, known] of this.#known) if (known.ends <= now) this.#known.delete(window)
   }
 }

@@ -147,9 +147,9 @@ export function chunkFor (limit: number, grants: number): number {
  * subjects cost nothing.
  *
  * On a cluster node (`cluster: true`) a window is the whole cluster's: it starts at the same moment on every node
- * (alignedStart), and a node spends only what the engine granted it (src/cluster/rate-leases.ts: a compare-and-set on
- * the window's total in the engine), plus its credit (creditFor), asking for more before it runs out. The limit then
- * holds cluster-wide within N% for N nodes, however a client spreads its requests.
+ * (alignedStart), and a node spends only what the engine granted it (src/cluster/rate-leases.ts: numbered grants, each
+ * a create one node wins), plus its credit (creditFor), asking for more before it runs out. The limit then holds
+ * cluster-wide within N% for N nodes, however a client spreads its requests.
  */
 export class RateLimiter {
   readonly #clock: Clock

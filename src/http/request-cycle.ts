@@ -122,10 +122,13 @@ export class RequestCycle {
   #caughtUp = false
   /** The rate groups this request was counted in, kept when it is admitted again. */
   readonly #counted = new Set<string>()
-  /** A cluster node: the record this request holds locked (RouteDef.exclusive), until it ends. */
+  /** A cluster node: the record this request locked (RouteDef.exclusive), and whether it still holds the lock. */
   #locked: string | undefined
-  /** A cluster node: whether this request won its Idempotency-Key's claim in the engine (#claimKeyInCluster). */
+  #lockNumber = 0
+  #lockHeld = false
+  /** A cluster node: whether this request won its Idempotency-Key's claim in the engine, and still holds it. */
   #keyInCluster: 'won' | 'lost' | undefined
+  #keyHeld = false
   /** When this request first waited for a rate window's grant (performance.now()). */
   #rateWaitSince: number | undefined
   /** A body read while the request waited to be admitted again: NOT_READ, null while arriving, undefined for none. */
@@ -304,9 +307,9 @@ export class RequestCycle {
     // A cluster node that has spent its part of the window waits for the engine's next grant rather than refuse a
     // request under the limit (it asked ahead, so this is rare); a failed authentication is refused anyway.
     if (decision.wait === true && group !== 'unauthenticated') {
-      const timeoutMs = this.#deps.config.cluster?.ackTimeoutMs ?? 0
+      const rates = this.#deps.cluster!.rates
       this.#rateWaitSince ??= performance.now()
-      if (performance.now() - this.#rateWaitSince < timeoutMs) throw new RateWait(this.#deps.cluster!.rates.granted(timeoutMs))
+      if (performance.now() - this.#rateWaitSince < rates.waitMs) throw new RateWait(rates.granted(rates.waitMs))
       throw new ApiError('service_unavailable', 'The cluster cannot grant this rate window right now; retry shortly.', { retry_after_seconds: 1 }, { 'Retry-After': '1' })
     }
     this.#rate = decision
@@ -411,6 +414,24 @@ export class RequestCycle {
   }
 
   /**
+   * Runs a step in the cluster's engine that must come before the handler (a claim, a lock), then completes the
+   * request again, after catching up with the cluster when the step says so. The body is copied: uWS frees the last
+   * chunk's memory when its callback returns, and it is read again after the step.
+   */
+  #completeAfter (raw: Buffer | undefined, step: () => Promise<{ catchUp: 'no' | 'try' | 'must' }>): void {
+    const body = raw === undefined ? undefined : Buffer.from(raw)
+    step().then(async ({ catchUp }) => {
+      // Aborted meanwhile: #finish ran before the step held anything, so what it took is given back here.
+      if (this.#aborted) return this.#releaseHeld()
+      if (catchUp !== 'no' && !await this.#deps.cluster!.caughtUp() && catchUp === 'must') {
+        throw new ApiError('service_unavailable', 'This node could not catch up with the cluster in time to read the record; retry shortly.', { retry_after_seconds: 1 }, { 'Retry-After': '1' })
+      }
+      this.#deps.store.refresh()
+      this.#complete(body)
+    }).catch((err: unknown) => { this.#fail(err, false) })
+  }
+
+  /**
    * On a cluster node, an Idempotency-Key is the request's across the cluster before the handler runs: a claim in the
    * engine (the unique names' bucket), since the same key retried through another node at the same moment must not run
    * twice. A key another request holds is first looked up again once this node has caught up with the cluster: its
@@ -418,47 +439,45 @@ export class RequestCycle {
    * their outcome to ship (the stored outcome is replicated), so the claim costs them no pipelining.
    */
   #claimKeyInCluster (claim: string, raw: Buffer | undefined): void {
-    const cluster = this.#deps.cluster!
-    // A copy: uWS frees the last chunk's memory when its callback returns, and this body is read again later.
-    const body = raw === undefined ? undefined : Buffer.from(raw)
     // A live holder stores its outcome within the ack timeout: a claim twice that old belongs to a request that ended
     // without one (refused for want of a quorum after its claim had landed, or its node died), and is taken over.
     const takeOverAfterMs = 2 * this.#deps.config.cluster!.ackTimeoutMs
-    cluster.names.claim(idempotencyName(claim), this.#ctx.requestId, takeOverAfterMs).then(async (won) => {
-      if (this.#aborted) {
-        if (won) cluster.names.release(idempotencyName(claim))
-        return
-      }
+    this.#completeAfter(raw, async () => {
+      const won = await this.#deps.cluster!.names.claim(idempotencyName(claim), this.#ctx.requestId, takeOverAfterMs)
       this.#keyInCluster = won ? 'won' : 'lost'
+      this.#keyHeld = won
       // The request holding the key may have finished on another node, its outcome on its way here.
-      if (!won) await cluster.caughtUp()
-      this.#deps.store.refresh()
-      this.#complete(body)
-    }).catch((err: unknown) => { this.#fail(err, false) })
+      return { catchUp: won ? 'no' : 'try' }
+    })
   }
 
   /**
-   * Locks the record the route rewrites (RouteDef.exclusive) cluster-wide, catches up with the cluster so that the
-   * handler reads its latest version, then completes the request; the lock is given back when the request ends,
-   * after its write has shipped.
+   * Locks the record the route rewrites (RouteDef.exclusive) cluster-wide, and catches up with the cluster so that the
+   * handler reads its latest version; the lock is given back when the request ends, after its write has shipped.
    */
   #lock (name: string, raw: Buffer | undefined): void {
-    const cluster = this.#deps.cluster!
-    // A copy: uWS frees the last chunk's memory when its callback returns, and this body is read again later.
-    const body = raw === undefined ? undefined : Buffer.from(raw)
-    cluster.locks.lock(name, this.#ctx.requestId).then(async () => {
+    this.#completeAfter(raw, async () => {
+      this.#lockNumber = await this.#deps.cluster!.locks.lock(name, this.#ctx.requestId)
       this.#locked = name
-      if (this.#aborted) return this.#unlock()
-      await cluster.caughtUp()
-      this.#deps.store.refresh()
-      this.#complete(body)
-    }).catch((err: unknown) => { this.#fail(err, false) })
+      this.#lockHeld = true
+      // The handler must read the record as the last holder of the lock left it.
+      return { catchUp: 'must' }
+    })
   }
 
-  #unlock (): void {
-    if (this.#locked === undefined) return
-    this.#deps.cluster!.locks.unlock(this.#locked)
-    this.#locked = undefined
+  /**
+   * Gives back, once, what this request holds in the engine: its record's lock, and its Idempotency-Key's claim unless
+   * the key has an outcome stored (then the claim stays until it lapses: a retry through a node that has not applied
+   * the outcome yet must not run the request again).
+   */
+  #releaseHeld (): void {
+    const cluster = this.#deps.cluster
+    if (cluster === undefined) return
+    if (this.#lockHeld && this.#locked !== undefined) cluster.locks.unlock(this.#locked, this.#lockNumber)
+    this.#lockHeld = false
+    const claim = this.#claim
+    if (this.#keyHeld && claim !== undefined && !this.#deps.idempotency.stored(claim)) cluster.names.release(idempotencyName(claim), this.#ctx.requestId)
+    this.#keyHeld = false
   }
 
   /**
@@ -469,7 +488,7 @@ export class RequestCycle {
     const names = this.#deps.cluster!.names
     names.claim(unique.name, owner).then((won) => {
       if (this.#aborted) {
-        if (won) names.release(unique.name)
+        if (won) names.release(unique.name, owner)
         return
       }
       // Rows other nodes committed while the claim was on its way.
@@ -479,7 +498,7 @@ export class RequestCycle {
       try {
         result = this.#execute(fingerprint)
       } catch (err) {
-        names.release(unique.name)
+        names.release(unique.name, owner)
         throw err
       }
       this.#answer(result, fingerprint)
@@ -635,13 +654,8 @@ export class RequestCycle {
     if (this.#done) return
     this.#done = true
     const { metrics, lifecycle, idempotency } = this.#deps
-    this.#unlock()
-    if (this.#claim !== undefined) {
-      idempotency.release(this.#claim)
-      // A key whose outcome is stored stays claimed in the engine until the claim lapses: a retry through a node that
-      // has not applied the outcome yet must not run the request again. One with no outcome (a 5xx) is free at once.
-      if (this.#keyInCluster === 'won' && !idempotency.stored(this.#claim)) this.#deps.cluster!.names.release(idempotencyName(this.#claim))
-    }
+    if (this.#claim !== undefined) idempotency.release(this.#claim)
+    this.#releaseHeld()
     this.#series.observe(status, (performance.now() - this.#start) / 1000)
     metrics.inFlight--
     if (--lifecycle.inFlight === 0 && lifecycle.onIdle !== undefined) lifecycle.onIdle()
