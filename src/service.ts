@@ -168,7 +168,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
       if (cluster === undefined) throw new Error('not a cluster node')
       return await cluster.claim(name, owner, takeOverAfterMs)
     },
-    release: (name: string, owner: string) => cluster?.release(name, owner),
+    release: async (name: string, owner: string) => { await cluster?.release(name, owner) },
     lock: async (name: string, owner: string) => {
       if (cluster === undefined) throw new Error('not a cluster node')
       return await cluster.lock(name, owner)

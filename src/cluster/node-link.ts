@@ -45,7 +45,7 @@ export function nodeLinkThrough (shipped: ShippedChanges, call: (op: string, ...
       claim: (name, owner, takeOverAfterMs) => (call('claim', name, owner, takeOverAfterMs) as Promise<boolean>).catch(() => {
         throw new ApiError('service_unavailable', 'The cluster cannot confirm that this name is free right now; retry shortly.', { retry_after_seconds: 1 }, { 'Retry-After': '1' })
       }),
-      release: (name, owner) => notify('release', name, owner)
+      release: async (name, owner) => { await call('release', name, owner).catch(() => {}) }
     },
     locks: {
       lock: async (name, owner) => {

@@ -20,7 +20,7 @@ export interface ClusterNode {
    * than takeOverAfterMs is taken over (its request is over).
    */
   claim (name: string, owner: string, takeOverAfterMs?: number): Promise<boolean>
-  release (name: string, owner: string): void
+  release (name: string, owner: string): Promise<void>
   /**
    * Locks a record cluster-wide for owner, waiting while another holds it: the lock's number once held, false when
    * it stayed taken for the ack timeout (src/cluster/record-locks.ts). Throws when the engine cannot say.

@@ -1,14 +1,14 @@
 import type { KV } from 'nats'
 
-/**
- * Exclusive holds in a KV bucket made of creates of fresh keys only: a name's holds are numbered, the holder of hold n
- * created `<base>.<n>` and gives it back by creating `<base>.<n>.r`, and the next holder creates `<base>.<n + 1>`.
- * Deleting a key and creating it again would be simpler, but re-creating a deleted key is a write that expects the
- * delete marker's revision, and nats-server 2.9's clustered streams let concurrent writes expecting one revision all
- * succeed (three clients adding 1 to a value by compare-and-set 600 times ended at 524; two nodes took one lock),
- * while concurrent creates of a fresh key keep one winner (600 creates of 200 keys by three clients: 200 won).
- */
-export const isWrongLastSequence = (err: unknown): boolean => (err as { api_error?: { err_code?: number } }).api_error?.err_code === 10071
+// Exclusive holds in a KV bucket made of creates of fresh keys only: a name's holds are numbered, the holder of hold n
+// created `<base>.<n>` and gives it back by creating `<base>.<n>.r`, and the next holder creates `<base>.<n + 1>`.
+// Deleting a key and creating it again would be simpler, but re-creating a deleted key is a write that expects the
+// delete marker's revision, and nats-server 2.9's clustered streams let concurrent writes expecting one revision all
+// succeed (three clients adding 1 to a value by compare-and-set 600 times ended at 524; two nodes took one lock),
+// while concurrent creates of a fresh key keep one winner (600 creates of 200 keys by three clients: 200 won).
+
+/** JetStream's "wrong last sequence": the key exists (a create lost). */
+const isWrongLastSequence = (err: unknown): boolean => (err as { api_error?: { err_code?: number } }).api_error?.err_code === 10071
 
 /** The newest hold of base: its number, its value, and whether it was given back; undefined before the first. */
 export async function newestHold (kv: KV, base: string): Promise<{ n: number, value: string, released: boolean } | undefined> {

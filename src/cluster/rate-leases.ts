@@ -1,6 +1,7 @@
 import type { KV } from 'nats'
 import type { Logger } from '../log.js'
 import { chunkFor, type RateLimiter, type WindowAsk, type WindowGrant } from '../http/rate-limit.js'
+import { createHold } from './numbered-keys.js'
 
 /**
  * How long a node waits for the engine's grant before granting itself one: the engine cannot answer while the
@@ -9,12 +10,10 @@ import { chunkFor, type RateLimiter, type WindowAsk, type WindowGrant } from '..
  */
 export const LOCAL_GRANT_MS = 2000
 
-/** The key of a window's grant number n in the rates bucket: letters, digits and `-_=.` only, as KV keys allow. */
-export function grantKey (ask: Pick<WindowAsk, 'group' | 'subject' | 'start'>, n: number): string {
-  return `w.${ask.group}.${Buffer.from(ask.subject).toString('base64url')}.${ask.start}.${n}`
+/** A window's grants' key prefix in the rates bucket (grant n is `<prefix>.<n>`): letters, digits and `-_=.` only. */
+function windowBase (ask: Pick<WindowAsk, 'group' | 'subject' | 'start'>): string {
+  return `w.${ask.group}.${Buffer.from(ask.subject).toString('base64url')}.${ask.start}`
 }
-
-const isWrongLastSequence = (err: unknown): boolean => (err as { api_error?: { err_code?: number } }).api_error?.err_code === 10071
 
 /** What this node knows of a window's grants: how many there are at least, and their total through the last. */
 interface Known { next: number, total: number }
@@ -34,7 +33,7 @@ export class RateLeases {
   readonly #limiter: RateLimiter
   readonly #log: Logger
   readonly #onGranted: () => void
-  /** Per window (its first grant's key), what this node has learned; dropped once the window has ended. */
+  /** Per window (its grants' key prefix), what this node has learned; dropped once the window has ended. */
   readonly #known = new Map<string, Known & { ends: number }>()
   #warned = false
 
@@ -73,7 +72,7 @@ export class RateLeases {
   }
 
   async #grant (ask: WindowAsk, want: number): Promise<WindowGrant> {
-    const window = grantKey(ask, 0)
+    const window = windowBase(ask)
     this.#forgetEnded(Date.now())
     let known = this.#known.get(window)
     if (known === undefined) this.#known.set(window, known = { next: 0, total: 0, ends: ask.start + ask.windowMs })
@@ -82,23 +81,20 @@ export class RateLeases {
       if (granted <= 0) return { granted: 0, total: known.total, spent: true }
       const n = known.next
       const total = known.total + granted
-      try {
-        await this.#rates.create(grantKey(ask, n), new TextEncoder().encode(String(total)))
+      if (await createHold(this.#rates, window, n, new TextEncoder().encode(String(total)))) {
         // Another ask of this node's for the window may have moved past n meanwhile.
         if (known.next <= n) {
           known.next = n + 1
           known.total = total
         }
         return { granted, total, spent: total >= ask.limit }
-      } catch (err) {
-        if (!isWrongLastSequence(err)) throw err
-        // Another node took grant n first: its record holds the total through it.
-        const entry = await this.#rates.get(grantKey(ask, n))
-        if (entry === null || entry.operation !== 'PUT') throw new Error(`grant ${n} of a rate window is taken but unreadable`)
-        if (known.next <= n) {
-          known.next = n + 1
-          known.total = Number(entry.string())
-        }
+      }
+      // Another node took grant n first: its record holds the total through it.
+      const entry = await this.#rates.get(`${window}.${n}`)
+      if (entry === null || entry.operation !== 'PUT') throw new Error(`grant ${n} of a rate window is taken but unreadable`)
+      if (known.next <= n) {
+        known.next = n + 1
+        known.total = Number(entry.string())
       }
     }
   }

@@ -16,8 +16,8 @@ export interface UniqueNames {
    * engine cannot say.
    */
   claim (name: string, owner: string, takeOverAfterMs?: number): Promise<boolean>
-  /** Gives owner's claim of a name back (the write that claimed it did not commit). */
-  release (name: string, owner: string): void
+  /** Gives owner's claim of a name back (the write that claimed it did not commit); resolves once it is, or failed. */
+  release (name: string, owner: string): Promise<void>
 }
 
 /** How long a claim outlives its request: far longer than a row takes to reach every node. */
@@ -83,11 +83,13 @@ export class NameClaims implements UniqueNames {
     }
   }
 
-  release (name: string, owner: string): void {
+  async release (name: string, owner: string): Promise<void> {
     const base = claimBase(name)
-    void (async () => {
+    try {
       const newest = await newestHold(this.#claims, base)
       if (newest !== undefined && !newest.released && parseClaim(newest.value)?.owner === owner) await releaseHold(this.#claims, base, newest.n)
-    })().catch((err: unknown) => this.#log.warn('cluster: a claimed name was not given back; it lapses by itself', { error: err instanceof Error ? err.message : String(err) }))
+    } catch (err) {
+      this.#log.warn('cluster: a claimed name was not given back; it lapses by itself', { error: err instanceof Error ? err.message : String(err) })
+    }
   }
 }

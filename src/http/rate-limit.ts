@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js'
 import type { RateGroup } from '../generated/types.js'
 import type { Principal } from './route.js'
-import { SharedTable } from './shared-table.js'
+import { fnv, SharedTable } from './shared-table.js'
 
 interface GroupPolicy {
   sandbox: number
@@ -110,16 +110,12 @@ const GRANTS = 8
 
 const ended = (now: number) => (v: Float64Array, b: number) => now >= v[b + START]! + v[b + LENGTH]!
 
-/** FNV-1a: where a subject's windows start within the window length, so that clients do not all reset at once. */
-function offsetOf (key: string, windowMs: number): number {
-  let h = 0x811c9dc5
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 16777619)
-  return (h >>> 0) % windowMs
-}
-
-/** A cluster's window for a key at now: the same on every node without asking anyone (their clocks agree, NTP). */
+/**
+ * A cluster's window for a key at now: the same on every node without asking anyone (their clocks agree, NTP),
+ * shifted within the window length by the key's hash, so that clients do not all reset at once.
+ */
 export function alignedStart (key: string, windowMs: number, now: number): number {
-  const offset = offsetOf(key, windowMs)
+  const offset = (fnv(key, 0x811c9dc5) >>> 0) % windowMs
   return Math.floor((now - offset) / windowMs) * windowMs + offset
 }
 

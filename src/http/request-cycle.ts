@@ -476,7 +476,7 @@ export class RequestCycle {
     if (this.#lockHeld && this.#locked !== undefined) cluster.locks.unlock(this.#locked, this.#lockNumber)
     this.#lockHeld = false
     const claim = this.#claim
-    if (this.#keyHeld && claim !== undefined && !this.#deps.idempotency.stored(claim)) cluster.names.release(idempotencyName(claim), this.#ctx.requestId)
+    if (this.#keyHeld && claim !== undefined && !this.#deps.idempotency.stored(claim)) void cluster.names.release(idempotencyName(claim), this.#ctx.requestId)
     this.#keyHeld = false
   }
 
@@ -486,9 +486,9 @@ export class RequestCycle {
    */
   #claimed (unique: { name: string, taken: () => ApiError }, owner: string, fingerprint: string): void {
     const names = this.#deps.cluster!.names
-    names.claim(unique.name, owner).then((won) => {
+    names.claim(unique.name, owner).then(async (won) => {
       if (this.#aborted) {
-        if (won) names.release(unique.name, owner)
+        if (won) await names.release(unique.name, owner)
         return
       }
       // Rows other nodes committed while the claim was on its way.
@@ -498,7 +498,8 @@ export class RequestCycle {
       try {
         result = this.#execute(fingerprint)
       } catch (err) {
-        names.release(unique.name, owner)
+        // Given back before the answer: a client that corrects its request and sends it again finds the name free.
+        await names.release(unique.name, owner)
         throw err
       }
       this.#answer(result, fingerprint)

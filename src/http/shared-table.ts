@@ -2,7 +2,7 @@
 const MAX_PROBE = 32
 
 /** FNV-1a over the string's UTF-16 code units; never 0, which marks an empty slot. */
-function fnv (s: string, seed: number): number {
+export function fnv (s: string, seed: number): number {
   let h = seed
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619)
   return h === 0 ? 1 : h
