@@ -102,6 +102,9 @@ function errorResponses (route: RouteDef): Json {
   for (const code of route.errors ?? []) add(code)
   add('internal_error')
   add('rate_limited')
+  // Any route while the node drains for shutdown; on a cluster node also a write the engine's quorum has not
+  // confirmed in time, and a claim, lock or rate grant the engine could not give (with Retry-After).
+  add('service_unavailable')
   if (route.auth !== 'none') add('authentication_required')
   if (route.auth === 'seat') { add('seat_suspended'); add('seat_revoked') }
   if (route.scope !== undefined) add('missing_scope')
@@ -111,7 +114,7 @@ function errorResponses (route: RouteDef): Json {
   const envelope = route.envelope === 'nested' ? 'NestedError' : 'FlatError'
   const out: Json = {}
   for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
-    const headers = status === 429 ? { ...COMMON_HEADERS, 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } : COMMON_HEADERS
+    const headers = status === 429 || status === 503 ? { ...COMMON_HEADERS, 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } : COMMON_HEADERS
     out[String(status)] = {
       headers,
       description: `${route.envelope === 'nested' ? 'error.code' : 'error_code'}: ${[...codes].map((c) => route.envelope === 'nested' ? c.toUpperCase() : c).join(', ')}`,
@@ -271,7 +274,7 @@ export function buildOpenApi (routes: RouteDef[], baseUrl: string): Json {
         RateLimitLimit: { description: 'Requests allowed in the current window of the route\'s rate group.', schema: { type: 'integer' } },
         RateLimitRemaining: { description: 'Requests left in the window.', schema: { type: 'integer' } },
         RateLimitReset: { description: 'Seconds until the window resets.', schema: { type: 'integer' } },
-        RetryAfter: { description: 'With 429: seconds to wait.', schema: { type: 'integer' } }
+        RetryAfter: { description: 'With 429: seconds until the rate window resets. With 503 on a cluster node: seconds to wait before retrying (a draining node sends none).', schema: { type: 'integer' } }
       }
     },
     security: [{ bearerAuth: [] }, { apiKeyHeader: [] }],
