@@ -127,20 +127,17 @@ export class ChangeApplier {
   }
 
   #question (engine: Engine): Promise<number> {
-    const ask = (): Promise<number> => bucketRevision(engine)
-    if (this.#asking === undefined) {
-      const asking = this.#asking = ask().finally(() => { if (this.#asking === asking) this.#asking = undefined })
-      return asking
-    }
-    if (this.#next === undefined) {
-      const after = this.#asking.catch(() => 0)
-      this.#next = after.then(() => {
-        this.#next = undefined
-        const asking = this.#asking = ask().finally(() => { if (this.#asking === asking) this.#asking = undefined })
-        return asking
-      })
-    }
+    if (this.#asking === undefined) return this.#ask(engine)
+    this.#next ??= this.#asking.catch(() => 0).then(() => {
+      this.#next = undefined
+      return this.#ask(engine)
+    })
     return this.#next
+  }
+
+  #ask (engine: Engine): Promise<number> {
+    const asking = this.#asking = bucketRevision(engine).finally(() => { if (this.#asking === asking) this.#asking = undefined })
+    return asking
   }
 
   stop (): void {

@@ -9,16 +9,16 @@ export const STATE_BUCKET = 'oohbid_state'
 /** The KV bucket of names claimed across the cluster (src/cluster/unique-names.ts). */
 const CLAIMS_BUCKET = 'oohbid_claims'
 
-/** The KV bucket of records locked while a request rewrites them (src/cluster/node.ts lock). */
+/** The KV bucket of records locked while a request rewrites them (src/cluster/record-locks.ts). */
 const LOCKS_BUCKET = 'oohbid_locks'
 
 /** How long a lock outlives a node that died holding it. */
 const LOCK_TTL_MS = 30_000
 
-/** The KV bucket of rate-limit windows, each the total granted to the nodes (src/cluster/rate-leases.ts). */
+/** The KV bucket of rate-limit windows, each a run of numbered grants to the nodes (src/cluster/rate-leases.ts). */
 const RATES_BUCKET = 'oohbid_rates'
 
-/** How long a window's total is kept: the longest window (an hour) and an hour more. */
+/** How long a window's grants are kept: the longest window (an hour) and an hour more. */
 const RATES_TTL_MS = 2 * 3600_000
 
 /** This node's connection to the cluster's engine (NATS JetStream) and the bucket of replicated state. */

@@ -120,12 +120,13 @@ export class RequestCycle {
   #size = 0
   /** Whether this request already waited for its node to catch up with the cluster (a key refused once). */
   #caughtUp = false
-  /** The rate groups this request was counted in, kept when it is admitted again. */
-  readonly #counted = new Set<string>()
-  /** A cluster node: the record this request locked (RouteDef.exclusive), and whether it still holds the lock. */
-  #locked: string | undefined
-  #lockNumber = 0
-  #lockHeld = false
+  /**
+   * A cluster node: the rate groups this request was counted in, kept when it is admitted again (only a cluster node
+   * admits a request twice, so one node's requests allocate nothing here).
+   */
+  #counted: Set<string> | undefined
+  /** A cluster node: the record this request locked (RouteDef.exclusive), its lock's number, and whether it still holds it. */
+  #lock: { name: string, n: number, held: boolean } | undefined
   /** A cluster node: whether this request won its Idempotency-Key's claim in the engine, and still holds it. */
   #keyInCluster: 'won' | 'lost' | undefined
   #keyHeld = false
@@ -298,7 +299,7 @@ export class RequestCycle {
 
   #take (group: RouteDef['rateGroup'], subject: string, principal: Principal | undefined, given?: number): void {
     // Counted in an earlier admission of this request (#admitAgainAfter).
-    if (this.#counted.has(group)) return
+    if (this.#counted?.has(group) === true) return
     const policy = limitFor(group, principal)
     const { windowMs } = policy
     const limit = given ?? policy.limit
@@ -314,7 +315,7 @@ export class RequestCycle {
     }
     this.#rate = decision
     if (decision.allowed || decision.wait === true) {
-      this.#counted.add(group)
+      if (this.#deps.cluster !== undefined) (this.#counted ??= new Set()).add(group)
       return
     }
     this.#deps.metrics.rejected(group)
@@ -391,7 +392,7 @@ export class RequestCycle {
         }
       }
       const exclusive = this.#deps.cluster !== undefined && !ctx.dryRun ? route.exclusive?.(ctx) : undefined
-      if (exclusive !== undefined && this.#locked === undefined) return this.#lock(exclusive, raw)
+      if (exclusive !== undefined && this.#lock === undefined) return this.#lockRecord(exclusive, raw)
       const unique = this.#deps.cluster !== undefined && !ctx.dryRun ? route.unique?.(ctx) : undefined
       if (unique !== undefined) {
         // The claim is the caller's request: the same request retried by the same caller (its first claim landed
@@ -455,11 +456,9 @@ export class RequestCycle {
    * Locks the record the route rewrites (RouteDef.exclusive) cluster-wide, and catches up with the cluster so that the
    * handler reads its latest version; the lock is given back when the request ends, after its write has shipped.
    */
-  #lock (name: string, raw: Buffer | undefined): void {
+  #lockRecord (name: string, raw: Buffer | undefined): void {
     this.#completeAfter(raw, async () => {
-      this.#lockNumber = await this.#deps.cluster!.locks.lock(name, this.#ctx.requestId)
-      this.#locked = name
-      this.#lockHeld = true
+      this.#lock = { name, n: await this.#deps.cluster!.locks.lock(name, this.#ctx.requestId), held: true }
       // The handler must read the record as the last holder of the lock left it.
       return { catchUp: 'must' }
     })
@@ -473,8 +472,10 @@ export class RequestCycle {
   #releaseHeld (): void {
     const cluster = this.#deps.cluster
     if (cluster === undefined) return
-    if (this.#lockHeld && this.#locked !== undefined) cluster.locks.unlock(this.#locked, this.#lockNumber)
-    this.#lockHeld = false
+    if (this.#lock?.held === true) {
+      cluster.locks.unlock(this.#lock.name, this.#lock.n)
+      this.#lock.held = false
+    }
     const claim = this.#claim
     if (this.#keyHeld && claim !== undefined && !this.#deps.idempotency.stored(claim)) void cluster.names.release(idempotencyName(claim), this.#ctx.requestId)
     this.#keyHeld = false
