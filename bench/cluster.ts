@@ -1,6 +1,8 @@
 // Benchmark: oohbid in cluster mode beside one node, in one run (issue 28). The same fixture on each: POST /bid of an
-// approved seat (c=50, -p 1) and a write to replicated state (an operator replacing a key's scopes, paced at 80/s,
-// under the ops group's 100/s per address), first on one embedded node, then on node-1 of a local cluster (three
+// approved seat (c=50, -p 1), a write to replicated state (an operator replacing a key's scopes, paced at 80/s,
+// under the ops group's 100/s per address) and FEIN audience batches of 100 screens each (paced at 80/s, under the
+// partner group's 100/s: 8,000 screens measured a second, each a replicated row that does not wait for the
+// quorum), first on one embedded node, then on node-1 of a local cluster (three
 // nodes with one hot thread each, the engine's three members, HAProxy: `npm run cluster`'s). A cluster's CPU per
 // request counts every node (its analytics process included) and every engine member, the idle ones too: what the
 // cluster costs, not only the node that answered. Beside them, the bare uWS reply and the durable floor.
@@ -9,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { clusterInstalled, startLocalCluster } from '../scripts/lib/cluster.js'
 import { acceptedBid } from './lib/bid-fixture.js'
+import { benchFeinFleet, jsonClient } from './lib/fixtures.js'
 import { measure, type Measurement } from './lib/load.js'
 import { startBare, startDurable, startOohbid } from './lib/processes.js'
 import { printTable, save } from './lib/report.js'
@@ -26,9 +29,14 @@ if (missing !== undefined) {
     const seat = await fetch(`${url}/openrtb/v2/seat`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json()) as { data: { key: { key_id: string, scopes: string[] } } }
     return { url: `${url}/admin/v1/keys/${seat.data.key.key_id}`, method: 'PATCH' as const, body: JSON.stringify({ scopes: seat.data.key.scopes, reason: 'bench' }), headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` }, connections: 4, pipelining: 1, duration: seconds, overallRate: 80 }
   }
+  /** FEIN batches of 100 screens, paced under the partner group's limit. */
+  const fein = async (url: string) => {
+    const fleet = await benchFeinFleet(jsonClient(url), 100)
+    return { url: `${url}/v1/partner/audience`, method: 'POST' as const, body: fleet.body, headers: { 'content-type': 'application/json', authorization: `Bearer ${fleet.partnerKey}` }, connections: 4, pipelining: 1, duration: seconds, overallRate: 80 }
+  }
   const single = await startOohbid({ HOT_THREADS: '1', BID_TTL_SECONDS: '86400' })
   const one = await acceptedBid(single)
-  console.log(`oohbid on one node and on three, POST /bid c=${connections} -p 1 and a replicated write at 80/s, ${seconds} s per run`)
+  console.log(`oohbid on one node and on three, POST /bid c=${connections} -p 1, a replicated write and FEIN batches of 100 screens at 80/s, ${seconds} s per run`)
   const bare = await startBare(one.sample)
   rows.push(await measure('bare uWS (constant)', bid(bare.url, one.key, one.body), bare.child.pid))
   await bare.stop()
@@ -37,6 +45,7 @@ if (missing !== undefined) {
   await floor.stop()
   rows.push(await measure('one node: POST /bid', bid(single.url, one.key, one.body), single.child.pid))
   rows.push(await measure('one node: a key\'s scopes replaced (80/s)', await keyWrite(single.url, single.adminToken, one.key), single.child.pid))
+  rows.push(await measure('one node: FEIN, 100 screens a call (80/s)', await fein(single.url), single.child.pid))
   await single.stop()
 
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-bench-cluster-'))
@@ -47,6 +56,7 @@ if (missing !== undefined) {
     const pids = [...cluster.nodes.map((n) => n.pid!), ...cluster.engine.members().map((m) => m.pid)]
     rows.push(await measure('3-node cluster: POST /bid on node-1', bid(node.url, three.key, three.body), pids))
     rows.push(await measure('3-node cluster: a key\'s scopes replaced on node-1 (80/s)', await keyWrite(node.url, cluster.adminToken, three.key), pids))
+    rows.push(await measure('3-node cluster: FEIN, 100 screens a call on node-1 (80/s)', await fein(node.url), pids))
   } finally {
     await cluster.stop()
     rmSync(dir, { recursive: true, force: true })
@@ -57,6 +67,7 @@ if (missing !== undefined) {
   const note = [
     `POST /bid: the cluster ${ratio(row('3-node cluster: POST /bid'), row('one node: POST /bid'))}x one node's CPU per bid (every node and engine member counted); one node ${ratio(row('one node: POST /bid'), row('durable floor'))}x the durable floor`,
     `a replicated write: the cluster ${ratio(row('3-node cluster: a key'), row('one node: a key'))}x one node's CPU per write, p99 ${row('3-node cluster: a key').p99} ms against ${row('one node: a key').p99} ms`,
+    `FEIN: the cluster ${ratio(row('3-node cluster: FEIN'), row('one node: FEIN'))}x one node's CPU per batch of 100 screens (each screen's FEIN row shipped to the engine and applied by every node), p99 ${row('3-node cluster: FEIN').p99} ms against ${row('one node: FEIN').p99} ms`,
     'bids and spots are not replicated yet (issue 28): a bid on a cluster node runs the one-node code, and the extra CPU is the idle nodes and members'
   ].join('\n')
   console.log(note)

@@ -20,7 +20,7 @@ import { ImpIds } from './inventory/adslots/imp-ids.js'
 import { activateMediaBuys } from './agents/media-buys.js'
 import { runCampaignJobs } from './campaigns/lifecycle.js'
 import { tagBookKeys } from './bidding/book.js'
-import { adoptLegacyBindings, Inventory } from './inventory/inventory.js'
+import { adoptLegacyBindings, Inventory, inventoryOptions } from './inventory/inventory.js'
 import { adoptSeatKeyLists } from './auth/keys.js'
 import { Moderator } from './moderation/moderator.js'
 import { ObjectStore } from './store/objects.js'
@@ -34,6 +34,8 @@ import { claimPort } from './http/server.js'
 import { broadcast } from './hot/broadcast.js'
 import { Supervisor } from './control/supervisor.js'
 import { joinCluster, type ClusterNode } from './cluster/node.js'
+import { shareSecrets } from './store/secrets.js'
+import { adoptMetaSettings } from './store/settings.js'
 import { ShippedChanges } from './cluster/shipped.js'
 import { StartRefused } from './start-refused.js'
 import { createLogger, type Logger } from './log.js'
@@ -110,13 +112,14 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const outbox = new Outbox(store, clock)
   const auth = new Authenticator(store, clock, admin.token)
   const metrics = new Metrics(0, store.held)
-  if (store.meta.get('settings:partner_display') === undefined) store.write(() => store.meta.putSync('settings:partner_display', config.partnerDisplay))
-  const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, cursorTtlMs: config.adslotsCursorTtlSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, resume: false })
+  adoptMetaSettings(store)
+  const inventory = new Inventory(store, outbox, clock, inventoryOptions(config, false))
   adoptLegacyBindings(store)
   adoptSeatKeyLists(store)
   const objects = new ObjectStore(config.dataDir)
   const moderator = new Moderator(store, outbox, objects, clock, log, { maxBytes: config.maxCreativeBytes, timeoutMs: config.creativeFetchTimeoutMs, allowPrivate: config.allowPrivateAssetUrls, dnsServers: config.dnsServers })
   const sealer = KeySealer.open(config.keyEncryptionKey, config.dataDir)
+  if (config.cluster !== undefined) shareSecrets(store, (name) => sealer.derive(name))
   const notices = new Notices(store)
   const funnel = new FunnelLog(store)
   const deliveries = new DeliveryLog(store)
@@ -205,7 +208,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   try {
     // A cluster node serves only once it holds what the cluster acknowledged while it was away.
     if (config.cluster !== undefined) {
-      cluster = await joinCluster({ cluster: config.cluster, store, shipped: replicated, limiter, log, onShipped: () => threads.notify('shipped'), onGranted: () => threads.notify('granted') }).catch((err: unknown) => {
+      cluster = await joinCluster({ cluster: config.cluster, store, shipped: replicated, limiter, log, onShipped: () => threads.notify('shipped'), onGranted: () => threads.notify('granted'), onApplied: (table, key) => inventory.applied(table, key as string) }).catch((err: unknown) => {
         throw new StartRefused(err instanceof Error ? err.message : String(err))
       })
     }
@@ -239,7 +242,8 @@ export async function startService ({ config: given, clock = systemClock, log = 
     expiredExchangeBids: expireExchangeBids(store, clock.now())
   })
   const runJobs = async () => {
-    const inThreads = await threads.call<{ demoted: number, offline: number }>('runJobs')
+    // This thread's Inventory arms the signals of the screens a cluster node applied from the engine.
+    const inThreads = [...await threads.call<{ demoted: number, offline: number }>('runJobs'), inventory.runJobs()]
     return {
       demoted: inThreads.reduce((n, j) => n + j.demoted, 0),
       offline: inThreads.reduce((n, j) => n + j.offline, 0),
@@ -247,7 +251,10 @@ export async function startService ({ config: given, clock = systemClock, log = 
     }
   }
   const timers = [
-    setInterval(ownJobs, 1000),
+    setInterval(() => {
+      ownJobs()
+      inventory.runJobs()
+    }, 1000),
     setInterval(tellAnalytics, 250),
     setInterval(() => idempotency.sweep(), 3_600_000),
     setInterval(() => deliveries.sweep(clock.now()), 3_600_000)

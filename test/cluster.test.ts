@@ -13,7 +13,7 @@ if (missing !== undefined) t.plan(0, `${missing}: the cluster tests run in CI (.
 else {
   t.setTimeout(240_000)
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-cluster-'))
-  const cluster: LocalCluster = await startLocalCluster({ nodes: 3, dir, frontPort: 0, env: { ...inherited(), HOT_THREADS: '1', LOG_LEVEL: 'warn', CLUSTER_ACK_TIMEOUT_MS: '2000' } })
+  const cluster: LocalCluster = await startLocalCluster({ nodes: 3, dir, frontPort: 0, env: { ...inherited(), HOT_THREADS: '1', LOG_LEVEL: 'warn', CLUSTER_ACK_TIMEOUT_MS: '2000', HEARTBEAT_TIMEOUT_SECONDS: '5' } })
   t.teardown(async () => {
     await cluster.stop()
     rmSync(dir, { recursive: true, force: true })
@@ -217,6 +217,109 @@ else {
     t.comment(`limit 200/min through node-1 only: ${one.ok} allowed`)
   })
 
+  /** The partner key of the screens test: the node-loss test registers a screen while a node is down. */
+  let screensPartner = ''
+
+  t.test('screens registered, changed and measured through any node are listed by every node; a walk through the front sees each once', async (t) => {
+    const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
+    const registered = await call(cluster.frontUrl, 'POST', '/v1/partner/register', { body: { name: 'Everywhere Screens', slug: 'everywhere-screens', contact_email: 'ops@everywhere.example', partner_type: 'screen_operator', domain: 'everywhere.example' }, headers: { 'x-forwarded-for': freshIp() } })
+    t.equal(registered.status, 201)
+    const partner = screensPartner = registered.body.data.api_key.key as string
+    const device = (i: number) => ({ device_id: `d-${i}`, name: `Screen ${i}`, display: { width: 1920, height: 1080 }, location: { lat: 30.2672, lng: -97.7431, venue_type: 'gym', city: 'Austin', state: 'TX', country: 'US' }, capabilities: { fein: true } })
+    const batch = await call(one.url, 'POST', '/v1/partner/devices/batch', { key: partner, body: { devices: Array.from({ length: 30 }, (_, i) => device(i)) } })
+    t.equal(batch.status, 200, 'thirty devices registered through node-1')
+    const single = await call(two.url, 'POST', '/v1/partner/device', { key: partner, body: device(30) })
+    t.equal(single.status, 201, 'one more through node-2')
+    const answeredAt = performance.now()
+    const ids = new Set<string>([...batch.body.data.results.map((r: { screen_id: string }) => r.screen_id), single.body.data.screen_id])
+
+    const made = await onboard(cluster.frontUrl, 'screen-buyer')
+    const buyer = made.body.data.api_key.key as string
+    t.equal((await call(three.url, 'PUT', '/admin/v1/seats/screen-buyer/rate-limits', { key: cluster.adminToken, body: { limits: { inventory: 100000 }, reason: 'cluster test' } })).status, 200)
+    const listed = async (base: string): Promise<any[]> => {
+      const r = await call(base, 'GET', '/openrtb/v2/adslots?format=screens&limit=100', { key: buyer })
+      return r.status === 200 ? r.body.data.screens : []
+    }
+    /** Polls every node until check holds for its listing; the milliseconds that took, or undefined past 5 s. */
+    const onEveryNode = async (check: (screens: any[]) => boolean): Promise<number | undefined> => {
+      const started = performance.now()
+      while (performance.now() - started < 5000) {
+        const all = await Promise.all(cluster.nodes.map(async (n) => check(await listed(n.url))))
+        if (all.every(Boolean)) return performance.now() - started
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      return undefined
+    }
+    const mine = (screens: any[]) => screens.filter((s) => ids.has(s.screen_id))
+    const seen = await onEveryNode((screens) => mine(screens).length === 31)
+    t.not(seen, undefined, 'every node lists all 31 screens')
+    t.comment(`31 screens registered through node-1 and node-2 listed by all three nodes ${(performance.now() - answeredAt).toFixed(0)} ms after the registrations answered`)
+
+    const patched = await call(two.url, 'PATCH', `/v1/partner/screens/${single.body.data.screen_id as string}`, { key: partner, body: { floor_price_cpm: 42.5 } })
+    t.equal(patched.status, 200, 'a floor changed through node-2')
+    t.not(await onEveryNode((screens) => mine(screens).find((s) => s.screen_id === single.body.data.screen_id)?.floor_price_cpm === 42.5), undefined, 'every node\'s row shows the new floor')
+
+    const measured = [...ids].slice(0, 5)
+    const devices = await call(three.url, 'GET', '/v1/partner/devices?limit=100', { key: partner })
+    const deviceOf = new Map<string, string>(devices.body.data.devices.map((d: { screen_id: string, device_id: string }) => [d.screen_id, d.device_id]))
+    const updates = measured.map((id) => ({ device_id: deviceOf.get(id)!, live_face_count: 12, attention_score: 0.8, vas_seconds: 30, vas_plays: 2 }))
+    const audience = await call(three.url, 'POST', '/v1/partner/audience', { key: partner, body: { updates } })
+    t.equal(audience.status, 200, 'FEIN measured through node-3')
+    const liveFirst = (screens: any[]) => {
+      const top = mine(screens).slice(0, 5)
+      return top.length === 5 && top.every((s) => s.data_quality === 'live' && measured.includes(s.screen_id))
+    }
+    t.not(await onEveryNode(liveFirst), undefined, 'every node lists the measured screens first, live')
+
+    // A walk through the front, ten screens a page, while FEIN moves screens through the order on every node.
+    const walked: string[] = []
+    let cursor: string | null = null
+    let page = 0
+    do {
+      const r = await call(cluster.frontUrl, 'GET', `/openrtb/v2/adslots?format=screens&limit=10${cursor !== null ? `&cursor=${cursor}` : ''}`, { key: buyer })
+      t.equal(r.status, 200, `page ${++page} through the front`)
+      walked.push(...mine(r.body.data.screens).map((s: { screen_id: string }) => s.screen_id))
+      cursor = r.body.data.cursor.next
+      if (cursor !== null) t.match(cursor, /^node-\d\./, 'the cursor names the node that issued it')
+      const moving = [...ids].slice(page * 3, page * 3 + 3).map((id) => ({ device_id: deviceOf.get(id)!, live_face_count: page, attention_score: 0.5, vas_seconds: 10 * page, vas_plays: 1 }))
+      t.equal((await call(cluster.nodes[page % 3]!.url, 'POST', '/v1/partner/audience', { key: partner, body: { updates: moving } })).status, 200)
+    } while (cursor !== null)
+    t.equal(walked.length, 31, 'the walk saw 31 screens')
+    t.equal(new Set(walked).size, 31, 'each once, while signals moved them')
+
+    const first = await call(one.url, 'GET', '/openrtb/v2/adslots?format=screens&limit=5', { key: buyer })
+    const elsewhere = await call(two.url, 'GET', `/openrtb/v2/adslots?format=screens&limit=5&cursor=${first.body.data.cursor.next as string}`, { key: buyer })
+    t.match(elsewhere, { status: 400, body: { error_code: 'invalid_parameter', param: 'cursor', error: /node-1.*start the walk again/ } }, 'node-1\'s cursor sent to node-2 asks for a new walk')
+
+    const token = single.body.data.embed_url.split('/embed/')[1] as string
+    t.equal((await call(one.url, 'POST', `/embed/${token}/heartbeat`, { body: { fp: 'fp-one' } })).status, 200, 'a player page bound and heartbeating through node-1')
+    const bound = async (base: string) => (await call(base, 'GET', '/v1/partner/devices?limit=100', { key: partner })).body.data.devices.find((d: { device_id: string }) => d.device_id === 'd-30')
+    let onThree: any
+    for (let i = 0; i < 100 && onThree?.status !== 'online'; i++) onThree = await bound(three.url)
+    t.match(onThree, { status: 'online', player_bound: true }, 'node-3 shows the device online and bound')
+    t.match(await call(two.url, 'POST', `/embed/${token}/heartbeat`, { body: { fp: 'fp-two' } }), { status: 409, body: { error_code: 'device_mismatch' } }, 'another device is refused through node-2')
+    // Heartbeats stop: node-1, which recorded the last one, takes the screen offline; every node shows it.
+    await new Promise((resolve) => setTimeout(resolve, 6500))
+    for (const node of cluster.nodes) {
+      let shown: any
+      for (let i = 0; i < 50 && shown?.status !== 'offline'; i++) {
+        shown = await bound(node.url)
+        if (shown?.status !== 'offline') await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      t.equal(shown?.status, 'offline', `${node.id} shows the screen offline after HEARTBEAT_TIMEOUT_SECONDS`)
+    }
+    t.match(await call(three.url, 'PATCH', `/v1/partner/screens/${single.body.data.screen_id as string}`, { key: partner, body: { floor_price_cpm: -1 } }), { status: 400, body: { error: { param: 'floor_price_cpm' } } }, 'bad input on a cluster node answers as on one node')
+    const floors = await Promise.all(cluster.nodes.map(async (n) => mine(await listed(n.url)).find((s) => s.screen_id === single.body.data.screen_id)?.floor_price_cpm))
+    t.same(floors, [42.5, 42.5, 42.5], 'nothing written: every node still lists the floor set before, and goes on serving')
+
+    t.equal((await call(two.url, 'PUT', '/admin/v1/settings', { key: cluster.adminToken, body: { partner_display: true } })).status, 200, 'the operator turns partner display on through node-2')
+    for (const node of cluster.nodes) {
+      let shown: boolean | undefined
+      for (let i = 0; i < 50 && shown !== true; i++) shown = (await call(node.url, 'GET', '/admin/v1/settings', { key: cluster.adminToken })).body.data.partner_display
+      t.equal(shown, true, `${node.id} has the switch on`)
+    }
+  })
+
   t.test('a node killed with -9 under onboarding load loses no acknowledged seat or key, and catches up when it rejoins', async (t) => {
     const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
     const acknowledged: Array<{ seat: string, key: string, via: string }> = []
@@ -239,6 +342,7 @@ else {
     }
     const writers = [writer(one), writer(two), writer(three), writer(one), writer(two), writer(three)]
     await new Promise((resolve) => setTimeout(resolve, 1500))
+    const walkOnThree = await call(three.url, 'GET', '/openrtb/v2/adslots?format=screens&limit=5', { key: acknowledged[0]!.key })
     await three.kill('SIGKILL')
     await Promise.all(writers)
     t.ok(acknowledged.some((a) => a.via === 'node-3'), 'node-3 acknowledged seats before it died')
@@ -261,6 +365,10 @@ else {
     t.equal((await call(two.url, 'DELETE', `/openrtb/v2/keys/${keyId}`, { key: extra.body.data.key })).status, 200, 'revoked while node-3 is down')
     const late = await onboard(two.url, 'while-away')
     t.equal(late.status, 201)
+    const orphan = await call(cluster.frontUrl, 'GET', `/openrtb/v2/adslots?format=screens&limit=5&cursor=${walkOnThree.body.data.cursor.next as string}`, { key: late.body.data.api_key.key })
+    t.match(orphan, { status: 400, body: { param: 'cursor', error: /node-3.*start the walk again/ } }, 'a walk node-3 issued, continued through the front while node-3 is down, is asked to start again')
+    const screenWhileAway = await call(one.url, 'POST', '/v1/partner/device', { key: screensPartner, body: { device_id: 'while-away', name: 'Registered while node-3 was down', display: { width: 1080, height: 1920 }, location: { lat: 40.7128, lng: -74.006, venue_type: 'transit' } } })
+    t.equal(screenWhileAway.status, 201)
 
     await three.start()
     t.equal(await seatStatus(three.url, victim.key), 401, 'node-3 refuses the key revoked while it was down, from its first request')
@@ -268,6 +376,10 @@ else {
     const missingOnThree = []
     for (const a of acknowledged) if (a !== victim && await seatStatus(three.url, a.key) !== 200) missingOnThree.push(a.seat)
     t.same(missingOnThree, [], 'node-3 holds every acknowledged seat after it rejoins, its own included')
+    const adslots = async (base: string) => (await call(base, 'GET', '/openrtb/v2/adslots?format=screens&limit=100', { key: late.body.data.api_key.key })).body.data.screens.map((s: { screen_id: string }) => s.screen_id)
+    const onOne = await adslots(one.url)
+    t.ok(onOne.includes(screenWhileAway.body.data.screen_id), 'node-1 lists the screen registered while node-3 was down')
+    t.same(await adslots(three.url), onOne, 'node-3 lists the same screens in the same order from its first request')
   })
 
   t.test('the engine\'s leader lost: writes go on with two members of three; with one, a write answers 503 and ships once the engine is back', async (t) => {

@@ -81,7 +81,7 @@ t.test('no import circle, type-only imports included', async (t) => {
 
 /**
  * Who may write each table: its owning domain (docs/architecture.md, "The map"). Everyone else reads, or calls the
- * owner. `meta` is the one shared table, namespaced by key prefix (settings:, secret:, ...).
+ * owner. `meta` is the one shared table, namespaced by key prefix (secret:, migrated:, ...).
  */
 const OWNERS: Record<string, string[]> = {
   seats: ['src/accounts/'],
@@ -135,7 +135,8 @@ const OWNERS: Record<string, string[]> = {
   legacyFunnel: ['src/events/'],
   idempotency: ['src/http/'],
   outbox: ['src/store/'],
-  audit: ['src/store/']
+  audit: ['src/store/'],
+  settings: ['src/store/']
 }
 
 t.test('each table is written only by the domain that owns it', async (t) => {

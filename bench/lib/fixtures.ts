@@ -40,3 +40,17 @@ export async function benchCreative (call: Call, key: string, adminToken: string
   if (status !== 'approved') await call(`/admin/v1/creatives/${id}/review`, { method: 'POST', key: adminToken, body: { decision: 'approved', reason: 'benchmark' } })
   return id
 }
+
+/**
+ * A partner with `screens` FEIN screens in Austin (fein-0, fein-1, ...): its key and one audience batch measuring them
+ * all, the body a sensor gateway sends every second or so.
+ */
+export async function benchFeinFleet (call: Call, screens: number): Promise<{ partnerKey: string, body: string }> {
+  const partner = await call('/v1/partner/register', { method: 'POST', body: { name: 'Bench Sensors', slug: 'bench-sensors', contact_email: 'ops@sensors.example', partner_type: 'screen_operator', domain: 'benchsensors.example' } })
+  const partnerKey = partner.api_key.key as string
+  const ids = Array.from({ length: screens }, (_, i) => `fein-${i}`)
+  const devices = ids.map((id) => ({ device_id: id, name: id, display: { width: 1920, height: 1080 }, location: { lat: 30.2672, lng: -97.7431, venue_type: 'gym', city: 'Austin', state: 'TX', country: 'US' }, capabilities: { fein: true } }))
+  await call('/v1/partner/devices/batch', { method: 'POST', key: partnerKey, body: { devices } })
+  const updates = ids.map((id, i) => ({ device_id: id, live_face_count: 3 + (i % 20), attention_score: 0.4 + (i % 5) / 10, dominant_emotion: 'happy', vas_seconds: 12, vas_plays: 1 }))
+  return { partnerKey, body: JSON.stringify({ updates }) }
+}

@@ -78,7 +78,7 @@ export async function startLocalCluster (options: LocalClusterOptions): Promise<
         TRUST_PROXY: '127.0.0.1',
         CLUSTER_NATS_URLS: engine.urls.join(','),
         CLUSTER_NODE_ID: `node-${i}`,
-        // The demo market needs screens replicated across nodes, which cluster mode does not do yet.
+        // The demo market needs its creatives, campaigns and bids on every node, which cluster mode does not do yet.
         DEMO_FLEET: '0'
       }))
     }
@@ -104,9 +104,11 @@ export async function startLocalCluster (options: LocalClusterOptions): Promise<
 /** deploy/haproxy.cfg with this cluster's front port and nodes in place of the example's. */
 export function haproxyConfig (frontPort: number, nodes: Array<{ id: string, url: string }>): string {
   const example = readFileSync(join(root, 'deploy', 'haproxy.cfg'), 'utf8')
+  const routes = nodes.map((n) => `  use-server ${n.id} if { urlp(cursor) -m beg ${n.id}. }`).join('\n')
   const servers = nodes.map((n) => `  server ${n.id} ${new URL(n.url).host} check`).join('\n')
   return example
     .replace(/^ {2}bind .*$/m, `  bind 127.0.0.1:${frontPort}`)
+    .replace(/(^ {2}use-server .*\n?)+/m, `${routes}\n`)
     .replace(/(^ {2}server .*\n?)+/m, `${servers}\n`)
 }
 

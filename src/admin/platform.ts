@@ -3,11 +3,13 @@ import { ApiError } from '../errors.js'
 import type { PartnerSourceRequest, PlatformSettings } from '../generated/types.js'
 import { ok, route, type RouteDef } from '../http/route.js'
 import { partnerView } from '../inventory/routes/partner-register.js'
+import { partnerRecord } from '../inventory/inventory.js'
+import { putSetting, setting } from '../store/settings.js'
 
 /** Operator switches and partner inventory classification, audited. */
 export function adminPlatformRoutes ({ store, outbox, inventory }: Deps): RouteDef[] {
   const common = { tag: 'Operator', envelope: 'flat', auth: 'admin', rateGroup: 'ops' } as const
-  const settings = (): PlatformSettings => ({ partner_display: inventory.sourcesEnabled().includes('partner'), house_creative_id: (store.meta.get('settings:house_creative_id') as string | undefined) ?? null })
+  const settings = (): PlatformSettings => ({ partner_display: inventory.sourcesEnabled().includes('partner'), house_creative_id: setting(store, 'house_creative_id') ?? null })
   return [
     route({ ...common, method: 'get', path: '/admin/v1/settings', summary: 'Read the operator switches', data: 'PlatformSettings', handler: () => ok(settings()) }),
     route<PlatformSettings>({
@@ -19,16 +21,18 @@ export function adminPlatformRoutes ({ store, outbox, inventory }: Deps): RouteD
       body: 'PlatformSettings',
       data: 'PlatformSettings',
       errors: ['creative_not_found', 'validation_failed'],
+      // The audit's before and after are the switches as this change found them, on whichever node it runs.
+      exclusive: () => 'settings',
       handler: (ctx) => {
         const before = settings()
-        if (ctx.body.partner_display !== undefined) store.meta.putSync('settings:partner_display', ctx.body.partner_display)
+        if (ctx.body.partner_display !== undefined) putSetting(store, 'partner_display', ctx.body.partner_display)
         const house = ctx.body.house_creative_id
-        if (house === null) store.meta.removeSync('settings:house_creative_id')
+        if (house === null) putSetting(store, 'house_creative_id', undefined)
         if (typeof house === 'string') {
           const creative = store.creatives.get(house)
           if (creative === undefined) throw new ApiError('creative_not_found', `No creative ${house}.`, { param: 'house_creative_id' })
           if (creative.status !== 'approved') throw new ApiError('validation_failed', `Creative ${house} is ${creative.status}; the house creative must be approved.`, { param: 'house_creative_id' })
-          store.meta.putSync('settings:house_creative_id', house)
+          putSetting(store, 'house_creative_id', house)
         }
         const after = { ...before, ...ctx.body }
         outbox.append('audit.settings.changed', 'settings', { actor: 'operator', before, after })
@@ -51,7 +55,7 @@ export function adminPlatformRoutes ({ store, outbox, inventory }: Deps): RouteD
       body: 'PartnerSourceRequest',
       data: 'Partner',
       errors: ['partner_not_found'],
-      exclusive: (ctx) => `partner:${ctx.params.id!}`,
+      exclusive: (ctx) => partnerRecord(ctx.params.id!),
       handler: (ctx) => {
         const partner = store.partners.get(ctx.params.id!)
         if (partner === undefined) throw new ApiError('partner_not_found', `No partner ${ctx.params.id}.`, { param: 'id' })

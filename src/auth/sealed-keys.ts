@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 
@@ -34,6 +34,14 @@ export class KeySealer {
       writeFileSync(path, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' })
     }
     return new KeySealer(parseKey(readFileSync(path, 'utf8').trim()))
+  }
+
+  /**
+   * A 32-byte secret for another purpose, derived from the key-encryption key (HKDF-SHA256, the purpose as info): the
+   * same on every node given the same key, and telling nothing of it.
+   */
+  derive (purpose: string): Buffer {
+    return Buffer.from(hkdfSync('sha256', this.#kek, '', `oohbid ${purpose}`, 32))
   }
 
   /** The sealed form of a key, bound to its key id. */

@@ -1,4 +1,6 @@
+import { isDeepStrictEqual } from 'node:util'
 import { KvWatchInclude, type KvEntry } from 'nats'
+import type { Key } from 'lmdb'
 import type { Logger } from '../log.js'
 import type { ChangeLog } from '../store/changes.js'
 import type { Store } from '../store/store.js'
@@ -8,6 +10,12 @@ import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
 
 /** meta key: the state bucket's last revision this node applied, where it resumes after a restart. */
 const APPLIED = 'cluster:applied'
+
+/**
+ * What a table's owner derives on this node from a row the engine delivered (the adslots order from a screen's rows),
+ * called inside the applying transaction after the row is written.
+ */
+export type AppliedHook = (table: string, key: Key) => void
 
 /** How often a node looks whether its watch of the state bucket has stalled. */
 const WATCHDOG_MS = 2000
@@ -34,6 +42,7 @@ export class ChangeApplier {
   readonly #store: Store
   readonly #changes: ChangeLog
   readonly #log: Logger
+  readonly #onApplied: AppliedHook
   #queue: KvEntry[] = []
   #scheduled = false
   #stopped = false
@@ -48,10 +57,11 @@ export class ChangeApplier {
   #watchdog: NodeJS.Timeout | undefined
   #lastChecked = -1
 
-  constructor (deps: { store: Store, changes: ChangeLog, log: Logger }) {
+  constructor (deps: { store: Store, changes: ChangeLog, log: Logger, onApplied: AppliedHook }) {
     this.#store = deps.store
     this.#changes = deps.changes
     this.#log = deps.log
+    this.#onApplied = deps.onApplied
   }
 
   /** The bucket revision this node has applied through. */
@@ -164,8 +174,12 @@ export class ChangeApplier {
           this.#unknown.add(table)
           continue
         }
-        if (entry.operation === 'PUT') target.putSync(key, unpackValue(entry.value))
+        const value = entry.operation === 'PUT' ? unpackValue(entry.value) : undefined
+        // This node's own change coming back, or one it already holds: nothing to write or derive again.
+        if (isDeepStrictEqual(target.get(key), value)) continue
+        if (value !== undefined) target.putSync(key, value)
         else target.removeSync(key)
+        this.#onApplied(table, key)
       }
       this.#store.meta.putSync(APPLIED, last)
     }))

@@ -3,7 +3,7 @@ import type { ClusterConfig } from '../config.js'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
 import type { RateLimiter, WindowAsk } from '../http/rate-limit.js'
-import { ChangeApplier } from './applier.js'
+import { ChangeApplier, type AppliedHook } from './applier.js'
 import { connectEngine } from './engine.js'
 import { RateLeases } from './rate-leases.js'
 import { RecordLocks } from './record-locks.js'
@@ -38,7 +38,7 @@ export interface ClusterNode {
  * Joins the cluster: connects to the engine, ships what this node recorded and did not ship before it stopped, and
  * applies what the other nodes changed meanwhile, before the hot threads serve (startService awaits this).
  */
-export async function joinCluster (deps: { cluster: ClusterConfig, store: Store, shipped: ShippedChanges, limiter: RateLimiter, log: Logger, onShipped: () => void, onGranted: () => void }): Promise<ClusterNode> {
+export async function joinCluster (deps: { cluster: ClusterConfig, store: Store, shipped: ShippedChanges, limiter: RateLimiter, log: Logger, onShipped: () => void, onGranted: () => void, onApplied: AppliedHook }): Promise<ClusterNode> {
   const { cluster, store, shipped, log } = deps
   const changes = store.changes
   if (changes === undefined) throw new Error('a cluster node needs a store opened with replicate: true')
@@ -68,7 +68,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   const names = new NameClaims(engine.claims, log, cluster.ackTimeoutMs)
   const locks = new RecordLocks(engine.locks, log)
   const leases = new RateLeases({ rates: engine.rates, limiter: deps.limiter, log, onGranted: deps.onGranted })
-  const applier = new ChangeApplier({ store, changes, log })
+  const applier = new ChangeApplier({ store, changes, log, onApplied: deps.onApplied })
   await applier.start(engine)
   // Retries what the engine did not acknowledge (a member lost, no quorum for a while).
   const timer = setInterval(() => shipper.kick(), 1000)

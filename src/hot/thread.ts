@@ -13,7 +13,7 @@ import { Idempotency } from '../http/idempotency.js'
 import { Metrics } from '../http/metrics.js'
 import { RateLimiter } from '../http/rate-limit.js'
 import { listen } from '../http/server.js'
-import { Inventory } from '../inventory/inventory.js'
+import { Inventory, inventoryOptions } from '../inventory/inventory.js'
 import { createLogger } from '../log.js'
 import { onNextTurn } from '../next-turn.js'
 import { Notices } from '../notify/notices.js'
@@ -86,7 +86,7 @@ notices.onEnqueue((origin, at) => {
   sendDue()
 })
 const auth = new Authenticator(store, clock, config.adminToken!)
-const inventory = new Inventory(store, outbox, clock, { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, cursorTtlMs: config.adslotsCursorTtlSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, resume: thread === 1 })
+const inventory = new Inventory(store, outbox, clock, inventoryOptions(config, thread === 1))
 const shared = broadcast((channel, key, value) => rpc.notify('broadcast', channel, key, value))
 const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs, (key, outcome) => shared.send('report', key, outcome))
 shared.on('report', (key, value) => reports.received(key, value as Outcome))

@@ -550,6 +550,9 @@ export class RequestCycle {
 
   #execute (fingerprint: string): Result {
     const { route, ctx } = { route: this.#route, ctx: this.#ctx }
+    // What this thread committed since the last answer (a turn of the hot journal, after its bids were answered) is
+    // no request's to wait for: this one waits only for what its own handler records.
+    this.#deps.store.changes?.takeCommitted()
     if (route.prepare !== undefined) ctx.prepared = route.prepare(ctx)
     const claim = this.#claim
     if (!isMutating(ctx.method) || (route.journaled === true && claim === undefined && !ctx.dryRun)) return route.handler(ctx)

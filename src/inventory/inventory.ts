@@ -1,11 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.js'
+import type { ResolvedConfig } from '../config.js'
 import { iso } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { AudienceUpdate, DeviceRegisterRequest, ScreenSettingsRequest, VenueType } from '../generated/types.js'
 import type { Outbox } from '../store/outbox.js'
 import type { FeinState, IndexKey, PartnerRecord, ScreenRecord, ScreenStatus } from './records.js'
 import { rewriteInBatches, runOnce } from '../store/rewrite.js'
+import { setting } from '../store/settings.js'
 import type { Store } from '../store/store.js'
 import { indexKey, indexTuple, SOURCES, type Source } from './adslot-index.js'
 import { collectPast, keepWindow, pastDue, recordMove } from './adslot-versions.js'
@@ -32,6 +34,8 @@ export interface InventoryOptions {
   heartbeatTimeoutMs: number
   /** How long an adslots cursor stays valid after the page that returned it (ms). */
   cursorTtlMs: number
+  /** PARTNER_DISPLAY: whether partner inventory is listed until the operator sets the switch. */
+  partnerDisplay: boolean
   /** Base of embed_url. */
   baseUrl: string
   /** Publisher domain in bid requests (the operator's). */
@@ -41,6 +45,18 @@ export interface InventoryOptions {
    * arm only what their own requests change, so that no screen's deadline is worked on by every thread.
    */
   resume?: boolean
+  /**
+   * A cluster node's id (CLUSTER_NODE_ID): the node that records a screen's heartbeat is the one that takes it offline
+   * when heartbeats stop, so that the other nodes, which hold its status too, do not do it (and raise the event) again.
+   */
+  node?: string
+}
+
+/** The options a service's Inventory takes from its configuration; one thread of a node resumes (InventoryOptions.resume). */
+export function inventoryOptions (config: ResolvedConfig, resume: boolean): InventoryOptions {
+  const options: InventoryOptions = { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, cursorTtlMs: config.adslotsCursorTtlSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, partnerDisplay: config.partnerDisplay, resume }
+  if (config.cluster !== undefined) options.node = config.cluster.nodeId
+  return options
 }
 
 /** Buckets of screen ids keyed by the second something is due for them (freshness expiry, heartbeat deadline). */
@@ -80,6 +96,14 @@ export function adoptLegacyBindings (store: Store): void {
   }))
 }
 
+/**
+ * The record a cluster node locks (RouteDef.exclusive) to rewrite a partner or its screens: its registrations, its
+ * screens' settings and the operator's change of its source each read what they rewrite.
+ */
+export function partnerRecord (partnerId: string): string {
+  return `partner:${partnerId}`
+}
+
 /** Stable screen id of a partner's device: the same device always maps to the same screen. */
 export function screenIdFor (partnerId: string, deviceId: string): string {
   return 'scr_' + createHash('sha256').update(`${partnerId}\u0000${deviceId}`).digest('hex').slice(0, 20)
@@ -114,8 +138,13 @@ export class Inventory {
       this.#liveExpiry.add(until ?? now, key)
     }
     for (const { key, value } of this.store.status.getRange()) {
-      if (value.online && value.last_heartbeat !== null) this.#heartbeatDeadline.add(value.last_heartbeat + this.#options.heartbeatTimeoutMs, key)
+      if (value.online && value.last_heartbeat !== null && this.#watches(value)) this.#heartbeatDeadline.add(value.last_heartbeat + this.#options.heartbeatTimeoutMs, key)
     }
+  }
+
+  /** Whether this node keeps the screen's heartbeat deadline: it recorded the last heartbeat (or is the only node). */
+  #watches (status: ScreenStatus): boolean {
+    return status.node === undefined || status.node === this.#options.node
   }
 
   /** The embed URL of a screen's player. */
@@ -125,7 +154,7 @@ export class Inventory {
 
   /** The partner-display switch: partner inventory is listed only when it is on. */
   sourcesEnabled (): Source[] {
-    return this.store.meta.get('settings:partner_display') === true ? ['owned', 'partner'] : ['owned']
+    return (setting(this.store, 'partner_display') ?? this.#options.partnerDisplay) ? ['owned', 'partner'] : ['owned']
   }
 
   counts (source: Source): SourceCounts {
@@ -266,7 +295,9 @@ export class Inventory {
     else hours.push([hourStart, 1])
     const wasOffline = status.last_heartbeat !== null && !status.online
     const { offline_at: offlineAt, ...kept } = status
-    this.store.status.putSync(screen.screen_id, { ...kept, last_heartbeat: at, online: true, hours })
+    const next: ScreenStatus = { ...kept, last_heartbeat: at, online: true, hours }
+    if (this.#options.node !== undefined) next.node = this.#options.node
+    this.store.status.putSync(screen.screen_id, next)
     this.#heartbeatDeadline.add(at + this.#options.heartbeatTimeoutMs, screen.screen_id)
     if (!status.online) this.#place(screen, this.store.fein.get(screen.screen_id), true)
     if (wasOffline) {
@@ -342,7 +373,7 @@ export class Inventory {
       for (const id of late) {
         const status = this.store.status.get(id)
         const screen = this.store.screens.get(id)
-        if (status === undefined || screen === undefined || !status.online || status.last_heartbeat === null) continue
+        if (status === undefined || screen === undefined || !status.online || status.last_heartbeat === null || !this.#watches(status)) continue
         const deadline = status.last_heartbeat + this.#options.heartbeatTimeoutMs
         if (deadline > now) { this.#heartbeatDeadline.add(deadline, id); continue }
         this.#goOffline(screen, status, now, deadline)
@@ -352,13 +383,34 @@ export class Inventory {
     return { demoted, offline }
   }
 
+  /**
+   * A cluster node: rebuilds what this node derives from a screen's row that another node wrote and the engine
+   * delivered (src/cluster/applier.ts): the screen's pre-encoded rows, its place in the adslots order and the counts,
+   * and the freshness expiry of its signals. Nothing here is replicated or raises events: the writing node did that.
+   * Call inside Store.write.
+   */
+  applied (table: string, key: string): void {
+    if (table !== 'screens' && table !== 'fein' && table !== 'status') return
+    const screen = this.store.screens.get(key)
+    if (screen === undefined) return
+    if (table === 'screens') this.#encode(screen)
+    const state = this.store.fein.get(key)
+    const until = state !== undefined ? liveUntil(state, this.#clock.now()) : undefined
+    if (until !== undefined) this.#liveExpiry.add(until, key)
+    this.#place(screen, state, this.statusOf(key).online)
+  }
+
   /** Stores a screen with its rows and index entry. */
   #save (screen: ScreenRecord, previous: ScreenRecord | undefined): void {
     this.store.screens.putSync(screen.screen_id, screen)
-    const partner = this.store.partners.get(screen.partner_id)
-    this.store.rows.putSync(screen.screen_id, encodeRows(screen, { id: screen.partner_id, name: partner?.name ?? screen.partner_id, domain: partner?.domain ?? this.#options.domain }))
+    this.#encode(screen)
     if (previous !== undefined && previous.capabilities.fein !== screen.capabilities.fein) this.store.fein.removeSync(screen.screen_id)
     this.#place(screen, this.store.fein.get(screen.screen_id), this.statusOf(screen.screen_id).online)
+  }
+
+  #encode (screen: ScreenRecord): void {
+    const partner = this.store.partners.get(screen.partner_id)
+    this.store.rows.putSync(screen.screen_id, encodeRows(screen, { id: screen.partner_id, name: partner?.name ?? screen.partner_id, domain: partner?.domain ?? this.#options.domain }))
   }
 
   /**

@@ -77,6 +77,11 @@ export interface ScreenRecord {
 export interface ScreenStatus {
   last_heartbeat: number | null
   online: boolean
+  /**
+   * On a cluster, the node that recorded the last heartbeat (CLUSTER_NODE_ID): the one that takes the screen offline
+   * when heartbeats stop.
+   */
+  node?: string
   /** When it last went offline (heartbeats stopped, or its player page closed). */
   offline_at?: number
   /** Heartbeats per hour over the last day: [hour start ms, count]. */

@@ -37,6 +37,22 @@ t.test('a committed transaction records its replicated rows under the next seq, 
   t.equal(changes.waiting, 2)
 })
 
+t.test('a transaction that wrote only eventual tables (FEIN, heartbeats) ships but is not one an answer waits for', async (t) => {
+  const store = nodeStore(t)
+  const changes = store.changes!
+  const status = { last_heartbeat: 1, online: true, hours: [] }
+  store.write(() => store.status.putSync('scr_1', status))
+  t.same(changes.pending(10), [{ seq: 1, changes: [['status', 'scr_1', status]] }], 'recorded like any change')
+  t.equal(changes.takeCommitted(), 0, 'no answer waits for it')
+  store.write(() => {
+    store.status.putSync('scr_2', status)
+    store.screens.putSync('scr_2', { screen_id: 'scr_2' } as never)
+  })
+  t.equal(changes.takeCommitted(), 2, 'one that also wrote a screen is waited for')
+  store.write(() => store.fein.removeSync('scr_2'))
+  t.equal(changes.takeCommitted(), 0, 'and the next eventual one is not')
+})
+
 t.test('a rolled-back transaction, a dry run, records nothing, and a write applied from the engine records nothing', async (t) => {
   const store = nodeStore(t)
   const changes = store.changes!

@@ -26,6 +26,8 @@ export class ChangeLog {
   readonly #meta: Database<unknown, string>
   readonly #scope: ChangeScope
   #open: Change[] | undefined
+  /** Whether the open transaction wrote a table whose writes answer only once shipped (not only eventual ones). */
+  #durable = false
   #applying = 0
   #committed = 0
   #onCommitted: () => void = () => {}
@@ -37,12 +39,16 @@ export class ChangeLog {
     this.#scope = scope
   }
 
-  /** Makes table's putSync and removeSync record what they write (lmdb-js calls them; every owner module does too). */
-  capture<V, K extends Key> (name: string, table: Database<V, K>): Database<V, K> {
+  /**
+   * Makes table's putSync and removeSync record what they write (lmdb-js calls them; every owner module does too).
+   * An eventual table's writes ship like the others, but a transaction that wrote only such tables is not one a
+   * request's answer waits for (takeCommitted leaves it out).
+   */
+  capture<V, K extends Key> (name: string, table: Database<V, K>, eventual = false): Database<V, K> {
     const put = table.putSync.bind(table)
     const remove = table.removeSync.bind(table)
-    table.putSync = (key: K, value: V, ...rest: unknown[]) => this.#recorded(name, key, value, () => (put as (...a: unknown[]) => boolean)(key, value, ...rest))
-    table.removeSync = (key: K, ...rest: unknown[]) => this.#recorded(name, key, undefined, () => (remove as (...a: unknown[]) => boolean)(key, ...rest))
+    table.putSync = (key: K, value: V, ...rest: unknown[]) => this.#recorded(name, key, value, eventual, () => (put as (...a: unknown[]) => boolean)(key, value, ...rest))
+    table.removeSync = (key: K, ...rest: unknown[]) => this.#recorded(name, key, undefined, eventual, () => (remove as (...a: unknown[]) => boolean)(key, ...rest))
     return table
   }
 
@@ -61,7 +67,10 @@ export class ChangeLog {
     this.#onCommitted = fn
   }
 
-  /** The highest seq this thread committed since the last call (0 if none): what a request's reply waits to see shipped. */
+  /**
+   * The highest seq of a transaction this thread committed since the last call that wrote more than eventual tables
+   * (0 if none): what a request's reply waits to see shipped.
+   */
   takeCommitted (): number {
     const seq = this.#committed
     this.#committed = 0
@@ -97,22 +106,27 @@ export class ChangeLog {
     for (const seq of this.#log.getKeys({ end: through + 1 })) this.#log.removeSync(seq)
   }
 
-  #recorded (table: string, key: Key, value: unknown, write: () => boolean): boolean {
+  #recorded (table: string, key: Key, value: unknown, eventual: boolean, write: () => boolean): boolean {
     if (this.#applying > 0) return write()
-    if (!this.#scope.inTransaction) return this.#scope.write(() => this.#recorded(table, key, value, write))
+    if (!this.#scope.inTransaction) return this.#scope.write(() => this.#recorded(table, key, value, eventual, write))
     if (this.#open === undefined) {
       const open: Change[] = this.#open = []
-      this.#scope.afterEnd(() => { this.#open = undefined })
+      this.#scope.afterEnd(() => {
+        this.#open = undefined
+        this.#durable = false
+      })
       this.#scope.beforeCommit(() => {
         const seq = this.recorded + 1
+        const durable = this.#durable
         this.#meta.putSync(SEQ, seq)
         this.#log.putSync(seq, open)
         this.#scope.afterCommit(() => {
-          if (seq > this.#committed) this.#committed = seq
+          if (durable && seq > this.#committed) this.#committed = seq
           this.#onCommitted()
         })
       })
     }
+    if (!eventual) this.#durable = true
     this.#open.push([table, key, value])
     return write()
   }

@@ -35,6 +35,8 @@ export interface Store {
   /** Operator actions, kept after the outbox is compacted. */
   audit: Database<OutboxEvent, number>
   meta: Database<unknown, string>
+  /** The operator's switches (src/store/settings.ts). */
+  settings: Database<unknown, string>
   screens: CachedTable<ScreenRecord>
   /** partner_id + NUL + device_id -> screen_id. */
   devices: Database<string, string>
@@ -164,18 +166,27 @@ export interface Store {
    */
   readonly changes: ChangeLog | undefined
   /** A replicated table by its LMDB name, as the routes write it (a cached table moves its generation): for the engine's changes. */
-  replicated (name: string): Pick<Database<unknown, Key>, 'putSync' | 'removeSync'> | undefined
+  replicated (name: string): Pick<Database<unknown, Key>, 'get' | 'putSync' | 'removeSync'> | undefined
   /** Waits for the last commit to reach the disk, then closes the environment. */
   close (): Promise<void>
 }
 
 /**
  * The tables every node of a cluster holds whole, by LMDB name (docs/architecture.md, "Beyond one machine"): read on
- * every request, written rarely, and a change must reach every node within a second. Accounts and keys first, and
- * the stored outcomes of Idempotency-Keys, so that a retry through the load balancer replays wherever it lands; the
- * rest of that list (screens, creatives, campaigns, deals, settings, FEIN) follows as the cluster grows.
+ * every request, written rarely next to reads, and a change must reach every node within a second. Accounts and
+ * keys, the stored outcomes of Idempotency-Keys (a retry through the load balancer replays wherever it lands), the
+ * operator's switches, and the inventory: screens with their devices, embed tokens and player bindings, their FEIN state and heartbeats. What
+ * each node derives from screens (the adslots order, pre-encoded rows, counts) is not replicated: the applier has
+ * Inventory derive it where it applies a screen's row.
  */
-export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency'] as const
+export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'screens', 'devices', 'embeds', 'players', 'fein', 'status'] as const
+
+/**
+ * Replicated tables whose writes do not wait for the engine's quorum before the request answers: FEIN measurements
+ * and heartbeats, rewritten every few seconds per screen, where a lost last one is replaced by the next and a quorum
+ * round trip on each would hold the partner's hot routes. They ship in the same outbox, in order.
+ */
+export const EVENTUAL_TABLES: ReadonlySet<string> = new Set(['fein', 'status'])
 
 /**
  * The tables opened through CachedTable (seats, keys, partners, screens, embeds, fein, players, rows, creatives,
@@ -230,7 +241,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   let changes: ChangeLog | undefined
   const db = <V, K extends Key = string>(name: string, keyEncoding?: 'uint32' | 'ordered-binary') => {
     const table = root.openDB<V, K>(name, keyEncoding ? { keyEncoding } : {})
-    return changes !== undefined && (REPLICATED_TABLES as readonly string[]).includes(name) ? changes.capture(name, table) : table
+    return changes !== undefined && (REPLICATED_TABLES as readonly string[]).includes(name) ? changes.capture(name, table, EVENTUAL_TABLES.has(name)) : table
   }
   // Read on every adslots row or bid: decoded values stay in memory (a page of 200 rows costs ~20 us instead of
   // ~220 us, bench/adslots), dropped by writes so that rollbacks cannot leave them wrong.
@@ -347,6 +358,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     outbox: db<OutboxEvent, number>('outbox', 'ordered-binary'),
     audit: db<OutboxEvent, number>('audit', 'ordered-binary'),
     meta,
+    settings: db('settings'),
     screens: cached('screens'),
     devices: db('devices'),
     embeds: cached('embeds'),
@@ -402,7 +414,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     changes,
     replicated (name) {
       const table = tables[name as typeof REPLICATED_TABLES[number]]
-      return table as Pick<Database<unknown, Key>, 'putSync' | 'removeSync'> | undefined
+      return table as Pick<Database<unknown, Key>, 'get' | 'putSync' | 'removeSync'> | undefined
     },
     refresh () {
       if (depth !== 0) return
@@ -417,6 +429,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       if (fd !== undefined) closeSync(fd)
     }
   }
-  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency }
+  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status }
   return store
 }

@@ -11,6 +11,7 @@ import { bookKeyOf } from '../book.js'
 import type { StoredBid } from '../records.js'
 import type { AssignmentRecord, CampaignRecord, DealRecord } from '../../campaigns/records.js'
 import type { CreativeRecord } from '../../creatives/records.js'
+import { putSetting } from '../../store/settings.js'
 
 // The waterfall decision for a screen's next spot, on a real LMDB store holding just the records the decision reads
 // (no service, no HTTP): which tier plays, the clearing price, and the loss code every other stored bid comes to.
@@ -115,7 +116,7 @@ t.test('a placement behind its even pace plays before any bid; nothing at all pl
 
   const empty = world(t)
   t.equal(decide(empty.store, screen, NOW).creative, undefined, 'no house creative: nothing plays')
-  empty.store.write(() => empty.store.meta.putSync('settings:house_creative_id', 'cr_house'))
+  empty.store.write(() => putSetting(empty.store, 'house_creative_id', 'cr_house'))
   const house = decide(empty.store, screen, NOW)
   t.same([house.tier, house.creative?.creative_id], ['house', 'cr_house'], 'the operator\'s house creative')
 })

@@ -11,6 +11,7 @@ import type { CreativeRecord } from '../../creatives/records.js'
 import type { ScreenRecord } from '../../inventory/records.js'
 import type { Tier } from '../../player/records.js'
 import type { Store } from '../../store/store.js'
+import { setting } from '../../store/settings.js'
 
 /** The bid increment of the second-price open auction, USD CPM. */
 export const INCREMENT = 0.01
@@ -245,7 +246,7 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
   // Nothing else wants the spot: a guaranteed line ahead of its pace plays it rather than the house.
   if (lines.length > 0) return fromLine(lines[0]!)
   // The operator's house creative (PUT /admin/v1/platform), read only when the waterfall comes down to it.
-  const houseCreativeId = store.meta.get('settings:house_creative_id') as string | undefined
+  const houseCreativeId = setting(store, 'house_creative_id')
   const house = houseCreativeId !== undefined ? store.creatives.get(houseCreativeId) : undefined
   const decision: Decision = { tier: 'house', local, losses }
   if (house !== undefined && creativeRefusal(house, screen) === undefined) decision.creative = house

@@ -88,9 +88,14 @@ export function hasFeinFilter (plan: Plan): boolean {
   return plan.minVas !== undefined || plan.minAttention !== undefined || plan.emotion !== undefined
 }
 
-/** Opaque cursor: base64url of [version, issued ms, source, rank, -vas, screen_id]. */
-export function encodeCursor (version: number, issuedAt: number, key: IndexKey): string {
-  return Buffer.from(JSON.stringify([version, issuedAt, ...key])).toString('base64url')
+/**
+ * Opaque cursor: base64url of [version, issued ms, source, rank, -vas, screen_id]. A cluster node's cursor begins
+ * with its node id and a dot: a walk's versions and past keys are the issuing node's own, so the load balancer
+ * routes the cursor back to it (deploy/haproxy.cfg).
+ */
+export function encodeCursor (version: number, issuedAt: number, key: IndexKey, node?: string): string {
+  const cursor = Buffer.from(JSON.stringify([version, issuedAt, ...key])).toString('base64url')
+  return node !== undefined ? `${node}.${cursor}` : cursor
 }
 
 /**
@@ -98,10 +103,17 @@ export function encodeCursor (version: number, issuedAt: number, key: IndexKey):
  * walks were versioned, [source, rank, -vas, screen_id] or the two-part legacy form ([sort key, screen_id] or
  * "sortkey:screen_id", decoded as owned, resuming after that screen's current place), continue over today's order.
  */
-export function decodeCursor (raw: string, plan: Plan, store: Store, now: number, ttlMs: number): Cursor {
+export function decodeCursor (raw: string, plan: Plan, store: Store, now: number, ttlMs: number, node?: string): Cursor {
   const bad = (why: string) => new ApiError('invalid_parameter', `cursor ${why}; pass cursor.next of the previous page unchanged.`, { param: 'cursor' })
+  const dot = raw.indexOf('.')
+  const issuer = dot >= 0 ? raw.slice(0, dot) : node
+  if (issuer !== node) {
+    if (node === undefined) throw bad('is not valid')
+    // Reached only when the issuing node is gone (the load balancer sends a cursor to its node while it is up).
+    throw new ApiError('invalid_parameter', `cursor was issued by cluster node ${issuer}, which is not serving: start the walk again without cursor.`, { param: 'cursor' })
+  }
   let parts: unknown
-  const text = Buffer.from(raw, 'base64url').toString('utf8')
+  const text = Buffer.from(dot >= 0 ? raw.slice(dot + 1) : raw, 'base64url').toString('utf8')
   try {
     parts = JSON.parse(text)
   } catch {

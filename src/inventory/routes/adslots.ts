@@ -19,6 +19,7 @@ import { CountCache, decodeCursor, encodeCursor, hasFeinFilter, liveOf, page, pl
 export function adslotsRoute ({ store, inventory, impIds, config, funnel }: Deps): RouteDef {
   const counts = new CountCache()
   const ttlMs = config.adslotsCursorTtlSeconds * 1000
+  const node = config.cluster?.nodeId
 
   const totalCount = (plan: Plan, now: number): number => {
     const unfiltered = Object.keys(plan.tuple).length === 0 && !hasFeinFilter(plan)
@@ -61,7 +62,7 @@ export function adslotsRoute ({ store, inventory, impIds, config, funnel }: Deps
     method: 'get',
     path: '/openrtb/v2/adslots',
     summary: 'Browse screens, or receive OpenRTB 2.6 bid requests for them',
-    description: 'format=screens lists screen summaries; format=openrtb returns one OpenRTB 2.6 bid request per screen, each imp id signed and valid for BID_TTL_SECONDS (imp.exp) so that POST /bid can match it. Ordered by data quality (live, historical, none), then vas_7d descending, then screen_id; owned inventory before partner inventory with source=all. A walk (a first page, then cursor.next until it is null) follows the order as it stood at its first page, whichever way FEIN moves screens meanwhile: every screen listed then and still listed is seen exactly once, and each row shows its current signals, which the filters are checked on (a row never disagrees with min_attention, emotion, min_vas or its data_quality). cursor.next stays valid for ADSLOTS_CURSOR_TTL_SECONDS (default 300) after the page that returned it; an expired cursor is 400 invalid_parameter (param cursor): start the walk again without it. Partner inventory is listed only while the operator\'s partner-display switch is on: off, source=all lists owned only and source=partner an empty page.',
+    description: 'format=screens lists screen summaries; format=openrtb returns one OpenRTB 2.6 bid request per screen, each imp id signed and valid for BID_TTL_SECONDS (imp.exp) so that POST /bid can match it. Ordered by data quality (live, historical, none), then vas_7d descending, then screen_id; owned inventory before partner inventory with source=all. A walk (a first page, then cursor.next until it is null) follows the order as it stood at its first page, whichever way FEIN moves screens meanwhile: every screen listed then and still listed is seen exactly once, and each row shows its current signals, which the filters are checked on (a row never disagrees with min_attention, emotion, min_vas or its data_quality). cursor.next stays valid for ADSLOTS_CURSOR_TTL_SECONDS (default 300) after the page that returned it; an expired cursor is 400 invalid_parameter (param cursor): start the walk again without it. On a cluster a cursor begins with the id of the node that issued it and the load balancer sends it back there; when that node is gone it is 400 invalid_parameter (param cursor) in the same way. Partner inventory is listed only while the operator\'s partner-display switch is on: off, source=all lists owned only and source=partner an empty page.',
     tag: 'Inventory',
     envelope: 'flat',
     auth: 'seat',
@@ -73,14 +74,14 @@ export function adslotsRoute ({ store, inventory, impIds, config, funnel }: Deps
       const q = ctx.q
       const enabled = inventory.sourcesEnabled()
       const plan = planFrom(q, enabled)
-      const cursor = q.cursor !== undefined ? decodeCursor(q.cursor, plan, store, ctx.now, ttlMs) : undefined
+      const cursor = q.cursor !== undefined ? decodeCursor(q.cursor, plan, store, ctx.now, ttlMs, node) : undefined
       // A walk reads the order as its first page found it, whichever thread serves its next page.
       const walk: Walk = cursor ?? { version: currentVersion(store) }
       const limit = q.limit ?? 50
       const openrtb = q.format === 'openrtb'
       const { entries, hasMore } = page(store, plan, ctx.now, limit, walk, openrtb)
       const last = entries.at(-1)?.at
-      const next = hasMore && last !== undefined ? encodeCursor(walk.version, ctx.now, last) : null
+      const next = hasMore && last !== undefined ? encodeCursor(walk.version, ctx.now, last, node) : null
       // The keys a walk reads are kept while it is read: its last read is recorded now and then.
       const touch = cursor !== undefined && walkTouchDue(store, cursor.version, ctx.now, ttlMs)
       const wantCount = q.include_count === true || cursor === undefined

@@ -5,7 +5,7 @@ import type { AudienceBatchRequest, AudienceUpdate, BatchResult, Device, DeviceB
 import { itemError } from '../../http/envelope.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { validate } from '../../http/validate.js'
-import type { Inventory } from '../inventory.js'
+import { partnerRecord, type Inventory } from '../inventory.js'
 import type { PartnerRecord, ScreenRecord } from '../records.js'
 
 const MAX_AGE_MS = 10 * 60_000
@@ -88,6 +88,9 @@ function measuredAt (u: AudienceUpdate, now: number): number {
  */
 export function deviceRoutes ({ inventory }: Deps): RouteDef[] {
   const common = { tag: 'Partner', envelope: 'nested', auth: 'partner', rateGroup: 'partner' } as const
+  // A registration reads the screen it updates, and a new one its device's free slot: one writer a partner at a time
+  // on a cluster, the same record the operator's change of the partner's source rewrites its screens under.
+  const registration = { ...common, exclusive: (ctx: { principal?: { partner?: PartnerRecord } | undefined }) => partnerRecord(ctx.principal!.partner!.id) }
   const device = (partner: PartnerRecord, deviceId: string): ScreenRecord => {
     const screen = inventory.screenOfDevice(partner.id, deviceId)
     if (screen === undefined) throw new ApiError('device_not_found', `No device ${deviceId} is registered by this partner.`, { param: 'device_id' })
@@ -95,7 +98,7 @@ export function deviceRoutes ({ inventory }: Deps): RouteDef[] {
   }
   return [
     route<DeviceRegisterRequest>({
-      ...common,
+      ...registration,
       method: 'post',
       path: '/v1/partner/device',
       summary: 'Register a device (or update it: device_id is the upsert key)',
@@ -110,7 +113,7 @@ export function deviceRoutes ({ inventory }: Deps): RouteDef[] {
       }
     }),
     route<DeviceBatchRequest>({
-      ...common,
+      ...registration,
       method: 'post',
       path: '/v1/partner/devices/batch',
       summary: 'Register or update up to 1000 devices',

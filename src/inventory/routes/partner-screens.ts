@@ -4,7 +4,7 @@ import { ApiError } from '../../errors.js'
 import type { PartnerListQuery, PartnerScreen, ScreenSettingsRequest } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { present } from '../fein.js'
-import type { Inventory } from '../inventory.js'
+import { partnerRecord, type Inventory } from '../inventory.js'
 import type { ScreenRecord } from '../records.js'
 import { partnerScreens } from './partner-devices.js'
 
@@ -77,6 +77,7 @@ export function partnerScreenRoutes ({ inventory }: Deps): RouteDef[] {
       body: 'ScreenSettingsRequest',
       data: 'PartnerScreen',
       errors: ['screen_not_found'],
+      exclusive: (ctx) => partnerRecord(ctx.principal!.partner!.id),
       handler: (ctx) => {
         const screen = own(ctx.principal!.partner!.id, ctx.params.id!)
         const next = inventory.updateSettings(screen, ctx.body, ctx.now)
