@@ -36,6 +36,7 @@ import { Supervisor } from './control/supervisor.js'
 import { joinCluster, type ClusterNode } from './cluster/node.js'
 import { shareSecrets } from './store/secrets.js'
 import { adoptMetaSettings } from './store/settings.js'
+import { creativeApplied } from './creatives/register.js'
 import { ShippedChanges } from './cluster/shipped.js'
 import { StartRefused } from './start-refused.js'
 import { createLogger, type Logger } from './log.js'
@@ -116,7 +117,8 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const inventory = new Inventory(store, outbox, clock, inventoryOptions(config, false))
   adoptLegacyBindings(store)
   adoptSeatKeyLists(store)
-  const objects = new ObjectStore(config.dataDir)
+  const objects = new ObjectStore(config.dataDir, store)
+  objects.adopt()
   const moderator = new Moderator(store, outbox, objects, clock, log, { maxBytes: config.maxCreativeBytes, timeoutMs: config.creativeFetchTimeoutMs, allowPrivate: config.allowPrivateAssetUrls, dnsServers: config.dnsServers })
   const sealer = KeySealer.open(config.keyEncryptionKey, config.dataDir)
   if (config.cluster !== undefined) shareSecrets(store, (name) => sealer.derive(name))
@@ -208,9 +210,17 @@ export async function startService ({ config: given, clock = systemClock, log = 
   try {
     // A cluster node serves only once it holds what the cluster acknowledged while it was away.
     if (config.cluster !== undefined) {
-      cluster = await joinCluster({ cluster: config.cluster, store, shipped: replicated, limiter, log, onShipped: () => threads.notify('shipped'), onGranted: () => threads.notify('granted'), onApplied: (table, key) => inventory.applied(table, key as string) }).catch((err: unknown) => {
+      cluster = await joinCluster({ cluster: config.cluster, store, objects, shipped: replicated, limiter, log, onShipped: () => threads.notify('shipped'), onGranted: () => threads.notify('granted'), onApplied: (table, key) => {
+          inventory.applied(table, key as string)
+          creativeApplied(store, table, key as string)
+        }
+      }).catch((err: unknown) => {
         throw new StartRefused(err instanceof Error ? err.message : String(err))
       })
+    }
+    if (cluster !== undefined) {
+      const node = cluster
+      moderator.claimWith({ claim: (id) => node.claim(`moderation:${id}`, config.cluster!.nodeId), release: (id) => node.release(`moderation:${id}`, config.cluster!.nodeId) })
     }
     await threads.start(config.hotThreads)
   } catch (err) {

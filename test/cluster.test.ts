@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -5,6 +6,7 @@ import t from 'tap'
 import { clusterInstalled, startLocalCluster, type LocalCluster } from '../scripts/lib/cluster.js'
 import { freshIp } from './helpers/service.js'
 import { inherited } from './helpers/process.js'
+import { adImage } from './helpers/media.js'
 
 // oohbid on three nodes over NATS JetStream, behind HAProxy, as `npm run cluster` starts it (scripts/lib/cluster.ts).
 // Needs Debian's nats-server and haproxy, which .ci/run installs; without them this file plans nothing.
@@ -320,6 +322,49 @@ else {
     }
   })
 
+  t.test('a creative registered, uploaded and confirmed through three different nodes is moderated and served by every node', async (t) => {
+    const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
+    const made = await onboard(cluster.frontUrl, 'creative-buyer')
+    const key = made.body.data.api_key.key as string
+    const created = await call(one.url, 'POST', '/openrtb/v2/creatives', { key, body: { name: 'Everywhere ad', content_type: 'image/png', mode: 'upload' } })
+    t.equal(created.status, 201, 'registered through node-1')
+    const id = created.body.data.creative_id as string
+    const bytes = await adImage('EVERYWHERE', 'Three nodes, one ad')
+    const sha256 = createHash('sha256').update(bytes).digest('hex')
+    const uploadPath = new URL(created.body.data.upload.url as string).pathname
+    const put = await fetch(two.url + uploadPath, { method: 'PUT', headers: { 'content-type': 'image/png' }, body: bytes })
+    t.equal(put.status, 200, 'its bytes uploaded through node-2, with the upload URL node-1 signed')
+    const confirmed = await call(three.url, 'POST', `/openrtb/v2/creatives/${id}/confirm`, { key })
+    t.equal(confirmed.status, 200, 'confirmed through node-3, which moderates bytes it fetches from the engine')
+    const statusOn = async (base: string) => (await call(base, 'GET', `/openrtb/v2/creatives/${id}`, { key })).body.data?.status as string | undefined
+    let statuses: Array<string | undefined> = []
+    for (let i = 0; i < 200; i++) {
+      statuses = await Promise.all(cluster.nodes.map((n) => statusOn(n.url)))
+      if (statuses.every((x) => x !== undefined && x !== 'pending_moderation' && x === statuses[0])) break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    t.ok(statuses[0] !== 'pending_moderation' && statuses.every((x) => x === statuses[0]), `moderated, and every node shows the outcome: ${statuses.join(', ')}`)
+    if (statuses[0] !== 'approved') {
+      const review = await call(one.url, 'POST', `/admin/v1/creatives/${id}/review`, { key: cluster.adminToken, body: { decision: 'approved', reason: 'cluster test' } })
+      t.equal(review.status, 200, `approved on review through node-1 (moderation said ${statuses[0]})`)
+    }
+    for (const node of cluster.nodes) {
+      let res: Response | undefined
+      for (let i = 0; i < 100 && res?.status !== 200; i++) {
+        res = await fetch(`${node.url}/assets/${id}`)
+        if (res.status !== 200) await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      const served = Buffer.from(await res!.arrayBuffer())
+      t.equal(createHash('sha256').update(served).digest('hex'), sha256, `${node.id} serves the uploaded bytes`)
+    }
+    const listed = await Promise.all(cluster.nodes.map(async (n) => (await call(n.url, 'GET', '/openrtb/v2/creatives', { key })).body.data.creatives.map((c: { creative_id: string }) => c.creative_id)))
+    t.same(listed, [[id], [id], [id]], 'every node lists it among the seat\'s creatives')
+    t.match(await call(two.url, 'POST', `/openrtb/v2/creatives/${id}/confirm`, { key }), { status: 409, body: { error_code: 'invalid_transition' } }, 'confirmed again through another node: 409, as on one node')
+    const again = await fetch(one.url + uploadPath, { method: 'PUT', headers: { 'content-type': 'image/png' }, body: Buffer.from('not a png') })
+    t.equal(again.status, 409, 'its upload is closed on every node')
+    t.equal(createHash('sha256').update(Buffer.from(await (await fetch(`${three.url}/assets/${id}`)).arrayBuffer())).digest('hex'), sha256, 'nothing written: node-3 still serves the moderated bytes')
+  })
+
   t.test('a node killed with -9 under onboarding load loses no acknowledged seat or key, and catches up when it rejoins', async (t) => {
     const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
     const acknowledged: Array<{ seat: string, key: string, via: string }> = []
@@ -367,6 +412,12 @@ else {
     t.equal(late.status, 201)
     const orphan = await call(cluster.frontUrl, 'GET', `/openrtb/v2/adslots?format=screens&limit=5&cursor=${walkOnThree.body.data.cursor.next as string}`, { key: late.body.data.api_key.key })
     t.match(orphan, { status: 400, body: { param: 'cursor', error: /node-3.*start the walk again/ } }, 'a walk node-3 issued, continued through the front while node-3 is down, is asked to start again')
+    const adWhileAway = await call(one.url, 'POST', '/openrtb/v2/creatives', { key: late.body.data.api_key.key, body: { name: 'While away', content_type: 'image/png', mode: 'upload' } })
+    const adBytes = await adImage('WHILE AWAY', 'Uploaded with a node down', '#417')
+    t.equal((await fetch(one.url + new URL(adWhileAway.body.data.upload.url as string).pathname, { method: 'PUT', headers: { 'content-type': 'image/png' }, body: adBytes })).status, 200)
+    t.equal((await call(two.url, 'POST', `/openrtb/v2/creatives/${adWhileAway.body.data.creative_id as string}/confirm`, { key: late.body.data.api_key.key })).status, 200, 'a creative uploaded and confirmed while node-3 is down')
+    const measuredWhileAway = await call(two.url, 'POST', '/v1/partner/audience', { key: screensPartner, body: { updates: [{ device_id: 'd-20', live_face_count: 40, attention_score: 0.95, vas_seconds: 600, vas_plays: 20 }] } })
+    t.equal(measuredWhileAway.status, 200, 'a screen measured through node-2 while node-3 is down')
     const screenWhileAway = await call(one.url, 'POST', '/v1/partner/device', { key: screensPartner, body: { device_id: 'while-away', name: 'Registered while node-3 was down', display: { width: 1080, height: 1920 }, location: { lat: 40.7128, lng: -74.006, venue_type: 'transit' } } })
     t.equal(screenWhileAway.status, 201)
 
@@ -379,7 +430,21 @@ else {
     const adslots = async (base: string) => (await call(base, 'GET', '/openrtb/v2/adslots?format=screens&limit=100', { key: late.body.data.api_key.key })).body.data.screens.map((s: { screen_id: string }) => s.screen_id)
     const onOne = await adslots(one.url)
     t.ok(onOne.includes(screenWhileAway.body.data.screen_id), 'node-1 lists the screen registered while node-3 was down')
-    t.same(await adslots(three.url), onOne, 'node-3 lists the same screens in the same order from its first request')
+    t.equal(onOne[0], measuredWhileAway.body.data.results[0].screen_id, 'node-1 lists the screen measured while node-3 was down first')
+    t.same(await adslots(three.url), onOne, 'node-3 lists the same screens in the same order once it has rejoined: it followed the signals it missed')
+    const adId = adWhileAway.body.data.creative_id as string
+    let moderated: string | undefined
+    for (let i = 0; i < 100 && (moderated === undefined || moderated === 'pending_moderation'); i++) {
+      moderated = (await call(three.url, 'GET', `/openrtb/v2/creatives/${adId}`, { key: late.body.data.api_key.key })).body.data?.status
+      if (moderated === 'pending_moderation') await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    if (moderated !== 'approved') t.equal((await call(three.url, 'POST', `/admin/v1/creatives/${adId}/review`, { key: cluster.adminToken, body: { decision: 'approved', reason: 'cluster test' } })).status, 200)
+    let served: Response | undefined
+    for (let i = 0; i < 100 && served?.status !== 200; i++) {
+      served = await fetch(`${three.url}/assets/${adId}`)
+      if (served.status !== 200) await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    t.same(Buffer.from(await served!.arrayBuffer()), adBytes, 'node-3 serves the creative uploaded while it was down: it fetched the bytes from the engine')
   })
 
   t.test('the engine\'s leader lost: writes go on with two members of three; with one, a write answers 503 and ships once the engine is back', async (t) => {

@@ -136,7 +136,8 @@ const OWNERS: Record<string, string[]> = {
   idempotency: ['src/http/'],
   outbox: ['src/store/'],
   audit: ['src/store/'],
-  settings: ['src/store/']
+  settings: ['src/store/'],
+  objects: ['src/store/']
 }
 
 t.test('each table is written only by the domain that owns it', async (t) => {

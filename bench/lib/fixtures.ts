@@ -42,15 +42,21 @@ export async function benchCreative (call: Call, key: string, adminToken: string
 }
 
 /**
- * A partner with `screens` FEIN screens in Austin (fein-0, fein-1, ...): its key and one audience batch measuring them
- * all, the body a sensor gateway sends every second or so.
+ * A partner with `screens` FEIN screens in Austin (fein-0, fein-1, ...): its key and audience batches of 100 screens
+ * each that together measure every screen once, the bodies a sensor gateway sends.
  */
-export async function benchFeinFleet (call: Call, screens: number): Promise<{ partnerKey: string, body: string }> {
+export async function benchFeinFleet (call: Call, screens: number): Promise<{ partnerKey: string, bodies: string[] }> {
   const partner = await call('/v1/partner/register', { method: 'POST', body: { name: 'Bench Sensors', slug: 'bench-sensors', contact_email: 'ops@sensors.example', partner_type: 'screen_operator', domain: 'benchsensors.example' } })
   const partnerKey = partner.api_key.key as string
   const ids = Array.from({ length: screens }, (_, i) => `fein-${i}`)
-  const devices = ids.map((id) => ({ device_id: id, name: id, display: { width: 1920, height: 1080 }, location: { lat: 30.2672, lng: -97.7431, venue_type: 'gym', city: 'Austin', state: 'TX', country: 'US' }, capabilities: { fein: true } }))
-  await call('/v1/partner/devices/batch', { method: 'POST', key: partnerKey, body: { devices } })
-  const updates = ids.map((id, i) => ({ device_id: id, live_face_count: 3 + (i % 20), attention_score: 0.4 + (i % 5) / 10, dominant_emotion: 'happy', vas_seconds: 12, vas_plays: 1 }))
-  return { partnerKey, body: JSON.stringify({ updates }) }
+  for (let i = 0; i < ids.length; i += 1000) {
+    const devices = ids.slice(i, i + 1000).map((id) => ({ device_id: id, name: id, display: { width: 1920, height: 1080 }, location: { lat: 30.2672, lng: -97.7431, venue_type: 'gym', city: 'Austin', state: 'TX', country: 'US' }, capabilities: { fein: true } }))
+    await call('/v1/partner/devices/batch', { method: 'POST', key: partnerKey, body: { devices } })
+  }
+  const bodies: string[] = []
+  for (let i = 0; i < ids.length; i += 100) {
+    const updates = ids.slice(i, i + 100).map((id, j) => ({ device_id: id, live_face_count: 3 + (j % 20), attention_score: 0.4 + (j % 5) / 10, dominant_emotion: 'happy', vas_seconds: 12, vas_plays: 1 }))
+    bodies.push(JSON.stringify({ updates }))
+  }
+  return { partnerKey, bodies }
 }

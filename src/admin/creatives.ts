@@ -3,6 +3,7 @@ import type { CreativeListQuery, CreativeReviewRequest } from '../generated/type
 import { ok, route, type RouteDef } from '../http/route.js'
 import { reviewCreative } from '../moderation/review.js'
 import { creativeView, UploadUrls } from '../creatives/routes/creatives.js'
+import { creativeRecord } from '../creatives/register.js'
 
 /**
  * Human review of moderation: needs_review -> approved | rejected, and rejected -> approved (an appeal upheld). Each
@@ -33,6 +34,7 @@ export function adminCreativeRoutes ({ store, outbox, config }: Deps): RouteDef[
       body: 'CreativeReviewRequest',
       data: 'Creative',
       errors: ['creative_not_found', 'invalid_transition'],
+      exclusive: (ctx) => creativeRecord(ctx.params.id!),
       handler: (ctx) => {
         const next = reviewCreative(store, outbox, ctx.params.id!, ctx.body.decision, ctx.body.reason, ctx.now)
         return ok(creativeView(next, uploads, config.baseUrl, config.maxCreativeBytes))

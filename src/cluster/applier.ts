@@ -1,15 +1,22 @@
 import { isDeepStrictEqual } from 'node:util'
-import { KvWatchInclude, type KvEntry } from 'nats'
+import { DeliverPolicy, KvWatchInclude, type ConsumerMessages, type KvEntry } from 'nats'
 import type { Key } from 'lmdb'
 import type { Logger } from '../log.js'
-import type { ChangeLog } from '../store/changes.js'
-import type { Store } from '../store/store.js'
-import { untilAnswered, type Engine } from './engine.js'
+import type { Change, ChangeLog } from '../store/changes.js'
+import { EVENTUAL_TABLES, type Store } from '../store/store.js'
+import { SIGNALS_STREAM, untilAnswered, type Engine } from './engine.js'
+import { SNAPSHOT_MS } from './shipper.js'
 import { MarkWaiters } from './mark-waiters.js'
 import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
 
 /** meta key: the state bucket's last revision this node applied, where it resumes after a restart. */
 const APPLIED = 'cluster:applied'
+
+/** meta key: the signals stream's last message this node applied (src/cluster/shipper.ts). */
+const SIGNALS = 'cluster:signals'
+
+/** What the applier writes, in the order it came: a state bucket entry, or one node's round of signals. */
+type Arrived = { entry: KvEntry } | { seq: number, rows: Change[] }
 
 /**
  * What a table's owner derives on this node from a row the engine delivered (the adslots order from a screen's rows),
@@ -37,13 +44,20 @@ async function bucketRevision (engine: Engine): Promise<number> {
  * converge on the bucket's last value per row. A change is skipped while this node has a newer one to the same row
  * waiting to ship: that one will come later in the bucket's order and win, and applying the older one first would
  * briefly undo it here (a revoked key working again).
+ *
+ * The eventual tables (FEIN, heartbeats) arrive as signals, each node's rounds in the stream's order; the state
+ * bucket holds snapshots of them, which a node applies only while it catches up at start, before it follows the
+ * signals (from where it left off, or from two snapshot periods back when it has followed none).
  */
 export class ChangeApplier {
   readonly #store: Store
   readonly #changes: ChangeLog
   readonly #log: Logger
   readonly #onApplied: AppliedHook
-  #queue: KvEntry[] = []
+  #queue: Arrived[] = []
+  /** Once the node follows the signals: the state bucket's eventual rows are then only older snapshots of them. */
+  #following = false
+  #signals: ConsumerMessages | undefined
   #scheduled = false
   #stopped = false
   #unknown = new Set<string>()
@@ -80,6 +94,42 @@ export class ChangeApplier {
     this.#watchdog = setInterval(() => { this.#check(engine).catch(() => {}) }, WATCHDOG_MS)
     this.#watchdog.unref()
     await ready
+    // The eventual rows the bucket held are applied: from here they come, newer, as signals.
+    this.#following = true
+    await untilAnswered('following the signals', () => this.#follow(engine), this.#log)
+  }
+
+  /**
+   * Follows the signals stream: from the message after the last one applied, or, for a node that has applied none,
+   * from two snapshot periods ago (every row changed since its last snapshot in the state bucket).
+   */
+  async #follow (engine: Engine): Promise<void> {
+    const from = (this.#store.meta.get(SIGNALS) as number | undefined) ?? 0
+    const consumer = await engine.js.consumers.get(SIGNALS_STREAM, from > 0
+      ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 }
+      : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Date.now() - 2 * SNAPSHOT_MS).toISOString() })
+    const messages = this.#signals = await consumer.consume()
+    void (async () => {
+      for await (const m of messages) this.#arrive({ seq: m.seq, rows: unpackValue(m.data) as Change[] })
+    })().then(() => this.#refollow(engine, 'ended'), (err: unknown) => this.#refollow(engine, err))
+  }
+
+  #refollow (engine: Engine, why: unknown): void {
+    if (this.#stopped) return
+    this.#flush()
+    this.#log.warn('cluster: the signals ended; following them again from the last applied', { error: why instanceof Error ? why.message : String(why) })
+    setTimeout(() => {
+      if (this.#stopped) return
+      this.#follow(engine).catch((err: unknown) => this.#refollow(engine, err))
+    }, 500)
+  }
+
+  #arrive (item: Arrived): void {
+    this.#queue.push(item)
+    if (!this.#scheduled) {
+      this.#scheduled = true
+      setImmediate(() => this.#flush())
+    }
   }
 
   /**
@@ -102,13 +152,7 @@ export class ChangeApplier {
     // A node seen before reads what changed since; a new node reads the current rows.
     const watch = this.#watch = await engine.state.watch(from > 0 ? { include: KvWatchInclude.AllHistory, resumeFromRevision: from + 1 } : { include: KvWatchInclude.LastValue })
     void (async () => {
-      for await (const entry of watch) {
-        this.#queue.push(entry)
-        if (!this.#scheduled) {
-          this.#scheduled = true
-          setImmediate(() => this.#flush())
-        }
-      }
+      for await (const entry of watch) this.#arrive({ entry })
     })().then(() => this.#reopen(engine, 'ended'), (err: unknown) => this.#reopen(engine, err))
   }
 
@@ -154,35 +198,50 @@ export class ChangeApplier {
     this.#stopped = true
     clearInterval(this.#watchdog)
     this.#watch?.stop()
+    this.#signals?.stop()
   }
 
   #flush (): void {
     this.#scheduled = false
     if (this.#queue.length === 0) return
-    const entries = this.#queue
+    const arrived = this.#queue
     this.#queue = []
-    const last = entries[entries.length - 1]!.revision
+    let revision: number | undefined
+    let signal: number | undefined
     this.#store.write(() => this.#changes.applying(() => {
       const waiting = this.#changes.pendingKeys(stateKey)
-      for (const entry of entries) {
-        if (waiting.has(entry.key)) continue
-        const { table, key } = parseStateKey(entry.key)
-        const target = this.#store.replicated(table)
-        if (target === undefined) {
-          // A newer node replicates a table this one does not know yet: its routes would not read it either.
-          if (!this.#unknown.has(table)) this.#log.warn('cluster: a change to a table this node does not replicate', { table })
-          this.#unknown.add(table)
-          continue
+      for (const item of arrived) {
+        if ('entry' in item) {
+          const { entry } = item
+          revision = entry.revision
+          const { table, key } = parseStateKey(entry.key)
+          if (this.#following && EVENTUAL_TABLES.has(table)) continue
+          this.#apply(waiting, entry.key, table, key, entry.operation === 'PUT' ? unpackValue(entry.value) : undefined)
+        } else {
+          signal = item.seq
+          for (const [table, key, value] of item.rows) this.#apply(waiting, stateKey(table, key), table, key, value)
         }
-        const value = entry.operation === 'PUT' ? unpackValue(entry.value) : undefined
-        // This node's own change coming back, or one it already holds: nothing to write or derive again.
-        if (isDeepStrictEqual(target.get(key), value)) continue
-        if (value !== undefined) target.putSync(key, value)
-        else target.removeSync(key)
-        this.#onApplied(table, key)
       }
-      this.#store.meta.putSync(APPLIED, last)
+      if (revision !== undefined) this.#store.meta.putSync(APPLIED, revision)
+      if (signal !== undefined) this.#store.meta.putSync(SIGNALS, signal)
     }))
-    this.#applying.reached(last)
+    if (revision !== undefined) this.#applying.reached(revision)
+  }
+
+  /** Writes one row another node changed (value undefined: removed), unless this node holds a newer change or it. */
+  #apply (waiting: Set<string>, kvKey: string, table: string, key: Key, value: unknown): void {
+    if (waiting.has(kvKey)) return
+    const target = this.#store.replicated(table)
+    if (target === undefined) {
+      // A newer node replicates a table this one does not know yet: its routes would not read it either.
+      if (!this.#unknown.has(table)) this.#log.warn('cluster: a change to a table this node does not replicate', { table })
+      this.#unknown.add(table)
+      return
+    }
+    // This node's own change coming back, or one it already holds: nothing to write or derive again.
+    if (isDeepStrictEqual(target.get(key), value)) return
+    if (value !== undefined) target.putSync(key, value)
+    else target.removeSync(key)
+    this.#onApplied(table, key)
   }
 }

@@ -1,4 +1,4 @@
-import { connect, type JetStreamClient, type KV, type NatsConnection } from 'nats'
+import { connect, nanos, type JetStreamClient, type KV, type NatsConnection, type ObjectStore } from 'nats'
 import type { ClusterConfig } from '../config.js'
 import type { Logger } from '../log.js'
 import { CLAIM_TTL_MS } from './unique-names.js'
@@ -21,6 +21,17 @@ const RATES_BUCKET = 'oohbid_rates'
 /** How long a window's grants are kept: the longest window (an hour) and an hour more. */
 const RATES_TTL_MS = 2 * 3600_000
 
+/** The object store of the bytes of stored objects, creative assets (src/cluster/objects.ts). */
+const OBJECTS_BUCKET = 'oohbid_objects'
+
+/**
+ * The stream of the eventual tables' changes (FEIN, heartbeats): one message per shipping round of a node, on the
+ * subject SIGNALS_SUBJECT.<node>, kept SIGNALS_KEEP_MS for nodes that were away briefly (src/cluster/shipper.ts).
+ */
+export const SIGNALS_STREAM = 'OOHBID_SIGNALS'
+export const SIGNALS_SUBJECT = 'oohbid.signals'
+const SIGNALS_KEEP_MS = 10 * 60_000
+
 /** This node's connection to the cluster's engine (NATS JetStream) and the bucket of replicated state. */
 export interface Engine {
   nc: NatsConnection
@@ -29,6 +40,7 @@ export interface Engine {
   claims: KV
   rates: KV
   locks: KV
+  objects: ObjectStore
   close (): Promise<void>
 }
 
@@ -68,8 +80,13 @@ export async function connectEngine (cluster: ClusterConfig, log: Logger, startW
       const claims = await js.views.kv(CLAIMS_BUCKET, { history: 1, replicas: cluster.replicas, ttl: CLAIM_TTL_MS })
       const rates = await js.views.kv(RATES_BUCKET, { history: 1, replicas: cluster.replicas, ttl: RATES_TTL_MS })
       const locks = await js.views.kv(LOCKS_BUCKET, { history: 1, replicas: cluster.replicas, ttl: LOCK_TTL_MS })
+      const objects = await js.views.os(OBJECTS_BUCKET, { replicas: cluster.replicas })
+      const jsm = await nc.jetstreamManager()
+      const signals = { name: SIGNALS_STREAM, subjects: [`${SIGNALS_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(SIGNALS_KEEP_MS) }
+      // The same settings from every node: adding an existing stream with them is a no-op.
+      await jsm.streams.add(signals)
       const conn = nc
-      return { nc, js, state, claims, rates, locks, close: () => conn.drain() }
+      return { nc, js, state, claims, rates, locks, objects, close: () => conn.drain() }
     } catch (err) {
       last = err
       await nc?.close().catch(() => {})

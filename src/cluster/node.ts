@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto'
 import type { ClusterConfig } from '../config.js'
 import type { Logger } from '../log.js'
+import type { ObjectStore } from '../store/objects.js'
 import type { Store } from '../store/store.js'
 import type { RateLimiter, WindowAsk } from '../http/rate-limit.js'
 import { ChangeApplier, type AppliedHook } from './applier.js'
 import { connectEngine } from './engine.js'
+import { ObjectReplica } from './objects.js'
 import { RateLeases } from './rate-leases.js'
 import { RecordLocks } from './record-locks.js'
 import { ChangeShipper } from './shipper.js'
@@ -38,7 +40,7 @@ export interface ClusterNode {
  * Joins the cluster: connects to the engine, ships what this node recorded and did not ship before it stopped, and
  * applies what the other nodes changed meanwhile, before the hot threads serve (startService awaits this).
  */
-export async function joinCluster (deps: { cluster: ClusterConfig, store: Store, shipped: ShippedChanges, limiter: RateLimiter, log: Logger, onShipped: () => void, onGranted: () => void, onApplied: AppliedHook }): Promise<ClusterNode> {
+export async function joinCluster (deps: { cluster: ClusterConfig, store: Store, objects: ObjectStore, shipped: ShippedChanges, limiter: RateLimiter, log: Logger, onShipped: () => void, onGranted: () => void, onApplied: AppliedHook }): Promise<ClusterNode> {
   const { cluster, store, shipped, log } = deps
   const changes = store.changes
   if (changes === undefined) throw new Error('a cluster node needs a store opened with replicate: true')
@@ -52,24 +54,36 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   const first = changes.pending(1)[0]
   shipped.advance(first !== undefined ? first.seq - 1 : changes.recorded)
   const engine = await connectEngine(cluster, log)
+  const replica = new ObjectReplica({ bucket: engine.objects, objects: deps.objects, log })
   const shipper = new ChangeShipper({
     store,
     changes,
     engine,
+    node: cluster.nodeId,
     incarnation,
     log,
     onShipped: (through) => {
       shipped.advance(through)
       deps.onShipped()
-    }
+    },
+    beforeShip: (batch) => replica.beforeShip(batch)
   })
   changes.onCommitted(() => shipper.kick())
   shipper.kick()
   const names = new NameClaims(engine.claims, log, cluster.ackTimeoutMs)
   const locks = new RecordLocks(engine.locks, log)
   const leases = new RateLeases({ rates: engine.rates, limiter: deps.limiter, log, onGranted: deps.onGranted })
-  const applier = new ChangeApplier({ store, changes, log, onApplied: deps.onApplied })
+  const applier = new ChangeApplier({
+    store,
+    changes,
+    log,
+    onApplied: (table, key) => {
+      replica.applied(table, key as string)
+      deps.onApplied(table, key)
+    }
+  })
   await applier.start(engine)
+  replica.resume()
   // Retries what the engine did not acknowledge (a member lost, no quorum for a while).
   const timer = setInterval(() => shipper.kick(), 1000)
   timer.unref()
@@ -85,6 +99,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     async close () {
       clearInterval(timer)
       applier.stop()
+      replica.stop()
       await shipper.idle()
       await engine.close()
     }

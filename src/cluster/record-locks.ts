@@ -18,12 +18,29 @@ export class RecordLocks {
     this.#log = log
   }
 
-  /** Takes the record's next lock for owner, waiting while another holds it: its number, or false past timeoutMs. */
+  /**
+   * Takes the record's next lock for owner, waiting while another holds it: its number, or false past timeoutMs. An
+   * engine that cannot answer (the locks stream electing its leader) is waited out the same way, as a write waits for
+   * its quorum; it throws only past timeoutMs.
+   */
   async lock (name: string, owner: string, timeoutMs: number): Promise<number | false> {
     const base = lockBase(name)
     const deadline = Date.now() + timeoutMs
     for (;;) {
+      try {
+        return await this.#take(base, owner, deadline)
+      } catch (err) {
+        if (Date.now() + POLL_MS >= deadline) throw err
+        await new Promise((resolve) => setTimeout(resolve, POLL_MS))
+      }
+    }
+  }
+
+  async #take (base: string, owner: string, deadline: number): Promise<number | false> {
+    for (;;) {
       const newest = await newestHold(this.#locks, base)
+      // Its own hold, created by an earlier try whose answer was lost.
+      if (newest !== undefined && !newest.released && newest.value === owner) return newest.n
       if (newest === undefined || newest.released) {
         const n = newest === undefined ? 0 : newest.n + 1
         if (await createHold(this.#locks, base, n, new TextEncoder().encode(owner))) return n

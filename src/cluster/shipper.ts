@@ -1,19 +1,30 @@
 import { headers } from 'nats'
 import type { Logger } from '../log.js'
-import type { ChangeLog } from '../store/changes.js'
+import type { Change, ChangeLog } from '../store/changes.js'
 import type { Store } from '../store/store.js'
-import { STATE_BUCKET, type Engine } from './engine.js'
+import { EVENTUAL_TABLES } from '../store/store.js'
+import { SIGNALS_SUBJECT, STATE_BUCKET, type Engine } from './engine.js'
 import { packValue, stateKey } from './state-keys.js'
 
 /** Transactions' changes published to the engine in one round of acknowledgements. */
 const BATCH = 256
 
+/** How often a node writes the latest values of the eventual rows it shipped as signals into the state bucket. */
+export const SNAPSHOT_MS = 30_000
+
 /**
- * Ships the node's recorded changes (src/store/changes.ts) to the state bucket, in commit order, one KV message per
- * row, and deletes them once the engine has acknowledged every one: a quorum of its members holds them. One shipper
- * per node, so a row's later value is never published before its earlier one. Each message carries the id
+ * Ships the node's recorded changes (src/store/changes.ts) to the engine, in commit order, and deletes them once the
+ * engine has acknowledged every one: a quorum of its members holds them. One shipper per node, so a row's later value
+ * is never published before its earlier one.
+ *
+ * A row of a table every request reads goes to the state bucket as its own KV message, with the id
  * `<incarnation>.<seq>.<n>`: a publish whose acknowledgement was lost and is sent again is dropped by JetStream's
- * duplicate window instead of writing an old value over a newer one from another node.
+ * duplicate window instead of writing an old value over a newer one from another node. The eventual tables' rows
+ * (FEIN, heartbeats: EVENTUAL_TABLES), rewritten every few seconds per screen, go as one message per round to the
+ * signals stream, each row's last value of the round once: a message per row cost the cluster ten times one node's
+ * CPU per FEIN update (bench/cluster), most of it the engine's and the nodes' work per message. Every SNAPSHOT_MS
+ * their latest values are also written to the state bucket, which a node joining reads before it follows the
+ * signals.
  */
 export class ChangeShipper {
   readonly #store: Store
@@ -22,17 +33,27 @@ export class ChangeShipper {
   readonly #incarnation: string
   readonly #log: Logger
   readonly #onShipped: (through: number) => void
+  readonly #beforeShip: (batch: Array<{ changes: Change[] }>) => Promise<void>
+  readonly #signals: string
+  /** The eventual rows shipped as signals since the last snapshot: their latest value, by state key. */
+  #dirty = new Map<string, Change>()
+  readonly #snapshots: NodeJS.Timeout
   #running: Promise<void> | undefined
   #again = false
   #failing = false
 
-  constructor (deps: { store: Store, changes: ChangeLog, engine: Engine, incarnation: string, log: Logger, onShipped: (through: number) => void }) {
+  /** beforeShip: what must reach the engine before a batch's rows do (the bytes of the objects they describe). */
+  constructor (deps: { store: Store, changes: ChangeLog, engine: Engine, node: string, incarnation: string, log: Logger, onShipped: (through: number) => void, beforeShip: (batch: Array<{ changes: Change[] }>) => Promise<void> }) {
     this.#store = deps.store
     this.#changes = deps.changes
     this.#engine = deps.engine
     this.#incarnation = deps.incarnation
     this.#log = deps.log
     this.#onShipped = deps.onShipped
+    this.#beforeShip = deps.beforeShip
+    this.#signals = `${SIGNALS_SUBJECT}.${deps.node}`
+    this.#snapshots = setInterval(() => { this.#snapshot().catch(() => {}) }, SNAPSHOT_MS)
+    this.#snapshots.unref()
   }
 
   /** Ships what is waiting (again, once the round under way ends). */
@@ -44,9 +65,34 @@ export class ChangeShipper {
     this.#running = this.#ship().finally(() => { this.#running = undefined })
   }
 
-  /** Resolves once no round is under way. */
+  /** Resolves once no round is under way, and writes the snapshot of what was shipped as signals. */
   async idle (): Promise<void> {
     while (this.#running !== undefined) await this.#running
+    clearInterval(this.#snapshots)
+    await this.#snapshot().catch(() => {})
+  }
+
+  /** Writes the eventual rows' latest values to the state bucket; what the engine does not take waits for the next. */
+  async #snapshot (): Promise<void> {
+    const rows = this.#dirty
+    if (rows.size === 0) return
+    this.#dirty = new Map()
+    const results = await Promise.allSettled([...rows].map(([kvKey, [, , value]]) => this.#put(kvKey, value)))
+    results.forEach((r, i) => {
+      if (r.status === 'fulfilled') return
+      const [kvKey, change] = [...rows][i]!
+      if (!this.#dirty.has(kvKey)) this.#dirty.set(kvKey, change)
+    })
+  }
+
+  /** One row to the state bucket: its value, or a delete marker. */
+  #put (kvKey: string, value: unknown, msgID?: string): Promise<unknown> {
+    const subject = `$KV.${STATE_BUCKET}.${kvKey}`
+    const opts = msgID !== undefined ? { msgID } : {}
+    if (value !== undefined) return this.#engine.js.publish(subject, packValue(value), opts)
+    const h = headers()
+    h.set('KV-Operation', 'DEL')
+    return this.#engine.js.publish(subject, undefined, { ...opts, headers: h })
   }
 
   async #ship (): Promise<void> {
@@ -55,15 +101,23 @@ export class ChangeShipper {
       this.#store.refresh()
       const batch = this.#changes.pending(BATCH)
       if (batch.length === 0) return
+      const signals = new Map<string, Change>()
       try {
-        await Promise.all(batch.flatMap(({ seq, changes }) => changes.map(([table, key, value], n) => {
-          const subject = `$KV.${STATE_BUCKET}.${stateKey(table, key)}`
-          const msgID = `${this.#incarnation}.${seq}.${n}`
-          if (value !== undefined) return this.#engine.js.publish(subject, packValue(value), { msgID })
-          const h = headers()
-          h.set('KV-Operation', 'DEL')
-          return this.#engine.js.publish(subject, undefined, { msgID, headers: h })
-        })))
+        await this.#beforeShip(batch)
+        const puts: Array<Promise<unknown>> = []
+        for (const { seq, changes } of batch) {
+          changes.forEach((change, n) => {
+            const kvKey = stateKey(change[0], change[1])
+            if (EVENTUAL_TABLES.has(change[0])) {
+              signals.delete(kvKey)
+              signals.set(kvKey, change)
+            } else {
+              puts.push(this.#put(kvKey, change[2], `${this.#incarnation}.${seq}.${n}`))
+            }
+          })
+        }
+        if (signals.size > 0) puts.push(this.#engine.js.publish(this.#signals, packValue([...signals.values()]), { msgID: `${this.#incarnation}.${batch[0]!.seq}-${batch[batch.length - 1]!.seq}` }))
+        await Promise.all(puts)
       } catch (err) {
         // The changes stay recorded; the next kick (the supervisor's timer at the latest) ships them again.
         if (!this.#failing) this.#log.warn('cluster: the engine did not acknowledge changes; they wait in LMDB', { error: err instanceof Error ? err.message : String(err), waiting_transactions: batch.length })
@@ -72,6 +126,10 @@ export class ChangeShipper {
       }
       if (this.#failing) this.#log.info('cluster: the engine acknowledges changes again')
       this.#failing = false
+      for (const [kvKey, change] of signals) {
+        this.#dirty.delete(kvKey)
+        this.#dirty.set(kvKey, change)
+      }
       const through = batch[batch.length - 1]!.seq
       this.#store.write(() => this.#changes.shipped(through))
       this.#onShipped(through)

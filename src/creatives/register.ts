@@ -18,6 +18,14 @@ export function assetUrlProblem (url: string, allowPrivate: boolean): string | u
   return /^https?:/i.test(url) ? callbackUrlProblem(url.replace(/^http:/i, 'https:'), allowPrivate) : 'must use http or https'
 }
 
+/**
+ * The record a cluster node locks (RouteDef.exclusive) to rewrite a creative: an upload, its confirmation and the
+ * operator's review each read the status they move on from, which another node may have just changed.
+ */
+export function creativeRecord (creativeId: string): string {
+  return `creative:${creativeId}`
+}
+
 /** What a new creative is made of, from POST /creatives or from a bid's markup (content_type: a PLAYABLE type). */
 export type NewCreative = Pick<CreativeRecord, 'name' | 'content_type' | 'mode'> &
   Partial<Pick<CreativeRecord, 'source_url' | 'advertiser_domain' | 'click_url' | 'declared_categories' | 'crid' | 'upload_expires_at'>>
@@ -48,4 +56,14 @@ export function registerCreative ({ store, outbox }: { store: Store, outbox: Out
   indexForSeat(store, 'creative', seatId, now, id)
   outbox.append('creative.created', `creative:${id}`, { creative_id: id, mode: c.mode, content_type: c.content_type }, seatId)
   return creative
+}
+
+/**
+ * A cluster node: lists a creative another node registered in its seat's list (each node keeps its own by_seat
+ * index). Called by the applier after it writes a creatives row; call inside Store.write.
+ */
+export function creativeApplied (store: Store, table: string, key: string): void {
+  if (table !== 'creatives') return
+  const c = store.creatives.get(key)
+  if (c !== undefined) indexForSeat(store, 'creative', c.seat_id, Date.parse(c.created_at), key)
 }

@@ -105,7 +105,7 @@ const routes = allRoutes({
   auth,
   inventory,
   impIds: new ImpIds(store, thread),
-  objects: new ObjectStore(config.dataDir),
+  objects: new ObjectStore(config.dataDir, store),
   moderator,
   sealer: KeySealer.open(config.keyEncryptionKey, config.dataDir),
   proofSigner: ProofSigner.open(config.dataDir),

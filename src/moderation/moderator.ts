@@ -28,6 +28,8 @@ export class Moderator {
   readonly #waiting: Array<() => void> = []
   #running = 0
   #pool: Piscina<ModerationTask, ModerationReply> | undefined
+  /** A cluster node's claims: every node holds a pending creative, and one moderates it. */
+  #claims: { claim (id: string): Promise<boolean>, release (id: string): Promise<void> } | undefined
 
   constructor (store: Store, outbox: Outbox, objects: ObjectStore, clock: Clock, log: Logger, fetch: FetchOptions) {
     this.#store = store
@@ -36,6 +38,14 @@ export class Moderator {
     this.#clock = clock
     this.#log = log
     this.#fetch = fetch
+  }
+
+  /**
+   * On a cluster: a creative is moderated by the node that claims it first (the one it was registered or confirmed
+   * through, or after a restart any node that finds it pending); the others leave it, and receive its outcome.
+   */
+  claimWith (claims: { claim (id: string): Promise<boolean>, release (id: string): Promise<void> }): void {
+    this.#claims = claims
   }
 
   /** Picks up every creative left pending by a previous run. */
@@ -53,7 +63,7 @@ export class Moderator {
     if (this.#inFlight.has(creativeId)) return
     const work = new Promise<void>((resolve) => setImmediate(resolve))
       .then(() => this.#turn())
-      .then(() => this.#process(creativeId))
+      .then(() => this.#claimed(creativeId))
       .finally(() => this.#release())
       .catch((err: unknown) => this.#log.error('moderation failed', { creative_id: creativeId, error: err instanceof Error ? err.stack : String(err) }))
       .finally(() => this.#inFlight.delete(creativeId))
@@ -89,6 +99,30 @@ export class Moderator {
     await this.#pool?.destroy()
   }
 
+  async #claimed (id: string): Promise<void> {
+    const claims = this.#claims
+    if (claims === undefined) return await this.#process(id)
+    let won: boolean
+    try {
+      won = await claims.claim(id)
+    } catch (err) {
+      // The engine could not say (an election): asked again shortly rather than left pending until a restart.
+      this.#log.warn('moderation waits for the cluster\'s engine', { creative_id: id, error: err instanceof Error ? err.message : String(err) })
+      this.#later(id)
+      return
+    }
+    if (!won) return
+    try {
+      await this.#process(id)
+    } finally {
+      await claims.release(id).catch(() => {})
+    }
+  }
+
+  #later (id: string): void {
+    setTimeout(() => this.schedule(id), 1000).unref()
+  }
+
   async #process (id: string): Promise<void> {
     let creative = this.#store.creatives.get(id)
     if (creative === undefined || creative.status !== 'pending_moderation') return
@@ -103,6 +137,11 @@ export class Moderator {
         this.#finish(id, 'rejected', { failure: `The asset could not be fetched: ${err.message}.` })
         return
       }
+    }
+    // An upload confirmed through this node may have been stored through another: its bytes come from the engine.
+    if (!await this.#objects.local(creative.object!)) {
+      this.#later(id)
+      return
     }
     this.#pool ??= new Piscina<ModerationTask, ModerationReply>({ filename: new URL('./worker.js', import.meta.url).href, workerData: { logLevel: this.#log.level }, minThreads: 0, maxThreads: 1, idleTimeout: 60_000 })
     const reply = await this.#pool.run({ path: this.#objects.path(creative.object!), declaredType: creative.content_type })

@@ -16,7 +16,7 @@ import type { IdempotencyRecord } from '../http/records.js'
 import type { FeinState, IndexKey, IndexTuple, PartnerRecord, PastKey, ScreenRecord, ScreenStatus } from '../inventory/records.js'
 import type { NoticeRecord } from '../notify/records.js'
 import type { SpotRecord } from '../player/records.js'
-import type { OutboxEvent } from './records.js'
+import type { ObjectSum, OutboxEvent } from './records.js'
 import type { FunnelKey } from '../events/records.js'
 import type { DeliveryRecord, WebhookRecord } from '../webhooks/records.js'
 
@@ -35,6 +35,8 @@ export interface Store {
   /** Operator actions, kept after the outbox is compacted. */
   audit: Database<OutboxEvent, number>
   meta: Database<unknown, string>
+  /** object key -> the size and SHA-256 of a stored object's bytes (src/store/objects.ts). */
+  objects: Database<ObjectSum, string>
   /** The operator's switches (src/store/settings.ts). */
   settings: Database<unknown, string>
   screens: CachedTable<ScreenRecord>
@@ -175,11 +177,11 @@ export interface Store {
  * The tables every node of a cluster holds whole, by LMDB name (docs/architecture.md, "Beyond one machine"): read on
  * every request, written rarely next to reads, and a change must reach every node within a second. Accounts and
  * keys, the stored outcomes of Idempotency-Keys (a retry through the load balancer replays wherever it lands), the
- * operator's switches, and the inventory: screens with their devices, embed tokens and player bindings, their FEIN state and heartbeats. What
+ * operator's switches, creatives and the bytes of their assets (src/store/objects.ts), and the inventory: screens with their devices, embed tokens and player bindings, their FEIN state and heartbeats. What
  * each node derives from screens (the adslots order, pre-encoded rows, counts) is not replicated: the applier has
  * Inventory derive it where it applies a screen's row.
  */
-export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'screens', 'devices', 'embeds', 'players', 'fein', 'status'] as const
+export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'screens', 'devices', 'embeds', 'players', 'fein', 'status'] as const
 
 /**
  * Replicated tables whose writes do not wait for the engine's quorum before the request answers: FEIN measurements
@@ -359,6 +361,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     audit: db<OutboxEvent, number>('audit', 'ordered-binary'),
     meta,
     settings: db('settings'),
+    objects: db('objects'),
     screens: cached('screens'),
     devices: db('devices'),
     embeds: cached('embeds'),
@@ -429,6 +432,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       if (fd !== undefined) closeSync(fd)
     }
   }
-  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status }
+  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status }
   return store
 }

@@ -9,7 +9,7 @@ import { ok, route, type RouteDef } from '../../http/route.js'
 import type { CreativeRecord } from '../records.js'
 import type { Store } from '../../store/store.js'
 import { seatPage } from '../../accounts/seat-lists.js'
-import { assetUrlProblem, PLAYABLE, registerCreative, type NewCreative } from '../register.js'
+import { assetUrlProblem, creativeRecord, PLAYABLE, registerCreative, type NewCreative } from '../register.js'
 
 /** Presigned upload URLs: `/uploads/<creative_id>.<expiry, base36>.<HMAC-SHA256 tag>`, like an S3 presigned PUT. */
 export class UploadUrls {
@@ -124,6 +124,7 @@ export function creativeRoutes ({ store, outbox, config, objects, moderator }: D
       description: 'Only for a creative in awaiting_upload whose bytes were PUT. 409 invalid_transition before the upload or in another status; 410 expired once the upload URL has expired without an upload.',
       data: 'Creative',
       errors: ['creative_not_found', 'invalid_transition', 'expired'],
+      exclusive: (ctx) => creativeRecord(ctx.params.id!),
       handler: (ctx) => {
         const c = own(ctx.principal!.seat!.seat_id, ctx.params.id!)
         if (c.status !== 'awaiting_upload') throw new ApiError('invalid_transition', `The creative is ${c.status}; only an awaiting_upload creative can be confirmed.`, { status: c.status })
@@ -152,6 +153,8 @@ export function creativeRoutes ({ store, outbox, config, objects, moderator }: D
       rawBody: true,
       maxBodyBytes: config.maxCreativeBytes,
       errors: ['not_authorized', 'expired', 'invalid_transition', 'creative_not_found'],
+      // The token begins with the creative's id; the handler checks its signature.
+      exclusive: (ctx) => creativeRecord(ctx.params.token!.split('.')[0]!),
       handler: (ctx) => {
         const { creativeId, expires } = uploads.read(ctx.params.token!)
         if (expires <= ctx.now) throw new ApiError('expired', 'This upload URL has expired; register the creative again.')

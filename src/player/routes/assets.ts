@@ -1,18 +1,22 @@
-import { readFileSync } from 'node:fs'
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import { raw, route, type Result, type RouteDef } from '../../http/route.js'
 import type { ObjectStore } from '../../store/objects.js'
 import type { Store } from '../../store/store.js'
 
-/** The bytes of an approved creative (ETag: its SHA-256; 304 when the client has them), else 404 creative_not_found. */
+/**
+ * The bytes of an approved creative (ETag: its SHA-256; 304 when the client has them), else 404 creative_not_found.
+ * On a cluster node the creative's row can arrive a moment before its bytes: 503 with Retry-After until they do.
+ */
 export function serveAsset (store: Store, objects: ObjectStore, creativeId: string, ifNoneMatch: string | undefined): Result {
   const creative = store.creatives.get(creativeId)
   if (creative === undefined || creative.status !== 'approved' || creative.object === undefined) throw new ApiError('creative_not_found', `No approved creative ${creativeId}.`, { param: 'creative_id' })
   const type = creative.asset?.media_type ?? creative.content_type
   const etag = `"${creative.asset?.sha256 ?? creative.creative_id}"`
   if (ifNoneMatch === etag) return raw('', type, 304, { ETag: etag })
-  return raw(readFileSync(objects.path(creative.object)), type, 200, { ETag: etag })
+  const bytes = objects.read(creative.object)
+  if (bytes === undefined) throw new ApiError('service_unavailable', 'This asset is on its way to this node of the cluster; retry in a second.', { retry_after_seconds: 1 }, { 'Retry-After': '1' })
+  return raw(bytes, type, 200, { ETag: etag })
 }
 
 /**
@@ -31,7 +35,7 @@ export function assetRoute ({ store, objects }: Deps): RouteDef {
     rateGroup: 'public',
     produces: 'application/octet-stream',
     cacheSeconds: 86_400,
-    errors: ['creative_not_found'],
+    errors: ['creative_not_found', 'service_unavailable'],
     handler: (ctx) => serveAsset(store, objects, ctx.params.creative_id!, ctx.headers['if-none-match'])
   })
 }

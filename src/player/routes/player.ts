@@ -128,7 +128,7 @@ export function playerRoutes (deps: Deps): RouteDef[] {
       description: 'The bytes of an approved creative (ETag is its SHA-256; cacheable for a day). Only approved creatives are served.',
       produces: 'application/octet-stream',
       cacheSeconds: 86_400,
-      errors: ['screen_not_found', 'creative_not_found'],
+      errors: ['screen_not_found', 'creative_not_found', 'service_unavailable'],
       handler: (ctx) => {
         screenOfToken(store, ctx.params.token!)
         return serveAsset(store, objects, ctx.params.creative_id!, ctx.headers['if-none-match'])
