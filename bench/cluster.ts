@@ -37,7 +37,7 @@ if (missing !== undefined) {
   }
   const single = await startOohbid({ HOT_THREADS: '1', BID_TTL_SECONDS: '86400' })
   const one = await acceptedBid(single)
-  console.log(`oohbid on one node and on three, POST /bid c=${connections} -p 1, a replicated write and FEIN batches of 100 screens at 80/s, ${seconds} s per run`)
+  console.log(`oohbid on one node and on three, POST /bid c=${connections} -p 1, a replicated write and FEIN batches of 100 of 8,000 screens at 80/s, ${seconds} s per run`)
   const bare = await startBare(one.sample)
   rows.push(await measure('bare uWS (constant)', bid(bare.url, one.key, one.body), bare.child.pid))
   await bare.stop()
@@ -68,7 +68,7 @@ if (missing !== undefined) {
   const note = [
     `POST /bid: the cluster ${ratio(row('3-node cluster: POST /bid'), row('one node: POST /bid'))}x one node's CPU per bid (every node and engine member counted); one node ${ratio(row('one node: POST /bid'), row('durable floor'))}x the durable floor`,
     `a replicated write: the cluster ${ratio(row('3-node cluster: a key'), row('one node: a key'))}x one node's CPU per write, p99 ${row('3-node cluster: a key').p99} ms against ${row('one node: a key').p99} ms`,
-    `FEIN: the cluster ${ratio(row('3-node cluster: FEIN'), row('one node: FEIN'))}x one node's CPU per batch of 100 screens (each screen's FEIN row shipped to the engine and applied by every node), p99 ${row('3-node cluster: FEIN').p99} ms against ${row('one node: FEIN').p99} ms`,
+    `FEIN: the cluster ${ratio(row('3-node cluster: FEIN'), row('one node: FEIN'))}x one node's CPU per batch of 100 screens (each screen's measurement shipped in its node's round of signals and applied by every node), p99 ${row('3-node cluster: FEIN').p99} ms against ${row('one node: FEIN').p99} ms`,
     'bids and spots are not replicated yet (issue 28): a bid on a cluster node runs the one-node code, and the extra CPU is the idle nodes and members'
   ].join('\n')
   console.log(note)

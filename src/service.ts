@@ -206,7 +206,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     })
   }, log, () => store.refresh())
   // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.
-  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), objects, moderator, sealer, proofSigner: ProofSigner.open(config.dataDir), notices, deliveries, funnel, journal: openHotJournal(intake, config.dataDir, config.durability, 'supervisor'), claims, analytics, reports, metrics, scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}) })
+  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), objects, moderator, sealer, proofSigner: ProofSigner.forService(config), notices, deliveries, funnel, journal: openHotJournal(intake, config.dataDir, config.durability, 'supervisor'), claims, analytics, reports, metrics, scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}) })
   try {
     // A cluster node serves only once it holds what the cluster acknowledged while it was away.
     if (config.cluster !== undefined) {

@@ -221,6 +221,8 @@ else {
 
   /** The partner key of the screens test: the node-loss test registers a screen while a node is down. */
   let screensPartner = ''
+  /** The creative test's ad, which a node joining later must serve. */
+  let everywhereAd: { id: string, bytes: Buffer, key: string } | undefined
 
   t.test('screens registered, changed and measured through any node are listed by every node; a walk through the front sees each once', async (t) => {
     const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
@@ -326,10 +328,13 @@ else {
     const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
     const made = await onboard(cluster.frontUrl, 'creative-buyer')
     const key = made.body.data.api_key.key as string
+    // Room for the polling below on a busy machine, where moderation can take seconds.
+    t.equal((await call(one.url, 'PUT', '/admin/v1/seats/creative-buyer/rate-limits', { key: cluster.adminToken, body: { limits: { creatives: 100000, inventory: 100000, account: 100000 }, reason: 'cluster test' } })).status, 200)
     const created = await call(one.url, 'POST', '/openrtb/v2/creatives', { key, body: { name: 'Everywhere ad', content_type: 'image/png', mode: 'upload' } })
     t.equal(created.status, 201, 'registered through node-1')
     const id = created.body.data.creative_id as string
     const bytes = await adImage('EVERYWHERE', 'Three nodes, one ad')
+    everywhereAd = { id, bytes, key }
     const sha256 = createHash('sha256').update(bytes).digest('hex')
     const uploadPath = new URL(created.body.data.upload.url as string).pathname
     const put = await fetch(two.url + uploadPath, { method: 'PUT', headers: { 'content-type': 'image/png' }, body: bytes })
@@ -363,6 +368,18 @@ else {
     const again = await fetch(one.url + uploadPath, { method: 'PUT', headers: { 'content-type': 'image/png' }, body: Buffer.from('not a png') })
     t.equal(again.status, 409, 'its upload is closed on every node')
     t.equal(createHash('sha256').update(Buffer.from(await (await fetch(`${three.url}/assets/${id}`)).arrayBuffer())).digest('hex'), sha256, 'nothing written: node-3 still serves the moderated bytes')
+
+    // A play of it reported through node-1: its proof, signed there, verifies on every node against one public key.
+    const played = await call(one.url, 'POST', '/v1/partner/impressions', { key: screensPartner, body: { impressions: [{ adId: id, impressionId: 'cluster-imp-1', deviceId: 'd-3', duration: 15, completed: true, timestamp: Date.now() - 1000 }] } })
+    t.match(played, { status: 200, body: { data: { accepted: 1 } } }, 'a play reported through node-1')
+    const proof = (await call(one.url, 'GET', `/v1/advertiser/proof/proofs/${played.body.data.results[0].proof_id as string}`, { key })).body.data
+    const keys = await Promise.all(cluster.nodes.map(async (n) => (await call(n.url, 'GET', '/v1/advertiser/proof/.well-known/public-key', { headers: { 'x-forwarded-for': freshIp() } })).body))
+    t.ok(keys.every((k) => JSON.stringify(k) === JSON.stringify(keys[0])), 'every node publishes the same proof-signing public key')
+    const fields = { signature: proof.signature, timestamp: proof.timestamp, adId: proof.adId, impressionId: proof.impressionId, screenId: proof.screenId, deviceId: proof.deviceId }
+    for (const node of cluster.nodes) {
+      t.match(await call(node.url, 'POST', '/v1/advertiser/proof/verify-proof', { body: fields, headers: { 'x-forwarded-for': freshIp() } }), { status: 200, body: { verification: { valid: true } } }, `node-1's proof verifies on ${node.id}`)
+    }
+    t.match(await call(three.url, 'POST', '/v1/advertiser/proof/verify-proof', { body: { ...fields, screenId: 'scr_other' }, headers: { 'x-forwarded-for': freshIp() } }), { status: 200, body: { verification: { valid: false } } }, 'and an altered one does not')
   })
 
   t.test('a node killed with -9 under onboarding load loses no acknowledged seat or key, and catches up when it rejoins', async (t) => {
@@ -410,6 +427,7 @@ else {
     t.equal((await call(two.url, 'DELETE', `/openrtb/v2/keys/${keyId}`, { key: extra.body.data.key })).status, 200, 'revoked while node-3 is down')
     const late = await onboard(two.url, 'while-away')
     t.equal(late.status, 201)
+    t.equal((await call(one.url, 'PUT', '/admin/v1/seats/while-away/rate-limits', { key: cluster.adminToken, body: { limits: { creatives: 100000, inventory: 100000, account: 100000 }, reason: 'cluster test' } })).status, 200)
     const orphan = await call(cluster.frontUrl, 'GET', `/openrtb/v2/adslots?format=screens&limit=5&cursor=${walkOnThree.body.data.cursor.next as string}`, { key: late.body.data.api_key.key })
     t.match(orphan, { status: 400, body: { param: 'cursor', error: /node-3.*start the walk again/ } }, 'a walk node-3 issued, continued through the front while node-3 is down, is asked to start again')
     const adWhileAway = await call(one.url, 'POST', '/openrtb/v2/creatives', { key: late.body.data.api_key.key, body: { name: 'While away', content_type: 'image/png', mode: 'upload' } })
@@ -514,5 +532,34 @@ else {
       retried = await onboard(one.url, 'no-quorum', caller)
     }
     t.equal(retried.status, 201, 'and the onboarding refused without a quorum succeeds when its caller retries it', { body: retried.body })
+  })
+
+  t.test('a node that joins a running cluster catches up: keys from its first request, screens in their FEIN order, creatives and their bytes', async (t) => {
+    const one = cluster.nodes[0]!
+    const ad = everywhereAd!
+    const four = await cluster.join()
+    t.equal(four.id, 'node-4')
+    t.equal(await seatStatus(four.url, ad.key), 200, 'node-4 knows a key minted before it joined, from its first request')
+    const order = async (base: string) => (await call(base, 'GET', '/openrtb/v2/adslots?format=screens&limit=100', { key: ad.key })).body.data?.screens?.map((s: { screen_id: string }) => s.screen_id) as string[] | undefined
+    // The screens' FEIN so far comes to node-4 from the state bucket's snapshots and the signals after them; a screen
+    // measured through node-2 now comes as a signal, live for 10 s: both nodes list it first, in the same order.
+    const moved = await call(cluster.nodes[1]!.url, 'POST', '/v1/partner/audience', { key: screensPartner, body: { updates: [{ device_id: 'd-7', live_face_count: 60, attention_score: 0.99, vas_seconds: 3600, vas_plays: 40 }] } })
+    t.equal(moved.status, 200)
+    const movedId = moved.body.data.results[0].screen_id as string
+    let orders: Array<string[] | undefined> = []
+    for (let i = 0; i < 50; i++) {
+      orders = await Promise.all([order(one.url), order(four.url)])
+      if (orders.every((o) => o?.[0] === movedId)) break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    t.equal(orders[0]?.[0], movedId, 'node-1 lists the screen just measured through node-2 first')
+    t.same(orders[1], orders[0], `node-4 lists the same ${orders[0]?.length} screens in the same order`)
+    let served: Response | undefined
+    for (let i = 0; i < 100 && served?.status !== 200; i++) {
+      served = await fetch(`${four.url}/assets/${ad.id}`)
+      if (served.status !== 200) await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    t.same(Buffer.from(await served!.arrayBuffer()), ad.bytes, 'node-4 serves a creative uploaded before it joined, byte for byte')
+    t.same((await call(four.url, 'GET', '/openrtb/v2/creatives', { key: ad.key })).body.data.creatives.map((c: { creative_id: string }) => c.creative_id), [ad.id], 'and lists it among its seat\'s creatives')
   })
 }

@@ -27,6 +27,11 @@ export interface LocalCluster {
   adminToken: string
   engine: NatsEngine
   nodes: ClusterNodeProcess[]
+  /**
+   * Starts one more node on a fresh data directory, joining the running cluster (it reads the engine's current state
+   * before it serves). HAProxy keeps the nodes it started with: the new one is reached at its own url.
+   */
+  join (): Promise<ClusterNodeProcess>
   stop (): Promise<void>
 }
 
@@ -69,19 +74,18 @@ export async function startLocalCluster (options: LocalClusterOptions): Promise<
   try {
     const frontPort = options.frontPort === 0 ? await freePort() : options.frontPort
     const frontUrl = `http://127.0.0.1:${frontPort}`
-    for (let i = 1; i <= options.nodes; i++) {
-      nodes.push(nodeProcess(`node-${i}`, await freePort(), join(dir, `node-${i}`), {
-        ...options.env,
-        ...secrets,
-        HOST: '127.0.0.1',
-        BASE_URL: frontUrl,
-        TRUST_PROXY: '127.0.0.1',
-        CLUSTER_NATS_URLS: engine.urls.join(','),
-        CLUSTER_NODE_ID: `node-${i}`,
-        // The demo market needs its creatives, campaigns and bids on every node, which cluster mode does not do yet.
-        DEMO_FLEET: '0'
-      }))
-    }
+    const node = async (i: number): Promise<ClusterNodeProcess> => nodeProcess(`node-${i}`, await freePort(), join(dir, `node-${i}`), {
+      ...options.env,
+      ...secrets,
+      HOST: '127.0.0.1',
+      BASE_URL: frontUrl,
+      TRUST_PROXY: '127.0.0.1',
+      CLUSTER_NATS_URLS: engine.urls.join(','),
+      CLUSTER_NODE_ID: `node-${i}`,
+      // The demo market needs its campaigns and bids on every node, which cluster mode does not do yet.
+      DEMO_FLEET: '0'
+    })
+    for (let i = 1; i <= options.nodes; i++) nodes.push(await node(i))
     await Promise.all(nodes.map((n) => n.start()))
     const config = join(dir, 'haproxy.cfg')
     writeFileSync(config, haproxyConfig(frontPort, nodes))
@@ -94,7 +98,13 @@ export async function startLocalCluster (options: LocalClusterOptions): Promise<
       const res = await fetch(`${frontUrl}/readyz`)
       if (res.status !== 200) throw new Error(`front answered ${res.status}`)
     }, 20_000, 'HAProxy in front of the nodes')
-    return { frontUrl, adminToken: secrets.ADMIN_TOKEN, engine, nodes, stop }
+    const joinOne = async (): Promise<ClusterNodeProcess> => {
+      const joining = await node(nodes.length + 1)
+      nodes.push(joining)
+      await joining.start()
+      return joining
+    }
+    return { frontUrl, adminToken: secrets.ADMIN_TOKEN, engine, nodes, join: joinOne, stop }
   } catch (err) {
     await stop()
     throw err

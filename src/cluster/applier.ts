@@ -37,6 +37,11 @@ async function bucketRevision (engine: Engine): Promise<number> {
   return (await engine.state.status()).streamInfo.state.last_seq
 }
 
+/** The signals stream's newest message. */
+async function lastSignal (engine: Engine): Promise<number> {
+  return (await engine.jsm.streams.info(SIGNALS_STREAM)).state.last_seq
+}
+
 /**
  * Keeps this node's copy of the replicated tables current: watches the state bucket and writes every row change,
  * in the bucket's order, into local LMDB, where the routes read it as always (a cached table's generation moves, so
@@ -70,6 +75,7 @@ export class ChangeApplier {
   /** Looks every WATCHDOG_MS for a watch that is behind the bucket and not moving. */
   #watchdog: NodeJS.Timeout | undefined
   #lastChecked = -1
+  #lastSignalChecked = -1
 
   constructor (deps: { store: Store, changes: ChangeLog, log: Logger, onApplied: AppliedHook }) {
     this.#store = deps.store
@@ -104,7 +110,7 @@ export class ChangeApplier {
    * from two snapshot periods ago (every row changed since its last snapshot in the state bucket).
    */
   async #follow (engine: Engine): Promise<void> {
-    const from = (this.#store.meta.get(SIGNALS) as number | undefined) ?? 0
+    const from = this.#signalApplied
     const consumer = await engine.js.consumers.get(SIGNALS_STREAM, from > 0
       ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 }
       : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Date.now() - 2 * SNAPSHOT_MS).toISOString() })
@@ -145,6 +151,19 @@ export class ChangeApplier {
       this.#watch?.stop()
     }
     this.#lastChecked = applied
+    if (!this.#following) return
+    // The signals' consumer can stall the same way after a member's loss (seen once in a full test run).
+    const newest = await lastSignal(engine)
+    const signal = this.#signalApplied
+    if (newest > signal && signal === this.#lastSignalChecked && !this.#stopped) {
+      this.#log.warn('cluster: the signals are behind and not moving; following them again', { applied: signal, newest })
+      this.#signals?.stop()
+    }
+    this.#lastSignalChecked = signal
+  }
+
+  get #signalApplied (): number {
+    return (this.#store.meta.get(SIGNALS) as number | undefined) ?? 0
   }
 
   async #open (engine: Engine): Promise<void> {

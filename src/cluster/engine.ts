@@ -1,4 +1,4 @@
-import { connect, nanos, type JetStreamClient, type KV, type NatsConnection, type ObjectStore } from 'nats'
+import { connect, nanos, type JetStreamClient, type JetStreamManager, type KV, type NatsConnection, type ObjectStore } from 'nats'
 import type { ClusterConfig } from '../config.js'
 import type { Logger } from '../log.js'
 import { CLAIM_TTL_MS } from './unique-names.js'
@@ -36,6 +36,7 @@ const SIGNALS_KEEP_MS = 10 * 60_000
 export interface Engine {
   nc: NatsConnection
   js: JetStreamClient
+  jsm: JetStreamManager
   state: KV
   claims: KV
   rates: KV
@@ -86,7 +87,7 @@ export async function connectEngine (cluster: ClusterConfig, log: Logger, startW
       // The same settings from every node: adding an existing stream with them is a no-op.
       await jsm.streams.add(signals)
       const conn = nc
-      return { nc, js, state, claims, rates, locks, objects, close: () => conn.drain() }
+      return { nc, js, jsm, state, claims, rates, locks, objects, close: () => conn.drain() }
     } catch (err) {
       last = err
       await nc?.close().catch(() => {})

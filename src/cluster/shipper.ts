@@ -35,7 +35,7 @@ export class ChangeShipper {
   readonly #onShipped: (through: number) => void
   readonly #beforeShip: (batch: Array<{ changes: Change[] }>) => Promise<void>
   readonly #signals: string
-  /** The eventual rows shipped as signals since the last snapshot: their latest value, by state key. */
+  /** The eventual rows shipped as signals since the last snapshot, by state key. */
   #dirty = new Map<string, Change>()
   readonly #snapshots: NodeJS.Timeout
   #running: Promise<void> | undefined
@@ -72,12 +72,18 @@ export class ChangeShipper {
     await this.#snapshot().catch(() => {})
   }
 
-  /** Writes the eventual rows' latest values to the state bucket; what the engine does not take waits for the next. */
+  /**
+   * Writes the rows this node shipped as signals since the last snapshot to the state bucket, each as this node holds
+   * it now, with every node's signals applied: a partner's calls for one screen go through any node, and two nodes
+   * that both sent it each write the row as the signals left it, not each its own older value. What the engine does
+   * not take waits for the next snapshot.
+   */
   async #snapshot (): Promise<void> {
     const rows = this.#dirty
     if (rows.size === 0) return
     this.#dirty = new Map()
-    const results = await Promise.allSettled([...rows].map(([kvKey, [, , value]]) => this.#put(kvKey, value)))
+    this.#store.refresh()
+    const results = await Promise.allSettled([...rows].map(([kvKey, [table, key]]) => this.#put(kvKey, this.#store.replicated(table)!.get(key))))
     results.forEach((r, i) => {
       if (r.status === 'fulfilled') return
       const [kvKey, change] = [...rows][i]!

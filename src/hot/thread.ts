@@ -108,7 +108,7 @@ const routes = allRoutes({
   objects: new ObjectStore(config.dataDir, store),
   moderator,
   sealer: KeySealer.open(config.keyEncryptionKey, config.dataDir),
-  proofSigner: ProofSigner.open(config.dataDir),
+  proofSigner: ProofSigner.forService(config),
   notices,
   deliveries: new DeliveryLog(store),
   funnel,

@@ -1,6 +1,8 @@
 import { createPrivateKey, createPublicKey, randomBytes, sign, verify, type KeyObject } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
+import { KeySealer } from '../auth/sealed-keys.js'
+import type { Config } from '../config.js'
 
 /** DER prefix of an Ed25519 PKCS#8 private key: these 16 bytes then the 32-byte seed (RFC 8410). */
 const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex')
@@ -41,6 +43,15 @@ export class ProofSigner {
     this.#publicKey = createPublicKey(this.#privateKey)
     // The SubjectPublicKeyInfo ends with the 32 raw key bytes.
     this.publicKeyHex = this.#publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('hex')
+  }
+
+  /**
+   * The service's signer: on a cluster node the one every node derives from KEY_ENCRYPTION_KEY, so a proof signed by
+   * any node verifies on every node against the one public key buyers pin; else the one kept under DATA_DIR.
+   */
+  static forService (config: Pick<Config, 'cluster' | 'keyEncryptionKey' | 'dataDir'>): ProofSigner {
+    if (config.cluster === undefined) return ProofSigner.open(config.dataDir)
+    return new ProofSigner(new Uint8Array(KeySealer.open(config.keyEncryptionKey, config.dataDir).derive('proof_signing')))
   }
 
   /** The signer whose seed is kept under dataDir, generated on first use. */
