@@ -37,6 +37,7 @@ import { joinCluster, type ClusterNode } from './cluster/node.js'
 import { shareSecrets } from './store/secrets.js'
 import { adoptMetaSettings } from './store/settings.js'
 import { creativeApplied } from './creatives/register.js'
+import { webhookApplied } from './webhooks/recipients.js'
 import { ShippedChanges } from './cluster/shipped.js'
 import { StartRefused } from './start-refused.js'
 import { createLogger, type Logger } from './log.js'
@@ -210,9 +211,10 @@ export async function startService ({ config: given, clock = systemClock, log = 
   try {
     // A cluster node serves only once it holds what the cluster acknowledged while it was away.
     if (config.cluster !== undefined) {
-      cluster = await joinCluster({ cluster: config.cluster, store, objects, shipped: replicated, limiter, log, onShipped: () => threads.notify('shipped'), onGranted: () => threads.notify('granted'), onApplied: (table, key) => {
+      cluster = await joinCluster({ cluster: config.cluster, store, objects, shipped: replicated, limiter, log, onShipped: () => threads.notify('shipped'), onGranted: () => threads.notify('granted'), onApplied: (table, key, previous) => {
           inventory.applied(table, key as string)
           creativeApplied(store, table, key as string)
+          webhookApplied(store, table, key as string, previous)
         }
       }).catch((err: unknown) => {
         throw new StartRefused(err instanceof Error ? err.message : String(err))

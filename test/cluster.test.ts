@@ -7,6 +7,7 @@ import { clusterInstalled, startLocalCluster, type LocalCluster } from '../scrip
 import { freshIp } from './helpers/service.js'
 import { inherited } from './helpers/process.js'
 import { adImage } from './helpers/media.js'
+import { startReceiver, type Received } from './helpers/receiver.js'
 
 // oohbid on three nodes over NATS JetStream, behind HAProxy, as `npm run cluster` starts it (scripts/lib/cluster.ts).
 // Needs Debian's nats-server and haproxy, which .ci/run installs; without them this file plans nothing.
@@ -15,7 +16,7 @@ if (missing !== undefined) t.plan(0, `${missing}: the cluster tests run in CI (.
 else {
   t.setTimeout(240_000)
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-cluster-'))
-  const cluster: LocalCluster = await startLocalCluster({ nodes: 3, dir, frontPort: 0, env: { ...inherited(), HOT_THREADS: '1', LOG_LEVEL: 'warn', CLUSTER_ACK_TIMEOUT_MS: '2000', HEARTBEAT_TIMEOUT_SECONDS: '5' } })
+  const cluster: LocalCluster = await startLocalCluster({ nodes: 3, dir, frontPort: 0, env: { ...inherited(), HOT_THREADS: '1', LOG_LEVEL: 'warn', CLUSTER_ACK_TIMEOUT_MS: '2000', HEARTBEAT_TIMEOUT_SECONDS: '5', ALLOW_PRIVATE_CALLBACK_URLS: 'true' } })
   t.teardown(async () => {
     await cluster.stop()
     rmSync(dir, { recursive: true, force: true })
@@ -91,7 +92,7 @@ else {
     }
     t.same(slugs, slugs.map(() => '1/2'), 'each of 5 partner slugs registered through three nodes at once: one 201, two 409')
 
-    const bad = await call(cluster.nodes[0]!.url, 'POST', '/openrtb/v2/onboard', { body: { company_name: 'Back Media', seat_id: 'back-again', contact_email: 'a@back.example', webhook_url: 'https://127.0.0.1/hook' }, headers: { 'x-forwarded-for': freshIp() } })
+    const bad = await call(cluster.nodes[0]!.url, 'POST', '/openrtb/v2/onboard', { body: { company_name: 'Back Media', seat_id: 'back-again', contact_email: 'a@back.example', webhook_url: 'http://hooks.example/hook' }, headers: { 'x-forwarded-for': freshIp() } })
     t.match(bad, { status: 400, body: { error_code: 'invalid_webhook_url' } }, 'a refused onboarding')
     // A name given back is claimed again as a new numbered hold: three nodes racing for it still have one winner.
     const again = await Promise.all(cluster.nodes.map((n) => onboard(n.url, 'back-again')))
@@ -330,6 +331,10 @@ else {
     const key = made.body.data.api_key.key as string
     // Room for the polling below on a busy machine, where moderation can take seconds.
     t.equal((await call(one.url, 'PUT', '/admin/v1/seats/creative-buyer/rate-limits', { key: cluster.adminToken, body: { limits: { creatives: 100000, inventory: 100000, account: 100000 }, reason: 'cluster test' } })).status, 200)
+    // Subscribed through node-1; the event is raised by node-3, which moderates, and delivered from there.
+    const receiver = await startReceiver(t, true)
+    const subscribed = await call(one.url, 'POST', '/openrtb/v2/webhooks', { key, body: { url: `${receiver.url}/hooks`, events: ['creative.moderation.completed'] } })
+    t.equal(subscribed.status, 201, 'a webhook subscribed through node-1')
     const created = await call(one.url, 'POST', '/openrtb/v2/creatives', { key, body: { name: 'Everywhere ad', content_type: 'image/png', mode: 'upload' } })
     t.equal(created.status, 201, 'registered through node-1')
     const id = created.body.data.creative_id as string
@@ -362,6 +367,21 @@ else {
       const served = Buffer.from(await res!.arrayBuffer())
       t.equal(createHash('sha256').update(served).digest('hex'), sha256, `${node.id} serves the uploaded bytes`)
     }
+    let event: Received | undefined
+    for (let i = 0; i < 100 && event === undefined; i++) {
+      event = receiver.received.find((r) => r.headers['x-service-event'] === 'creative.moderation.completed' && r.body.includes(id))
+      if (event === undefined) await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    t.equal(event?.headers['x-service-webhook-id'], subscribed.body.data.webhook.webhook_id, 'the moderation event reached the subscription made through another node')
+    const hooks = async (base: string) => (await call(base, 'GET', '/openrtb/v2/webhooks', { key })).body.data.webhooks.map((w: { webhook_id: string }) => w.webhook_id)
+    t.same(await hooks(two.url), [subscribed.body.data.webhook.webhook_id], 'node-2 lists the subscription')
+    t.equal((await call(two.url, 'DELETE', `/openrtb/v2/webhooks/${subscribed.body.data.webhook.webhook_id as string}`, { key })).status, 200, 'and removes it')
+    let left: string[] = ['?']
+    for (let i = 0; i < 50 && left.length > 0; i++) {
+      left = await hooks(three.url)
+      if (left.length > 0) await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    t.same(left, [], 'node-3 lists it no more')
     const listed = await Promise.all(cluster.nodes.map(async (n) => (await call(n.url, 'GET', '/openrtb/v2/creatives', { key })).body.data.creatives.map((c: { creative_id: string }) => c.creative_id)))
     t.same(listed, [[id], [id], [id]], 'every node lists it among the seat\'s creatives')
     t.match(await call(two.url, 'POST', `/openrtb/v2/creatives/${id}/confirm`, { key }), { status: 409, body: { error_code: 'invalid_transition' } }, 'confirmed again through another node: 409, as on one node')

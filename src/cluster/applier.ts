@@ -20,9 +20,10 @@ type Arrived = { entry: KvEntry } | { seq: number, rows: Change[] }
 
 /**
  * What a table's owner derives on this node from a row the engine delivered (the adslots order from a screen's rows),
- * called inside the applying transaction after the row is written.
+ * called inside the applying transaction after the row is written, with the value it replaced (to undo what that
+ * one derived: a removed subscription's place in its seat's list).
  */
-export type AppliedHook = (table: string, key: Key) => void
+export type AppliedHook = (table: string, key: Key, previous: unknown) => void
 
 /** How often a node looks whether its watch of the state bucket has stalled. */
 const WATCHDOG_MS = 2000
@@ -258,9 +259,10 @@ export class ChangeApplier {
       return
     }
     // This node's own change coming back, or one it already holds: nothing to write or derive again.
-    if (isDeepStrictEqual(target.get(key), value)) return
+    const previous = target.get(key)
+    if (isDeepStrictEqual(previous, value)) return
     if (value !== undefined) target.putSync(key, value)
     else target.removeSync(key)
-    this.#onApplied(table, key)
+    this.#onApplied(table, key, previous)
   }
 }

@@ -77,9 +77,9 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     store,
     changes,
     log,
-    onApplied: (table, key) => {
+    onApplied: (table, key, previous) => {
       replica.applied(table, key as string)
-      deps.onApplied(table, key)
+      deps.onApplied(table, key, previous)
     }
   })
   await applier.start(engine)

@@ -177,11 +177,12 @@ export interface Store {
  * The tables every node of a cluster holds whole, by LMDB name (docs/architecture.md, "Beyond one machine"): read on
  * every request, written rarely next to reads, and a change must reach every node within a second. Accounts and
  * keys, the stored outcomes of Idempotency-Keys (a retry through the load balancer replays wherever it lands), the
- * operator's switches, creatives and the bytes of their assets (src/store/objects.ts), and the inventory: screens with their devices, embed tokens and player bindings, their FEIN state and heartbeats. What
+ * operator's switches, creatives and the bytes of their assets (src/store/objects.ts), webhook subscriptions (an
+ * event is delivered by whichever node raised it), and the inventory: screens with their devices, embed tokens and player bindings, their FEIN state and heartbeats. What
  * each node derives from screens (the adslots order, pre-encoded rows, counts) is not replicated: the applier has
  * Inventory derive it where it applies a screen's row.
  */
-export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'screens', 'devices', 'embeds', 'players', 'fein', 'status'] as const
+export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'screens', 'devices', 'embeds', 'players', 'fein', 'status'] as const
 
 /**
  * Replicated tables whose writes do not wait for the engine's quorum before the request answers: FEIN measurements
@@ -432,6 +433,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       if (fd !== undefined) closeSync(fd)
     }
   }
-  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status }
+  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status }
   return store
 }

@@ -34,6 +34,8 @@ export function webhookRoutes ({ store, config, sealer, notices, deliveries }: D
       data: 'WebhookCreated',
       status: 201,
       errors: ['invalid_webhook_url', 'invalid_events', 'webhook_limit_reached'],
+      // The count of active subscriptions is read and then raised: one at a time per seat on a cluster.
+      exclusive: (ctx) => `webhooks:${ctx.principal!.seat!.seat_id.toLowerCase()}`,
       handler: (ctx) => {
         const seat = ctx.principal!.seat!
         const problem = callbackUrlProblem(ctx.body.url, config.allowPrivateCallbackUrls)
