@@ -130,6 +130,7 @@ const OWNERS: Record<string, string[]> = {
   proofsBySeat: ['src/proof/'],
   notices: ['src/notify/'],
   webhooks: ['src/webhooks/'],
+  webhookHealth: ['src/webhooks/'],
   deliveries: ['src/webhooks/'],
   funnel: ['src/events/'],
   legacyFunnel: ['src/events/'],

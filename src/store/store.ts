@@ -18,7 +18,7 @@ import type { NoticeRecord } from '../notify/records.js'
 import type { SpotRecord } from '../player/records.js'
 import type { ObjectSum, OutboxEvent } from './records.js'
 import type { FunnelKey } from '../events/records.js'
-import type { DeliveryRecord, WebhookRecord } from '../webhooks/records.js'
+import type { DeliveryRecord, WebhookHealth, WebhookRecord } from '../webhooks/records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
 export interface Store {
@@ -99,6 +99,8 @@ export interface Store {
   legacyFunnel: Database<FunnelEvent, number>
   /** webhook_id -> a webhook subscription (listed per seat through bySeat, kind 'webhook'). */
   webhooks: Database<WebhookRecord, string>
+  /** webhook_id -> the subscription's health as its deliveries left it (src/webhooks/health.ts). */
+  webhookHealth: Database<WebhookHealth, string>
   /** [seat_id lower-cased, -created ms, delivery_id] -> a webhook delivery and its attempts, newest first, 7 days. */
   deliveries: Database<DeliveryRecord, [string, number, string]>
   /** proof_id -> a signed proof of play. */
@@ -182,7 +184,7 @@ export interface Store {
  * each node derives from screens (the adslots order, pre-encoded rows, counts) is not replicated: the applier has
  * Inventory derive it where it applies a screen's row.
  */
-export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'screens', 'devices', 'embeds', 'players', 'fein', 'status'] as const
+export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'webhook_health', 'screens', 'devices', 'embeds', 'players', 'fein', 'status'] as const
 
 /**
  * Replicated tables whose writes do not wait for the engine's quorum before the request answers: FEIN measurements
@@ -394,6 +396,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     funnel: withShapes<FunnelEvent[], FunnelKey>('funnel_records', 'ordered-binary'),
     legacyFunnel: withShapes<FunnelEvent, number>('funnel_events', 'ordered-binary'),
     webhooks: db('webhooks'),
+    webhookHealth: db('webhook_health'),
     deliveries: withShapes<DeliveryRecord, [string, number, string]>('webhook_deliveries', 'ordered-binary'),
     proofs: withShapes<ProofRecord, string>('proofs'),
     proofHeads: db('proof_heads'),
@@ -433,6 +436,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       if (fd !== undefined) closeSync(fd)
     }
   }
-  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status }
+  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, webhook_health: store.webhookHealth, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status }
   return store
 }

@@ -7,6 +7,7 @@ import type { Outbox } from '../store/outbox.js'
 import type { Store } from '../store/store.js'
 import type { DeliveryLog } from './delivery-log.js'
 import { recordHealth } from './health.js'
+import { subscriptionOf } from './recipients.js'
 import { webhookSignature } from './signature.js'
 
 /**
@@ -45,7 +46,7 @@ export function webhookKind ({ store, sealer, notices, outbox, log }: { store: S
       }
       let secret: string | undefined
       if (notice.webhook_id !== undefined) {
-        const w = store.webhooks.get(notice.webhook_id)
+        const w = subscriptionOf(store, notice.webhook_id)
         if (w === undefined) return { cancel: 'the subscription was deleted' }
         if (w.status !== 'active') return { cancel: 'the subscription is disabled' }
         secret = sealer.open(w.webhook_id, w.secret_sealed)

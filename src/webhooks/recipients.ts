@@ -7,12 +7,20 @@ import { indexForSeat, unindexForSeat } from '../accounts/seat-lists.js'
 const SUBSCRIBABLE: ReadonlySet<string> = new Set(schemas.WebhookEventType.enum)
 const GENERAL: ReadonlySet<string> = new Set(schemas.GeneralEventType.enum)
 
+/** A subscription with its health as its deliveries left it, or undefined when there is none (or it was removed). */
+export function subscriptionOf (store: Store, webhookId: string): WebhookRecord | undefined {
+  const w = store.webhooks.get(webhookId)
+  if (w === undefined) return undefined
+  const health = store.webhookHealth.get(webhookId)
+  return health === undefined ? w : { ...w, ...health }
+}
+
 /** A seat's webhook subscriptions, newest first. */
 export function seatWebhooks (store: Store, seatId: string): WebhookRecord[] {
   const seat = seatId.toLowerCase()
   const out: WebhookRecord[] = []
   for (const { value } of store.bySeat.getRange({ start: ['webhook', seat], end: ['webhook', seat + '\u0000'] } as never)) {
-    const w = store.webhooks.get(value)
+    const w = subscriptionOf(store, value)
     if (w !== undefined) out.push(w)
   }
   return out

@@ -7,8 +7,8 @@ import { schemas } from '../../generated/schemas.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { callbackUrlProblem } from '../../net/url-guard.js'
 import type { WebhookRecord } from '../records.js'
-import { cancelQueued } from '../health.js'
-import { seatWebhooks } from '../recipients.js'
+import { cancelQueued, forgetHealth } from '../health.js'
+import { seatWebhooks, subscriptionOf } from '../recipients.js'
 import { indexForSeat, unindexForSeat } from '../../accounts/seat-lists.js'
 
 /** Active subscriptions a seat may have (spec, Webhook subscriptions). */
@@ -81,9 +81,10 @@ export function webhookRoutes ({ store, config, sealer, notices, deliveries }: D
       data: 'Webhook',
       errors: ['webhook_not_found'],
       handler: (ctx) => {
-        const w = store.webhooks.get(ctx.params.id!)
+        const w = subscriptionOf(store, ctx.params.id!)
         if (w === undefined || w.seat_id.toLowerCase() !== ctx.principal!.seat!.seat_id.toLowerCase()) throw new ApiError('webhook_not_found', `No webhook ${ctx.params.id} belongs to this seat.`, { param: 'id' })
         store.webhooks.removeSync(w.webhook_id)
+        forgetHealth(store, w.webhook_id)
         cancelQueued(notices, deliveries, w, 'the subscription was deleted')
         unindexForSeat(store, 'webhook', w.seat_id, Date.parse(w.created_at), w.webhook_id)
         return ok(view(w))
