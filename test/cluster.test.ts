@@ -52,6 +52,19 @@ else {
     }
   }
 
+  /**
+   * The bytes a node serves for an approved creative, once it has them: a node answers 503 in the moment between a
+   * creative's row and its bytes arriving from the engine (5 s at most here).
+   */
+  const assetOn = async (base: string, creativeId: string): Promise<Buffer> => {
+    let res = await fetch(`${base}/assets/${creativeId}`)
+    for (let i = 0; i < 100 && res.status !== 200; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      res = await fetch(`${base}/assets/${creativeId}`)
+    }
+    return Buffer.from(await res.arrayBuffer())
+  }
+
   t.test('a seat onboarded through the front works on every node; a key revoked through one is refused by every node within 1 s', async (t) => {
     const made = await onboard(cluster.frontUrl, 'everywhere')
     t.equal(made.status, 201, 'onboarded through HAProxy')
@@ -299,9 +312,15 @@ else {
     const token = single.body.data.embed_url.split('/embed/')[1] as string
     t.equal((await call(one.url, 'POST', `/embed/${token}/heartbeat`, { body: { fp: 'fp-one' } })).status, 200, 'a player page bound and heartbeating through node-1')
     const bound = async (base: string) => (await call(base, 'GET', '/v1/partner/devices?limit=100', { key: partner })).body.data.devices.find((d: { device_id: string }) => d.device_id === 'd-30')
-    let onThree: any
-    for (let i = 0; i < 100 && onThree?.status !== 'online'; i++) onThree = await bound(three.url)
-    t.match(onThree, { status: 'online', player_bound: true }, 'node-3 shows the device online and bound')
+    // The binding reaches the other nodes through the state bucket, the heartbeat through the signals: each in its
+    // own moment, so both are waited for, on the node the next check goes through too.
+    const shown = async (base: string) => {
+      let device: any
+      for (let i = 0; i < 100 && !(device?.status === 'online' && device?.player_bound === true); i++) device = await bound(base)
+      return device
+    }
+    t.match(await shown(three.url), { status: 'online', player_bound: true }, 'node-3 shows the device online and bound')
+    t.match(await shown(two.url), { status: 'online', player_bound: true }, 'and so does node-2')
     t.match(await call(two.url, 'POST', `/embed/${token}/heartbeat`, { body: { fp: 'fp-two' } }), { status: 409, body: { error_code: 'device_mismatch' } }, 'another device is refused through node-2')
     // Heartbeats stop: node-1, which recorded the last one, takes the screen offline; every node shows it.
     await new Promise((resolve) => setTimeout(resolve, 6500))
@@ -358,15 +377,7 @@ else {
       const review = await call(one.url, 'POST', `/admin/v1/creatives/${id}/review`, { key: cluster.adminToken, body: { decision: 'approved', reason: 'cluster test' } })
       t.equal(review.status, 200, `approved on review through node-1 (moderation said ${statuses[0]})`)
     }
-    for (const node of cluster.nodes) {
-      let res: Response | undefined
-      for (let i = 0; i < 100 && res?.status !== 200; i++) {
-        res = await fetch(`${node.url}/assets/${id}`)
-        if (res.status !== 200) await new Promise((resolve) => setTimeout(resolve, 50))
-      }
-      const served = Buffer.from(await res!.arrayBuffer())
-      t.equal(createHash('sha256').update(served).digest('hex'), sha256, `${node.id} serves the uploaded bytes`)
-    }
+    for (const node of cluster.nodes) t.equal(createHash('sha256').update(await assetOn(node.url, id)).digest('hex'), sha256, `${node.id} serves the uploaded bytes`)
     let event: Received | undefined
     for (let i = 0; i < 100 && event === undefined; i++) {
       event = receiver.received.find((r) => r.headers['x-service-event'] === 'creative.moderation.completed' && r.body.includes(id))
@@ -477,12 +488,7 @@ else {
       if (moderated === 'pending_moderation') await new Promise((resolve) => setTimeout(resolve, 100))
     }
     if (moderated !== 'approved') t.equal((await call(three.url, 'POST', `/admin/v1/creatives/${adId}/review`, { key: cluster.adminToken, body: { decision: 'approved', reason: 'cluster test' } })).status, 200)
-    let served: Response | undefined
-    for (let i = 0; i < 100 && served?.status !== 200; i++) {
-      served = await fetch(`${three.url}/assets/${adId}`)
-      if (served.status !== 200) await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-    t.same(Buffer.from(await served!.arrayBuffer()), adBytes, 'node-3 serves the creative uploaded while it was down: it fetched the bytes from the engine')
+    t.same(await assetOn(three.url, adId), adBytes, 'node-3 serves the creative uploaded while it was down: it fetched the bytes from the engine')
   })
 
   t.test('the engine\'s leader lost: writes go on with two members of three; with one, a write answers 503 and ships once the engine is back', async (t) => {
@@ -574,12 +580,7 @@ else {
     }
     t.equal(orders[0]?.[0], movedId, 'node-1 lists the screen just measured through node-2 first')
     t.same(orders[1], orders[0], `node-4 lists the same ${orders[0]?.length} screens in the same order`)
-    let served: Response | undefined
-    for (let i = 0; i < 100 && served?.status !== 200; i++) {
-      served = await fetch(`${four.url}/assets/${ad.id}`)
-      if (served.status !== 200) await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-    t.same(Buffer.from(await served!.arrayBuffer()), ad.bytes, 'node-4 serves a creative uploaded before it joined, byte for byte')
+    t.same(await assetOn(four.url, ad.id), ad.bytes, 'node-4 serves a creative uploaded before it joined, byte for byte')
     t.same((await call(four.url, 'GET', '/openrtb/v2/creatives', { key: ad.key })).body.data.creatives.map((c: { creative_id: string }) => c.creative_id), [ad.id], 'and lists it among its seat\'s creatives')
   })
 }

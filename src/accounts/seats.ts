@@ -5,3 +5,11 @@ import type { Store } from '../store/store.js'
 export function saveSeat (store: Store, seat: SeatRecord): void {
   store.seats.putSync(seat.seat_id.toLowerCase(), seat)
 }
+
+/**
+ * The record a cluster node locks (RouteDef.exclusive) to read and rewrite a seat: the operator's actions and rate
+ * limits, and a key's revocation, which must leave the seat a live key.
+ */
+export function seatRecord (seatId: string): string {
+  return `seat:${seatId.toLowerCase()}`
+}

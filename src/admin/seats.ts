@@ -6,7 +6,7 @@ import { ok, route, type RouteDef } from '../http/route.js'
 import type { SeatRecord } from '../accounts/records.js'
 import type { Deps } from '../deps.js'
 import { pageQuery, pageParams } from './paging.js'
-import { saveSeat } from '../accounts/seats.js'
+import { saveSeat, seatRecord } from '../accounts/seats.js'
 import { seatKeyIds } from '../auth/keys.js'
 import type { Store } from '../store/store.js'
 
@@ -60,7 +60,7 @@ export function adminSeatRoutes ({ store, outbox }: Deps): RouteDef[] {
     body: 'SeatActionRequest',
     data: 'AdminSeat',
     errors: ['seat_not_found', 'invalid_transition'],
-    exclusive: (ctx) => `seat:${ctx.params.seat_id!.toLowerCase()}`,
+    exclusive: (ctx) => seatRecord(ctx.params.seat_id!),
     handler: (ctx) => {
       const seat = load(ctx.params.seat_id!)
       const move = MOVES[name]
@@ -117,7 +117,7 @@ export function adminSeatRoutes ({ store, outbox }: Deps): RouteDef[] {
       body: 'RateLimitsRequest',
       data: 'AdminSeat',
       errors: ['seat_not_found'],
-      exclusive: (ctx) => `seat:${ctx.params.seat_id!.toLowerCase()}`,
+      exclusive: (ctx) => seatRecord(ctx.params.seat_id!),
       handler: (ctx) => {
         const seat = load(ctx.params.seat_id!)
         const limits = { ...seat.rate_limits }

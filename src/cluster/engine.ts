@@ -1,6 +1,7 @@
 import { connect, nanos, type JetStreamClient, type JetStreamManager, type KV, type NatsConnection, type ObjectStore } from 'nats'
 import type { ClusterConfig } from '../config.js'
 import type { Logger } from '../log.js'
+import { retryFor } from './retry.js'
 import { CLAIM_TTL_MS } from './unique-names.js'
 
 /** The KV bucket that holds the replicated tables, one key per row (src/cluster/state-keys.ts). */
@@ -50,16 +51,7 @@ export interface Engine {
  * times out after CLUSTER_ACK_TIMEOUT_MS) instead of refusing to start.
  */
 export async function untilAnswered<T> (what: string, fn: () => Promise<T>, log: Logger, waitMs = 60_000): Promise<T> {
-  const deadline = Date.now() + waitMs
-  for (;;) {
-    try {
-      return await fn()
-    } catch (err) {
-      if (Date.now() + 500 >= deadline) throw err
-      log.warn(`cluster: ${what} failed; retrying`, { error: err instanceof Error ? err.message : String(err) })
-      await new Promise((resolve) => setTimeout(resolve, 500))
-    }
-  }
+  return await retryFor(fn, waitMs, 500, (err) => log.warn(`cluster: ${what} failed; retrying`, { error: err instanceof Error ? err.message : String(err) }))
 }
 
 /**

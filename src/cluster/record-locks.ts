@@ -1,6 +1,7 @@
 import type { KV } from 'nats'
 import type { Logger } from '../log.js'
 import { createHold, newestHold, releaseHold } from './numbered-keys.js'
+import { retryFor } from './retry.js'
 
 /** How often a request waiting for a record's lock looks again. */
 const POLL_MS = 50
@@ -26,14 +27,7 @@ export class RecordLocks {
   async lock (name: string, owner: string, timeoutMs: number): Promise<number | false> {
     const base = lockBase(name)
     const deadline = Date.now() + timeoutMs
-    for (;;) {
-      try {
-        return await this.#take(base, owner, deadline)
-      } catch (err) {
-        if (Date.now() + POLL_MS >= deadline) throw err
-        await new Promise((resolve) => setTimeout(resolve, POLL_MS))
-      }
-    }
+    return await retryFor(() => this.#take(base, owner, deadline), timeoutMs, POLL_MS)
   }
 
   async #take (base: string, owner: string, deadline: number): Promise<number | false> {

@@ -1,8 +1,7 @@
 import { headers } from 'nats'
 import type { Logger } from '../log.js'
 import type { Change, ChangeLog } from '../store/changes.js'
-import type { Store } from '../store/store.js'
-import { EVENTUAL_TABLES } from '../store/store.js'
+import { EVENTUAL_TABLES, type Store } from '../store/store.js'
 import { SIGNALS_SUBJECT, STATE_BUCKET, type Engine } from './engine.js'
 import { packValue, stateKey } from './state-keys.js'
 
@@ -79,15 +78,14 @@ export class ChangeShipper {
    * not take waits for the next snapshot.
    */
   async #snapshot (): Promise<void> {
-    const rows = this.#dirty
-    if (rows.size === 0) return
+    const rows = [...this.#dirty]
+    if (rows.length === 0) return
     this.#dirty = new Map()
     this.#store.refresh()
-    const results = await Promise.allSettled([...rows].map(([kvKey, [table, key]]) => this.#put(kvKey, this.#store.replicated(table)!.get(key))))
+    const results = await Promise.allSettled(rows.map(([kvKey, [table, key]]) => this.#put(kvKey, this.#store.replicated(table)!.get(key))))
     results.forEach((r, i) => {
-      if (r.status === 'fulfilled') return
-      const [kvKey, change] = [...rows][i]!
-      if (!this.#dirty.has(kvKey)) this.#dirty.set(kvKey, change)
+      const [kvKey, change] = rows[i]!
+      if (r.status === 'rejected' && !this.#dirty.has(kvKey)) this.#dirty.set(kvKey, change)
     })
   }
 
@@ -114,10 +112,9 @@ export class ChangeShipper {
         for (const { seq, changes } of batch) {
           changes.forEach((change, n) => {
             const kvKey = stateKey(change[0], change[1])
-            if (EVENTUAL_TABLES.has(change[0])) {
-              signals.delete(kvKey)
-              signals.set(kvKey, change)
-            } else {
+            // A row's last value of the round: rows of different keys apply in any order to the same result.
+            if (EVENTUAL_TABLES.has(change[0])) signals.set(kvKey, change)
+            else {
               puts.push(this.#put(kvKey, change[2], `${this.#incarnation}.${seq}.${n}`))
             }
           })
@@ -132,10 +129,7 @@ export class ChangeShipper {
       }
       if (this.#failing) this.#log.info('cluster: the engine acknowledges changes again')
       this.#failing = false
-      for (const [kvKey, change] of signals) {
-        this.#dirty.delete(kvKey)
-        this.#dirty.set(kvKey, change)
-      }
+      for (const [kvKey, change] of signals) this.#dirty.set(kvKey, change)
       const through = batch[batch.length - 1]!.seq
       this.#store.write(() => this.#changes.shipped(through))
       this.#onShipped(through)

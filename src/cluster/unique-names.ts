@@ -1,6 +1,7 @@
 import type { KV } from 'nats'
 import type { Logger } from '../log.js'
 import { createHold, newestHold, releaseHold } from './numbered-keys.js'
+import { retryFor } from './retry.js'
 
 /**
  * Names that must be unique across a cluster (a seat_id, a partner slug, an Idempotency-Key), claimed in the engine
@@ -54,17 +55,11 @@ export class NameClaims implements UniqueNames {
 
   async claim (name: string, owner: string, takeOverAfterMs?: number): Promise<boolean> {
     // Waits out a claims stream that is electing its leader, as a write waits for its quorum.
-    const deadline = Date.now() + this.#ackTimeoutMs
-    for (;;) {
-      try {
-        return await this.#claim(claimBase(name), owner, takeOverAfterMs)
-      } catch (err) {
-        if (Date.now() + 250 >= deadline) {
-          this.#log.warn('cluster: a name could not be claimed', { name, error: err instanceof Error ? err.message : String(err) })
-          throw err
-        }
-        await new Promise((resolve) => setTimeout(resolve, 250))
-      }
+    try {
+      return await retryFor(() => this.#claim(claimBase(name), owner, takeOverAfterMs), this.#ackTimeoutMs, 250)
+    } catch (err) {
+      this.#log.warn('cluster: a name could not be claimed', { name, error: err instanceof Error ? err.message : String(err) })
+      throw err
     }
   }
 

@@ -5,6 +5,11 @@ import type { ObjectSum } from './records.js'
 import { runOnce } from './rewrite.js'
 import type { Store } from './store.js'
 
+/** The size and SHA-256 of bytes, as the `objects` table records them. */
+function sumOf (bytes: Uint8Array): ObjectSum {
+  return { bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') }
+}
+
 /**
  * The embedded object store for creative assets: one file per object under DATA_DIR/objects, and a row per object in
  * the `objects` table, written in the caller's transaction. Writes go to a temporary name and are renamed into place,
@@ -31,7 +36,7 @@ export class ObjectStore {
 
   /** Stores bytes under key and records them; returns their size and SHA-256. */
   put (key: string, bytes: Buffer): ObjectSum {
-    const sum = { bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') }
+    const sum = sumOf(bytes)
     this.#write(key, bytes)
     this.#store.write(() => this.#store.objects.putSync(key, sum))
     return sum
@@ -60,7 +65,7 @@ export class ObjectStore {
    */
   receive (key: string, bytes: Uint8Array): boolean {
     const sum = this.#store.objects.get(key)
-    if (sum === undefined || createHash('sha256').update(bytes).digest('hex') !== sum.sha256) return false
+    if (sum === undefined || sumOf(bytes).sha256 !== sum.sha256) return false
     this.#write(key, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
     return true
   }
@@ -82,8 +87,7 @@ export class ObjectStore {
     runOnce(this.#store, 'objects', () => this.#store.write(() => {
       for (const key of readdirSync(this.#dir)) {
         if (key.endsWith('.tmp') || this.#store.objects.get(key) !== undefined) continue
-        const bytes = readFileSync(this.path(key))
-        this.#store.objects.putSync(key, { bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') })
+        this.#store.objects.putSync(key, sumOf(readFileSync(this.path(key))))
       }
     }))
   }

@@ -5,6 +5,7 @@ import type { KeyCreateRequest, Scope } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { Deps } from '../../deps.js'
 import { keyView } from '../views.js'
+import { seatRecord } from '../seats.js'
 
 /**
  * Scopes of a key that the calling key does not hold itself. A key manages only keys it could have been: it mints
@@ -94,7 +95,7 @@ export function keyRoutes ({ store, outbox, sealer }: Deps): RouteDef[] {
       rateGroup: 'account',
       data: 'KeySummary',
       errors: ['not_found', 'invalid_transition', 'missing_scope'],
-      exclusive: (ctx) => `seat:${ctx.principal!.seat!.seat_id.toLowerCase()}`,
+      exclusive: (ctx) => seatRecord(ctx.principal!.seat!.seat_id),
       handler: (ctx) => {
         const seat = ctx.principal!.seat!
         const target = store.keys.get(ctx.params.key_id!)
