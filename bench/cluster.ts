@@ -2,7 +2,9 @@
 // approved seat (c=50, -p 1), a write to replicated state (an operator replacing a key's scopes, paced at 80/s,
 // under the ops group's 100/s per address) and FEIN audience batches of 100 screens each over a fleet of 8,000
 // (paced at 80/s, under the partner group's 100/s: each screen measured about once a second, each measurement a
-// replicated row that does not wait for the quorum), first on one embedded node, then on node-1 of a local cluster (three
+// replicated row that does not wait for the quorum), and reservation holds of one spot on one screen (paced at 20/s,
+// then as fast as four clients through HAProxy get them: a cluster takes one booking at a time, under the catalog
+// lock), first on one embedded node, then on node-1 of a local cluster (three
 // nodes with one hot thread each, the engine's three members, HAProxy: `npm run cluster`'s). A cluster's CPU per
 // request counts every node (its analytics process included) and every engine member, the idle ones too: what the
 // cluster costs, not only the node that answered. Beside them, the bare uWS reply and the durable floor.
@@ -11,10 +13,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { clusterInstalled, startLocalCluster } from '../scripts/lib/cluster.js'
 import { acceptedBid } from './lib/bid-fixture.js'
-import { benchFeinFleet, jsonClient } from './lib/fixtures.js'
+import { benchFeinFleet, benchScreen, jsonClient } from './lib/fixtures.js'
 import { measure, type Measurement } from './lib/load.js'
 import { startBare, startDurable, startOohbid } from './lib/processes.js'
 import { printTable, save } from './lib/report.js'
+import { benchSeat } from './lib/seat.js'
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
@@ -35,6 +38,20 @@ if (missing !== undefined) {
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${fleet.partnerKey}` }
     return { url, requests: fleet.bodies.map((body) => ({ method: 'POST' as const, path: '/v1/partner/audience', body, headers })), connections: 4, pipelining: 1, duration: seconds, overallRate: 80 }
   }
+  /**
+   * Holds of one spot on one screen, each for one day of the year ahead in turn (a day holds 5,760 spots: one day
+   * would be full within a second unpaced), made through base (a node, or the cluster's front).
+   */
+  const booking = async (url: string, adminToken: string) => {
+    const key = await benchSeat(url, adminToken, 'bench-booker', ['campaigns'])
+    const { screenId } = await benchScreen(jsonClient(url))
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` }
+    const requests = Array.from({ length: 365 }, (_, i) => {
+      const date = new Date(Date.now() + (i + 1) * 86_400_000).toISOString().slice(0, 10)
+      return { method: 'POST' as const, path: '/openrtb/v2/reservations', headers, body: JSON.stringify({ screen_ids: [screenId], start_date: date, end_date: date, spots_per_day: 1 }) }
+    })
+    return (base: string, rate?: number) => ({ url: base, requests, connections: 4, pipelining: 1, duration: seconds, ...(rate !== undefined ? { overallRate: rate } : {}) })
+  }
   const single = await startOohbid({ HOT_THREADS: '1', BID_TTL_SECONDS: '86400' })
   const one = await acceptedBid(single)
   console.log(`oohbid on one node and on three, POST /bid c=${connections} -p 1, a replicated write and FEIN batches of 100 of 8,000 screens at 80/s, ${seconds} s per run`)
@@ -47,6 +64,9 @@ if (missing !== undefined) {
   rows.push(await measure('one node: POST /bid', bid(single.url, one.key, one.body), single.child.pid))
   rows.push(await measure('one node: a key\'s scopes replaced (80/s)', await keyWrite(single.url, single.adminToken, one.key), single.child.pid))
   rows.push(await measure('one node: FEIN, 100 of 8,000 screens a call (80/s)', await fein(single.url), single.child.pid))
+  const singleHold = await booking(single.url, single.adminToken)
+  rows.push(await measure('one node: a reservation hold (20/s)', singleHold(single.url, 20), single.child.pid))
+  rows.push(await measure('one node: reservation holds, c=4 unpaced', singleHold(single.url), single.child.pid))
   await single.stop()
 
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-bench-cluster-'))
@@ -58,6 +78,9 @@ if (missing !== undefined) {
     rows.push(await measure('3-node cluster: POST /bid on node-1', bid(node.url, three.key, three.body), pids))
     rows.push(await measure('3-node cluster: a key\'s scopes replaced on node-1 (80/s)', await keyWrite(node.url, cluster.adminToken, three.key), pids))
     rows.push(await measure('3-node cluster: FEIN, 100 of 8,000 screens a call on node-1 (80/s)', await fein(node.url), pids))
+    const clusterHold = await booking(node.url, cluster.adminToken)
+    rows.push(await measure('3-node cluster: a reservation hold on node-1 (20/s)', clusterHold(node.url, 20), pids))
+    rows.push(await measure('3-node cluster: reservation holds through HAProxy, c=4 unpaced', clusterHold(cluster.frontUrl), pids))
   } finally {
     await cluster.stop()
     rmSync(dir, { recursive: true, force: true })
@@ -69,6 +92,7 @@ if (missing !== undefined) {
     `POST /bid: the cluster ${ratio(row('3-node cluster: POST /bid'), row('one node: POST /bid'))}x one node's CPU per bid (every node and engine member counted); one node ${ratio(row('one node: POST /bid'), row('durable floor'))}x the durable floor`,
     `a replicated write: the cluster ${ratio(row('3-node cluster: a key'), row('one node: a key'))}x one node's CPU per write, p99 ${row('3-node cluster: a key').p99} ms against ${row('one node: a key').p99} ms`,
     `FEIN: the cluster ${ratio(row('3-node cluster: FEIN'), row('one node: FEIN'))}x one node's CPU per batch of 100 screens (each screen's measurement shipped in its node's round of signals and applied by every node), p99 ${row('3-node cluster: FEIN').p99} ms against ${row('one node: FEIN').p99} ms`,
+    `a booking (a reservation hold): the cluster ${ratio(row('3-node cluster: a reservation hold'), row('one node: a reservation hold'))}x one node's CPU per hold, p99 ${row('3-node cluster: a reservation hold').p99} ms against ${row('one node: a reservation hold').p99} ms; unpaced, one at a time cluster-wide under the catalog lock: ${row('3-node cluster: reservation holds').rps} holds/s through HAProxy against ${row('one node: reservation holds').rps}/s on one node`,
     'bids and spots are not replicated yet (issue 28): a bid on a cluster node runs the one-node code, and the extra CPU is the idle nodes and members'
   ].join('\n')
   console.log(note)

@@ -17,8 +17,10 @@ import { resolveAdminToken } from './admin/token.js'
 import { ProofSigner } from './proof/signer.js'
 import { allRoutes } from './routes.js'
 import { ImpIds } from './inventory/adslots/imp-ids.js'
-import { activateMediaBuys } from './agents/media-buys.js'
-import { runCampaignJobs } from './campaigns/lifecycle.js'
+import { activateMediaBuys, mediaBuysDue } from './agents/media-buys.js'
+import { catalogRecord } from './campaigns/catalog-lock.js'
+import { campaignJobsDue, runCampaignJobs } from './campaigns/lifecycle.js'
+import { LockedJobs } from './cluster/locked-jobs.js'
 import { tagBookKeys } from './bidding/book.js'
 import { adoptLegacyBindings, Inventory, inventoryOptions } from './inventory/inventory.js'
 import { adoptSeatKeyLists } from './auth/keys.js'
@@ -36,8 +38,8 @@ import { Supervisor } from './control/supervisor.js'
 import { joinCluster, type ClusterNode } from './cluster/node.js'
 import { shareSecrets } from './store/secrets.js'
 import { adoptMetaSettings } from './store/settings.js'
-import { creativeApplied } from './creatives/register.js'
-import { webhookApplied } from './webhooks/recipients.js'
+import { adoptCampaignDelivery } from './campaigns/delivery.js'
+import { seatListApplied } from './accounts/seat-lists.js'
 import { ShippedChanges } from './cluster/shipped.js'
 import { StartRefused } from './start-refused.js'
 import { createLogger, type Logger } from './log.js'
@@ -106,7 +108,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     await lock.release()
     throw err
   }
-  const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs }, undefined, { replicate: given.cluster !== undefined })
+  const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs }, undefined, { replicate: given.cluster !== undefined, node: given.cluster?.nodeId })
   const admin = resolveAdminToken(given.adminToken, given.dataDir)
   if (admin.generatedAt !== undefined) log.info('operator token', { path: admin.generatedAt })
   const url = `http://${given.host === '0.0.0.0' ? '127.0.0.1' : given.host}:${port}`
@@ -115,6 +117,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const auth = new Authenticator(store, clock, admin.token)
   const metrics = new Metrics(0, store.held)
   adoptMetaSettings(store)
+  adoptCampaignDelivery(store)
   const inventory = new Inventory(store, outbox, clock, inventoryOptions(config, false))
   adoptLegacyBindings(store)
   adoptSeatKeyLists(store)
@@ -213,8 +216,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     if (config.cluster !== undefined) {
       cluster = await joinCluster({ cluster: config.cluster, store, objects, shipped: replicated, limiter, log, onShipped: () => threads.notify('shipped'), onGranted: () => threads.notify('granted'), onApplied: (table, key, previous) => {
           inventory.applied(table, key as string)
-          creativeApplied(store, table, key as string)
-          webhookApplied(store, table, key as string, previous)
+          seatListApplied(store, table, key as string, previous)
         }
       }).catch((err: unknown) => {
         throw new StartRefused(err instanceof Error ? err.message : String(err))
@@ -246,25 +248,37 @@ export async function startService ({ config: given, clock = systemClock, log = 
   analytics.start()
   /** Whatever the hot threads handed over before now has arrived (each answers after the messages it sent before). */
   const flushed = () => threads.call('flushed')
-  /** The jobs this thread runs: campaign moves, expired holds and deals, media buys whose creative was approved, bids their imps outlived. */
-  const ownJobs = () => ({
-    ...runCampaignJobs(store, outbox, clock.now()),
-    activatedMediaBuys: activateMediaBuys({ store, outbox, inventory, config }, clock.now()),
-    expiredBids: expireBids({ store, notices, claims }, clock.now()),
-    expiredExchangeBids: expireExchangeBids(store, clock.now())
+  const catalogJobs = (now: number) => ({
+    ...runCampaignJobs(store, outbox, now),
+    activatedMediaBuys: activateMediaBuys({ store, outbox, inventory, config }, now)
   })
+  const nothingMoved = { expiredHolds: 0, campaignMoves: 0, expiredDeals: 0, activatedMediaBuys: 0 }
+  const node = cluster
+  const locked = node !== undefined ? new LockedJobs({ node, store, shipped: replicated, nodeId: config.cluster!.nodeId, ackTimeoutMs: config.cluster!.ackTimeoutMs, log }) : undefined
+  /**
+   * The jobs this thread runs: campaign moves, expired holds and deals, media buys whose creative was approved (on a
+   * cluster node under the catalog's lock, once cluster-wide), bids their imps outlived (this node's own).
+   */
+  const ownJobs = async () => {
+    const catalog = locked === undefined ? catalogJobs(clock.now()) : await locked.run(catalogRecord(), () => campaignJobsDue(store, clock.now()) || mediaBuysDue(store, clock.now()), () => catalogJobs(clock.now()))
+    return {
+      ...(catalog ?? nothingMoved),
+      expiredBids: expireBids({ store, notices, claims }, clock.now()),
+      expiredExchangeBids: expireExchangeBids(store, clock.now())
+    }
+  }
   const runJobs = async () => {
     // This thread's Inventory arms the signals of the screens a cluster node applied from the engine.
     const inThreads = [...await threads.call<{ demoted: number, offline: number }>('runJobs'), inventory.runJobs()]
     return {
       demoted: inThreads.reduce((n, j) => n + j.demoted, 0),
       offline: inThreads.reduce((n, j) => n + j.offline, 0),
-      ...ownJobs()
+      ...await ownJobs()
     }
   }
   const timers = [
     setInterval(() => {
-      ownJobs()
+      ownJobs().catch((err: unknown) => log.error('a job failed', { error: err instanceof Error ? err.message : String(err) }))
       inventory.runJobs()
     }, 1000),
     setInterval(tellAnalytics, 250),

@@ -16,7 +16,7 @@ if (missing !== undefined) t.plan(0, `${missing}: the cluster tests run in CI (.
 else {
   t.setTimeout(240_000)
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-cluster-'))
-  const cluster: LocalCluster = await startLocalCluster({ nodes: 3, dir, frontPort: 0, env: { ...inherited(), HOT_THREADS: '1', LOG_LEVEL: 'warn', CLUSTER_ACK_TIMEOUT_MS: '2000', HEARTBEAT_TIMEOUT_SECONDS: '5', ALLOW_PRIVATE_CALLBACK_URLS: 'true' } })
+  const cluster: LocalCluster = await startLocalCluster({ nodes: 3, dir, frontPort: 0, env: { ...inherited(), HOT_THREADS: '1', LOG_LEVEL: 'warn', CLUSTER_ACK_TIMEOUT_MS: '2000', HEARTBEAT_TIMEOUT_SECONDS: '5', ALLOW_PRIVATE_CALLBACK_URLS: 'true', RESERVATION_HOLD_SECONDS: '10' } })
   t.teardown(async () => {
     await cluster.stop()
     rmSync(dir, { recursive: true, force: true })
@@ -411,6 +411,95 @@ else {
       t.match(await call(node.url, 'POST', '/v1/advertiser/proof/verify-proof', { body: fields, headers: { 'x-forwarded-for': freshIp() } }), { status: 200, body: { verification: { valid: true } } }, `node-1's proof verifies on ${node.id}`)
     }
     t.match(await call(three.url, 'POST', '/v1/advertiser/proof/verify-proof', { body: { ...fields, screenId: 'scr_other' }, headers: { 'x-forwarded-for': freshIp() } }), { status: 200, body: { verification: { valid: false } } }, 'and an altered one does not')
+  })
+
+  t.test('screen time booked through several nodes at once is never sold twice; holds expire on every node; campaigns and deals move through any node', async (t) => {
+    const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
+    const ad = everywhereAd!
+    const rival = (await onboard(cluster.frontUrl, 'booking-rival')).body.data.api_key.key as string
+    for (const seat of ['creative-buyer', 'booking-rival']) {
+      t.equal((await call(one.url, 'PUT', `/admin/v1/seats/${seat}/rate-limits`, { key: cluster.adminToken, body: { limits: { campaigns: 100000, inventory: 100000, deals: 100000 }, reason: 'cluster test' } })).status, 200)
+    }
+    const devices = (await call(one.url, 'GET', '/v1/partner/devices?limit=100', { key: screensPartner })).body.data.devices as Array<{ screen_id: string }>
+    const screen = devices[0]!.screen_id
+    const day = (n: number) => new Date(Date.now() + n * 86_400_000).toISOString().slice(0, 10)
+    const availability = async (base: string, date: string) => (await call(base, 'POST', '/openrtb/v2/screens/availability', { key: ad.key, body: { screen_ids: [screen], start_date: date, end_date: date } })).body.data.screens[0].periods[0] as { capacity: number, booked: number }
+    /** Polls every node until each shows booked spots on the date; what they showed last. */
+    const bookedEverywhere = async (date: string, booked: number): Promise<number[]> => {
+      let shown: number[] = []
+      for (let i = 0; i < 100; i++) {
+        shown = await Promise.all(cluster.nodes.map(async (n) => (await availability(n.url, date)).booked))
+        if (shown.every((b) => b === booked)) break
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      return shown
+    }
+    const { capacity } = await availability(one.url, day(10))
+    // More than half of a day's capacity: of three holds asked at the same moment through three nodes, one fits.
+    const half = Math.floor(capacity / 2) + 1
+    const hold = (base: string, key: string, date: string, spots: number) => call(base, 'POST', '/openrtb/v2/reservations', { key, body: { screen_ids: [screen], start_date: date, end_date: date, spots_per_day: spots } })
+    const winners: Array<{ date: string, id: string, key: string }> = []
+    for (let round = 0; round < 5; round++) {
+      const date = day(10 + round)
+      const race = await Promise.all([hold(one.url, ad.key, date, half), hold(two.url, rival, date, half), hold(three.url, ad.key, date, half)])
+      t.same(race.map((r) => r.status).sort(), [201, 409, 409], `${date}: of three holds through three nodes, exactly one wins`)
+      t.ok(race.filter((r) => r.status === 409).every((r) => r.body.error_code === 'capacity_unavailable'), 'the others are refused capacity_unavailable')
+      const won = race.findIndex((r) => r.status === 201)
+      winners.push({ date, id: race[won]!.body.data.reservation_id, key: won === 1 ? rival : ad.key })
+      t.same(await bookedEverywhere(date, half), [half, half, half], `every node counts the ${half} held spots booked`)
+    }
+
+    // A guaranteed placement for exactly what is left of a day, asked by two seats through two nodes at once.
+    const first = winners[0]!
+    const rest = capacity - half
+    const assign = (base: string, key: string) => call(base, 'POST', '/openrtb/v2/campaigns/assign', { key, body: { creative_id: ad.id, screen_ids: [screen], start_date: first.date, end_date: first.date, spots_per_day: rest } })
+    const placed = await Promise.all([assign(two.url, ad.key), assign(three.url, ad.key)])
+    t.same(placed.map((r) => r.status).sort(), [201, 409], 'the last spots of a day, placed through two nodes at once: sold once')
+    t.same(await bookedEverywhere(first.date, capacity), [capacity, capacity, capacity], 'the day is full on every node, not oversold')
+    t.match(await hold(one.url, rival, first.date, 1), { status: 409, body: { error_code: 'capacity_unavailable' } }, 'a spot more is refused through any node')
+
+    // A hold taken through node-1 and confirmed through node-3 at once.
+    const taken = await hold(one.url, ad.key, day(20), 10)
+    t.equal(taken.status, 201)
+    t.match(await call(three.url, 'POST', `/openrtb/v2/reservations/${taken.body.data.reservation_id as string}/confirm`, { key: ad.key, body: { creative_id: ad.id } }), { status: 200, body: { data: { status: 'confirmed' } } }, 'a hold confirmed through another node at once')
+    const released = winners[1]!
+    t.match(await call(two.url, 'DELETE', `/openrtb/v2/reservations/${released.id}`, { key: released.key }), { status: 200, body: { data: { status: 'released' } } }, 'a hold released through node-2')
+    t.same(await bookedEverywhere(released.date, 0), [0, 0, 0], 'its spots are free on every node')
+    t.match(await call(one.url, 'DELETE', `/openrtb/v2/reservations/${released.id}`, { key: released.key }), { status: 409, body: { error_code: 'invalid_transition' } }, 'released again through node-1: 409')
+
+    // The holds left lapse after RESERVATION_HOLD_SECONDS (10 s here); one node's job expires each, under the catalog lock.
+    const lapsing = winners.filter((w) => w !== released)
+    await new Promise((resolve) => setTimeout(resolve, 10_500))
+    for (const w of lapsing.slice(1)) t.same(await bookedEverywhere(w.date, 0), [0, 0, 0], `${w.date}: the lapsed hold's spots are free on every node`)
+    t.same(await bookedEverywhere(first.date, rest), [rest, rest, rest], `${first.date}: the placement's ${rest} spots stay booked, the hold's are free`)
+    t.same(await bookedEverywhere(day(20), 10), [10, 10, 10], 'the confirmed hold keeps its spots as a placement')
+    for (const node of cluster.nodes) {
+      const expired = await Promise.all(lapsing.map(async (w) => (await call(node.url, 'GET', `/openrtb/v2/reservations/${w.id}`, { key: w.key })).body.error_code))
+      t.same(expired, lapsing.map(() => 'expired'), `${node.id} answers 410 expired for each lapsed hold`)
+    }
+
+    // A campaign made through node-1, paused through node-2, shown paused by node-3 and resumed there.
+    const made = await call(one.url, 'POST', '/openrtb/v2/campaigns', { key: ad.key, body: { creative_id: ad.id, name: 'Everywhere campaign', targeting: { country: 'US' } } })
+    t.equal(made.status, 201, 'a campaign made through node-1')
+    const campaign = made.body.data.campaign_id as string
+    t.match(await call(two.url, 'POST', `/openrtb/v2/campaigns/${campaign}/pause`, { key: ad.key, body: { reason: 'cluster test' } }), { status: 200, body: { data: { status: 'paused', impressions: 0, spent_usd: 0 } } }, 'paused through node-2 at once')
+    t.match(await call(three.url, 'POST', `/openrtb/v2/campaigns/${campaign}/resume`, { key: ad.key, body: {} }), { status: 200, body: { data: { status: 'active' } } }, 'resumed through node-3 at once')
+    t.match(await call(three.url, 'POST', `/openrtb/v2/campaigns/${campaign}/resume`, { key: ad.key, body: {} }), { status: 409, body: { error_code: 'invalid_transition' } }, 'resumed again: 409, as on one node')
+    const listed = await Promise.all(cluster.nodes.map(async (n) => {
+      let ids: string[] = []
+      for (let i = 0; i < 50 && !ids.includes(campaign); i++) ids = (await call(n.url, 'GET', '/openrtb/v2/campaigns', { key: ad.key })).body.data.campaigns.map((c: { campaign_id: string }) => c.campaign_id)
+      return ids.includes(campaign)
+    }))
+    t.same(listed, [true, true, true], 'every node lists it among the seat\'s campaigns')
+
+    // A deal proposed through node-1 and approved through node-3 is active on node-2.
+    const proposed = await call(one.url, 'POST', '/openrtb/v2/deals/propose', { key: rival, body: { deal_id: 'deal-everywhere', type: 'PMP', floor_cpm: 3, invited_seats: ['creative-buyer'] } })
+    t.equal(proposed.status, 201, 'a deal proposed through node-1')
+    t.match(await call(two.url, 'POST', '/openrtb/v2/deals/propose', { key: rival, body: { deal_id: 'deal-everywhere', type: 'PMP', floor_cpm: 4 } }), { status: 409, body: { error_code: 'deal_already_exists' } }, 'its id proposed again through node-2: 409')
+    t.equal((await call(three.url, 'POST', '/admin/v1/deals/deal-everywhere/approve', { key: cluster.adminToken, body: {} })).status, 200, 'approved through node-3 at once')
+    let shown: string | undefined
+    for (let i = 0; i < 50 && shown !== 'active'; i++) shown = (await call(two.url, 'GET', '/openrtb/v2/deals/deal-everywhere', { key: ad.key })).body.data?.status
+    t.equal(shown, 'active', 'node-2 offers the invited seat the active deal')
   })
 
   t.test('a node killed with -9 under onboarding load loses no acknowledged seat or key, and catches up when it rejoins', async (t) => {

@@ -105,6 +105,7 @@ const OWNERS: Record<string, string[]> = {
   rows: ['src/inventory/'],
   creatives: ['src/creatives/', 'src/moderation/'],
   campaigns: ['src/campaigns/'],
+  campaignDelivery: ['src/campaigns/delivery.ts'],
   assignments: ['src/campaigns/'],
   reservations: ['src/campaigns/'],
   deals: ['src/campaigns/'],

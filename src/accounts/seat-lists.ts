@@ -14,6 +14,24 @@ export function unindexForSeat (store: Store, kind: string, seatId: string, crea
   store.bySeat.removeSync([kind, seatId.toLowerCase(), -createdMs, id])
 }
 
+/** The replicated tables whose rows are listed per seat, and the kind each is listed as. */
+const LISTED: Record<string, string> = { creatives: 'creative', webhooks: 'webhook', campaigns: 'campaign', assignments: 'assignment', reservations: 'reservation', media_buys: 'media_buy' }
+
+/**
+ * A cluster node: keeps its seat lists (each node's own by_seat index) in step with a row another node made or
+ * removed. Called by the applier after it writes a row, with the value the row held before; call inside Store.write.
+ */
+export function seatListApplied (store: Store, table: string, key: string, previous: unknown): void {
+  const kind = LISTED[table]
+  if (kind === undefined) return
+  const row = store.replicated(table)!.get(key) as { seat_id: string, created_at: string } | undefined
+  if (row !== undefined) indexForSeat(store, kind, row.seat_id, Date.parse(row.created_at), key)
+  else if (previous !== undefined) {
+    const gone = previous as { seat_id: string, created_at: string }
+    unindexForSeat(store, kind, gone.seat_id, Date.parse(gone.created_at), key)
+  }
+}
+
 /** One page of a seat's items of a kind, newest first, optionally by status. */
 export function seatPage<T extends { status: string }, V> (store: Store, kind: string, seatId: string, q: ListQuery, load: (id: string) => T | undefined, view: (item: T) => V): Page<V> {
   const seat = seatId.toLowerCase()

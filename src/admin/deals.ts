@@ -1,5 +1,6 @@
 import { DEAL_MOVES, dealView, moveDeal, type DealAction } from '../campaigns/deals.js'
 import type { Deps } from '../deps.js'
+import { catalogRecord } from '../campaigns/catalog-lock.js'
 import type { ActionRequest } from '../generated/types.js'
 import { ok, route, type RouteDef } from '../http/route.js'
 
@@ -15,6 +16,7 @@ export function adminDealRoutes ({ store, outbox, inventory }: Deps): RouteDef[]
     body: 'ActionRequest',
     data: 'Deal',
     errors: ['deal_not_found', 'invalid_transition', 'capacity_unavailable'],
+    exclusive: catalogRecord,
     handler: (ctx) => ok(dealView(moveDeal({ store, outbox, inventory }, ctx.params.dealId!, name, ctx.body.reason, ctx.now)))
   })
   return [

@@ -6,10 +6,12 @@ import type { CreateMediaBuyRequest, Daypart, MediaBuyPackageRequest, TargetingO
 import { indexForSeat } from '../accounts/seat-lists.js'
 import { createCampaign, moveCampaign, retermCampaign } from '../campaigns/campaigns.js'
 import { checkFlight } from '../campaigns/inputs.js'
+import { deliveredOf } from '../campaigns/delivery.js'
 import { today } from '../campaigns/lifecycle.js'
 import { place, respot, setPlacementPaused, setPlacementTerms } from '../campaigns/placements.js'
 import { give, take } from '../campaigns/screen-bookings.js'
 import { seatCreativeByCrid } from '../creatives/register.js'
+import type { CreativeRecord } from '../creatives/records.js'
 import { datesBetween } from '../inventory/hours.js'
 import { daysWithin } from '../inventory/local-time.js'
 import type { ScreenRecord } from '../inventory/records.js'
@@ -189,11 +191,16 @@ function openPackage (call: ToolCall, buy: MediaBuyRecord, p: MediaBuyPackageReq
  * seat and a placement of its booked spots that players pick up within PICKUP_SECONDS. Call inside Store.write;
  * answers whether anything changed.
  */
+/** The approved creative a package not yet activated would play, if it can be activated now. */
+function readyCreative (store: Store, buy: MediaBuyRecord, p: PackageRecord, now: number): CreativeRecord | undefined {
+  if (p.campaign_id !== undefined || p.paused || buy.paused || now >= Date.parse(buy.end_time)) return undefined
+  return p.creative_ids.map((id) => seatCreativeByCrid(store, buy.seat_id, id)).find((c) => c?.status === 'approved')
+}
+
 function activate (deps: BuyDeps, buy: MediaBuyRecord, now: number): boolean {
   let changed = false
   buy.packages = buy.packages.map((p) => {
-    if (p.campaign_id !== undefined || p.paused || buy.paused || now >= Date.parse(buy.end_time)) return p
-    const creative = p.creative_ids.map((id) => seatCreativeByCrid(deps.store, buy.seat_id, id)).find((c) => c?.status === 'approved')
+    const creative = readyCreative(deps.store, buy, p, now)
     if (creative === undefined) return p
     // The campaign carries the package's money (and a guaranteed one's goal); the placement plays it on the screens.
     const { campaign } = createCampaign(deps, buy.seat_id, {
@@ -216,9 +223,22 @@ function activate (deps: BuyDeps, buy: MediaBuyRecord, now: number): boolean {
   return changed
 }
 
-/** Activates the packages of every media buy whose creative moderation has approved since (the supervisor runs it every second). */
+/** Media buys with a package waiting for its creative's approval. */
+function waitingBuys (store: Store, now: number): Array<{ key: string, value: MediaBuyRecord }> {
+  return [...store.mediaBuys.getRange()].filter(({ value }) => value.packages.some((p) => p.campaign_id === undefined && p.creative_ids.length > 0) && now < Date.parse(value.end_time))
+}
+
+/** Whether activateMediaBuys has a package to activate now: a cluster node takes the catalog lock only then. */
+export function mediaBuysDue (store: Store, now: number): boolean {
+  return waitingBuys(store, now).some(({ value }) => value.packages.some((p) => readyCreative(store, value, p, now) !== undefined))
+}
+
+/**
+ * Activates the packages of every media buy whose creative moderation has approved since (the supervisor runs it every
+ * second; on a cluster node under the catalog lock, so that a package becomes one campaign).
+ */
 export function activateMediaBuys (deps: BuyDeps, now: number): number {
-  const waiting = [...deps.store.mediaBuys.getRange()].filter(({ value }) => value.packages.some((p) => p.campaign_id === undefined && p.creative_ids.length > 0) && now < Date.parse(value.end_time))
+  const waiting = waitingBuys(deps.store, now)
   let activated = 0
   for (const { key } of waiting) {
     deps.store.write(() => {
@@ -360,7 +380,8 @@ function changePackage (call: ToolCall, buy: MediaBuyRecord, before: PackageReco
     if (p.sale !== 'auction') throw new ApiError('invalid_parameter', `Package ${p.package_id} has a fixed price of $${p.rate} CPM: it takes no bid_price.`, { param: `${at}.bid_price` })
     p = { ...p, rate: rateOf('auction', { cpm: p.floor_price!, min_spend: 0 }, change.bid_price, p.product_id, `${at}.bid_price`) }
   }
-  if (change.budget !== undefined && campaign !== undefined && change.budget < campaign.spent_usd) throw new ApiError('invalid_budget', `The package has spent $${campaign.spent_usd} already.`, { param: `${at}.budget` })
+  const spent = campaign !== undefined ? deliveredOf(call.store, campaign.campaign_id).spent_usd : 0
+  if (change.budget !== undefined && change.budget < spent) throw new ApiError('invalid_budget', `The package has spent $${spent} already.`, { param: `${at}.budget` })
   if (change.budget !== undefined) p = { ...p, budget: change.budget }
   if (change.targeting_overlay !== undefined) {
     const { dayparts: _dropped, ...rest } = p

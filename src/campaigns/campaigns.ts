@@ -46,8 +46,6 @@ export function createCampaign ({ store, outbox, inventory }: { store: Store, ou
     pacing: body.pacing,
     start_date: body.start_date,
     end_date: body.end_date,
-    spent_usd: 0,
-    impressions: 0,
     matching_screens: count,
     created_at: stamp,
     updated_at: stamp

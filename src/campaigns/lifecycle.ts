@@ -5,6 +5,7 @@ import type { Store } from '../store/store.js'
 import { dealOverEverywhere } from '../bidding/rules.js'
 import { give } from './screen-bookings.js'
 import { dealEvent } from './deals.js'
+import { addDelivery, deliveredOf } from './delivery.js'
 
 /** Today's date (UTC) of a clock reading. */
 export function today (ms: number): string {
@@ -19,19 +20,33 @@ export function datedStatus (c: Pick<CampaignRecord, 'status' | 'start_date' | '
   return d >= c.start_date ? 'active' : 'scheduled'
 }
 
+/** The time-driven moves due now: holds past their time, campaigns whose dates move them, deals over everywhere. */
+function dueMoves (store: Store, now: number) {
+  return {
+    holds: [...store.holds.getRange({ end: [now, '\uffff'] } as never)].map(({ key, value }) => ({ key: key as unknown as [number, string], id: value })),
+    campaigns: [...store.campaigns.getRange()].filter(({ value }) => datedStatus(value, now) !== value.status),
+    deals: [...store.deals.getRange()].filter(({ value }) => ['active', 'paused', 'pending'].includes(value.status) && dealOverEverywhere(value, now))
+  }
+}
+
+/** Whether runCampaignJobs has anything to do now: a cluster node takes the catalog lock only then. */
+export function campaignJobsDue (store: Store, now: number): boolean {
+  const due = dueMoves(store, now)
+  return due.holds.length > 0 || due.campaigns.length > 0 || due.deals.length > 0
+}
+
 /**
  * Time-driven moves, on the injected clock: reservation holds expire (their spots return), campaigns start and end
  * with their flight dates (campaign.completed), deals expire once end_date is over on every screen's calendar. Runs
- * every second and on demand.
+ * every second and on demand; on a cluster node only under the catalog lock, so that each move and its event happen
+ * once.
  */
 export function runCampaignJobs (store: Store, outbox: Outbox, now: number): { expiredHolds: number, campaignMoves: number, expiredDeals: number } {
   const result = { expiredHolds: 0, campaignMoves: 0, expiredDeals: 0 }
-  const due = [...store.holds.getRange({ end: [now, '\uffff'] } as never)].map(({ key, value }) => ({ key: key as unknown as [number, string], id: value }))
-  const campaigns = [...store.campaigns.getRange()].filter(({ value }) => datedStatus(value, now) !== value.status)
-  const deals = [...store.deals.getRange()].filter(({ value }) => ['active', 'paused', 'pending'].includes(value.status) && dealOverEverywhere(value, now))
-  if (due.length === 0 && campaigns.length === 0 && deals.length === 0) return result
+  const due = dueMoves(store, now)
+  if (due.holds.length === 0 && due.campaigns.length === 0 && due.deals.length === 0) return result
   store.write(() => {
-    for (const { key, id } of due) {
+    for (const { key, id } of due.holds) {
       store.holds.removeSync(key)
       const r = store.reservations.get(id)
       if (r === undefined || r.status !== 'held') continue
@@ -40,15 +55,18 @@ export function runCampaignJobs (store: Store, outbox: Outbox, now: number): { e
       outbox.append('reservation.expired', `reservation:${id}`, { reservation_id: id }, r.seat_id)
       result.expiredHolds++
     }
-    for (const { key, value } of campaigns) {
+    for (const { key, value } of due.campaigns) {
       const status = datedStatus(value, now)
       const next: CampaignRecord = { ...value, status, updated_at: iso(now) }
       if (status === 'completed') next.completed_reason = 'end_date passed'
       store.campaigns.putSync(key, next)
-      if (status === 'completed') outbox.append('campaign.completed', `campaign:${key}`, { campaign_id: key, reason: next.completed_reason, impressions: value.impressions, spent_usd: value.spent_usd }, value.seat_id)
+      if (status === 'completed') {
+        const { impressions, spent_usd } = deliveredOf(store, key)
+        outbox.append('campaign.completed', `campaign:${key}`, { campaign_id: key, reason: next.completed_reason, impressions, spent_usd }, value.seat_id)
+      }
       result.campaignMoves++
     }
-    for (const { key, value } of deals) {
+    for (const { key, value } of due.deals) {
       const expired: DealRecord = { ...value, status: 'expired', updated_at: iso(now) }
       store.deals.putSync(key, expired)
       outbox.append('deal.expired', `deal:${key}`, dealEvent(expired, value.status), value.proposed_by)
@@ -59,24 +77,21 @@ export function runCampaignJobs (store: Store, outbox: Outbox, now: number): { e
 }
 
 /**
- * Records delivered impressions and their cost against a campaign (called by the impression pipeline): the first
- * emits campaign.started; reaching goal_impressions or the budget completes it (campaign.completed). Call inside
- * Store.write.
+ * Records delivered impressions and their cost against a campaign (called by the impression pipeline), in this node's
+ * delivery row: the first emits campaign.started; reaching goal_impressions or the budget completes it
+ * (campaign.completed). Call inside Store.write.
  */
 export function recordDelivery (store: Store, outbox: Outbox, campaignId: string, impressions: number, costUsd: number, now: number): CampaignRecord | undefined {
   const c = store.campaigns.get(campaignId)
   if (c === undefined || c.status !== 'active') return undefined
-  const next: CampaignRecord = { ...c, impressions: c.impressions + impressions, spent_usd: Math.round((c.spent_usd + costUsd) * 1e6) / 1e6, updated_at: iso(now) }
-  if (c.started_at === undefined) {
-    next.started_at = iso(now)
-    outbox.append('campaign.started', `campaign:${campaignId}`, { campaign_id: campaignId, started_at: next.started_at }, c.seat_id)
-  }
-  const goal = c.goal_impressions !== undefined && next.impressions >= c.goal_impressions
-  if (goal || next.spent_usd >= c.budget_usd) {
-    next.status = 'completed'
-    next.completed_reason = goal ? 'goal_impressions reached' : 'budget spent'
-    outbox.append('campaign.completed', `campaign:${campaignId}`, { campaign_id: campaignId, reason: next.completed_reason, impressions: next.impressions, spent_usd: next.spent_usd }, c.seat_id)
-  }
+  const before = deliveredOf(store, campaignId)
+  addDelivery(store, campaignId, impressions, costUsd, now)
+  const after = deliveredOf(store, campaignId)
+  if (before.started_at === undefined) outbox.append('campaign.started', `campaign:${campaignId}`, { campaign_id: campaignId, started_at: after.started_at }, c.seat_id)
+  const goal = c.goal_impressions !== undefined && after.impressions >= c.goal_impressions
+  if (!goal && after.spent_usd < c.budget_usd) return c
+  const next: CampaignRecord = { ...c, status: 'completed', completed_reason: goal ? 'goal_impressions reached' : 'budget spent', updated_at: iso(now) }
+  outbox.append('campaign.completed', `campaign:${campaignId}`, { campaign_id: campaignId, reason: next.completed_reason, impressions: after.impressions, spent_usd: after.spent_usd }, c.seat_id)
   store.campaigns.putSync(campaignId, next)
   return next
 }

@@ -1,11 +1,12 @@
 // Campaigns' storage shapes: campaigns, their ledgers, assignments, reservations and deals as stored. A leaf.
 import type { Assignment, Campaign, Deal, Reservation } from '../generated/types.js'
 
-/** A campaign with its owner; screens are computed per request, not stored. */
-export interface CampaignRecord extends Omit<Campaign, 'screens'> {
+/**
+ * A campaign with its owner; screens are computed per request, and what it delivered is summed from its delivery rows
+ * (src/campaigns/delivery.ts), neither stored here.
+ */
+export interface CampaignRecord extends Omit<Campaign, 'screens' | 'impressions' | 'spent_usd'> {
   seat_id: string
-  /** Set when the first impression is recorded (campaign.started). */
-  started_at?: string
 }
 
 export interface AssignmentRecord extends Assignment {
@@ -30,4 +31,12 @@ export interface CampaignLedger {
   /** UTC date of day_spent_micros. */
   day: string
   day_spent_micros: number
+}
+
+/** What a campaign delivered through one node: only that node writes its row, so plays on two nodes never overwrite each other. */
+export interface CampaignDelivery {
+  impressions: number
+  spent_usd: number
+  /** When this node recorded the campaign's first impression. */
+  started_at: string
 }

@@ -14,7 +14,7 @@ const CLAIMS_BUCKET = 'oohbid_claims'
 const LOCKS_BUCKET = 'oohbid_locks'
 
 /** How long a lock outlives a node that died holding it. */
-const LOCK_TTL_MS = 30_000
+export const LOCK_TTL_MS = 30_000
 
 /** The KV bucket of rate-limit windows, each a run of numbered grants to the nodes (src/cluster/rate-leases.ts). */
 const RATES_BUCKET = 'oohbid_rates'

@@ -58,12 +58,3 @@ export function registerCreative ({ store, outbox }: { store: Store, outbox: Out
   return creative
 }
 
-/**
- * A cluster node: lists a creative another node registered in its seat's list (each node keeps its own by_seat
- * index). Called by the applier after it writes a creatives row; call inside Store.write.
- */
-export function creativeApplied (store: Store, table: string, key: string): void {
-  if (table !== 'creatives') return
-  const c = store.creatives.get(key)
-  if (c !== undefined) indexForSeat(store, 'creative', c.seat_id, Date.parse(c.created_at), key)
-}

@@ -67,7 +67,7 @@ const rpc = new Rpc(port, {
 }, () => store.refresh())
 const log = createLogger(config.logLevel, (line) => rpc.notify('log', line))
 const clock = clockOf(memory.clock)
-const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 }, memory.generations, { replicate: config.cluster !== undefined })
+const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 }, memory.generations, { replicate: config.cluster !== undefined, node: config.cluster?.nodeId })
 // A cluster node's supervisor ships what this thread's commits recorded for the other nodes.
 store.changes?.onCommitted(onNextTurn(() => rpc.notify('replicate')))
 const shipped = new ShippedChanges(memory.shipped)

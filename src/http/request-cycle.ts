@@ -518,11 +518,16 @@ export class RequestCycle {
       answer.catch(() => {})
       throw new Error(`${route.method.toUpperCase()} ${route.path} held its response but is neither computed, gathered nor an agent endpoint`)
     }
+    // What the answer records commits on later turns, among other requests' commits: a cluster node answers once
+    // everything this node recorded until the answer settled has shipped, when the answer recorded anything.
+    const before = this.#deps.store.changes?.recorded ?? 0
     answer.then((result) => {
       if (this.#aborted) return
       if (result.kind === 'held') throw new Error('a held answer settled into another held answer')
       const claim = this.#claim
       if (claim !== undefined && !ctx.dryRun) this.#deps.store.write(() => this.#save(claim, fingerprint, result))
+      const recorded = this.#deps.store.changes?.recorded ?? 0
+      if (recorded > before) return this.#replicated(recorded, () => this.#reply(result))
       this.#reply(result)
     }).catch((err: unknown) => { this.#fail(err, false) })
   }

@@ -176,9 +176,10 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * cluster-wide holds it (a lock in the engine, given back once the write has shipped), and the node catches up
    * with the cluster before the handler reads it, so two operators acting on one seat through two nodes do not
    * overwrite each other, and two revocations cannot each leave the other key the seat's last. On one node LMDB's
-   * writer lock does this. Awaited, so on a cluster node such a route does not support HTTP pipelining.
+   * writer lock does this. Awaited, so on a cluster node such a route does not support HTTP pipelining. Undefined:
+   * this request rewrites nothing that needs it (an MCP call of a tool that books nothing).
    */
-  exclusive?: (ctx: Ctx<B, Q>) => string
+  exclusive?: (ctx: Ctx<B, Q>) => string | undefined
   handler: Handler<B, Q>
 }
 

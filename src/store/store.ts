@@ -9,7 +9,7 @@ import type { SeatRecord } from '../accounts/records.js'
 import type { MediaBuyRecord } from '../agents/records.js'
 import type { KeyRecord } from '../auth/records.js'
 import type { BookKey, ExpiryKey, HourStats, StoredBid } from '../bidding/records.js'
-import type { AssignmentRecord, CampaignLedger, CampaignRecord, DealRecord, ReservationRecord } from '../campaigns/records.js'
+import type { AssignmentRecord, CampaignDelivery, CampaignLedger, CampaignRecord, DealRecord, ReservationRecord } from '../campaigns/records.js'
 import type { CreativeRecord } from '../creatives/records.js'
 import type { BidderAliasRecord, ExchangeBidRecord } from '../exchange/records.js'
 import type { IdempotencyRecord } from '../http/records.js'
@@ -127,6 +127,10 @@ export interface Store {
   ledgers: Database<CampaignLedger, string>
   /** [expires ms, reservation_id] -> reservation_id: holds in expiry order. */
   holds: Database<string, [number, string]>
+  /** [campaign_id, node id] -> what the campaign delivered through that node (src/campaigns/delivery.ts). */
+  campaignDelivery: Database<CampaignDelivery, [string, string]>
+  /** This node's id in a cluster (CLUSTER_NODE_ID), '' on a single node: the rows only this node writes are keyed by it. */
+  readonly node: string
   /**
    * Runs fn in one synchronous write transaction and returns its result; a throw rolls everything back. Commits are
    * in the OS before this returns (a kill -9 loses nothing acknowledged) and reach the disk as Durability says.
@@ -180,11 +184,13 @@ export interface Store {
  * every request, written rarely next to reads, and a change must reach every node within a second. Accounts and
  * keys, the stored outcomes of Idempotency-Keys (a retry through the load balancer replays wherever it lands), the
  * operator's switches, creatives and the bytes of their assets (src/store/objects.ts), webhook subscriptions (an
- * event is delivered by whichever node raised it), and the inventory: screens with their devices, embed tokens and player bindings, their FEIN state and heartbeats. What
+ * event is delivered by whichever node raised it), the inventory: screens with their devices, embed tokens and player bindings, their FEIN state and heartbeats,
+ * and the catalog: campaigns with what each node delivered of them, placements, reservations and their holds, deals,
+ * media buys and the spots booked per screen and day (written under the `catalog` lock, src/campaigns/catalog-lock.ts). What
  * each node derives from screens (the adslots order, pre-encoded rows, counts) is not replicated: the applier has
  * Inventory derive it where it applies a screen's row.
  */
-export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'webhook_health', 'screens', 'devices', 'embeds', 'players', 'fein', 'status'] as const
+export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'webhook_health', 'screens', 'devices', 'embeds', 'players', 'fein', 'status', 'campaigns', 'campaign_delivery', 'assignments', 'placements', 'reservations', 'holds', 'booked', 'deals', 'media_buys'] as const
 
 /**
  * Replicated tables whose writes do not wait for the engine's quorum before the request answers: FEIN measurements
@@ -230,11 +236,11 @@ export interface Durability {
  * With noSync, a commit is in the operating system's page cache when it returns; the file is fsynced on a timer.
  */
 export function environmentOptions (durability: Durability): RootDatabaseOptions {
-  return { maxDbs: 64, ...(durability.mode === 'os' ? { noSync: true } : {}) }
+  return { maxDbs: 96, ...(durability.mode === 'os' ? { noSync: true } : {}) }
 }
 
 /** Opens (creating if needed) the environment under dataDir. */
-export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, generations = new SharedArrayBuffer(CACHED_TABLES * 4), options: { replicate?: boolean } = {}): Store {
+export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, generations = new SharedArrayBuffer(CACHED_TABLES * 4), options: { replicate?: boolean, node?: string } = {}): Store {
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, 'oohbid.lmdb')
   const root = open({ path, ...environmentOptions(durability) })
@@ -384,9 +390,10 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     deals: cached('deals'),
     mediaBuys: db('media_buys'),
     bySeat: root.openDB<string, [string, string, number, string]>('by_seat', { keyEncoding: 'ordered-binary' }),
-    booked: root.openDB<number, [string, string]>('booked', { keyEncoding: 'ordered-binary' }),
-    placements: root.openDB<string, [string, string, string]>('placements', { keyEncoding: 'ordered-binary' }),
-    holds: root.openDB<string, [number, string]>('holds', { keyEncoding: 'ordered-binary' }),
+    booked: db<number, [string, string]>('booked', 'ordered-binary'),
+    placements: db<string, [string, string, string]>('placements', 'ordered-binary'),
+    holds: db<string, [number, string]>('holds', 'ordered-binary'),
+    campaignDelivery: db<CampaignDelivery, [string, string]>('campaign_delivery', 'ordered-binary'),
     bids: withShapes<StoredBid, BookKey>('bids', 'ordered-binary'),
     stats: withShapes<HourStats, [string, number]>('stats', 'ordered-binary'),
     bidExpiry: root.openDB<1, ExpiryKey>('bid_expiry', { keyEncoding: 'ordered-binary' }),
@@ -409,6 +416,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     exchangeBids: withShapes<ExchangeBidRecord, string>('exchange_bids'),
     exchangePending: root.openDB<1, [number, string]>('exchange_pending', { keyEncoding: 'ordered-binary' }),
     ledgers: withShapes<CampaignLedger, string>('ledgers'),
+    node: options.node ?? '',
     write,
     get inTransaction () { return depth > 0 },
     get rollbacks () { return rollbacks },
@@ -436,6 +444,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       if (fd !== undefined) closeSync(fd)
     }
   }
-  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, webhook_health: store.webhookHealth, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status }
+  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, webhook_health: store.webhookHealth, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status, campaigns: store.campaigns, campaign_delivery: store.campaignDelivery, assignments: store.assignments, placements: store.placements, reservations: store.reservations, holds: store.holds, booked: store.booked, deals: store.deals, media_buys: store.mediaBuys }
   return store
 }

@@ -2,7 +2,6 @@ import { schemas } from '../generated/schemas.js'
 import type { OutboxEvent } from '../store/records.js'
 import type { WebhookRecord } from './records.js'
 import type { Store } from '../store/store.js'
-import { indexForSeat, unindexForSeat } from '../accounts/seat-lists.js'
 
 const SUBSCRIBABLE: ReadonlySet<string> = new Set(schemas.WebhookEventType.enum)
 const GENERAL: ReadonlySet<string> = new Set(schemas.GeneralEventType.enum)
@@ -24,20 +23,6 @@ export function seatWebhooks (store: Store, seatId: string): WebhookRecord[] {
     if (w !== undefined) out.push(w)
   }
   return out
-}
-
-/**
- * A cluster node: keeps its seat lists of subscriptions (each node's own by_seat index) in step with a subscription
- * another node made or removed. Called by the applier after it writes a webhooks row; call inside Store.write.
- */
-export function webhookApplied (store: Store, table: string, key: string, previous: unknown): void {
-  if (table !== 'webhooks') return
-  const w = store.webhooks.get(key)
-  if (w !== undefined) indexForSeat(store, 'webhook', w.seat_id, Date.parse(w.created_at), key)
-  else if (previous !== undefined) {
-    const gone = previous as WebhookRecord
-    unindexForSeat(store, 'webhook', gone.seat_id, Date.parse(gone.created_at), key)
-  }
 }
 
 /** One endpoint an event goes to: a subscription, or the seat's webhook_url (webhookId undefined). */

@@ -1,6 +1,21 @@
 import { Reports } from '../../analytics/reports.js'
 import type { Deps } from '../../deps.js'
+import { catalogRecord } from '../../campaigns/catalog-lock.js'
 import { held, raw, route, type Ctx, type Result, type RouteDef } from '../../http/route.js'
+
+/** The tools that book screen time or rewrite media buys, campaigns and placements. */
+const BOOKING_TOOLS: ReadonlySet<string> = new Set(['create_media_buy', 'update_media_buy'])
+
+/** On a cluster node, a call of a booking tool holds the catalog's lock (src/campaigns/catalog-lock.ts). */
+function bookingCall (ctx: Ctx<Buffer>): string | undefined {
+  let message: { method?: unknown, params?: { name?: unknown } }
+  try {
+    message = JSON.parse(ctx.body.toString('utf8')) as typeof message
+  } catch {
+    return undefined
+  }
+  return message?.method === 'tools/call' && typeof message.params?.name === 'string' && BOOKING_TOOLS.has(message.params.name) ? catalogRecord() : undefined
+}
 
 /** Request headers the MCP transport reads. */
 const PASSED = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id']
@@ -44,6 +59,6 @@ export function mcpRoutes ({ config, store, outbox, inventory, moderator, analyt
   } as const
   const description = 'Model Context Protocol (Streamable HTTP, protocol 2025-06-18) for AI buying agents: the AdCP 3 media-buy tasks as MCP tools (tools/list names them with their input schemas): get_adcp_capabilities, get_products (a natural-language brief read by the discovery reader; products are venue-type and place segments, each sold guaranteed (spots booked at a fixed CPM), preferred (a fixed CPM ahead of the open auction) and at auction (a bid from the floor, second price), with forecasts and market CPMs), list_creative_formats, list_authorized_properties (the sellers of /sellers.json), create_media_buy and update_media_buy (guaranteed packages book their spots; non-guaranteed ones may take dayparts; each becomes a campaign of the seat and a placement in the screens\' waterfall once a creative is approved), sync_creatives (through moderation), get_media_buys (status and creative approvals) and get_media_buy_delivery. Authenticate with the seat\'s API key as Bearer; the key needs the mcp:tools scope (403 missing_scope otherwise). Stateless: no Mcp-Session-Id is issued, and GET (server-sent events) and DELETE (end a session) answer 405 with Allow: POST. Every tool call is audited to the seat (audit.agent.tool_called). With ?dry_run=true the tools answer and record nothing; so does X-Dry-Run: true (AdCP\'s test clients) on an approved seat, while a sandbox seat\'s buys are made. A tool\'s refusal is its answer, with isError and AdCP errors [{code, message, field}]. Not a hot path: a call may wait on ClickHouse up to REPORT_WAIT_MS; HTTP pipelining is not supported here.'
   return [
-    route<Buffer>({ ...common, method: 'post', summary: 'MCP: one JSON-RPC message (initialize, tools/list, tools/call)', description, rawBody: true, maxBodyBytes: 1_048_576, handler: (ctx) => held(respond(ctx)) })
+    route<Buffer>({ ...common, method: 'post', summary: 'MCP: one JSON-RPC message (initialize, tools/list, tools/call)', description, rawBody: true, maxBodyBytes: 1_048_576, exclusive: bookingCall, handler: (ctx) => held(respond(ctx)) })
   ]
 }

@@ -176,7 +176,7 @@ t.test('priced placements play only in their dayparts, while their campaign runs
   t.equal(decide(afternoon.store, screen, NOW).tier, 'house', 'at 09:00 a 13:00-17:00 daypart does not play')
   t.equal(decide(afternoon.store, screen, NOW + 5 * 3_600_000).assignment?.assignment_id, 'auc', 'at 14:00 it does')
   const spent = world(t)
-  pricedLine(spent.store, 'auc', { line: 'auction', cpm: 7 }, { spent_usd: 99.999 })
+  pricedLine(spent.store, 'auc', { line: 'auction', cpm: 7 })
   spent.store.write(() => spent.store.ledgers.putSync('cmp_auc', { spent_micros: 99_999_000, reserved_micros: 0, day: '2026-11-24', day_spent_micros: 0 }))
   t.equal(decide(spent.store, screen, NOW).tier, 'house', 'a play costs more than the budget left')
   const even = world(t)

@@ -1,19 +1,17 @@
 import { createCampaign, moveCampaign } from '../campaigns.js'
+import { campaignView } from '../delivery.js'
+import { catalogRecord } from '../catalog-lock.js'
 import { normalizeTargeting } from '../targeting.js'
 import type { Deps } from '../../deps.js'
-import type { ActionRequest, Assignment, AssignmentRequest, Campaign, CampaignRequest, ListQuery } from '../../generated/types.js'
+import type { ActionRequest, Assignment, AssignmentRequest, CampaignRequest, ListQuery } from '../../generated/types.js'
 import { ok, route, type RouteDef } from '../../http/route.js'
 import { withDefaults } from '../../http/validate.js'
 import { qualityOf, vasOf } from '../../inventory/adslot-index.js'
 import { summaryOf } from '../../inventory/rows.js'
-import type { AssignmentRecord, CampaignRecord } from '../records.js'
+import type { AssignmentRecord } from '../records.js'
 import { seatPage } from '../../accounts/seat-lists.js'
 import { approvedCreative, flightOf, usableScreens } from '../inputs.js'
 import { place, seatCampaign } from '../placements.js'
-
-function campaignView ({ seat_id: _seat, started_at: _started, ...c }: CampaignRecord): Campaign {
-  return c
-}
 
 function assignmentView ({ seat_id: _seat, ...a }: AssignmentRecord): Assignment {
   return a
@@ -32,7 +30,8 @@ export function campaignRoutes (deps: Deps): RouteDef[] {
     body: 'ActionRequest',
     data: 'Campaign',
     errors: ['campaign_not_found', 'invalid_transition'],
-    handler: (ctx) => ok(campaignView(moveCampaign(store, outbox, seatCampaign(store, ctx.principal!.seat!.seat_id, ctx.params.id!), name, ctx.now, ctx.body.reason ?? null)))
+    exclusive: catalogRecord,
+    handler: (ctx) => ok(campaignView(store, moveCampaign(store, outbox, seatCampaign(store, ctx.principal!.seat!.seat_id, ctx.params.id!), name, ctx.now, ctx.body.reason ?? null)))
   })
 
   return [
@@ -57,7 +56,7 @@ export function campaignRoutes (deps: Deps): RouteDef[] {
           const pos = store.adslotPos.get(sid)!
           return { ...summaryOf(s), data_quality: qualityOf(pos[1]), vas_7d: vasOf(pos[2]) }
         })
-        return ok({ ...campaignView(c), screens }, 201)
+        return ok({ ...campaignView(store, c), screens }, 201)
       }
     }),
     route<undefined, ListQuery>({
@@ -68,7 +67,7 @@ export function campaignRoutes (deps: Deps): RouteDef[] {
       querySchema: 'ListQuery',
       data: 'CampaignList',
       handler: (ctx) => {
-        const { items, cursor } = seatPage(store, 'campaign', ctx.principal!.seat!.seat_id, ctx.q, (id) => store.campaigns.get(id), campaignView)
+        const { items, cursor } = seatPage(store, 'campaign', ctx.principal!.seat!.seat_id, ctx.q, (id) => store.campaigns.get(id), (c) => campaignView(store, c))
         return ok({ campaigns: items, cursor })
       }
     }),
@@ -79,7 +78,7 @@ export function campaignRoutes (deps: Deps): RouteDef[] {
       summary: 'One campaign with its delivery so far',
       data: 'Campaign',
       errors: ['campaign_not_found'],
-      handler: (ctx) => ok(campaignView(seatCampaign(store, ctx.principal!.seat!.seat_id, ctx.params.id!)))
+      handler: (ctx) => ok(campaignView(store, seatCampaign(store, ctx.principal!.seat!.seat_id, ctx.params.id!)))
     }),
     move('pause'),
     move('resume'),
@@ -93,6 +92,7 @@ export function campaignRoutes (deps: Deps): RouteDef[] {
       data: 'Assignment',
       status: 201,
       errors: ['missing_creative_id', 'missing_screen_ids', 'invalid_screen', 'creative_not_found', 'validation_failed', 'invalid_date', 'capacity_unavailable', 'campaign_not_found'],
+      exclusive: catalogRecord,
       handler: (ctx) => {
         const seatId = ctx.principal!.seat!.seat_id
         approvedCreative(store, seatId, ctx.body.creative_id)

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { catalogRecord } from '../catalog-lock.js'
 import { normalizeTargeting } from '../targeting.js'
 import { dealEvent, dealView } from '../deals.js'
 import { iso } from '../../clock.js'
@@ -80,6 +81,7 @@ export function dealRoutes ({ store, outbox }: Deps): RouteDef[] {
       data: 'Deal',
       status: 201,
       errors: ['missing_floor_cpm', 'deal_already_exists', 'invalid_date'],
+      exclusive: catalogRecord,
       handler: (ctx) => {
         const seatId = ctx.principal!.seat!.seat_id
         const id = ctx.body.deal_id ?? `deal-${randomUUID().slice(0, 13)}`

@@ -1,0 +1,63 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { ManualClock } from '../clock.js'
+import { Outbox } from '../store/outbox.js'
+import { openStore } from '../store/store.js'
+import { adoptCampaignDelivery, campaignView, deliveredOf } from './delivery.js'
+import { recordDelivery } from './lifecycle.js'
+import type { CampaignRecord } from './records.js'
+
+// What campaigns delivered, a row per node: on a cluster each node writes only its own, and the campaign's delivery is
+// their sum. A store stands for one node; the other node's row is written as the applier would write it.
+
+const NOW = Date.parse('2026-11-24T12:00:00Z')
+const campaign: CampaignRecord = { campaign_id: 'cmp_a', seat_id: 'Seat', name: 'A', creative_id: 'cr_a', status: 'active', targeting: {}, budget_usd: 1, pacing: 'asap', start_date: '2026-11-20', end_date: '2026-11-29', matching_screens: 1, goal_impressions: 10, created_at: '2026-11-20T00:00:00.000Z', updated_at: '2026-11-20T00:00:00.000Z' }
+
+function node (t: { teardown (fn: () => unknown): void }, id: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-delivery-'))
+  const store = openStore(dir, undefined, undefined, { node: id })
+  t.teardown(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
+  const outbox = new Outbox(store, new ManualClock(NOW))
+  const events = () => [...store.outbox.getRange()].map(({ value }) => value.type)
+  return { store, outbox, events }
+}
+
+t.test('each node adds to its own row; the campaign shows the sum; started once, completed at the goal', async (t) => {
+  const { store, outbox, events } = node(t, 'node-1')
+  store.write(() => store.campaigns.putSync('cmp_a', campaign))
+  store.write(() => store.campaignDelivery.putSync(['cmp_a', 'node-2'], { impressions: 4, spent_usd: 0.25, started_at: '2026-11-24T11:00:00.000Z' }))
+  store.write(() => recordDelivery(store, outbox, 'cmp_a', 3, 0.125, NOW))
+  t.same(deliveredOf(store, 'cmp_a'), { impressions: 7, spent_usd: 0.375, started_at: '2026-11-24T11:00:00.000Z' }, 'node-2\'s 4 and this node\'s 3')
+  t.same(store.campaignDelivery.get(['cmp_a', 'node-1']), { impressions: 3, spent_usd: 0.125, started_at: '2026-11-24T12:00:00.000Z' }, 'this node wrote only its own row')
+  t.same(events(), [], 'another node recorded the first impression: no campaign.started here')
+  t.match(campaignView(store, store.campaigns.get('cmp_a')!), { status: 'active', impressions: 7, spent_usd: 0.375 })
+  t.notOk('seat_id' in campaignView(store, store.campaigns.get('cmp_a')!), 'the view leaves the owner out')
+  store.write(() => recordDelivery(store, outbox, 'cmp_a', 3, 0.125, NOW))
+  t.match(store.campaigns.get('cmp_a'), { status: 'completed', completed_reason: 'goal_impressions reached' }, 'the goal reached over both nodes completes it')
+  t.same(events(), ['campaign.completed'])
+  t.equal(store.write(() => recordDelivery(store, outbox, 'cmp_a', 1, 0, NOW)), undefined, 'a completed campaign records no more')
+})
+
+t.test('the first impression anywhere starts the campaign', async (t) => {
+  const { store, outbox, events } = node(t, 'node-1')
+  store.write(() => store.campaigns.putSync('cmp_a', { ...campaign, goal_impressions: undefined } as CampaignRecord))
+  store.write(() => recordDelivery(store, outbox, 'cmp_a', 1, 0.5, NOW))
+  t.same(events(), ['campaign.started'])
+  store.write(() => recordDelivery(store, outbox, 'cmp_a', 1, 0.5, NOW))
+  t.same(events(), ['campaign.started', 'campaign.completed'], 'the budget spent completes it')
+})
+
+t.test('delivery an earlier version kept in the campaign\'s row moves to a delivery row once', async (t) => {
+  const { store } = node(t, '')
+  store.write(() => store.campaigns.putSync('cmp_a', { ...campaign, impressions: 5, spent_usd: 0.5, started_at: '2026-11-21T00:00:00.000Z' } as CampaignRecord))
+  store.write(() => store.campaigns.putSync('cmp_b', { ...campaign, campaign_id: 'cmp_b', impressions: 0, spent_usd: 0 } as CampaignRecord))
+  adoptCampaignDelivery(store)
+  t.same(deliveredOf(store, 'cmp_a'), { impressions: 5, spent_usd: 0.5, started_at: '2026-11-21T00:00:00.000Z' })
+  t.notOk('impressions' in store.campaigns.get('cmp_a')!, 'the row keeps no counts')
+  t.same(deliveredOf(store, 'cmp_b'), { impressions: 0, spent_usd: 0 }, 'nothing delivered: no row')
+  store.write(() => store.campaigns.putSync('cmp_c', { ...campaign, campaign_id: 'cmp_c', impressions: 9 } as CampaignRecord))
+  adoptCampaignDelivery(store)
+  t.equal(deliveredOf(store, 'cmp_c').impressions, 0, 'moved once: a later start reads no campaign row again')
+})
