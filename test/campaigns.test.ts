@@ -63,8 +63,8 @@ t.test('campaigns: creation rules, matching screens, states over the flight, eve
   t.equal((await svc.request('POST', `/openrtb/v2/campaigns/${id}/pause`, { key, body: { reason: 'creative refresh' } })).body.data.status, 'paused')
   t.equal((await svc.request('POST', `/openrtb/v2/campaigns/${id}/resume`, { key })).body.data.status, 'active')
   svc.service.store.write(() => {
-    recordDelivery(svc.service.store, svc.service.outbox, id, 1, 0.01, svc.clock.now())
-    recordDelivery(svc.service.store, svc.service.outbox, id, 2, 0.02, svc.clock.now())
+    recordDelivery(svc.service.store, svc.service.outbox, id, 1, 10_000, svc.clock.now())
+    recordDelivery(svc.service.store, svc.service.outbox, id, 2, 20_000, svc.clock.now())
   })
   t.match((await svc.request('GET', `/openrtb/v2/campaigns/${id}`, { key })).body.data, { status: 'completed', impressions: 3, spent_usd: 0.03, completed_reason: 'goal_impressions reached' })
   svc.clock.advance(2 * DAY)

@@ -4,6 +4,7 @@ import { ApiError } from '../errors.js'
 import type { GetMediaBuyDeliveryRequest } from '../generated/types.js'
 import type { CampaignRecord } from '../campaigns/records.js'
 import { deliveredOf } from '../campaigns/delivery.js'
+import { fromMicros } from '../bidding/auction/money.js'
 import type { Store } from '../store/store.js'
 import type { ToolCall } from './call.js'
 import { namedBuys, statusOf } from './media-buys.js'
@@ -36,7 +37,8 @@ const round = (v: number) => Math.round(v * 1e6) / 1e6
  */
 export function packageFigures (store: Store, buy: MediaBuyRecord, p: PackageRecord, now: number): { impressions: number, spend: number, pacing_index?: number, delivery_status?: string, campaign?: CampaignRecord } {
   const campaign = p.campaign_id !== undefined ? store.campaigns.get(p.campaign_id) : undefined
-  const { impressions, spent_usd: spend } = campaign !== undefined ? deliveredOf(store, campaign.campaign_id) : { impressions: 0, spent_usd: 0 }
+  const { impressions, spent_micros: spent } = campaign !== undefined ? deliveredOf(store, campaign.campaign_id) : { impressions: 0, spent_micros: 0 }
+  const spend = fromMicros(spent)
   const pacing = p.sale === 'guaranteed' ? pacingIndex(buy, p.impressions, impressions, now) : pacingIndex(buy, p.budget, spend, now)
   const status = deliveryStatus(buy, campaign, now)
   return {

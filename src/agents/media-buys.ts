@@ -7,6 +7,7 @@ import { indexForSeat } from '../accounts/seat-lists.js'
 import { createCampaign, moveCampaign, retermCampaign } from '../campaigns/campaigns.js'
 import { checkFlight } from '../campaigns/inputs.js'
 import { deliveredOf } from '../campaigns/delivery.js'
+import { fromMicros } from '../bidding/auction/money.js'
 import { today } from '../campaigns/lifecycle.js'
 import { place, respot, setPlacementPaused, setPlacementTerms } from '../campaigns/placements.js'
 import { give, take } from '../campaigns/screen-bookings.js'
@@ -380,7 +381,7 @@ function changePackage (call: ToolCall, buy: MediaBuyRecord, before: PackageReco
     if (p.sale !== 'auction') throw new ApiError('invalid_parameter', `Package ${p.package_id} has a fixed price of $${p.rate} CPM: it takes no bid_price.`, { param: `${at}.bid_price` })
     p = { ...p, rate: rateOf('auction', { cpm: p.floor_price!, min_spend: 0 }, change.bid_price, p.product_id, `${at}.bid_price`) }
   }
-  const spent = campaign !== undefined ? deliveredOf(call.store, campaign.campaign_id).spent_usd : 0
+  const spent = campaign !== undefined ? fromMicros(deliveredOf(call.store, campaign.campaign_id).spent_micros) : 0
   if (change.budget !== undefined && change.budget < spent) throw new ApiError('invalid_budget', `The package has spent $${spent} already.`, { param: `${at}.budget` })
   if (change.budget !== undefined) p = { ...p, budget: change.budget }
   if (change.targeting_overlay !== undefined) {

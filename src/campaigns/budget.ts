@@ -1,9 +1,10 @@
 import { iso } from '../clock.js'
+import { addDelivery, deliveredOf } from './delivery.js'
 import { recordDelivery } from './lifecycle.js'
 import type { Outbox } from '../store/outbox.js'
 import type { CampaignLedger, CampaignRecord } from './records.js'
 import type { Store } from '../store/store.js'
-import { fromMicros, playCostMicros, toMicros } from '../bidding/auction/money.js'
+import { playCostMicros, toMicros } from '../bidding/auction/money.js'
 
 const DAY = 86_400_000
 /** Even pacing may run this far ahead of a straight line through the day, so a quiet morning is not lost. */
@@ -13,11 +14,13 @@ function dayOf (now: number): string {
   return iso(now).slice(0, 10)
 }
 
-/** A campaign's ledger as of today (yesterday's spend no longer counts against today's pace). */
+/**
+ * A campaign's money as of now: its spend and today's over every node (their delivery rows), and the budget this
+ * node's exchange bids in flight hold.
+ */
 export function ledgerOf (store: Store, campaignId: string, now: number): CampaignLedger {
-  const day = dayOf(now)
-  const l = store.ledgers.get(campaignId) ?? { spent_micros: 0, reserved_micros: 0, day, day_spent_micros: 0 }
-  return l.day === day ? l : { ...l, day, day_spent_micros: 0 }
+  const { spent_micros: spent, day_spent_micros: today } = deliveredOf(store, campaignId, now)
+  return { spent_micros: spent, reserved_micros: store.ledgers.get(campaignId)?.reserved_micros ?? 0, day: dayOf(now), day_spent_micros: today }
 }
 
 /** Even pacing's calendar: the days left to spend on (today included), and the share of today's allowance released. */
@@ -48,25 +51,25 @@ export function headroom (c: CampaignRecord, l: CampaignLedger, now: number, pac
 }
 
 /** Holds budget for a bid in flight; call inside Store.write. */
-export function hold (store: Store, campaignId: string, micros: number, now: number): void {
-  const l = ledgerOf(store, campaignId, now)
-  store.ledgers.putSync(campaignId, { ...l, reserved_micros: l.reserved_micros + micros })
+export function hold (store: Store, campaignId: string, micros: number): void {
+  store.ledgers.putSync(campaignId, { reserved_micros: (store.ledgers.get(campaignId)?.reserved_micros ?? 0) + micros })
 }
 
 /** Gives back budget held by a bid that lost or expired; call inside Store.write. */
-export function release (store: Store, campaignId: string, micros: number, now: number): void {
-  const l = ledgerOf(store, campaignId, now)
-  store.ledgers.putSync(campaignId, { ...l, reserved_micros: Math.max(0, l.reserved_micros - micros) })
+export function release (store: Store, campaignId: string, micros: number): void {
+  const left = Math.max(0, (store.ledgers.get(campaignId)?.reserved_micros ?? 0) - micros)
+  if (left > 0) store.ledgers.putSync(campaignId, { reserved_micros: left })
+  else store.ledgers.removeSync(campaignId)
 }
 
 /**
  * Turns a held amount into spend: the play's cost counts against budget and today's pace, and the campaign records
- * the delivery (campaign.started on the first, campaign.completed at its goal or budget). Call inside Store.write.
+ * the delivery (campaign.started on the first, campaign.completed at its goal or budget). A win billed after its
+ * campaign stopped running still spent its cost. Call inside Store.write.
  */
 export function charge (store: Store, outbox: Outbox, campaignId: string, heldMicros: number, costMicros: number, impressions: number, now: number): void {
-  const l = ledgerOf(store, campaignId, now)
-  store.ledgers.putSync(campaignId, { ...l, reserved_micros: Math.max(0, l.reserved_micros - heldMicros), spent_micros: l.spent_micros + costMicros, day_spent_micros: l.day_spent_micros + costMicros })
-  recordDelivery(store, outbox, campaignId, impressions, fromMicros(costMicros), now)
+  if (heldMicros > 0) release(store, campaignId, heldMicros)
+  if (recordDelivery(store, outbox, campaignId, impressions, costMicros, now) === undefined && costMicros > 0) addDelivery(store, campaignId, 0, costMicros, now)
 }
 
 /**

@@ -6,6 +6,7 @@ import { ManualClock } from '../clock.js'
 import { Outbox } from '../store/outbox.js'
 import { openStore } from '../store/store.js'
 import { adoptCampaignDelivery, campaignView, deliveredOf } from './delivery.js'
+import { charge, hold, ledgerOf } from './budget.js'
 import { recordDelivery } from './lifecycle.js'
 import type { CampaignRecord } from './records.js'
 
@@ -27,14 +28,14 @@ function node (t: { teardown (fn: () => unknown): void }, id: string) {
 t.test('each node adds to its own row; the campaign shows the sum; started once, completed at the goal', async (t) => {
   const { store, outbox, events } = node(t, 'node-1')
   store.write(() => store.campaigns.putSync('cmp_a', campaign))
-  store.write(() => store.campaignDelivery.putSync(['cmp_a', 'node-2'], { impressions: 4, spent_usd: 0.25, started_at: '2026-11-24T11:00:00.000Z' }))
-  store.write(() => recordDelivery(store, outbox, 'cmp_a', 3, 0.125, NOW))
-  t.same(deliveredOf(store, 'cmp_a'), { impressions: 7, spent_usd: 0.375, started_at: '2026-11-24T11:00:00.000Z' }, 'node-2\'s 4 and this node\'s 3')
-  t.same(store.campaignDelivery.get(['cmp_a', 'node-1']), { impressions: 3, spent_usd: 0.125, started_at: '2026-11-24T12:00:00.000Z' }, 'this node wrote only its own row')
+  store.write(() => store.campaignDelivery.putSync(['cmp_a', 'node-2'], { impressions: 4, spent_micros: 250_000, day: '2026-11-23', day_spent_micros: 250_000, started_at: '2026-11-23T11:00:00.000Z' }))
+  store.write(() => recordDelivery(store, outbox, 'cmp_a', 3, 125_000, NOW))
+  t.same(deliveredOf(store, 'cmp_a', NOW), { impressions: 7, spent_micros: 375_000, day_spent_micros: 125_000, started_at: '2026-11-23T11:00:00.000Z' }, 'node-2\'s 4 and this node\'s 3; today\'s spend is this node\'s, node-2 spent yesterday')
+  t.same(store.campaignDelivery.get(['cmp_a', 'node-1']), { impressions: 3, spent_micros: 125_000, day: '2026-11-24', day_spent_micros: 125_000, started_at: '2026-11-24T12:00:00.000Z' }, 'this node wrote only its own row')
   t.same(events(), [], 'another node recorded the first impression: no campaign.started here')
   t.match(campaignView(store, store.campaigns.get('cmp_a')!), { status: 'active', impressions: 7, spent_usd: 0.375 })
   t.notOk('seat_id' in campaignView(store, store.campaigns.get('cmp_a')!), 'the view leaves the owner out')
-  store.write(() => recordDelivery(store, outbox, 'cmp_a', 3, 0.125, NOW))
+  store.write(() => recordDelivery(store, outbox, 'cmp_a', 3, 125_000, NOW))
   t.match(store.campaigns.get('cmp_a'), { status: 'completed', completed_reason: 'goal_impressions reached' }, 'the goal reached over both nodes completes it')
   t.same(events(), ['campaign.completed'])
   t.equal(store.write(() => recordDelivery(store, outbox, 'cmp_a', 1, 0, NOW)), undefined, 'a completed campaign records no more')
@@ -43,21 +44,36 @@ t.test('each node adds to its own row; the campaign shows the sum; started once,
 t.test('the first impression anywhere starts the campaign', async (t) => {
   const { store, outbox, events } = node(t, 'node-1')
   store.write(() => store.campaigns.putSync('cmp_a', { ...campaign, goal_impressions: undefined } as CampaignRecord))
-  store.write(() => recordDelivery(store, outbox, 'cmp_a', 1, 0.5, NOW))
+  store.write(() => recordDelivery(store, outbox, 'cmp_a', 1, 500_000, NOW))
   t.same(events(), ['campaign.started'])
-  store.write(() => recordDelivery(store, outbox, 'cmp_a', 1, 0.5, NOW))
+  store.write(() => recordDelivery(store, outbox, 'cmp_a', 1, 500_000, NOW))
   t.same(events(), ['campaign.started', 'campaign.completed'], 'the budget spent completes it')
 })
 
-t.test('delivery an earlier version kept in the campaign\'s row moves to a delivery row once', async (t) => {
+t.test('delivery an earlier version kept in the campaign\'s row and its ledger moves to a delivery row once', async (t) => {
   const { store } = node(t, '')
-  store.write(() => store.campaigns.putSync('cmp_a', { ...campaign, impressions: 5, spent_usd: 0.5, started_at: '2026-11-21T00:00:00.000Z' } as CampaignRecord))
-  store.write(() => store.campaigns.putSync('cmp_b', { ...campaign, campaign_id: 'cmp_b', impressions: 0, spent_usd: 0 } as CampaignRecord))
+  store.write(() => {
+    store.campaigns.putSync('cmp_a', { ...campaign, impressions: 5, spent_usd: 0.5, started_at: '2026-11-21T00:00:00.000Z' } as CampaignRecord)
+    store.ledgers.putSync('cmp_a', { spent_micros: 600_000, reserved_micros: 0, day: '2026-11-24', day_spent_micros: 100_000 } as never)
+    store.campaigns.putSync('cmp_b', { ...campaign, campaign_id: 'cmp_b', impressions: 0, spent_usd: 0 } as CampaignRecord)
+  })
   adoptCampaignDelivery(store)
-  t.same(deliveredOf(store, 'cmp_a'), { impressions: 5, spent_usd: 0.5, started_at: '2026-11-21T00:00:00.000Z' })
+  t.same(deliveredOf(store, 'cmp_a', NOW), { impressions: 5, spent_micros: 600_000, day_spent_micros: 100_000, started_at: '2026-11-21T00:00:00.000Z' }, 'the ledger counted a win billed after the campaign ended: its spend is kept')
   t.notOk('impressions' in store.campaigns.get('cmp_a')!, 'the row keeps no counts')
-  t.same(deliveredOf(store, 'cmp_b'), { impressions: 0, spent_usd: 0 }, 'nothing delivered: no row')
+  t.same(deliveredOf(store, 'cmp_b'), { impressions: 0, spent_micros: 0, day_spent_micros: 0 }, 'nothing delivered: no row')
   store.write(() => store.campaigns.putSync('cmp_c', { ...campaign, campaign_id: 'cmp_c', impressions: 9 } as CampaignRecord))
   adoptCampaignDelivery(store)
   t.equal(deliveredOf(store, 'cmp_c').impressions, 0, 'moved once: a later start reads no campaign row again')
+})
+
+t.test('a win billed after its campaign stopped still spent its cost; held budget is this node\'s alone', async (t) => {
+  const { store, outbox, events } = node(t, 'node-1')
+  store.write(() => store.campaigns.putSync('cmp_a', { ...campaign, status: 'paused', goal_impressions: undefined } as CampaignRecord))
+  store.write(() => hold(store, 'cmp_a', 300_000))
+  t.same(ledgerOf(store, 'cmp_a', NOW), { spent_micros: 0, reserved_micros: 300_000, day: '2026-11-24', day_spent_micros: 0 })
+  store.write(() => charge(store, outbox, 'cmp_a', 300_000, 200_000, 40, NOW))
+  t.same(ledgerOf(store, 'cmp_a', NOW), { spent_micros: 200_000, reserved_micros: 0, day: '2026-11-24', day_spent_micros: 200_000 }, 'spent, and nothing held any more')
+  t.equal(deliveredOf(store, 'cmp_a').impressions, 0, 'a paused campaign counts no impressions')
+  t.same(events(), [], 'and raises no event')
+  t.equal(store.ledgers.get('cmp_a'), undefined, 'a hold given back in full leaves no row')
 })

@@ -6,6 +6,7 @@ import { dealOverEverywhere } from '../bidding/rules.js'
 import { give } from './screen-bookings.js'
 import { dealEvent } from './deals.js'
 import { addDelivery, deliveredOf } from './delivery.js'
+import { fromMicros, toMicros } from '../bidding/auction/money.js'
 
 /** Today's date (UTC) of a clock reading. */
 export function today (ms: number): string {
@@ -61,8 +62,8 @@ export function runCampaignJobs (store: Store, outbox: Outbox, now: number): { e
       if (status === 'completed') next.completed_reason = 'end_date passed'
       store.campaigns.putSync(key, next)
       if (status === 'completed') {
-        const { impressions, spent_usd } = deliveredOf(store, key)
-        outbox.append('campaign.completed', `campaign:${key}`, { campaign_id: key, reason: next.completed_reason, impressions, spent_usd }, value.seat_id)
+        const { impressions, spent_micros: spent } = deliveredOf(store, key)
+        outbox.append('campaign.completed', `campaign:${key}`, { campaign_id: key, reason: next.completed_reason, impressions, spent_usd: fromMicros(spent) }, value.seat_id)
       }
       result.campaignMoves++
     }
@@ -77,21 +78,21 @@ export function runCampaignJobs (store: Store, outbox: Outbox, now: number): { e
 }
 
 /**
- * Records delivered impressions and their cost against a campaign (called by the impression pipeline), in this node's
+ * Records delivered impressions and their cost (micro-dollars) against a campaign (called by the impression pipeline), in this node's
  * delivery row: the first emits campaign.started; reaching goal_impressions or the budget completes it
  * (campaign.completed). Call inside Store.write.
  */
-export function recordDelivery (store: Store, outbox: Outbox, campaignId: string, impressions: number, costUsd: number, now: number): CampaignRecord | undefined {
+export function recordDelivery (store: Store, outbox: Outbox, campaignId: string, impressions: number, costMicros: number, now: number): CampaignRecord | undefined {
   const c = store.campaigns.get(campaignId)
   if (c === undefined || c.status !== 'active') return undefined
   const before = deliveredOf(store, campaignId)
-  addDelivery(store, campaignId, impressions, costUsd, now)
+  addDelivery(store, campaignId, impressions, costMicros, now)
   const after = deliveredOf(store, campaignId)
   if (before.started_at === undefined) outbox.append('campaign.started', `campaign:${campaignId}`, { campaign_id: campaignId, started_at: after.started_at }, c.seat_id)
   const goal = c.goal_impressions !== undefined && after.impressions >= c.goal_impressions
-  if (!goal && after.spent_usd < c.budget_usd) return c
+  if (!goal && after.spent_micros < toMicros(c.budget_usd)) return c
   const next: CampaignRecord = { ...c, status: 'completed', completed_reason: goal ? 'goal_impressions reached' : 'budget spent', updated_at: iso(now) }
-  outbox.append('campaign.completed', `campaign:${campaignId}`, { campaign_id: campaignId, reason: next.completed_reason, impressions: after.impressions, spent_usd: after.spent_usd }, c.seat_id)
+  outbox.append('campaign.completed', `campaign:${campaignId}`, { campaign_id: campaignId, reason: next.completed_reason, impressions: after.impressions, spent_usd: fromMicros(after.spent_micros) }, c.seat_id)
   store.campaigns.putSync(campaignId, next)
   return next
 }

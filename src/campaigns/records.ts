@@ -24,7 +24,10 @@ export interface DealRecord extends Deal {
   booked_screens?: string[]
 }
 
-/** A campaign's money: spend, budget held by bids in flight (the exchange path), and today's spend for pacing. */
+/**
+ * A campaign's money as pacing reads it (campaigns/budget.ts ledgerOf): spend over every node, today's spend, and the
+ * budget this node's bids in flight hold (the exchange path).
+ */
 export interface CampaignLedger {
   spent_micros: number
   reserved_micros: number
@@ -33,10 +36,21 @@ export interface CampaignLedger {
   day_spent_micros: number
 }
 
-/** What a campaign delivered through one node: only that node writes its row, so plays on two nodes never overwrite each other. */
+/** Budget this node's exchange bids in flight hold for a campaign, until they are billed, lose or expire. */
+export interface HeldBudget {
+  reserved_micros: number
+}
+
+/**
+ * What a campaign delivered through one node, and what that cost: only that node writes its row, so plays on two
+ * nodes never overwrite each other. Its spend counts against the campaign's budget and (today's) pace.
+ */
 export interface CampaignDelivery {
   impressions: number
-  spent_usd: number
+  spent_micros: number
+  /** UTC date of day_spent_micros. */
+  day: string
+  day_spent_micros: number
   /** When this node recorded the campaign's first impression. */
   started_at: string
 }

@@ -9,7 +9,7 @@ import type { SeatRecord } from '../accounts/records.js'
 import type { MediaBuyRecord } from '../agents/records.js'
 import type { KeyRecord } from '../auth/records.js'
 import type { BookKey, ExpiryKey, HourStats, StoredBid } from '../bidding/records.js'
-import type { AssignmentRecord, CampaignDelivery, CampaignLedger, CampaignRecord, DealRecord, ReservationRecord } from '../campaigns/records.js'
+import type { AssignmentRecord, CampaignDelivery, CampaignRecord, DealRecord, HeldBudget, ReservationRecord } from '../campaigns/records.js'
 import type { CreativeRecord } from '../creatives/records.js'
 import type { BidderAliasRecord, ExchangeBidRecord } from '../exchange/records.js'
 import type { IdempotencyRecord } from '../http/records.js'
@@ -123,8 +123,8 @@ export interface Store {
   exchangeBids: Database<ExchangeBidRecord, string>
   /** [made ms, bid_id] -> 1: exchange bids still pending, oldest first, for releasing their budget. */
   exchangePending: Database<1, [number, string]>
-  /** campaign_id -> its exchange-path spend and held budget. */
-  ledgers: Database<CampaignLedger, string>
+  /** campaign_id -> the budget this node's exchange bids in flight hold (its spend is in campaignDelivery). */
+  ledgers: Database<HeldBudget, string>
   /** [expires ms, reservation_id] -> reservation_id: holds in expiry order. */
   holds: Database<string, [number, string]>
   /** [campaign_id, node id] -> what the campaign delivered through that node (src/campaigns/delivery.ts). */
@@ -415,7 +415,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     aliases: cached('bidder_aliases'),
     exchangeBids: withShapes<ExchangeBidRecord, string>('exchange_bids'),
     exchangePending: root.openDB<1, [number, string]>('exchange_pending', { keyEncoding: 'ordered-binary' }),
-    ledgers: withShapes<CampaignLedger, string>('ledgers'),
+    ledgers: withShapes<HeldBudget, string>('ledgers'),
     node: options.node ?? '',
     write,
     get inTransaction () { return depth > 0 },

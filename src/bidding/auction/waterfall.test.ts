@@ -177,11 +177,15 @@ t.test('priced placements play only in their dayparts, while their campaign runs
   t.equal(decide(afternoon.store, screen, NOW + 5 * 3_600_000).assignment?.assignment_id, 'auc', 'at 14:00 it does')
   const spent = world(t)
   pricedLine(spent.store, 'auc', { line: 'auction', cpm: 7 })
-  spent.store.write(() => spent.store.ledgers.putSync('cmp_auc', { spent_micros: 99_999_000, reserved_micros: 0, day: '2026-11-24', day_spent_micros: 0 }))
+  spent.store.write(() => spent.store.campaignDelivery.putSync(['cmp_auc', 'node-2'], { impressions: 0, spent_micros: 99_999_000, day: '2026-11-23', day_spent_micros: 0, started_at: '2026-11-23T00:00:00.000Z' }))
   t.equal(decide(spent.store, screen, NOW).tier, 'house', 'a play costs more than the budget left')
   const even = world(t)
   pricedLine(even.store, 'pref', { line: 'preferred', cpm: 6, pacing: 'even' }, { pacing: 'even', budget_usd: 7 })
-  even.store.write(() => even.store.ledgers.putSync('cmp_pref', { spent_micros: 700_000, reserved_micros: 0, day: '2026-11-24', day_spent_micros: 700_000 }))
+  // Spent through two nodes of a cluster: pacing reads their sum.
+  even.store.write(() => {
+    even.store.campaignDelivery.putSync(['cmp_pref', 'node-1'], { impressions: 0, spent_micros: 400_000, day: '2026-11-24', day_spent_micros: 400_000, started_at: '2026-11-24T00:00:00.000Z' })
+    even.store.campaignDelivery.putSync(['cmp_pref', 'node-2'], { impressions: 0, spent_micros: 300_000, day: '2026-11-24', day_spent_micros: 300_000, started_at: '2026-11-24T00:00:00.000Z' })
+  })
   t.equal(decide(even.store, screen, NOW).tier, 'house', 'even pacing: $0.70 spent today, past the $0.67 of the day\'s $1 released by 15:00 UTC (with the hour ahead)')
   t.equal(decide(even.store, screen, NOW + 2 * 3_600_000).tier, 'preferred', 'two hours later, $0.75 is released: it plays again')
   const paused = world(t)

@@ -137,7 +137,7 @@ export function bidderRoutes (deps: Deps): RouteDef[] {
       for (const r of records) {
         store.exchangeBids.putSync(r.bid_id, r)
         store.exchangePending.putSync([r.at, r.bid_id], 1)
-        if (r.reserved_micros > 0) hold(store, r.campaign_id, r.reserved_micros, now)
+        if (r.reserved_micros > 0) hold(store, r.campaign_id, r.reserved_micros)
       }
       const seatbid = new Map<string, SeatBid>()
       for (const b of bids) {
@@ -195,7 +195,7 @@ export function bidderRoutes (deps: Deps): RouteDef[] {
         }
         if (kind === 'loss') {
           if (r.status !== 'pending') return
-          if (r.reserved_micros > 0) release(store, r.campaign_id, r.reserved_micros, now)
+          if (r.reserved_micros > 0) release(store, r.campaign_id, r.reserved_micros)
           next.status = 'lost'
           next.reserved_micros = 0
           const code = number('code')
@@ -236,7 +236,7 @@ export function expireExchangeBids (store: Deps['store'], now: number, batch = 5
       store.exchangePending.removeSync(key)
       const r = store.exchangeBids.get(key[1])
       if (r === undefined || (r.status !== 'pending' && r.status !== 'won')) continue
-      if (r.reserved_micros > 0) release(store, r.campaign_id, r.reserved_micros, now)
+      if (r.reserved_micros > 0) release(store, r.campaign_id, r.reserved_micros)
       store.exchangeBids.putSync(r.bid_id, { ...r, status: 'expired', reserved_micros: 0, settled_at: now })
     }
   })
