@@ -100,6 +100,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
       clearInterval(timer)
       applier.stop()
       replica.stop()
+      locks.stop()
       await shipper.idle()
       await engine.close()
     }

@@ -1,11 +1,17 @@
-import type { KV } from 'nats'
+import { KvWatchInclude, type KV } from 'nats'
 import type { Logger } from '../log.js'
 import { createHold, newestHold, releaseHold } from './numbered-keys.js'
 import { LOCK_TTL_MS } from './engine.js'
 import { retryFor } from './retry.js'
 
-/** How often a request waiting for a record's lock looks again. */
+/** How often a request that cannot reach the engine tries again. */
 const POLL_MS = 50
+
+/**
+ * How long a waiting request waits for word of the hold it waits for before reading it again: a hold that lapses
+ * with the TTL sends no word, and a watch being opened again can miss some.
+ */
+const LOOK_AGAIN_MS = 250
 
 /** A hold as a reader finds it: its number, its holder, and whether it was given back (or lapsed). */
 type Hold = NonNullable<Awaited<ReturnType<typeof newestHold>>>
@@ -19,10 +25,53 @@ export class RecordLocks {
   readonly #log: Logger
   /** Per record, the newest hold this node knows of and when it knew that it was the newest. */
   readonly #known = new Map<string, { n: number, at: number }>()
+  /** Requests waiting for a hold to be given back, by the key that gives it back. */
+  readonly #waiting = new Map<string, Set<() => void>>()
+  #watch: Awaited<ReturnType<KV['watch']>> | undefined
+  #stopped = false
 
   constructor (locks: KV, log: Logger) {
     this.#locks = locks
     this.#log = log
+    void this.#follow()
+  }
+
+  /**
+   * Watches the bucket for holds given back, each waking the requests waiting for it: a waiting request learns of
+   * its turn from the engine rather than by reading the hold again and again (a poll every 50 ms put that much on the
+   * p99 of every booking queued behind another).
+   */
+  async #follow (): Promise<void> {
+    while (!this.#stopped) {
+      try {
+        const watch = this.#watch = await this.#locks.watch({ include: KvWatchInclude.UpdatesOnly })
+        for await (const entry of watch) this.#waiting.get(entry.key)?.forEach((wake) => wake())
+      } catch (err) {
+        if (!this.#stopped) this.#log.warn('cluster: the locks watch ended; waiting requests read their holds until it is back', { error: err instanceof Error ? err.message : String(err) })
+      }
+      if (!this.#stopped) await new Promise((resolve) => setTimeout(resolve, 500))
+    }
+  }
+
+  stop (): void {
+    this.#stopped = true
+    this.#watch?.stop()
+  }
+
+  /** Resolves when the key is written (a hold given back) or after ms; cancel() before it does stops listening. */
+  #wakeOn (key: string, ms: number): { woken: Promise<void>, cancel: () => void } {
+    let wake!: () => void
+    const woken = new Promise<void>((resolve) => { wake = resolve })
+    const timer = setTimeout(wake, ms)
+    let set = this.#waiting.get(key)
+    if (set === undefined) this.#waiting.set(key, set = new Set())
+    set.add(wake)
+    const cancel = () => {
+      clearTimeout(timer)
+      set!.delete(wake)
+      if (set!.size === 0 && this.#waiting.get(key) === set) this.#waiting.delete(key)
+    }
+    return { woken, cancel }
   }
 
   /**
@@ -51,11 +100,19 @@ export class RecordLocks {
         hold = await this.#hold(base, n)
         continue
       }
-      if (Date.now() + POLL_MS >= deadline) return false
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS))
-      // Only the hold waited for is read again, not every hold of the record: a busy record (the catalog) has
-      // thousands within the TTL, and a waiting request looks every 50 ms.
-      hold = await this.#hold(base, hold.n)
+      const left = deadline - Date.now()
+      if (left <= 0) return false
+      // Listening before reading: a hold given back between the two is not missed. Only the hold waited for is read
+      // again, not every hold of the record: a busy record (the catalog) has thousands within the TTL.
+      const wait = this.#wakeOn(`${base}.${hold.n}.r`, Math.min(LOOK_AGAIN_MS, left))
+      let seen: Hold
+      try {
+        seen = await this.#hold(base, hold.n)
+        if (!seen.released) await wait.woken
+      } finally {
+        wait.cancel()
+      }
+      hold = seen.released ? seen : await this.#hold(base, hold.n)
     }
   }
 
