@@ -18,6 +18,7 @@ import { ProofSigner } from './proof/signer.js'
 import { allRoutes } from './routes.js'
 import { ImpIds } from './inventory/adslots/imp-ids.js'
 import { activateMediaBuys, mediaBuysDue } from './agents/media-buys.js'
+import { budgetBook } from './campaigns/budget.js'
 import { catalogRecord } from './campaigns/catalog-lock.js'
 import { campaignJobsDue, runCampaignJobs } from './campaigns/lifecycle.js'
 import { LockedJobs } from './cluster/locked-jobs.js'
@@ -185,6 +186,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     unlock: (name: string, n: number) => cluster?.unlock(name, n),
     caughtUp: async () => await cluster?.caughtUp() ?? false,
     lease: (ask: WindowAsk) => cluster?.lease(ask),
+    budget: (campaignId: string, wantMicros: number) => cluster?.leaseBudget(campaignId, wantMicros),
     log: (line: string) => log.write(line),
     moderate: (id: string) => moderator.schedule(id),
     outbox: () => webhooks.kick(),
@@ -214,7 +216,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   try {
     // A cluster node serves only once it holds what the cluster acknowledged while it was away.
     if (config.cluster !== undefined) {
-      cluster = await joinCluster({ cluster: config.cluster, store, objects, shipped: replicated, limiter, log, onShipped: () => threads.notify('shipped'), onGranted: () => threads.notify('granted'), onApplied: (table, key, previous) => {
+      cluster = await joinCluster({ cluster: config.cluster, store, objects, shipped: replicated, limiter, budgets: budgetBook(store, () => clock.now()), log, onShipped: () => threads.notify('shipped'), onGranted: () => threads.notify('granted'), onApplied: (table, key, previous) => {
           inventory.applied(table, key as string)
           seatListApplied(store, table, key as string, previous)
         }

@@ -1,5 +1,5 @@
 import { iso } from '../clock.js'
-import { addDelivery, deliveredOf } from './delivery.js'
+import { addDelivery, addLease, deliveredOf, leasedLeft } from './delivery.js'
 import { recordDelivery } from './lifecycle.js'
 import type { Outbox } from '../store/outbox.js'
 import type { CampaignLedger, CampaignRecord } from './records.js'
@@ -14,13 +14,57 @@ function dayOf (now: number): string {
   return iso(now).slice(0, 10)
 }
 
+/** How a cluster node asks its supervisor for more of a campaign's budget (src/cluster/budget-leases.ts). */
+let askLease: ((campaignId: string, wantMicros: number) => void) | undefined
+/** When this thread last asked, per campaign: one ask at a time, until the grant lands or a second passes. */
+const asked = new Map<string, number>()
+const ASK_AGAIN_MS = 1000
+
+/** A cluster node's thread: where its asks for budget go. */
+export function leaseBudgetWith (ask: (campaignId: string, wantMicros: number) => void): void {
+  askLease = ask
+}
+
+/**
+ * The part of a campaign's budget a cluster node asks for at a time: 5% of it, and at least four of the plays it is
+ * deciding, so that the next part, asked for when less than half is left, lands while two plays are still covered.
+ */
+export function leasePart (c: Pick<CampaignRecord, 'budget_usd'>, playMicros = 0): number {
+  return Math.max(10_000, Math.round(toMicros(c.budget_usd) / 20), 4 * playMicros)
+}
+
+/** A cluster node's side of its budget leases (src/cluster/budget-leases.ts): a running campaign's budget, and a part granted. */
+export function budgetBook (store: Store, now: () => number): { limitOf (campaignId: string): number | undefined, granted (campaignId: string, micros: number): void } {
+  return {
+    limitOf (campaignId) {
+      store.refresh()
+      const c = store.campaigns.get(campaignId)
+      return c !== undefined && c.status === 'active' ? toMicros(c.budget_usd) : undefined
+    },
+    granted: (campaignId, micros) => store.write(() => addLease(store, campaignId, micros, now()))
+  }
+}
+
 /**
  * A campaign's money as of now: its spend and today's over every node (their delivery rows), and the budget this
- * node's exchange bids in flight hold.
+ * node's exchange bids in flight hold. On a cluster node, also what it may still commit of its leases; when that
+ * falls under half a part (for a play of playMicros) it asks for the next, ahead of need.
  */
-export function ledgerOf (store: Store, campaignId: string, now: number): CampaignLedger {
+export function ledgerOf (store: Store, campaignId: string, now: number, playMicros = 0): CampaignLedger {
   const { spent_micros: spent, day_spent_micros: today } = deliveredOf(store, campaignId, now)
-  return { spent_micros: spent, reserved_micros: store.ledgers.get(campaignId)?.reserved_micros ?? 0, day: dayOf(now), day_spent_micros: today }
+  const reserved = store.ledgers.get(campaignId)?.reserved_micros ?? 0
+  const ledger: CampaignLedger = { spent_micros: spent, reserved_micros: reserved, day: dayOf(now), day_spent_micros: today }
+  if (store.node === '') return ledger
+  ledger.lease_left_micros = leasedLeft(store, campaignId) - reserved
+  const c = store.campaigns.get(campaignId)
+  if (c !== undefined && c.status === 'active' && ledger.lease_left_micros < leasePart(c, playMicros) / 2 && spent + reserved < toMicros(c.budget_usd)) {
+    const last = asked.get(campaignId)
+    if (last === undefined || Date.now() - last > ASK_AGAIN_MS) {
+      asked.set(campaignId, Date.now())
+      askLease?.(campaignId, leasePart(c, playMicros))
+    }
+  }
+  return ledger
 }
 
 /** Even pacing's calendar: the days left to spend on (today included), and the share of today's allowance released. */
@@ -39,11 +83,15 @@ export function utcPace (c: Pick<CampaignRecord, 'end_date'>, l: Pick<CampaignLe
  * Micro-dollars the campaign may commit to one more play now: what is left of the budget after spend and budget held
  * by bids in flight, and of today's allowance. even: the budget left at the start of today spread over the days left
  * in the flight, released along the day (`pace`; by default every UTC day, an hour ahead of a straight line; a
- * dayparted placement passes its own windows); asap: no daily line. daily_budget_usd caps either.
+ * dayparted placement passes its own windows); asap: no daily line. daily_budget_usd caps either. A cluster node's
+ * leases stand for the budget left.
  */
 export function headroom (c: CampaignRecord, l: CampaignLedger, now: number, pace: PaceClock = utcPace(c, l, now)): number {
   const budget = toMicros(c.budget_usd)
-  const left = budget - l.spent_micros - l.reserved_micros
+  // A cluster node spends its leases, not the budget left over every node: other nodes' unspent leases are theirs.
+  // While some of its leases is left it may commit to a play that costs more, so that no node is left holding a
+  // remnant smaller than a play: the nodes together can go past the budget by less than a play each.
+  const left = l.lease_left_micros === undefined ? budget - l.spent_micros - l.reserved_micros : l.lease_left_micros > 0 ? Infinity : l.lease_left_micros
   let today = c.pacing === 'asap' ? Infinity : (budget - (l.spent_micros - l.day_spent_micros)) / Math.max(1, pace.daysLeft)
   if (c.daily_budget_usd !== undefined) today = Math.min(today, toMicros(c.daily_budget_usd))
   const line = c.pacing === 'asap' ? today : today * pace.released
@@ -81,7 +129,7 @@ export function charge (store: Store, outbox: Outbox, campaignId: string, heldMi
 export function chargePlay (store: Store, outbox: Outbox, c: CampaignRecord, cpm: number, multiplier: number, now: number): number {
   if (c.status !== 'active') return 0
   const l = ledgerOf(store, c.campaign_id, now)
-  const cost = Math.max(0, Math.min(playCostMicros(cpm, multiplier), toMicros(c.budget_usd) - l.spent_micros))
+  const cost = Math.max(0, Math.min(playCostMicros(cpm, multiplier), toMicros(c.budget_usd) - l.spent_micros, l.lease_left_micros ?? Infinity))
   charge(store, outbox, c.campaign_id, 0, cost, Math.max(1, Math.round(multiplier)), now)
   return cost
 }

@@ -5,9 +5,9 @@ import t from 'tap'
 import { ManualClock } from '../clock.js'
 import { Outbox } from '../store/outbox.js'
 import { openStore } from '../store/store.js'
-import { adoptCampaignDelivery, campaignView, deliveredOf } from './delivery.js'
-import { charge, hold, ledgerOf } from './budget.js'
-import { recordDelivery } from './lifecycle.js'
+import { addLease, adoptCampaignDelivery, campaignView, deliveredOf } from './delivery.js'
+import { charge, headroom, hold, leaseBudgetWith, ledgerOf } from './budget.js'
+import { campaignJobsDue, recordDelivery, runCampaignJobs } from './lifecycle.js'
 import type { CampaignRecord } from './records.js'
 
 // What campaigns delivered, a row per node: on a cluster each node writes only its own, and the campaign's delivery is
@@ -25,29 +25,54 @@ function node (t: { teardown (fn: () => unknown): void }, id: string) {
   return { store, outbox, events }
 }
 
-t.test('each node adds to its own row; the campaign shows the sum; started once, completed at the goal', async (t) => {
+t.test('each node adds to its own row; the campaign shows the sum; the catalog\'s job raises its start and end once', async (t) => {
   const { store, outbox, events } = node(t, 'node-1')
   store.write(() => store.campaigns.putSync('cmp_a', campaign))
   store.write(() => store.campaignDelivery.putSync(['cmp_a', 'node-2'], { impressions: 4, spent_micros: 250_000, day: '2026-11-23', day_spent_micros: 250_000, started_at: '2026-11-23T11:00:00.000Z' }))
   store.write(() => recordDelivery(store, outbox, 'cmp_a', 3, 125_000, NOW))
   t.same(deliveredOf(store, 'cmp_a', NOW), { impressions: 7, spent_micros: 375_000, day_spent_micros: 125_000, started_at: '2026-11-23T11:00:00.000Z' }, 'node-2\'s 4 and this node\'s 3; today\'s spend is this node\'s, node-2 spent yesterday')
   t.same(store.campaignDelivery.get(['cmp_a', 'node-1']), { impressions: 3, spent_micros: 125_000, day: '2026-11-24', day_spent_micros: 125_000, started_at: '2026-11-24T12:00:00.000Z' }, 'this node wrote only its own row')
-  t.same(events(), [], 'another node recorded the first impression: no campaign.started here')
+  t.same(events(), [], 'a cluster node\'s play raises nothing itself')
   t.match(campaignView(store, store.campaigns.get('cmp_a')!), { status: 'active', impressions: 7, spent_usd: 0.375 })
   t.notOk('seat_id' in campaignView(store, store.campaigns.get('cmp_a')!), 'the view leaves the owner out')
+  runCampaignJobs(store, outbox, NOW)
+  t.same(events(), ['campaign.started'], 'the job raises the start, from node-2\'s first impression')
+  t.equal(store.campaigns.get('cmp_a')!.started_at, '2026-11-23T11:00:00.000Z')
   store.write(() => recordDelivery(store, outbox, 'cmp_a', 3, 125_000, NOW))
-  t.match(store.campaigns.get('cmp_a'), { status: 'completed', completed_reason: 'goal_impressions reached' }, 'the goal reached over both nodes completes it')
-  t.same(events(), ['campaign.completed'])
+  t.match(store.campaigns.get('cmp_a'), { status: 'active' }, 'the goal reached over both nodes: still active until the job runs')
+  t.ok(campaignJobsDue(store, NOW))
+  runCampaignJobs(store, outbox, NOW)
+  runCampaignJobs(store, outbox, NOW)
+  t.match(store.campaigns.get('cmp_a'), { status: 'completed', completed_reason: 'goal_impressions reached' })
+  t.same(events(), ['campaign.started', 'campaign.completed'], 'each raised once')
+  t.notOk(campaignJobsDue(store, NOW))
   t.equal(store.write(() => recordDelivery(store, outbox, 'cmp_a', 1, 0, NOW)), undefined, 'a completed campaign records no more')
 })
 
-t.test('the first impression anywhere starts the campaign', async (t) => {
-  const { store, outbox, events } = node(t, 'node-1')
+t.test('on one node the first impression starts the campaign and the budget spent ends it at once', async (t) => {
+  const { store, outbox, events } = node(t, '')
   store.write(() => store.campaigns.putSync('cmp_a', { ...campaign, goal_impressions: undefined } as CampaignRecord))
   store.write(() => recordDelivery(store, outbox, 'cmp_a', 1, 500_000, NOW))
   t.same(events(), ['campaign.started'])
   store.write(() => recordDelivery(store, outbox, 'cmp_a', 1, 500_000, NOW))
   t.same(events(), ['campaign.started', 'campaign.completed'], 'the budget spent completes it')
+  t.notOk(campaignJobsDue(store, NOW), 'nothing left for the job')
+})
+
+t.test('a cluster node spends its leases: it commits while any is left, and asks for the next part under half of one', async (t) => {
+  const { store } = node(t, 'node-1')
+  const asks: Array<[string, number]> = []
+  leaseBudgetWith((id, want) => asks.push([id, want]))
+  store.write(() => store.campaigns.putSync('cmp_a', { ...campaign, budget_usd: 2 }))
+  t.equal(headroom(campaign, ledgerOf(store, 'cmp_a', NOW), NOW), 0, 'nothing leased: nothing to commit')
+  t.same(asks, [['cmp_a', 100_000]], 'and the node asks for 5% of the $2 budget')
+  ledgerOf(store, 'cmp_a', NOW)
+  t.equal(asks.length, 1, 'once while that ask is on its way')
+  store.write(() => addLease(store, 'cmp_a', 100_000, NOW))
+  store.write(() => store.campaignDelivery.putSync(['cmp_a', 'node-1'], { ...store.campaignDelivery.get(['cmp_a', 'node-1'])!, spent_micros: 60_000 }))
+  const l = ledgerOf(store, 'cmp_a', NOW)
+  t.equal(l.lease_left_micros, 40_000, 'leased less spent')
+  t.equal(headroom({ ...campaign, budget_usd: 2, pacing: 'asap' }, l, NOW), Infinity, 'some left: a play that costs more may still be committed, so no remnant is stranded')
 })
 
 t.test('delivery an earlier version kept in the campaign\'s row and its ledger moves to a delivery row once', async (t) => {
@@ -67,7 +92,7 @@ t.test('delivery an earlier version kept in the campaign\'s row and its ledger m
 })
 
 t.test('a win billed after its campaign stopped still spent its cost; held budget is this node\'s alone', async (t) => {
-  const { store, outbox, events } = node(t, 'node-1')
+  const { store, outbox, events } = node(t, '')
   store.write(() => store.campaigns.putSync('cmp_a', { ...campaign, status: 'paused', goal_impressions: undefined } as CampaignRecord))
   store.write(() => hold(store, 'cmp_a', 300_000))
   t.same(ledgerOf(store, 'cmp_a', NOW), { spent_micros: 0, reserved_micros: 300_000, day: '2026-11-24', day_spent_micros: 0 })

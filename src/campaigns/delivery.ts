@@ -25,13 +25,13 @@ export function deliveredOf (store: Store, campaignId: string, now = 0): { impre
     impressions += value.impressions
     spent += value.spent_micros
     if (value.day === day) today += value.day_spent_micros
-    if (started === undefined || value.started_at < started) started = value.started_at
+    if (value.impressions > 0 && (started === undefined || value.started_at < started)) started = value.started_at
   }
   return { impressions, spent_micros: spent, day_spent_micros: today, ...(started !== undefined ? { started_at: started } : {}) }
 }
 
 /** A campaign as its seat sees it: its record with what it delivered. */
-export function campaignView (store: Store, { seat_id: _seat, ...c }: CampaignRecord): Campaign {
+export function campaignView (store: Store, { seat_id: _seat, started_at: _started, ...c }: CampaignRecord): Campaign {
   const { impressions, spent_micros: spent } = deliveredOf(store, c.campaign_id)
   return { ...c, impressions, spent_usd: spent / 1e6 }
 }
@@ -42,12 +42,26 @@ export function addDelivery (store: Store, campaignId: string, impressions: numb
   const mine = store.campaignDelivery.get(key)
   const day = dayOf(now)
   store.campaignDelivery.putSync(key, {
+    ...mine,
     impressions: (mine?.impressions ?? 0) + impressions,
     spent_micros: (mine?.spent_micros ?? 0) + costMicros,
     day,
     day_spent_micros: (mine?.day === day ? mine.day_spent_micros : 0) + costMicros,
     started_at: mine?.started_at ?? iso(now)
   })
+}
+
+/** A cluster node: what this node may still spend of the campaign, its leases less its spend. */
+export function leasedLeft (store: Store, campaignId: string): number {
+  const mine = store.campaignDelivery.get([campaignId, store.node])
+  return (mine?.leased_micros ?? 0) - (mine?.spent_micros ?? 0)
+}
+
+/** A cluster node: adds a part of the campaign's budget the engine granted this node. Call inside Store.write. */
+export function addLease (store: Store, campaignId: string, micros: number, now: number): void {
+  const key: [string, string] = [campaignId, store.node]
+  const mine = store.campaignDelivery.get(key)
+  store.campaignDelivery.putSync(key, { impressions: 0, spent_micros: 0, day: dayOf(now), day_spent_micros: 0, started_at: iso(now), ...mine, leased_micros: (mine?.leased_micros ?? 0) + micros })
 }
 
 /**
@@ -57,14 +71,15 @@ export function addDelivery (store: Store, campaignId: string, impressions: numb
 export function adoptCampaignDelivery (store: Store): void {
   runOnce(store, 'campaign_delivery', () => store.write(() => {
     for (const { key, value } of store.campaigns.getRange()) {
-      const { impressions, spent_usd: spentUsd, started_at: started, ...rest } = value as CampaignRecord & { impressions?: number, spent_usd?: number, started_at?: string }
+      const { impressions, spent_usd: spentUsd, ...rest } = value as CampaignRecord & { impressions?: number, spent_usd?: number }
+      const started = value.started_at
       const ledger = store.ledgers.get(key) as { spent_micros?: number, day?: string, day_spent_micros?: number } | undefined
       // The ledger also counted a win billed after its campaign had ended, which the campaign's row did not.
       const spent = Math.max(Math.round((spentUsd ?? 0) * 1e6), ledger?.spent_micros ?? 0)
       if ((impressions ?? 0) > 0 || spent > 0) {
         store.campaignDelivery.putSync([key, store.node], { impressions: impressions ?? 0, spent_micros: spent, day: ledger?.day ?? '', day_spent_micros: ledger?.day_spent_micros ?? 0, started_at: started ?? value.created_at })
       }
-      if (impressions !== undefined || spentUsd !== undefined || started !== undefined) store.campaigns.putSync(key, rest)
+      if (impressions !== undefined || spentUsd !== undefined) store.campaigns.putSync(key, rest)
     }
   }))
 }

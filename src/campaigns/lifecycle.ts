@@ -21,19 +21,51 @@ export function datedStatus (c: Pick<CampaignRecord, 'status' | 'start_date' | '
   return d >= c.start_date ? 'active' : 'scheduled'
 }
 
-/** The time-driven moves due now: holds past their time, campaigns whose dates move them, deals over everywhere. */
+/** The time-driven moves due now: holds past their time, campaigns whose dates or delivery move them, deals over everywhere. */
 function dueMoves (store: Store, now: number) {
+  const campaigns = [...store.campaigns.getRange()]
   return {
     holds: [...store.holds.getRange({ end: [now, '\uffff'] } as never)].map(({ key, value }) => ({ key: key as unknown as [number, string], id: value })),
-    campaigns: [...store.campaigns.getRange()].filter(({ value }) => datedStatus(value, now) !== value.status),
+    campaigns: campaigns.filter(({ value }) => datedStatus(value, now) !== value.status),
+    milestones: campaigns.filter(({ value }) => value.status === 'active' && milestonesOf(store, value) !== undefined),
     deals: [...store.deals.getRange()].filter(({ value }) => ['active', 'paused', 'pending'].includes(value.status) && dealOverEverywhere(value, now))
   }
+}
+
+/**
+ * What an active campaign's delivery over every node calls for: campaign.started at its first impression,
+ * campaign.completed at its goal or budget; undefined when nothing.
+ */
+function milestonesOf (store: Store, c: CampaignRecord): { start: boolean, complete?: string } | undefined {
+  const delivered = deliveredOf(store, c.campaign_id)
+  const start = c.started_at === undefined && delivered.impressions > 0
+  const complete = c.goal_impressions !== undefined && delivered.impressions >= c.goal_impressions ? 'goal_impressions reached' : delivered.spent_micros >= toMicros(c.budget_usd) ? 'budget spent' : undefined
+  return start || complete !== undefined ? { start, ...(complete !== undefined ? { complete } : {}) } : undefined
+}
+
+/** Raises what a campaign's delivery calls for (milestonesOf) and records it in its row. Call inside Store.write. */
+function reachMilestones (store: Store, outbox: Outbox, c: CampaignRecord, now: number): CampaignRecord {
+  const due = milestonesOf(store, c)
+  if (due === undefined) return c
+  const next: CampaignRecord = { ...c, updated_at: iso(now) }
+  const delivered = deliveredOf(store, c.campaign_id)
+  if (due.start) {
+    next.started_at = delivered.started_at ?? iso(now)
+    outbox.append('campaign.started', `campaign:${c.campaign_id}`, { campaign_id: c.campaign_id, started_at: next.started_at }, c.seat_id)
+  }
+  if (due.complete !== undefined) {
+    next.status = 'completed'
+    next.completed_reason = due.complete
+    outbox.append('campaign.completed', `campaign:${c.campaign_id}`, { campaign_id: c.campaign_id, reason: due.complete, impressions: delivered.impressions, spent_usd: fromMicros(delivered.spent_micros) }, c.seat_id)
+  }
+  store.campaigns.putSync(c.campaign_id, next)
+  return next
 }
 
 /** Whether runCampaignJobs has anything to do now: a cluster node takes the catalog lock only then. */
 export function campaignJobsDue (store: Store, now: number): boolean {
   const due = dueMoves(store, now)
-  return due.holds.length > 0 || due.campaigns.length > 0 || due.deals.length > 0
+  return due.holds.length > 0 || due.campaigns.length > 0 || due.milestones.length > 0 || due.deals.length > 0
 }
 
 /**
@@ -45,7 +77,7 @@ export function campaignJobsDue (store: Store, now: number): boolean {
 export function runCampaignJobs (store: Store, outbox: Outbox, now: number): { expiredHolds: number, campaignMoves: number, expiredDeals: number } {
   const result = { expiredHolds: 0, campaignMoves: 0, expiredDeals: 0 }
   const due = dueMoves(store, now)
-  if (due.holds.length === 0 && due.campaigns.length === 0 && due.deals.length === 0) return result
+  if (due.holds.length === 0 && due.campaigns.length === 0 && due.milestones.length === 0 && due.deals.length === 0) return result
   store.write(() => {
     for (const { key, id } of due.holds) {
       store.holds.removeSync(key)
@@ -67,6 +99,11 @@ export function runCampaignJobs (store: Store, outbox: Outbox, now: number): { e
       }
       result.campaignMoves++
     }
+    // A cluster node's plays record delivery only: the start and end it calls for are raised here, once.
+    for (const { value } of due.milestones) {
+      const c = store.campaigns.get(value.campaign_id)
+      if (c !== undefined && c.status === 'active') reachMilestones(store, outbox, c, now)
+    }
     for (const { key, value } of due.deals) {
       const expired: DealRecord = { ...value, status: 'expired', updated_at: iso(now) }
       store.deals.putSync(key, expired)
@@ -78,21 +115,14 @@ export function runCampaignJobs (store: Store, outbox: Outbox, now: number): { e
 }
 
 /**
- * Records delivered impressions and their cost (micro-dollars) against a campaign (called by the impression pipeline), in this node's
- * delivery row: the first emits campaign.started; reaching goal_impressions or the budget completes it
- * (campaign.completed). Call inside Store.write.
+ * Records delivered impressions and their cost (micro-dollars) against a campaign (called by the impression pipeline)
+ * in this node's delivery row. On one node the first emits campaign.started and reaching goal_impressions or the
+ * budget completes it (campaign.completed) at once; a cluster node leaves both to the catalog's job, which raises
+ * each once from every node's delivery. Call inside Store.write.
  */
 export function recordDelivery (store: Store, outbox: Outbox, campaignId: string, impressions: number, costMicros: number, now: number): CampaignRecord | undefined {
   const c = store.campaigns.get(campaignId)
   if (c === undefined || c.status !== 'active') return undefined
-  const before = deliveredOf(store, campaignId)
   addDelivery(store, campaignId, impressions, costMicros, now)
-  const after = deliveredOf(store, campaignId)
-  if (before.started_at === undefined) outbox.append('campaign.started', `campaign:${campaignId}`, { campaign_id: campaignId, started_at: after.started_at }, c.seat_id)
-  const goal = c.goal_impressions !== undefined && after.impressions >= c.goal_impressions
-  if (!goal && after.spent_micros < toMicros(c.budget_usd)) return c
-  const next: CampaignRecord = { ...c, status: 'completed', completed_reason: goal ? 'goal_impressions reached' : 'budget spent', updated_at: iso(now) }
-  outbox.append('campaign.completed', `campaign:${campaignId}`, { campaign_id: campaignId, reason: next.completed_reason, impressions: after.impressions, spent_usd: fromMicros(after.spent_micros) }, c.seat_id)
-  store.campaigns.putSync(campaignId, next)
-  return next
+  return store.node === '' ? reachMilestones(store, outbox, c, now) : c
 }

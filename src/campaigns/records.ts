@@ -7,6 +7,8 @@ import type { Assignment, Campaign, Deal, Reservation } from '../generated/types
  */
 export interface CampaignRecord extends Omit<Campaign, 'screens' | 'impressions' | 'spent_usd'> {
   seat_id: string
+  /** Set when campaign.started is raised, at its first impression on any node. */
+  started_at?: string
 }
 
 export interface AssignmentRecord extends Assignment {
@@ -34,6 +36,8 @@ export interface CampaignLedger {
   /** UTC date of day_spent_micros. */
   day: string
   day_spent_micros: number
+  /** A cluster node: what it may still commit of the budget, its leases less its spend and what its bids hold. */
+  lease_left_micros?: number
 }
 
 /** Budget this node's exchange bids in flight hold for a campaign, until they are billed, lose or expire. */
@@ -51,6 +55,8 @@ export interface CampaignDelivery {
   /** UTC date of day_spent_micros. */
   day: string
   day_spent_micros: number
-  /** When this node recorded the campaign's first impression. */
+  /** When this node recorded the campaign's first impression (the row's making, for a row made by a lease). */
   started_at: string
+  /** A cluster node: the part of the budget the engine granted this node (src/cluster/budget-leases.ts). */
+  leased_micros?: number
 }

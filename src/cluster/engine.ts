@@ -19,6 +19,9 @@ export const LOCK_TTL_MS = 30_000
 /** The KV bucket of rate-limit windows, each a run of numbered grants to the nodes (src/cluster/rate-leases.ts). */
 const RATES_BUCKET = 'oohbid_rates'
 
+/** The KV bucket of campaigns' budget grants to nodes (src/cluster/budget-leases.ts): kept as long as campaigns are. */
+const BUDGETS_BUCKET = 'oohbid_budgets'
+
 /** How long a window's grants are kept: the longest window (an hour) and an hour more. */
 const RATES_TTL_MS = 2 * 3600_000
 
@@ -41,6 +44,7 @@ export interface Engine {
   state: KV
   claims: KV
   rates: KV
+  budgets: KV
   locks: KV
   objects: ObjectStore
   close (): Promise<void>
@@ -72,6 +76,7 @@ export async function connectEngine (cluster: ClusterConfig, log: Logger, startW
       const state = await js.views.kv(STATE_BUCKET, { history: 1, replicas: cluster.replicas })
       const claims = await js.views.kv(CLAIMS_BUCKET, { history: 1, replicas: cluster.replicas, ttl: CLAIM_TTL_MS })
       const rates = await js.views.kv(RATES_BUCKET, { history: 1, replicas: cluster.replicas, ttl: RATES_TTL_MS })
+      const budgets = await js.views.kv(BUDGETS_BUCKET, { history: 1, replicas: cluster.replicas })
       const locks = await js.views.kv(LOCKS_BUCKET, { history: 1, replicas: cluster.replicas, ttl: LOCK_TTL_MS })
       const objects = await js.views.os(OBJECTS_BUCKET, { replicas: cluster.replicas })
       const jsm = await nc.jetstreamManager()
@@ -79,7 +84,7 @@ export async function connectEngine (cluster: ClusterConfig, log: Logger, startW
       // The same settings from every node: adding an existing stream with them is a no-op.
       await jsm.streams.add(signals)
       const conn = nc
-      return { nc, js, jsm, state, claims, rates, locks, objects, close: () => conn.drain() }
+      return { nc, js, jsm, state, claims, rates, budgets, locks, objects, close: () => conn.drain() }
     } catch (err) {
       last = err
       await nc?.close().catch(() => {})

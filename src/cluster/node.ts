@@ -5,6 +5,7 @@ import type { ObjectStore } from '../store/objects.js'
 import type { Store } from '../store/store.js'
 import type { RateLimiter, WindowAsk } from '../http/rate-limit.js'
 import { ChangeApplier, type AppliedHook } from './applier.js'
+import { BudgetLeases, type BudgetBook } from './budget-leases.js'
 import { connectEngine } from './engine.js'
 import { ObjectReplica } from './objects.js'
 import { RateLeases } from './rate-leases.js'
@@ -31,6 +32,8 @@ export interface ClusterNode {
   unlock (name: string, n: number): void
   /** Asks the engine for more of a rate-limit window; the grant lands in the windows the hot threads share. */
   lease (ask: WindowAsk): void
+  /** Asks the engine for the next part of a campaign's budget; the grant lands in this node's delivery row. */
+  leaseBudget (campaignId: string, wantMicros: number): void
   /** Resolves true once this node has applied every change the state bucket held when called; false after a second. */
   caughtUp (): Promise<boolean>
   close (): Promise<void>
@@ -40,7 +43,7 @@ export interface ClusterNode {
  * Joins the cluster: connects to the engine, ships what this node recorded and did not ship before it stopped, and
  * applies what the other nodes changed meanwhile, before the hot threads serve (startService awaits this).
  */
-export async function joinCluster (deps: { cluster: ClusterConfig, store: Store, objects: ObjectStore, shipped: ShippedChanges, limiter: RateLimiter, log: Logger, onShipped: () => void, onGranted: () => void, onApplied: AppliedHook }): Promise<ClusterNode> {
+export async function joinCluster (deps: { cluster: ClusterConfig, store: Store, objects: ObjectStore, shipped: ShippedChanges, limiter: RateLimiter, budgets: BudgetBook, log: Logger, onShipped: () => void, onGranted: () => void, onApplied: AppliedHook }): Promise<ClusterNode> {
   const { cluster, store, shipped, log } = deps
   const changes = store.changes
   if (changes === undefined) throw new Error('a cluster node needs a store opened with replicate: true')
@@ -73,6 +76,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   const names = new NameClaims(engine.claims, log, cluster.ackTimeoutMs)
   const locks = new RecordLocks(engine.locks, log)
   const leases = new RateLeases({ rates: engine.rates, limiter: deps.limiter, log, onGranted: deps.onGranted })
+  const budgets = new BudgetLeases({ budgets: engine.budgets, book: deps.budgets, log })
   const applier = new ChangeApplier({
     store,
     changes,
@@ -96,6 +100,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     unlock: (name, n) => locks.unlock(name, n),
     caughtUp: () => applier.caughtUp(engine, 1000),
     lease: (ask) => leases.ask(ask),
+    leaseBudget: (campaignId, wantMicros) => budgets.ask(campaignId, wantMicros),
     async close () {
       clearInterval(timer)
       applier.stop()

@@ -44,3 +44,36 @@ export async function releaseHold (kv: KV, base: string, n: number): Promise<voi
     if (!isWrongLastSequence(err)) throw err
   }
 }
+
+/** What a node knows of a run of numbered grants: the next number to try, and the total through the one before it. */
+export interface GrantRun { next: number, total: number }
+
+/**
+ * Takes the run's next grant of up to want, never past limit: grant n is a create of `<base>.<n>` holding the total
+ * through n, which one node wins however many try; a node that loses reads the winner's total and tries n + 1. So the
+ * nodes together are never granted more than the limit. Answers what this call was granted (0: the limit is reached)
+ * and the total through its grant; known moves past what it learned.
+ */
+export async function takeGrant (kv: KV, base: string, known: GrantRun, want: number, limit: number): Promise<{ granted: number, total: number }> {
+  for (;;) {
+    const granted = Math.min(want, limit - known.total)
+    if (granted <= 0) return { granted: 0, total: known.total }
+    const n = known.next
+    const total = known.total + granted
+    if (await createHold(kv, base, n, new TextEncoder().encode(String(total)))) {
+      // Another ask of this node's for the run may have moved past n meanwhile.
+      if (known.next <= n) {
+        known.next = n + 1
+        known.total = total
+      }
+      return { granted, total }
+    }
+    // Another node took grant n first: its record holds the total through it.
+    const entry = await kv.get(`${base}.${n}`)
+    if (entry === null || entry.operation !== 'PUT') throw new Error(`grant ${n} of ${base} is taken but unreadable`)
+    if (known.next <= n) {
+      known.next = n + 1
+      known.total = Number(entry.string())
+    }
+  }
+}

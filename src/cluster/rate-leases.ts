@@ -1,7 +1,7 @@
 import type { KV } from 'nats'
 import type { Logger } from '../log.js'
 import { chunkFor, type RateLimiter, type WindowAsk, type WindowGrant } from '../http/rate-limit.js'
-import { createHold } from './numbered-keys.js'
+import { takeGrant, type GrantRun } from './numbered-keys.js'
 
 /**
  * How long a node waits for the engine's grant before granting itself one: the engine cannot answer while the
@@ -14,9 +14,6 @@ export const LOCAL_GRANT_MS = 2000
 function windowBase (ask: Pick<WindowAsk, 'group' | 'subject' | 'start'>): string {
   return `w.${ask.group}.${Buffer.from(ask.subject).toString('base64url')}.${ask.start}`
 }
-
-/** What this node knows of a window's grants: how many there are at least, and their total through the last. */
-interface Known { next: number, total: number }
 
 /**
  * Cluster-wide rate limits (src/http/rate-limit.ts). A window's grants to the nodes are numbered records in the
@@ -34,7 +31,7 @@ export class RateLeases {
   readonly #log: Logger
   readonly #onGranted: () => void
   /** Per window (its grants' key prefix), what this node has learned; dropped once the window has ended. */
-  readonly #known = new Map<string, Known & { ends: number }>()
+  readonly #known = new Map<string, GrantRun & { ends: number }>()
   #warned = false
 
   constructor (deps: { rates: KV, limiter: RateLimiter, log: Logger, onGranted: () => void }) {
@@ -76,27 +73,8 @@ export class RateLeases {
     this.#forgetEnded(Date.now())
     let known = this.#known.get(window)
     if (known === undefined) this.#known.set(window, known = { next: 0, total: 0, ends: ask.start + ask.windowMs })
-    for (;;) {
-      const granted = Math.min(want, ask.limit - known.total)
-      if (granted <= 0) return { granted: 0, total: known.total, spent: true }
-      const n = known.next
-      const total = known.total + granted
-      if (await createHold(this.#rates, window, n, new TextEncoder().encode(String(total)))) {
-        // Another ask of this node's for the window may have moved past n meanwhile.
-        if (known.next <= n) {
-          known.next = n + 1
-          known.total = total
-        }
-        return { granted, total, spent: total >= ask.limit }
-      }
-      // Another node took grant n first: its record holds the total through it.
-      const entry = await this.#rates.get(`${window}.${n}`)
-      if (entry === null || entry.operation !== 'PUT') throw new Error(`grant ${n} of a rate window is taken but unreadable`)
-      if (known.next <= n) {
-        known.next = n + 1
-        known.total = Number(entry.string())
-      }
-    }
+    const { granted, total } = await takeGrant(this.#rates, window, known, want, ask.limit)
+    return granted <= 0 ? { granted: 0, total, spent: true } : { granted, total, spent: total >= ask.limit }
   }
 
   #forgetEnded (now: number): void {

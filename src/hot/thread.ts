@@ -7,6 +7,7 @@ import type { AnalyticsSource } from '../analytics/source.js'
 import { FunnelLog } from '../events/funnel.js'
 import { openHotJournal } from './journal.js'
 import { ScreenClaims } from '../bidding/auction/claims.js'
+import { leaseBudgetWith } from '../campaigns/budget.js'
 import { ImpIds } from '../inventory/adslots/imp-ids.js'
 import type { Lifecycle } from '../http/request-cycle.js'
 import { Idempotency } from '../http/idempotency.js'
@@ -72,6 +73,8 @@ const store = openStore(config.dataDir, { mode: config.durability, syncIntervalM
 store.changes?.onCommitted(onNextTurn(() => rpc.notify('replicate')))
 const shipped = new ShippedChanges(memory.shipped)
 const link = config.cluster !== undefined ? nodeLinkThrough(shipped, (op, ...args) => rpc.call(op, ...args), (op, ...args) => rpc.notify(op, ...args)) : undefined
+// A cluster node's campaigns spend the parts of their budgets the engine granted it; the supervisor asks for them.
+if (link !== undefined) leaseBudgetWith((campaignId, wantMicros) => rpc.notify('budget', campaignId, wantMicros))
 const metrics = new Metrics(thread, store.held)
 const outbox = new Outbox(store, clock)
 outbox.onAppend(onNextTurn(() => rpc.notify('outbox')))

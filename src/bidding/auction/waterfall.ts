@@ -117,7 +117,7 @@ function campaignPays (store: Store, a: AssignmentRecord, screen: ScreenRecord, 
   if (c === undefined || c.status !== 'active') return false
   if ((a.line ?? 'guaranteed') === 'guaranteed') return true
   const cost = playCostMicros(a.cpm, audience())
-  const ledger = ledgerOf(store, c.campaign_id, now)
+  const ledger = ledgerOf(store, c.campaign_id, now, cost)
   return headroom(c, ledger, now, a.dayparts !== undefined ? daypartPace(a, screen, local, c.end_date) : undefined) >= cost
 }
 

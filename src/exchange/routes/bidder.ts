@@ -106,7 +106,7 @@ export function bidderRoutes (deps: Deps): RouteDef[] {
           if (shape === undefined || !allowed(req, store.seats.get(c.seat_id.toLowerCase()), creative, alias.seats)) continue
           if (!targets(c.targeting, placement, store, now)) continue
           const cost = playCostMicros(price, multiplier)
-          if (cost > headroom(c, ledgerOf(store, c.campaign_id, now), now) - (held.get(c.campaign_id) ?? 0)) continue
+          if (cost > headroom(c, ledgerOf(store, c.campaign_id, now, cost), now) - (held.get(c.campaign_id) ?? 0)) continue
           best = { c, creative, price, cost, ...shape }
         }
         if (best === undefined) continue
