@@ -8,6 +8,7 @@ import { freshIp } from './helpers/service.js'
 import { inherited } from './helpers/process.js'
 import { adImage } from './helpers/media.js'
 import { startReceiver, type Received } from './helpers/receiver.js'
+import { signRequest } from '../src/auth/hmac.js'
 
 // oohbid on three nodes over NATS JetStream, behind HAProxy, as `npm run cluster` starts it (scripts/lib/cluster.ts).
 // Needs Debian's nats-server and haproxy, which .ci/run installs; without them this file plans nothing.
@@ -569,6 +570,55 @@ else {
     }
     t.same(shown.map((c) => c.spent_usd), [budget, budget, budget], `spent exactly its $${budget} budget over ${[...via.values()].reduce((a, b) => a + b, 0)} plays on three nodes, never more, shown by every node`)
     t.same(shown.map((c) => [c.status, c.completed_reason]), [['completed', 'budget spent'], ['completed', 'budget spent'], ['completed', 'budget spent']], 'completed once its budget was spent, on every node')
+  })
+
+  t.test('an exchange bids through any node; a bid\'s notices reach, through the load balancer, the node that made it', async (t) => {
+    const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
+    const exchangeIp = '198.51.100.7'
+    const alias = await call(one.url, 'PUT', '/admin/v1/bidder-aliases/adx', { key: cluster.adminToken, body: { name: 'Ad Exchange', ip_allowlist: ['198.51.100.0/24'], require_signature: true } })
+    t.equal(alias.status, 201, 'an exchange\'s alias made through node-1')
+    const secret = alias.body.data.signing_secret as string
+    const made = await onboard(cluster.frontUrl, 'exchange-buyer')
+    const key = made.body.data.api_key.key as string
+    t.equal((await call(two.url, 'POST', '/admin/v1/seats/exchange-buyer/approve', { key: cluster.adminToken, body: {} })).status, 200)
+    const creative = await call(one.url, 'POST', '/openrtb/v2/creatives', { key, body: { name: 'Exchange ad', content_type: 'image/png', creative_url: 'https://assets.invalid/exchange.png' } })
+    let reviewed = 0
+    for (let i = 0; i < 100 && reviewed !== 200; i++) {
+      reviewed = (await call(two.url, 'POST', `/admin/v1/creatives/${creative.body.data.creative_id as string}/review`, { key: cluster.adminToken, body: { decision: 'approved', reason: 'cluster test' } })).status
+      if (reviewed !== 200) await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const today = new Date().toISOString().slice(0, 10)
+    const campaign = await call(two.url, 'POST', '/openrtb/v2/campaigns', { key, body: { creative_id: creative.body.data.creative_id, name: 'Exchange campaign', budget_usd: 100, bid_cpm: 5, pacing: 'asap', start_date: today, end_date: today, targeting: { country: 'US' } } })
+    t.equal(campaign.status, 201, 'a campaign made through node-2')
+    const bidRequest = (id: string) => ({ id, at: 1, tmax: 500, cur: ['USD'], imp: [{ id: '1', banner: { w: 1920, h: 1080 }, bidfloor: 2, bidfloorcur: 'USD', qty: { multiplier: 100, sourcetype: 1 } }], dooh: { id: 'their-screen-1', venuetype: ['2', '205'], venuetypetax: 5 }, device: { geo: { country: 'USA', region: 'TX', city: 'Austin', lat: 30.27, lon: -97.74 } } })
+    const ask = async (base: string, id: string) => {
+      const raw = JSON.stringify(bidRequest(id))
+      const res = await fetch(`${base}/openrtb/bidder/adx/bid`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': exchangeIp, 'x-exchange-signature': signRequest(secret, Math.floor(Date.now() / 1000), raw) }, body: raw })
+      return { status: res.status, body: res.status === 200 ? await res.json() as any : undefined }
+    }
+    // node-3 bids once it holds a part of the campaign's budget: its first requests ask the engine for one.
+    const bids: Array<{ nurl: string, burl: string }> = []
+    for (let i = 0; i < 100 && bids.length < 6; i++) {
+      const r = await ask(three.url, `req-${i}`)
+      if (r.status === 200) bids.push(r.body.seatbid[0].bid[0])
+      else await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    t.equal(bids.length, 6, 'node-3 bid on six requests')
+    t.ok(bids.every((b) => new URL(b.nurl).searchParams.get('node') === 'node-3' && new URL(b.burl).searchParams.get('node') === 'node-3'), 'each bid\'s notices name node-3, which keeps the bid')
+    const fire = async (url: string) => {
+      const u = new URL(url.replace('${AUCTION_PRICE}', '4').replace('${AUCTION_MULTIPLIER}', '100').replace('${AUCTION_IMP_TS}', String(Date.now())))
+      return (await fetch(`${cluster.frontUrl}${u.pathname}${u.search}`, { headers: { 'x-forwarded-for': exchangeIp } })).status
+    }
+    const settled = await Promise.all(bids.map(async (b) => [await fire(b.nurl), await fire(b.burl)]))
+    t.same(settled, bids.map(() => [204, 204]), 'every win and billing notice sent through HAProxy reached node-3 and settled its bid')
+    let spent: number[] = []
+    for (let i = 0; i < 50; i++) {
+      spent = await Promise.all(cluster.nodes.slice(0, 3).map(async (n) => (await call(n.url, 'GET', `/openrtb/v2/campaigns/${campaign.body.data.campaign_id as string}`, { key })).body.data.spent_usd))
+      if (spent.every((x) => x === 2.4)) break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    t.same(spent, [2.4, 2.4, 2.4], 'six plays billed at $4 CPM for 100 impressions each: $2.40, shown by every node')
+    t.match(await call(two.url, 'POST', '/openrtb/bidder/adx/bid', { body: bidRequest('unsigned'), headers: { 'x-forwarded-for': exchangeIp } }), { status: 401, body: { error_code: 'invalid_signature' } }, 'node-2 knows the alias: an unsigned request is refused there as on one node')
   })
 
   t.test('a node killed with -9 under onboarding load loses no acknowledged seat or key, and catches up when it rejoins', async (t) => {

@@ -114,7 +114,7 @@ export async function startLocalCluster (options: LocalClusterOptions): Promise<
 /** deploy/haproxy.cfg with this cluster's front port and nodes in place of the example's. */
 export function haproxyConfig (frontPort: number, nodes: Array<{ id: string, url: string }>): string {
   const example = readFileSync(join(root, 'deploy', 'haproxy.cfg'), 'utf8')
-  const routes = nodes.map((n) => `  use-server ${n.id} if { urlp(cursor) -m beg ${n.id}. }`).join('\n')
+  const routes = nodes.flatMap((n) => [`  use-server ${n.id} if { urlp(cursor) -m beg ${n.id}. }`, `  use-server ${n.id} if { urlp(node) -m str ${n.id} }`]).join('\n')
   const servers = nodes.map((n) => `  server ${n.id} ${new URL(n.url).host} check`).join('\n')
   return example
     .replace(/^ {2}bind .*$/m, `  bind 127.0.0.1:${frontPort}`)

@@ -9,6 +9,11 @@ import type { BidderAliasRecord } from '../exchange/records.js'
 
 const ALIAS = /^[a-z0-9][a-z0-9_-]{1,63}$/
 
+/** The record a cluster node locks (RouteDef.exclusive) to rewrite an alias: replacing one keeps its secret. */
+function aliasRecord (alias: string): string {
+  return `alias:${alias}`
+}
+
 /**
  * The operator API for exchanges' bidder aliases (DESIGN principle 8: alias configuration goes through the operator
  * API, audited): the allowlist, signature requirement, rate limit, tmax default, notice URLs and seats of each.
@@ -35,6 +40,7 @@ export function adminBidderAliasRoutes ({ store, outbox, config, sealer }: Deps)
       ...common,
       method: 'put',
       path: '/admin/v1/bidder-aliases/:alias',
+      exclusive: (ctx) => aliasRecord(ctx.params.alias!),
       summary: 'Create or replace an exchange\'s bidder alias',
       description: 'alias: 2-64 of a-z, 0-9, _ and -. 201 with signing_secret (shown once) when the alias is new; 200 when an existing one is replaced (its secret is kept). ip_allowlist entries are IPv4 or IPv6 addresses or CIDR blocks (400 invalid_parameter otherwise); seats must exist. Audited as audit.bidder_alias.created / updated.',
       body: 'BidderAliasRequest',
@@ -101,6 +107,7 @@ export function adminBidderAliasRoutes ({ store, outbox, config, sealer }: Deps)
       ...common,
       method: 'post',
       path: '/admin/v1/bidder-aliases/:alias/rotate-secret',
+      exclusive: (ctx) => aliasRecord(ctx.params.alias!),
       summary: 'Replace an alias\'s signing secret',
       description: 'The new signing_secret is in this answer only; the old one stops verifying at once. Audited as audit.bidder_alias.secret_rotated.',
       data: 'BidderAlias',
@@ -118,6 +125,7 @@ export function adminBidderAliasRoutes ({ store, outbox, config, sealer }: Deps)
       ...common,
       method: 'delete',
       path: '/admin/v1/bidder-aliases/:alias',
+      exclusive: (ctx) => aliasRecord(ctx.params.alias!),
       summary: 'Remove a bidder alias',
       description: 'Its endpoint and notice URLs answer 404 alias_not_found from then on; budget held by its pending bids is released by the expiry job an hour after each bid. Audited as audit.bidder_alias.deleted.',
       data: 'BidderAlias',

@@ -186,11 +186,12 @@ export interface Store {
  * operator's switches, creatives and the bytes of their assets (src/store/objects.ts), webhook subscriptions (an
  * event is delivered by whichever node raised it), the inventory: screens with their devices, embed tokens and player bindings, their FEIN state and heartbeats,
  * and the catalog: campaigns with what each node delivered of them, placements, reservations and their holds, deals,
- * media buys and the spots booked per screen and day (written under the `catalog` lock, src/campaigns/catalog-lock.ts). What
+ * media buys and the spots booked per screen and day (written under the `catalog` lock, src/campaigns/catalog-lock.ts),
+ * and the exchanges' bidder aliases (an exchange's requests and notices reach any node). What
  * each node derives from screens (the adslots order, pre-encoded rows, counts) is not replicated: the applier has
  * Inventory derive it where it applies a screen's row.
  */
-export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'webhook_health', 'screens', 'devices', 'embeds', 'players', 'fein', 'status', 'campaigns', 'campaign_delivery', 'assignments', 'placements', 'reservations', 'holds', 'booked', 'deals', 'media_buys'] as const
+export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'webhook_health', 'screens', 'devices', 'embeds', 'players', 'fein', 'status', 'campaigns', 'campaign_delivery', 'assignments', 'placements', 'reservations', 'holds', 'booked', 'deals', 'media_buys', 'bidder_aliases'] as const
 
 /**
  * Replicated tables whose writes do not wait for the engine's quorum before the request answers: FEIN measurements
@@ -444,6 +445,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       if (fd !== undefined) closeSync(fd)
     }
   }
-  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, webhook_health: store.webhookHealth, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status, campaigns: store.campaigns, campaign_delivery: store.campaignDelivery, assignments: store.assignments, placements: store.placements, reservations: store.reservations, holds: store.holds, booked: store.booked, deals: store.deals, media_buys: store.mediaBuys }
+  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, webhook_health: store.webhookHealth, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status, campaigns: store.campaigns, campaign_delivery: store.campaignDelivery, assignments: store.assignments, placements: store.placements, reservations: store.reservations, holds: store.holds, booked: store.booked, deals: store.deals, media_buys: store.mediaBuys, bidder_aliases: store.aliases }
   return store
 }

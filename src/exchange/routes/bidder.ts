@@ -61,7 +61,10 @@ export function bidderRoutes (deps: Deps): RouteDef[] {
     const c = guard.find(aliasOf(ctx))
     return c !== undefined ? { subject: `alias:${aliasOf(ctx)}`, limit: c.record.rate_limit_per_minute } : undefined
   }
-  const noticeUrl = (alias: string, kind: 'win' | 'loss' | 'bill', bidId: string, macros: string) => `${config.baseUrl}/openrtb/bidder/${alias}/notices/${kind}?bid=${bidId}${macros}`
+  // A bid is kept by the node that made it: on a cluster its notices name that node, and the load balancer routes
+  // them there (deploy/haproxy.cfg).
+  const node = config.cluster !== undefined ? `&node=${config.cluster.nodeId}` : ''
+  const noticeUrl = (alias: string, kind: 'win' | 'loss' | 'bill', bidId: string, macros: string) => `${config.baseUrl}/openrtb/bidder/${alias}/notices/${kind}?bid=${bidId}${node}${macros}`
 
   const bid = route<ExchangeBidRequest>({
     ...common,
@@ -165,6 +168,7 @@ export function bidderRoutes (deps: Deps): RouteDef[] {
     admit: (ctx) => { guard.admit(aliasOf(ctx), ctx.ip) },
     query: [
       { name: 'bid', description: 'The bid id (xb_...) the notice URL carries.', schema: { type: 'string' }, required: true },
+      { name: 'node', description: 'On a cluster, the node that made the bid and keeps it: the load balancer routes the notice there.', schema: { type: 'string' } },
       ...(kind === 'loss'
         ? [{ name: 'code', description: 'OpenRTB loss reason code (${AUCTION_LOSS}).', schema: { type: 'string' } }, { name: 'min', description: '${AUCTION_MIN_TO_WIN}.', schema: { type: 'string' } }]
         : [{ name: 'price', description: 'Clearing CPM (${AUCTION_PRICE}).', schema: { type: 'string' } }, { name: 'mult', description: '${AUCTION_MULTIPLIER}.', schema: { type: 'string' } }])
