@@ -2,7 +2,8 @@
 // approved seat (c=50, -p 1), a write to replicated state (an operator replacing a key's scopes, paced at 80/s,
 // under the ops group's 100/s per address) and FEIN audience batches of 100 screens each over a fleet of 8,000
 // (paced at 80/s, under the partner group's 100/s: each screen measured about once a second, each measurement a
-// replicated row that does not wait for the quorum), and reservation holds of one spot on one screen (paced at 20/s,
+// replicated row that does not wait for the quorum), spot decisions as the fleet's 8,000 players ask for them (each
+// at its own address, c=50: the house tier, nothing to settle), and reservation holds of one spot on one screen (paced at 20/s,
 // then as fast as four clients through HAProxy get them: a cluster takes one booking at a time, under the catalog
 // lock), first on one embedded node, then on node-1 of a local cluster (three
 // nodes with one hot thread each, the engine's three members, HAProxy: `npm run cluster`'s). A cluster's CPU per
@@ -32,11 +33,17 @@ if (missing !== undefined) {
     const seat = await fetch(`${url}/openrtb/v2/seat`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json()) as { data: { key: { key_id: string, scopes: string[] } } }
     return { url: `${url}/admin/v1/keys/${seat.data.key.key_id}`, method: 'PATCH' as const, body: JSON.stringify({ scopes: seat.data.key.scopes, reason: 'bench' }), headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` }, connections: 4, pipelining: 1, duration: seconds, overallRate: 80 }
   }
-  /** FEIN batches of 100 screens of 8,000, paced under the partner group's limit. */
-  const fein = async (url: string) => {
+  /**
+   * The fleet of 8,000 screens: FEIN batches of 100 screens, paced under the partner group's limit, and spot decisions
+   * as the screens' players ask for them, each screen a player at its own address, c=50 unpaced.
+   */
+  const fleetOn = async (url: string) => {
     const fleet = await benchFeinFleet(jsonClient(url), 8000)
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${fleet.partnerKey}` }
-    return { url, requests: fleet.bodies.map((body) => ({ method: 'POST' as const, path: '/v1/partner/audience', body, headers })), connections: 4, pipelining: 1, duration: seconds, overallRate: 80 }
+    return {
+      fein: { url, requests: fleet.bodies.map((body) => ({ method: 'POST' as const, path: '/v1/partner/audience', body, headers })), connections: 4, pipelining: 1, duration: seconds, overallRate: 80 },
+      spots: { url, requests: fleet.embeds.map((path, i) => ({ method: 'POST' as const, path: `${path}/spots`, body: '{}', headers: { 'content-type': 'application/json', 'x-forwarded-for': `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` } })), connections, pipelining: 1, duration: seconds }
+    }
   }
   /**
    * Holds of one spot on one screen, each for one day of the year ahead in turn (a day holds 5,760 spots: one day
@@ -52,7 +59,7 @@ if (missing !== undefined) {
     })
     return (base: string, rate?: number) => ({ url: base, requests, connections: 4, pipelining: 1, duration: seconds, ...(rate !== undefined ? { overallRate: rate } : {}) })
   }
-  const single = await startOohbid({ HOT_THREADS: '1', BID_TTL_SECONDS: '86400' })
+  const single = await startOohbid({ HOT_THREADS: '1', BID_TTL_SECONDS: '86400', TRUST_PROXY: '127.0.0.1' })
   const one = await acceptedBid(single)
   console.log(`oohbid on one node and on three, POST /bid c=${connections} -p 1, a replicated write and FEIN batches of 100 of 8,000 screens at 80/s, ${seconds} s per run`)
   const bare = await startBare(one.sample)
@@ -63,7 +70,9 @@ if (missing !== undefined) {
   await floor.stop()
   rows.push(await measure('one node: POST /bid', bid(single.url, one.key, one.body), single.child.pid))
   rows.push(await measure('one node: a key\'s scopes replaced (80/s)', await keyWrite(single.url, single.adminToken, one.key), single.child.pid))
-  rows.push(await measure('one node: FEIN, 100 of 8,000 screens a call (80/s)', await fein(single.url), single.child.pid))
+  const singleFleet = await fleetOn(single.url)
+  rows.push(await measure('one node: FEIN, 100 of 8,000 screens a call (80/s)', singleFleet.fein, single.child.pid))
+  rows.push(await measure('one node: a spot decision, 8,000 players', singleFleet.spots, single.child.pid))
   const singleHold = await booking(single.url, single.adminToken)
   rows.push(await measure('one node: a reservation hold (20/s)', singleHold(single.url, 20), single.child.pid))
   rows.push(await measure('one node: reservation holds, c=4 unpaced', singleHold(single.url), single.child.pid))
@@ -77,7 +86,9 @@ if (missing !== undefined) {
     const pids = [...cluster.nodes.map((n) => n.pid!), ...cluster.engine.members().map((m) => m.pid)]
     rows.push(await measure('3-node cluster: POST /bid on node-1', bid(node.url, three.key, three.body), pids))
     rows.push(await measure('3-node cluster: a key\'s scopes replaced on node-1 (80/s)', await keyWrite(node.url, cluster.adminToken, three.key), pids))
-    rows.push(await measure('3-node cluster: FEIN, 100 of 8,000 screens a call on node-1 (80/s)', await fein(node.url), pids))
+    const clusterFleet = await fleetOn(node.url)
+    rows.push(await measure('3-node cluster: FEIN, 100 of 8,000 screens a call on node-1 (80/s)', clusterFleet.fein, pids))
+    rows.push(await measure('3-node cluster: a spot decision on node-1, 8,000 players', clusterFleet.spots, pids))
     const clusterHold = await booking(node.url, cluster.adminToken)
     rows.push(await measure('3-node cluster: a reservation hold on node-1 (20/s)', clusterHold(node.url, 20), pids))
     rows.push(await measure('3-node cluster: reservation holds through HAProxy, c=4 unpaced', clusterHold(cluster.frontUrl), pids))
@@ -92,6 +103,7 @@ if (missing !== undefined) {
     `POST /bid: the cluster ${ratio(row('3-node cluster: POST /bid'), row('one node: POST /bid'))}x one node's CPU per bid (every node and engine member counted); one node ${ratio(row('one node: POST /bid'), row('durable floor'))}x the durable floor`,
     `a replicated write: the cluster ${ratio(row('3-node cluster: a key'), row('one node: a key'))}x one node's CPU per write, p99 ${row('3-node cluster: a key').p99} ms against ${row('one node: a key').p99} ms`,
     `FEIN: the cluster ${ratio(row('3-node cluster: FEIN'), row('one node: FEIN'))}x one node's CPU per batch of 100 screens (each screen's measurement shipped in its node's round of signals and applied by every node), p99 ${row('3-node cluster: FEIN').p99} ms against ${row('one node: FEIN').p99} ms`,
+    `a spot decision (the house tier, nothing to settle; spots are not partitioned yet): the cluster ${ratio(row('3-node cluster: a spot decision'), row('one node: a spot decision'))}x one node's CPU per decision, p99 ${row('3-node cluster: a spot decision').p99} ms against ${row('one node: a spot decision').p99} ms`,
     `a booking (a reservation hold): the cluster ${ratio(row('3-node cluster: a reservation hold'), row('one node: a reservation hold'))}x one node's CPU per hold, p99 ${row('3-node cluster: a reservation hold').p99} ms against ${row('one node: a reservation hold').p99} ms; unpaced, one at a time cluster-wide under the catalog lock: ${row('3-node cluster: reservation holds').rps} holds/s through HAProxy against ${row('one node: reservation holds').rps}/s on one node`,
     'bids and spots are not replicated yet (issue 28): a bid on a cluster node runs the one-node code, and the extra CPU is the idle nodes and members'
   ].join('\n')

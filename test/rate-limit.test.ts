@@ -110,10 +110,12 @@ t.test('a cluster node\'s windows: the same start on every node, spent only as t
   t.same([creditFor(1000), creditFor(99), chunkFor(1000, 0), chunkFor(1000, 2), chunkFor(1000, 9)], [10, 0, 10, 40, 100], 'credit 1% (none under 100); grants from 1% doubling to 10%')
 
   const node = new RateLimiter(clock, undefined, { cluster: true })
+  const opening = Array.from({ length: 4 }, () => node.take('bidding', 'key:k', 1000, 60_000))
+  t.match(opening[0], { allowed: true, remaining: 999 }, 'the credit lets the first request through at once')
+  t.ok(opening.every((d) => d.allowed && d.ask === undefined), 'and the first four ask the engine for nothing: a subject that makes fewer than half the credit a window never does')
   const first = node.take('bidding', 'key:k', 1000, 60_000)
-  t.match(first, { allowed: true, remaining: 999 }, 'the credit lets the first request through at once')
-  t.match(first.ask, { group: 'bidding', subject: 'key:k', start, windowMs: 60_000, limit: 1000, grants: 0 }, 'and asks the engine for a part of the window')
-  for (let i = 1; i < 10; i++) t.equal(node.take('bidding', 'key:k', 1000, 60_000).ask, undefined, 'one ask at a time')
+  t.match(first.ask, { group: 'bidding', subject: 'key:k', start, windowMs: 60_000, limit: 1000, grants: 0 }, 'half the credit spent: the fifth asks the engine for a part of the window')
+  for (let i = 5; i < 10; i++) t.equal(node.take('bidding', 'key:k', 1000, 60_000).ask, undefined, 'one ask at a time')
   t.match(node.take('bidding', 'key:k', 1000, 60_000), { allowed: false, wait: true }, 'past the credit with no grant yet: waits for it, rather than refuse under the limit')
   node.granted(first.ask!, { granted: 10, total: 510, spent: false })
   const after = node.take('bidding', 'key:k', 1000, 60_000)
@@ -130,11 +132,12 @@ t.test('a cluster node\'s windows: the same start on every node, spent only as t
   t.match(node.take('bidding', 'key:k', 1000, 60_000), { allowed: true, remaining: 999 }, 'the next window starts fresh')
 
   // The engine slow to answer: the node granted itself 10; the engine's late answer of 15 adds only the 5 beyond.
+  for (let i = 0; i < 4; i++) node.take('bidding', 'key:slow', 1000, 60_000)
   const slow = node.take('bidding', 'key:slow', 1000, 60_000)
   t.match(slow.ask, { known: 0 })
   node.granted(slow.ask!, { granted: 10, total: 0, spent: false })
   node.granted(slow.ask!, { granted: 15, total: 400, spent: false, beyond: 10 })
-  let slowAllowed = 1
+  let slowAllowed = 5
   for (let i = 0; i < 40; i++) if (node.take('bidding', 'key:slow', 1000, 60_000).allowed) slowAllowed++
   t.equal(slowAllowed, 10 + 15, 'the credit and the larger of the two grants, not both')
 

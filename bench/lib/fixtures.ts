@@ -42,21 +42,23 @@ export async function benchCreative (call: Call, key: string, adminToken: string
 }
 
 /**
- * A partner with `screens` FEIN screens in Austin (fein-0, fein-1, ...): its key and audience batches of 100 screens
- * each that together measure every screen once, the bodies a sensor gateway sends.
+ * A partner with `screens` FEIN screens in Austin (fein-0, fein-1, ...): its key, audience batches of 100 screens
+ * each that together measure every screen once (the bodies a sensor gateway sends), and each screen's embed path.
  */
-export async function benchFeinFleet (call: Call, screens: number): Promise<{ partnerKey: string, bodies: string[] }> {
+export async function benchFeinFleet (call: Call, screens: number): Promise<{ partnerKey: string, bodies: string[], embeds: string[] }> {
   const partner = await call('/v1/partner/register', { method: 'POST', body: { name: 'Bench Sensors', slug: 'bench-sensors', contact_email: 'ops@sensors.example', partner_type: 'screen_operator', domain: 'benchsensors.example' } })
   const partnerKey = partner.api_key.key as string
   const ids = Array.from({ length: screens }, (_, i) => `fein-${i}`)
+  const embeds: string[] = []
   for (let i = 0; i < ids.length; i += 1000) {
     const devices = ids.slice(i, i + 1000).map((id) => ({ device_id: id, name: id, display: { width: 1920, height: 1080 }, location: { lat: 30.2672, lng: -97.7431, venue_type: 'gym', city: 'Austin', state: 'TX', country: 'US' }, capabilities: { fein: true } }))
-    await call('/v1/partner/devices/batch', { method: 'POST', key: partnerKey, body: { devices } })
+    const { results } = await call('/v1/partner/devices/batch', { method: 'POST', key: partnerKey, body: { devices } }) as { results: Array<{ embed_url: string }> }
+    embeds.push(...results.map((r) => new URL(r.embed_url).pathname))
   }
   const bodies: string[] = []
   for (let i = 0; i < ids.length; i += 100) {
     const updates = ids.slice(i, i + 100).map((id, j) => ({ device_id: id, live_face_count: 3 + (j % 20), attention_score: 0.4 + (j % 5) / 10, dominant_emotion: 'happy', vas_seconds: 12, vas_plays: 1 }))
     bodies.push(JSON.stringify({ updates }))
   }
-  return { partnerKey, bodies }
+  return { partnerKey, bodies, embeds }
 }

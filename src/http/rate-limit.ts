@@ -196,7 +196,10 @@ export class RateLimiter {
     if (allowed) v[b + COUNT]!++
     const grants = v[b + GRANTS]!
     let ask: WindowAsk | undefined
-    if (v[b + ASKED] === 0 && v[b + SPENT] === 0 && (grants === 0 || v[b + GRANTED]! - v[b + COUNT]! <= chunkFor(limit, grants) / 2)) {
+    // The first ask waits until half the credit is spent: a subject that makes fewer requests a window than that (a
+    // screen's player asking for a spot every 15 s, against 6,000 a minute) never costs the engine a grant.
+    const due = grants === 0 ? v[b + COUNT]! >= v[b + CREDIT]! / 2 : v[b + GRANTED]! - v[b + COUNT]! <= chunkFor(limit, grants) / 2
+    if (v[b + ASKED] === 0 && v[b + SPENT] === 0 && due) {
       v[b + ASKED] = 1
       ask = { ...window, start: v[b + START]!, windowMs: v[b + LENGTH]!, grants, known: v[b + KNOWN]! }
     }
