@@ -72,6 +72,8 @@ t.test('a cluster node spends its leases: it commits while any is left, and asks
   store.write(() => store.campaignDelivery.putSync(['cmp_a', 'node-1'], { ...store.campaignDelivery.get(['cmp_a', 'node-1'])!, spent_micros: 60_000 }))
   const l = ledgerOf(store, 'cmp_a', NOW)
   t.equal(l.lease_left_micros, 40_000, 'leased less spent')
+  store.write(() => recordDelivery(store, new Outbox(store, new ManualClock(NOW + 60_000)), 'cmp_a', 2, 0, NOW + 60_000))
+  t.equal(deliveredOf(store, 'cmp_a').started_at, new Date(NOW + 60_000).toISOString(), 'the first impression, not the lease that made the row, starts it')
   t.equal(headroom({ ...campaign, budget_usd: 2, pacing: 'asap' }, l, NOW), Infinity, 'some left: a play that costs more may still be committed, so no remnant is stranded')
 })
 

@@ -47,7 +47,8 @@ export function addDelivery (store: Store, campaignId: string, impressions: numb
     spent_micros: (mine?.spent_micros ?? 0) + costMicros,
     day,
     day_spent_micros: (mine?.day === day ? mine.day_spent_micros : 0) + costMicros,
-    started_at: mine?.started_at ?? iso(now)
+    // A row a lease made, or a spend without impressions, has no first impression yet.
+    started_at: mine !== undefined && mine.impressions > 0 ? mine.started_at : iso(now)
   })
 }
 

@@ -55,7 +55,7 @@ export interface CampaignDelivery {
   /** UTC date of day_spent_micros. */
   day: string
   day_spent_micros: number
-  /** When this node recorded the campaign's first impression (the row's making, for a row made by a lease). */
+  /** When this node recorded the campaign's first impression (until then, when the row was made). */
   started_at: string
   /** A cluster node: the part of the budget the engine granted this node (src/cluster/budget-leases.ts). */
   leased_micros?: number
