@@ -187,16 +187,17 @@ function openPackage (call: ToolCall, buy: MediaBuyRecord, p: MediaBuyPackageReq
   }
 }
 
-/**
- * Turns each package that has an approved creative (the first approved of its creative_ids) into a campaign of the
- * seat and a placement of its booked spots that players pick up within PICKUP_SECONDS. Call inside Store.write;
- * answers whether anything changed.
- */
 /** The approved creative a package not yet activated would play, if it can be activated now. */
 function readyCreative (store: Store, buy: MediaBuyRecord, p: PackageRecord, now: number): CreativeRecord | undefined {
   if (p.campaign_id !== undefined || p.paused || buy.paused || now >= Date.parse(buy.end_time)) return undefined
   return p.creative_ids.map((id) => seatCreativeByCrid(store, buy.seat_id, id)).find((c) => c?.status === 'approved')
 }
+
+/**
+ * Turns each package that has an approved creative (the first approved of its creative_ids) into a campaign of the
+ * seat and a placement of its booked spots that players pick up within PICKUP_SECONDS. Call inside Store.write;
+ * answers whether anything changed.
+ */
 
 function activate (deps: BuyDeps, buy: MediaBuyRecord, now: number): boolean {
   let changed = false

@@ -27,7 +27,8 @@ function dueMoves (store: Store, now: number) {
   return {
     holds: [...store.holds.getRange({ end: [now, '\uffff'] } as never)].map(({ key, value }) => ({ key: key as unknown as [number, string], id: value })),
     campaigns: campaigns.filter(({ value }) => datedStatus(value, now) !== value.status),
-    milestones: campaigns.filter(({ value }) => value.status === 'active' && milestonesOf(store, value) !== undefined),
+    // One node raises them with the play that calls for them (recordDelivery): only a cluster node has any left here.
+    milestones: store.node === '' ? [] : campaigns.filter(({ value }) => value.status === 'active' && milestonesOf(store, value) !== undefined),
     deals: [...store.deals.getRange()].filter(({ value }) => ['active', 'paused', 'pending'].includes(value.status) && dealOverEverywhere(value, now))
   }
 }
@@ -36,11 +37,11 @@ function dueMoves (store: Store, now: number) {
  * What an active campaign's delivery over every node calls for: campaign.started at its first impression,
  * campaign.completed at its goal or budget; undefined when nothing.
  */
-function milestonesOf (store: Store, c: CampaignRecord): { start: boolean, complete?: string } | undefined {
+function milestonesOf (store: Store, c: CampaignRecord): { start: boolean, complete?: string, delivered: ReturnType<typeof deliveredOf> } | undefined {
   const delivered = deliveredOf(store, c.campaign_id)
   const start = c.started_at === undefined && delivered.impressions > 0
   const complete = c.goal_impressions !== undefined && delivered.impressions >= c.goal_impressions ? 'goal_impressions reached' : delivered.spent_micros >= toMicros(c.budget_usd) ? 'budget spent' : undefined
-  return start || complete !== undefined ? { start, ...(complete !== undefined ? { complete } : {}) } : undefined
+  return start || complete !== undefined ? { start, ...(complete !== undefined ? { complete } : {}), delivered } : undefined
 }
 
 /** Raises what a campaign's delivery calls for (milestonesOf) and records it in its row. Call inside Store.write. */
@@ -48,7 +49,7 @@ function reachMilestones (store: Store, outbox: Outbox, c: CampaignRecord, now: 
   const due = milestonesOf(store, c)
   if (due === undefined) return c
   const next: CampaignRecord = { ...c, updated_at: iso(now) }
-  const delivered = deliveredOf(store, c.campaign_id)
+  const { delivered } = due
   if (due.start) {
     next.started_at = delivered.started_at ?? iso(now)
     outbox.append('campaign.started', `campaign:${c.campaign_id}`, { campaign_id: c.campaign_id, started_at: next.started_at }, c.seat_id)
