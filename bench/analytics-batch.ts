@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openBackend } from '../src/analytics/backends.js'
+import { ClickHouseSink } from '../src/analytics/load.js'
 import { ddl } from '../src/analytics/schema.js'
 import { Shipper } from '../src/analytics/shipper.js'
 import { FunnelLog } from '../src/events/funnel.js'
@@ -63,7 +64,7 @@ for (const trickle of [false, true]) {
     const target = { database: 'oohbid' }
     const backend = await openBackend({ dataDir: dir })
     for (const statement of ddl(target)) await backend.exec(statement)
-    const shipper = new Shipper(store, backend, target, createLogger('error'))
+    const shipper = new Shipper(store, new ClickHouseSink(backend, target, (id) => store.screens.fresh(id)), createLogger('error'), 30_000)
     // The first batch of a process asks ClickHouse which events it already has; a steady one does not.
     await shipper.drain()
     const all: number[] = []

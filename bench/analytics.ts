@@ -98,7 +98,7 @@ async function bareInsert (dataDir: string, url: string | undefined, seats: stri
   const rows = new RowBuilder(() => undefined)
   const now = Date.now()
   for (let i = 0; i < 400_000; i++) rows.add(i + 1, cycle(i, now, seats, screens)[1]!)
-  const lines = rows.take().get('bids')!.text().toString().split('\n').slice(0, -1)
+  const lines = rows.take().tables.get('bids')!.text().toString().split('\n').slice(0, -1)
   const started = performance.now()
   for (let k = 0; k < lines.length; k += 20_000) await backend.insert(`${db}.bids`, RAW.bids!, Buffer.from(lines.slice(k, k + 20_000).join('\n')))
   const rate = lines.length / ((performance.now() - started) / 1000)

@@ -27,6 +27,8 @@ export interface Config {
   clickhouseDatabase: string
   /** CLICKHOUSE_CLUSTER: a cluster name; DDL then runs ON CLUSTER, over replicated local tables and Distributed ones. */
   clickhouseCluster: string | undefined
+  /** ANALYTICS_BATCH_SECONDS: how long funnel events wait in LMDB for a full batch before they are shipped anyway. */
+  analyticsBatchSeconds: number
   /** REPORT_CACHE_SECONDS: how long a report, funnel or market answer is reused before ClickHouse is asked again. */
   reportCacheSeconds: number
   /** REPORT_WAIT_MS: how long a report request not in the cache waits for ClickHouse before it answers 202 pending. */
@@ -188,6 +190,7 @@ export function loadConfig (env: Env = process.env): Config {
     clickhousePassword: env.CLICKHOUSE_PASSWORD,
     clickhouseDatabase: identifier(env, 'CLICKHOUSE_DATABASE', 'oohbid'),
     clickhouseCluster: str(env, 'CLICKHOUSE_CLUSTER') !== undefined ? identifier(env, 'CLICKHOUSE_CLUSTER', '') : undefined,
+    analyticsBatchSeconds: int(env, 'ANALYTICS_BATCH_SECONDS', 30, 1, 3600),
     reportCacheSeconds: int(env, 'REPORT_CACHE_SECONDS', 300, 0, 86_400),
     reportWaitMs: int(env, 'REPORT_WAIT_MS', 10_000, 0, 60_000),
     trustProxy: (str(env, 'TRUST_PROXY') ?? '').split(',').map((s) => s.trim()).filter(Boolean),

@@ -148,9 +148,11 @@ export async function startService ({ config: given, clock = systemClock, log = 
     ...(config.clickhouseCluster !== undefined ? { cluster: config.clickhouseCluster } : {}),
     ...(config.clickhouseUrl !== undefined ? { url: config.clickhouseUrl } : {}),
     ...(config.clickhouseUser !== undefined ? { user: config.clickhouseUser } : {}),
-    ...(config.clickhousePassword !== undefined ? { password: config.clickhousePassword } : {})
+    ...(config.clickhousePassword !== undefined ? { password: config.clickhousePassword } : {}),
+    batchWaitMs: config.analyticsBatchSeconds * 1000,
+    ...(config.cluster !== undefined ? { engine: config.cluster } : {})
   }, log)
-  const shipped = (by: number) => metrics.inc('oohbid_funnel_shipped_events_total', 'Funnel events the analytics process has shipped to ClickHouse and deleted from LMDB.', '', by)
+  const shipped = (by: number) => metrics.inc('oohbid_funnel_shipped_events_total', 'Funnel events the analytics process has shipped (to ClickHouse; on a cluster node to the funnel stream) and deleted from LMDB.', '', by)
   shipped(0)
   analytics.onShipped = (count) => {
     funnel.shipped(count)
@@ -205,10 +207,10 @@ export async function startService ({ config: given, clock = systemClock, log = 
     scrape: async () => renderMetrics([metrics.snapshot(clock.now()), ...await threads.call<MetricsSnapshot>('snapshot')], {
       oohbid_hot_threads: { help: 'Hot threads serving HTTP (HOT_THREADS).', value: config.hotThreads },
       oohbid_outbox_pending_events: { help: 'Events held in the outbox, the durable log webhooks are delivered from, until it is compacted.', value: outbox.size() },
-      oohbid_funnel_pending_events: { help: 'Funnel events in LMDB waiting for the analytics process to ship them to ClickHouse.', value: funnel.size() },
+      oohbid_funnel_pending_events: { help: 'Funnel events in LMDB waiting for the analytics process to ship them (to ClickHouse; on a cluster node to the funnel stream).', value: funnel.size() },
       oohbid_notices_pending: { help: 'Win, loss and billing notices and legacy notifications waiting for their (next) attempt.', value: notices.size() },
       oohbid_analytics_connected: { help: 'Whether the analytics process is connected to ClickHouse (1) or not (0).', value: analytics.backend !== undefined ? 1 : 0 },
-      oohbid_analytics_lag_seconds: { help: 'Age of the oldest funnel event not yet in ClickHouse, seconds (0 when none waits): how far reports lag.', value: funnel.lagSeconds(clock.now()) }
+      oohbid_analytics_lag_seconds: { help: 'Age of the oldest funnel event not yet shipped, seconds (0 when none waits): how far reports lag (on a cluster node, behind the funnel stream).', value: funnel.lagSeconds(clock.now()) }
     })
   }, log, () => store.refresh())
   // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { connect } from 'nats'
 import t from 'tap'
 import { clusterInstalled, startLocalCluster, type LocalCluster } from '../scripts/lib/cluster.js'
 import { freshIp } from './helpers/service.js'
@@ -9,6 +10,7 @@ import { inherited } from './helpers/process.js'
 import { adImage } from './helpers/media.js'
 import { startReceiver, type Received } from './helpers/receiver.js'
 import { signRequest } from '../src/auth/hmac.js'
+import { FUNNEL_STREAM } from '../src/cluster/funnel-stream.js'
 
 // oohbid on three nodes over NATS JetStream, behind HAProxy, as `npm run cluster` starts it (scripts/lib/cluster.ts).
 // Needs Debian's nats-server and haproxy, which .ci/run installs; without them this file plans nothing.
@@ -17,9 +19,14 @@ if (missing !== undefined) t.plan(0, `${missing}: the cluster tests run in CI (.
 else {
   t.setTimeout(240_000)
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-cluster-'))
-  const cluster: LocalCluster = await startLocalCluster({ nodes: 3, dir, frontPort: 0, env: { ...inherited(), HOT_THREADS: '1', LOG_LEVEL: 'warn', CLUSTER_ACK_TIMEOUT_MS: '2000', HEARTBEAT_TIMEOUT_SECONDS: '5', ALLOW_PRIVATE_CALLBACK_URLS: 'true', RESERVATION_HOLD_SECONDS: '10', PICKUP_SECONDS: '1' } })
+  // Each node's analytics in a chDB of its own, or, where CI names a ClickHouse server for it (one of its two runs),
+  // every node's in one database there.
+  const sharedClickHouse = process.env.OOHBID_TEST_CLUSTER_CLICKHOUSE_URL === '' ? undefined : process.env.OOHBID_TEST_CLUSTER_CLICKHOUSE_URL
+  const analytics = sharedClickHouse !== undefined ? { CLICKHOUSE_URL: sharedClickHouse, CLICKHOUSE_DATABASE: `cluster_test_${process.pid}_${Date.now()}` } : {}
+  const cluster: LocalCluster = await startLocalCluster({ nodes: 3, dir, frontPort: 0, env: { ...inherited(), ...analytics, HOT_THREADS: '1', LOG_LEVEL: 'warn', CLUSTER_ACK_TIMEOUT_MS: '2000', HEARTBEAT_TIMEOUT_SECONDS: '5', ALLOW_PRIVATE_CALLBACK_URLS: 'true', RESERVATION_HOLD_SECONDS: '10', PICKUP_SECONDS: '1', ANALYTICS_BATCH_SECONDS: '1', REPORT_CACHE_SECONDS: '0' } })
   t.teardown(async () => {
     await cluster.stop()
+    if (sharedClickHouse !== undefined) await fetch(sharedClickHouse, { method: 'POST', body: `DROP DATABASE IF EXISTS ${analytics.CLICKHOUSE_DATABASE!}` })
     rmSync(dir, { recursive: true, force: true })
   })
 
@@ -64,6 +71,14 @@ else {
       res = await fetch(`${base}/assets/${creativeId}`)
     }
     return Buffer.from(await res.arrayBuffer())
+  }
+
+  /** The analytics process a node forked (tests kill it to show no funnel event is lost or doubled). */
+  const analyticsPidOf = (nodePid: number): number | undefined => {
+    for (const child of readFileSync(`/proc/${nodePid}/task/${nodePid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)) {
+      if (readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('analytics/process.js')) return child
+    }
+    return undefined
   }
 
   t.test('a seat onboarded through the front works on every node; a key revoked through one is refused by every node within 1 s', async (t) => {
@@ -503,6 +518,9 @@ else {
     t.equal(shown, 'active', 'node-2 offers the invited seat the active deal')
   })
 
+  /** The plays of the $5 campaign below, all of its seat's: what every node's reports must count once. */
+  let leasePlays: number | undefined
+
   t.test('a campaign played through three nodes at once spends exactly its budget: each node spends only the parts the engine granted it', async (t) => {
     const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
     const ad = everywhereAd!
@@ -548,6 +566,8 @@ else {
     // Until no node has played it for two seconds: a node that has spent its part asks for the next, and waits for it.
     let lastPlayed = Date.now()
     for (let round = 0; round < 300 && Date.now() - lastPlayed < 2000; round++) {
+      // node-2's analytics process killed while the plays' events flow through the funnel stream (counted in the next test).
+      if (round === 2) process.kill(analyticsPidOf(two.pid!)!, 'SIGKILL')
       const played = await Promise.all(cluster.nodes.slice(0, 3).map(async (node, i) => {
         const spot = (await call(node.url, 'POST', `${embeds[i]!}/spots`, { body: {} })).body.data
         tiers.add(String(spot?.tier))
@@ -570,6 +590,49 @@ else {
     }
     t.same(shown.map((c) => c.spent_usd), [budget, budget, budget], `spent exactly its $${budget} budget over ${[...via.values()].reduce((a, b) => a + b, 0)} plays on three nodes, never more, shown by every node`)
     t.same(shown.map((c) => [c.status, c.completed_reason]), [['completed', 'budget spent'], ['completed', 'budget spent'], ['completed', 'budget spent']], 'completed once its budget was spent, on every node')
+    leasePlays = [...via.values()].reduce((a, b) => a + b, 0)
+  })
+
+  t.test('every funnel event reaches each node\'s ClickHouse exactly once, whichever node logged it, analytics processes killed on the way', async (t) => {
+    const plays = leasePlays!
+    t.equal((await call(cluster.nodes[0]!.url, 'PUT', '/admin/v1/seats/creative-buyer/rate-limits', { key: cluster.adminToken, body: { limits: { reporting: 100000 }, reason: 'cluster test polls its reports' } })).status, 200)
+    // node-1's too, after its events were loaded: a restarted loader asks ClickHouse before loading what it may hold.
+    process.kill(analyticsPidOf(cluster.nodes[0]!.pid!)!, 'SIGKILL')
+    let shown: Array<{ status: number, plays?: number, spend_usd?: number }> = []
+    for (let i = 0; i < 240; i++) {
+      shown = await Promise.all(cluster.nodes.slice(0, 3).map(async (n) => {
+        const r = await call(n.url, 'GET', '/openrtb/v2/reports/summary', { key: everywhereAd!.key })
+        return { status: r.status, ...r.body.data }
+      }))
+      if (shown.every((s) => s.plays === plays && s.spend_usd === 5)) break
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+    t.same(shown.map((s) => [s.status, s.plays, s.spend_usd]), [[200, plays, 5], [200, plays, 5], [200, plays, 5]], `the ${plays} plays logged by three nodes and their $5, counted once in ${sharedClickHouse !== undefined ? 'the ClickHouse server they share' : 'each node\'s ClickHouse'}`)
+
+    // Every message of the stream sent again under new ids, as by nodes that lost the engine's acknowledgements of
+    // their whole logs: each loader finds those events in its ClickHouse and loads none of them twice.
+    const nc = await connect({ servers: cluster.engine.urls })
+    t.teardown(() => nc.close())
+    const jsm = await nc.jetstreamManager()
+    const js = nc.jetstream()
+    const { state } = await jsm.streams.info(FUNNEL_STREAM)
+    let resent = 0
+    for (let seq = state.first_seq; seq <= state.last_seq; seq++) {
+      const m = await jsm.streams.getMessage(FUNNEL_STREAM, { seq })
+      await js.publish(m.subject, m.data, { msgID: `again.${seq}` })
+      resent++
+    }
+    for (let i = 0; i < 300; i++) {
+      const consumers = await jsm.consumers.list(FUNNEL_STREAM).next()
+      if (consumers.length === (sharedClickHouse !== undefined ? 1 : 3) && consumers.every((c) => c.num_pending === 0 && c.num_ack_pending === 0)) break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    // With REPORT_CACHE_SECONDS=0 a report is computed again on each request, and served as last computed meanwhile.
+    const summaryOf = async (base: string) => (await call(base, 'GET', '/openrtb/v2/reports/summary', { key: everywhereAd!.key })).body.data
+    await Promise.all(cluster.nodes.slice(0, 3).map((n) => summaryOf(n.url)))
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    const again = await Promise.all(cluster.nodes.slice(0, 3).map((n) => summaryOf(n.url)))
+    t.same(again.map((s) => [s.plays, s.spend_usd]), [[plays, 5], [plays, 5], [plays, 5]], `the stream's ${resent} messages sent again and loaded by every node: still ${plays} plays and $5 on each`)
   })
 
   t.test('an exchange bids through any node; a bid\'s notices reach, through the load balancer, the node that made it', async (t) => {

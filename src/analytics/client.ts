@@ -140,8 +140,9 @@ export class Analytics {
   }
 
   /**
-   * Ships everything in the funnel log now and resolves when ClickHouse has it (tests, benchmarks); if the analytics
-   * process dies meanwhile, waits for its restart and asks again.
+   * Ships everything in the funnel log now and resolves when ClickHouse has it (tests, benchmarks); on a cluster node,
+   * also everything the funnel stream holds from other nodes. If the analytics process dies meanwhile, waits for its
+   * restart and asks again.
    */
   async drain (timeoutMs = 120_000): Promise<void> {
     const until = Date.now() + timeoutMs

@@ -1,13 +1,17 @@
 // The analytics process: forked by the service, it owns ClickHouse (embedded chDB must run in the main thread of a
 // process of its own) and the shipper that drains the LMDB funnel log into it. The service talks to it over IPC:
 // queries in, rows out. It dies with its parent.
+import { connectFunnel, type FunnelStream } from '../cluster/funnel-stream.js'
 import { countLogged } from '../events/funnel.js'
 import { createLogger } from '../log.js'
 import { openStore } from '../store/store.js'
 import { openBackend, type Backend } from './backends.js'
+import { ClickHouseSink } from './load.js'
 import type { AnalyticsRequest, AnalyticsReply, ProcessConfig } from './protocol.js'
-import { ddl } from './schema.js'
+import { ddl, upgrades } from './schema.js'
 import { Shipper } from './shipper.js'
+import { StreamLoader } from './stream-loader.js'
+import { StreamSink } from './stream-sink.js'
 
 const config = JSON.parse(process.env.OOHBID_ANALYTICS_CONFIG ?? '{}') as ProcessConfig
 const log = createLogger(config.logLevel)
@@ -15,7 +19,10 @@ const store = openStore(config.dataDir, { mode: config.durability, syncIntervalM
 const target = { database: config.database, ...(config.cluster !== undefined ? { cluster: config.cluster } : {}) }
 let backend: Backend | undefined
 let shipper: Shipper | undefined
+let stream: FunnelStream | undefined
+let loader: StreamLoader | undefined
 let stopping = false
+const screen = (id: string) => store.screens.fresh(id)
 
 function send (message: AnalyticsReply): void {
   // With a callback a write to a parent that just died is an ignored error, not an 'error' event that crashes this.
@@ -29,11 +36,12 @@ async function connect (): Promise<void> {
     try {
       const b = await openBackend({ dataDir: config.dataDir, ...(config.url !== undefined ? { url: config.url } : {}), ...(config.user !== undefined ? { user: config.user } : {}), ...(config.password !== undefined ? { password: config.password } : {}), ...(config.cluster !== undefined ? { cluster: config.cluster } : {}) })
       for (const statement of ddl(target)) await b.exec(statement)
+      const columns = async (table: string) => new Set((await b.query('SELECT name FROM system.columns WHERE database = {database:String} AND table = {table:String}', { database: target.database, table })).map((r) => String(r.name)))
+      for (const statement of await upgrades(target, columns)) await b.exec(statement)
       backend = b
-      shipper = new Shipper(store, b, target, log, (count) => send({ op: 'shipped', count }))
       log.info('ClickHouse connected', { backend: b.name, parameters: b.binding })
       send({ op: 'ready', backend: b.name })
-      void shipper.run()
+      await ship(b)
       return
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err)
@@ -45,12 +53,39 @@ async function connect (): Promise<void> {
   }
 }
 
+/**
+ * Starts the shipper: on one node into ClickHouse; on a cluster node into the funnel stream, with the loader that
+ * fills ClickHouse from it. Each node's own ClickHouse (chDB) loads every node's events through a consumer of its own;
+ * nodes sharing one ClickHouse server (CLICKHOUSE_URL) share one consumer, so that each event is loaded once.
+ */
+async function ship (b: Backend): Promise<void> {
+  const shipped = (count: number) => send({ op: 'shipped', count })
+  const engine = config.engine
+  if (engine === undefined) {
+    shipper = new Shipper(store, new ClickHouseSink(b, target, screen), log, config.batchWaitMs, shipped)
+    void shipper.run()
+    return
+  }
+  const shared = config.url !== undefined
+  stream = await connectFunnel(engine, shared ? 'analytics' : `analytics_${engine.nodeId}`, log, () => stopping)
+  if (stream === undefined) return
+  shipper = new Shipper(store, new StreamSink(stream.js, engine.nodeId, engine.ackTimeoutMs), log, config.batchWaitMs, shipped)
+  loader = new StreamLoader(stream, b, target, shared, screen, log)
+  void shipper.run()
+  void loader.run()
+}
+
 async function handle (m: AnalyticsRequest): Promise<void> {
   try {
-    if (backend === undefined || shipper === undefined) throw new Error('ClickHouse is not connected yet')
-    if (m.op === 'query') send({ op: 'result', id: m.id, rows: await backend.query(m.sql, m.params) })
-    else if (m.op === 'drain') {
+    if (backend === undefined) throw new Error('ClickHouse is not connected yet')
+    if (m.op === 'query') {
+      send({ op: 'result', id: m.id, rows: await backend.query(m.sql, m.params) })
+      return
+    }
+    if (shipper === undefined) throw new Error('the funnel stream is not connected yet')
+    if (m.op === 'drain') {
       await shipper.drain()
+      await loader?.catchUp()
       send({ op: 'result', id: m.id, rows: [] })
     } else send({ op: 'result', id: m.id, rows: [{ pending: countLogged(store), shipped: shipper.shipped, backend: backend.name }] })
   } catch (err) {
@@ -65,6 +100,8 @@ async function stop (reason: string): Promise<void> {
   // Whatever hangs while closing, this process does not outlive its parent for long.
   setTimeout(() => process.exit(1), 10_000).unref()
   shipper?.stop()
+  loader?.stop()
+  await stream?.close().catch(() => {})
   await backend?.close()
   await store.close()
   process.exit(0)

@@ -1,3 +1,4 @@
+import type { ClusterConfig } from '../config.js'
 import type { Params } from './sql.js'
 
 /** What the service tells the analytics process at fork (as JSON in OOHBID_ANALYTICS_CONFIG). */
@@ -10,6 +11,10 @@ export interface ProcessConfig {
   url?: string
   user?: string
   password?: string
+  /** How long events wait for a full batch, ms (ANALYTICS_BATCH_SECONDS). */
+  batchWaitMs: number
+  /** A cluster node's engine: the log goes to the funnel stream, and ClickHouse is loaded from it. */
+  engine?: ClusterConfig
 }
 
 /** Service -> analytics process. */

@@ -39,7 +39,8 @@ export function tsvArray (items: readonly string[] | undefined): string {
 }
 
 /**
- * One table's rows of a batch as TabSeparated bytes, each line with the event id it came from. Lines go straight into
+ * One table's rows of a batch as TabSeparated bytes, each line with the event it came from: its id and the index of its
+ * node in the batch's nodes. Lines go straight into
  * a buffer: a batch of tens of thousands of row strings kept until the insert made the garbage collector copy each
  * one twice, which cost more than building them. The buffer can be the last batch's (see RowBuilder.take).
  */
@@ -47,6 +48,7 @@ export class TableRows {
   #bytes: Buffer
   #length = 0
   readonly ids: number[] = []
+  readonly origins: number[] = []
   /** Where each line ends (after its newline). */
   readonly #ends: number[] = []
 
@@ -59,28 +61,41 @@ export class TableRows {
     return this.#bytes
   }
 
-  add (id: number, line: string): void {
+  /** A line, then its last field, the node (written here so that no line is copied to append it). */
+  add (id: number, line: string, origin: number, node: string): void {
     // A UTF-16 unit is at most 3 bytes of UTF-8: room for that is room enough, without measuring the line first.
-    const need = this.#length + line.length * 3 + 1
+    const need = this.#length + (line.length + node.length) * 3 + 2
     if (need > this.#bytes.length) {
       const grown = Buffer.allocUnsafe(Math.max(need, this.#bytes.length * 2))
       this.#bytes.copy(grown, 0, 0, this.#length)
       this.#bytes = grown
     }
     this.#length += this.#bytes.write(line, this.#length, 'utf8')
+    this.#bytes[this.#length++] = 9
+    this.#length += this.#bytes.write(node, this.#length, 'utf8')
     this.#bytes[this.#length++] = 10
     this.ids.push(id)
+    this.origins.push(origin)
     this.#ends.push(this.#length)
   }
 
-  /** The TabSeparated text of every line whose event id keep accepts. */
-  text (keep: (id: number) => boolean = () => true): Buffer {
+  /** The TabSeparated text of every line whose event keep accepts. */
+  text (keep: (id: number, origin: number) => boolean = () => true): Buffer {
     const all = this.#bytes.subarray(0, this.#length)
-    if (this.ids.every(keep)) return all
+    const kept = (i: number): boolean => keep(this.ids[i]!, this.origins[i]!)
+    let every = true
+    for (let i = 0; i < this.ids.length && every; i++) every = kept(i)
+    if (every) return all
     const parts: Buffer[] = []
-    for (let i = 0; i < this.ids.length; i++) if (keep(this.ids[i]!)) parts.push(all.subarray(i === 0 ? 0 : this.#ends[i - 1], this.#ends[i]))
+    for (let i = 0; i < this.ids.length; i++) if (kept(i)) parts.push(all.subarray(i === 0 ? 0 : this.#ends[i - 1], this.#ends[i]))
     return Buffer.concat(parts)
   }
+}
+
+/** A batch's rows per table; a row's origin is the index of its node in nodes. */
+export interface RowBatch {
+  tables: Map<string, TableRows>
+  nodes: string[]
 }
 
 /**
@@ -107,6 +122,10 @@ export class RowBuilder {
   readonly #tables = new Map<string, TableRows>()
   /** Each table's buffer of the batch before, reused once that batch is shipped: growing a new one copied it 3 times. */
   readonly #spare = new Map<string, Buffer>()
+  /** The nodes whose events the batch holds, in the order first seen, and the one events are added for now. */
+  #nodes: string[] = ['']
+  #origin = 0
+  #node = ''
 
   constructor (screen: (id: string) => ScreenRecord | undefined) {
     this.#screen = screen
@@ -141,7 +160,16 @@ export class RowBuilder {
       rows = new TableRows(this.#spare.get(table))
       this.#tables.set(table, rows)
     }
-    rows.add(id, line)
+    rows.add(id, line, this.#origin, this.#node)
+  }
+
+  /** The node that logged the events added next ('' on a single node). */
+  from (node: string): void {
+    if (node === this.#nodes[this.#origin]) return
+    let origin = this.#nodes.indexOf(node)
+    if (origin === -1) origin = this.#nodes.push(node) - 1
+    this.#origin = origin
+    this.#node = tsv(node)
   }
 
   /** Adds one event's rows. */
@@ -172,14 +200,18 @@ export class RowBuilder {
   }
 
   /**
-   * The rows gathered, per table, and a fresh start (screens are read again). Their memory is the next batch's: ship
-   * them before adding more.
+   * The rows gathered, per table, with the nodes their origins index, and a fresh start (screens are read again; the
+   * node stays). Their memory is the next batch's: ship them before adding more.
    */
-  take (): Map<string, TableRows> {
-    const out = new Map(this.#tables)
-    for (const [table, rows] of out) this.#spare.set(table, rows.buffer)
+  take (): RowBatch {
+    const tables = new Map(this.#tables)
+    for (const [table, rows] of tables) this.#spare.set(table, rows.buffer)
     this.#tables.clear()
     this.#places.clear()
-    return out
+    const nodes = this.#nodes
+    const node = nodes[this.#origin]!
+    this.#nodes = [node]
+    this.#origin = 0
+    return { tables, nodes }
   }
 }

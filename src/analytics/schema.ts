@@ -18,16 +18,22 @@ const DIMS: Columns = [['screen_id', 'String'], ['venue_type', 'String'], ['coun
 export type Columns = Array<[name: string, type: string]>
 
 /**
- * Raw tables: one row per unit of each funnel event, keyed for the shipper's idempotency check by (ts, event_id). The
- * order is the order of RowBuilder's TabSeparated fields (src/analytics/rows.ts).
+ * Which node logged an event: event ids are unique per node only, so on a cluster an event is (node, event_id). ''
+ * on a single node. Last in every raw table, where ALTER TABLE ADD COLUMN puts it on tables made before it existed.
+ */
+const NODE: [string, string] = ['node', 'String']
+
+/**
+ * Raw tables: one row per unit of each funnel event, keyed for the loader's idempotency check by (ts, node, event_id).
+ * The order is the order of RowBuilder's TabSeparated fields (src/analytics/rows.ts).
  */
 export const RAW: Record<string, Columns> = {
-  bid_requests: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['seat_id', 'String'], ['sandbox', 'UInt8'], ...DIMS],
-  bids: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['seat_id', 'String'], ['sandbox', 'UInt8'], ...DIMS, ['price', 'Float64'], ['status', 'String'], ['reason', 'String'], ['deal_id', 'String'], ['cats', 'Array(String)'], ['adomain', 'Array(String)'], ['latency_ms', 'Float64']],
-  auctions: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['seat_id', 'String'], ...DIMS, ['spot_id', 'String'], ['tier', 'String'], ['creative_id', 'String'], ['clearing_cpm', 'Float64'], ['multiplier', 'Float64'], ['competitors', 'UInt32']],
-  plays: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['stage', 'String'], ['seat_id', 'String'], ...DIMS, ['spot_id', 'String'], ['tier', 'String'], ['creative_id', 'String'], ['clearing_cpm', 'Float64'], ['multiplier', 'Float64'], ['cost_usd', 'Float64'], ['duration_ms', 'UInt32']],
-  impressions: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['seat_id', 'String'], ...DIMS, ['impression_id', 'String'], ['ad_id', 'String'], ['device_id', 'String'], ['duration_ms', 'UInt32'], ['completed', 'UInt8'], ['tier', 'String']],
-  proofs: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['proof_id', 'String'], ['screen_id', 'String'], ['impression_id', 'String'], ['ad_id', 'String'], ['device_id', 'String'], ['tier', 'String'], ['givt', 'UInt8']]
+  bid_requests: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['seat_id', 'String'], ['sandbox', 'UInt8'], ...DIMS, NODE],
+  bids: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['seat_id', 'String'], ['sandbox', 'UInt8'], ...DIMS, ['price', 'Float64'], ['status', 'String'], ['reason', 'String'], ['deal_id', 'String'], ['cats', 'Array(String)'], ['adomain', 'Array(String)'], ['latency_ms', 'Float64'], NODE],
+  auctions: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['seat_id', 'String'], ...DIMS, ['spot_id', 'String'], ['tier', 'String'], ['creative_id', 'String'], ['clearing_cpm', 'Float64'], ['multiplier', 'Float64'], ['competitors', 'UInt32'], NODE],
+  plays: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['stage', 'String'], ['seat_id', 'String'], ...DIMS, ['spot_id', 'String'], ['tier', 'String'], ['creative_id', 'String'], ['clearing_cpm', 'Float64'], ['multiplier', 'Float64'], ['cost_usd', 'Float64'], ['duration_ms', 'UInt32'], NODE],
+  impressions: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['seat_id', 'String'], ...DIMS, ['impression_id', 'String'], ['ad_id', 'String'], ['device_id', 'String'], ['duration_ms', 'UInt32'], ['completed', 'UInt8'], ['tier', 'String'], NODE],
+  proofs: [['event_id', 'UInt64'], ['ts', "DateTime('UTC')"], ['proof_id', 'String'], ['screen_id', 'String'], ['impression_id', 'String'], ['ad_id', 'String'], ['device_id', 'String'], ['tier', 'String'], ['givt', 'UInt8'], NODE]
 }
 
 /** Columns as a CREATE TABLE (or a table function's structure) lists them. */
@@ -107,9 +113,13 @@ export function tableName (t: SchemaTarget, table: string): string {
   return `${t.database}.${table}`
 }
 
+function clusterClause (t: SchemaTarget): string {
+  return t.cluster !== undefined ? ` ON CLUSTER ${t.cluster}` : ''
+}
+
 /** Every DDL statement, in order; each is idempotent (IF NOT EXISTS). */
 export function ddl (t: SchemaTarget): string[] {
-  const on = t.cluster !== undefined ? ` ON CLUSTER ${t.cluster}` : ''
+  const on = clusterClause(t)
   const local = (name: string) => t.cluster !== undefined ? `${t.database}.${name}_local` : `${t.database}.${name}`
   const engine = (kind: 'MergeTree' | 'AggregatingMergeTree', name: string) => t.cluster !== undefined
     ? `Replicated${kind}('/clickhouse/tables/{shard}/${t.database}/${name}', '{replica}')`
@@ -133,6 +143,21 @@ export function ddl (t: SchemaTarget): string[] {
         return feed !== undefined ? `${name}StateIf${params}(${feed[0]}, ${feed[1]}) AS ${m}` : `${name}StateIf${params}(${zero(type)}, 0) AS ${m}`
       })
       out.push(`CREATE MATERIALIZED VIEW IF NOT EXISTS ${local(`${name}_from_${v.from}`)}${on} TO ${local(name)} AS SELECT ${[...keys, ...measures].join(', ')} FROM ${local(v.from)}${v.where !== undefined ? ` WHERE ${v.where}` : ''} GROUP BY ${r.keys.map(([k]) => k).join(', ')}`)
+    }
+  }
+  return out
+}
+
+/**
+ * The ALTERs that bring raw tables made by an earlier version up to RAW: the node column, which they lack. `has`
+ * answers the columns a table of the database has (system.columns), so that each runs once.
+ */
+export async function upgrades (t: SchemaTarget, has: (table: string) => Promise<Set<string>>): Promise<string[]> {
+  const out: string[] = []
+  const [name, type] = NODE
+  for (const table of Object.keys(RAW)) {
+    for (const stored of t.cluster !== undefined ? [`${table}_local`, table] : [table]) {
+      if (!(await has(stored)).has(name)) out.push(`ALTER TABLE ${t.database}.${stored}${clusterClause(t)} ADD COLUMN ${name} ${type}`)
     }
   }
   return out

@@ -1,0 +1,60 @@
+import { AckPolicy, connect, DeliverPolicy, nanos, type JetStreamClient, type JetStreamManager, type NatsConnection } from 'nats'
+import type { ClusterConfig } from '../config.js'
+import type { Logger } from '../log.js'
+
+/**
+ * The stream of every node's funnel events (docs/architecture.md, "Funnel events once"): a node's analytics process
+ * publishes its log to FUNNEL_SUBJECT.<node> and loads the stream into ClickHouse. Kept FUNNEL_KEEP_MS, so a node's
+ * ClickHouse that was away less than that catches up, and one that joins has the last week.
+ */
+export const FUNNEL_STREAM = 'OOHBID_FUNNEL'
+export const FUNNEL_SUBJECT = 'oohbid.funnel'
+const FUNNEL_KEEP_MS = 7 * 24 * 3600_000
+
+/**
+ * How long a delivered message may go unacknowledged before the engine gives it again: what a loader that died (and
+ * the messages the engine was handing its last fetch) costs in delay. A batch loads in a second or two; a loader
+ * whose load takes longer says it is still working every FUNNEL_WORKING_MS. With 5 minutes, a node whose analytics
+ * process was killed reported a part of the cluster's plays for 5 minutes (test/cluster.test.ts).
+ */
+const ACK_WAIT_MS = 30_000
+export const FUNNEL_WORKING_MS = 10_000
+
+/** The analytics process's own connection to the engine: the funnel stream and this node's consumer of it. */
+export interface FunnelStream {
+  nc: NatsConnection
+  js: JetStreamClient
+  jsm: JetStreamManager
+  /** The durable consumer this node loads from. */
+  consumer: string
+  close (): Promise<void>
+}
+
+/**
+ * Connects, creating the stream and the durable consumer when they do not exist yet (from every node with the same
+ * settings), and retries until it is done or stopped() says to give up: the events wait in LMDB meanwhile.
+ * consumer: the consumer's name, this node's own when each node loads every event into a ClickHouse of its own, one
+ * shared by every node when they load into one ClickHouse, so that each message is loaded by one of them.
+ */
+export async function connectFunnel (cluster: ClusterConfig, consumer: string, log: Logger, stopped: () => boolean): Promise<FunnelStream | undefined> {
+  let backoff = 500
+  while (!stopped()) {
+    let nc: NatsConnection | undefined
+    try {
+      nc = await connect({ servers: cluster.natsUrls, name: `${cluster.nodeId}-analytics`, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 2000 })
+      const js = nc.jetstream({ timeout: cluster.ackTimeoutMs })
+      const jsm = await nc.jetstreamManager({ timeout: cluster.ackTimeoutMs })
+      await jsm.streams.add({ name: FUNNEL_STREAM, subjects: [`${FUNNEL_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(FUNNEL_KEEP_MS) })
+      const known = await jsm.consumers.info(FUNNEL_STREAM, consumer).then(() => true, () => false)
+      if (!known) await jsm.consumers.add(FUNNEL_STREAM, { durable_name: consumer, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, ack_wait: nanos(ACK_WAIT_MS), max_ack_pending: 10_000 })
+      const conn = nc
+      return { nc, js, jsm, consumer, close: () => conn.drain() }
+    } catch (err) {
+      await nc?.close().catch(() => {})
+      log.warn('cluster: the funnel stream is not reachable; retrying', { error: err instanceof Error ? err.message : String(err), retry_in_ms: backoff })
+      await new Promise((resolve) => setTimeout(resolve, backoff))
+      backoff = Math.min(30_000, backoff * 2)
+    }
+  }
+  return undefined
+}
