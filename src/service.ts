@@ -41,6 +41,7 @@ import { shareSecrets } from './store/secrets.js'
 import { adoptMetaSettings } from './store/settings.js'
 import { adoptCampaignDelivery } from './campaigns/delivery.js'
 import { seatListApplied } from './accounts/seat-lists.js'
+import { proofApplied } from './proof/chain.js'
 import { ShippedChanges } from './cluster/shipped.js'
 import { StartRefused } from './start-refused.js'
 import { createLogger, type Logger } from './log.js'
@@ -221,6 +222,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
       cluster = await joinCluster({ cluster: config.cluster, store, objects, shipped: replicated, limiter, budgets: budgetBook(store, () => clock.now()), log, onShipped: () => threads.notify('shipped'), onGranted: () => threads.notify('granted'), onApplied: (table, key, previous) => {
           inventory.applied(table, key as string)
           seatListApplied(store, table, key as string, previous)
+          proofApplied(store, table, key as string)
         }
       }).catch((err: unknown) => {
         throw new StartRefused(err instanceof Error ? err.message : String(err))

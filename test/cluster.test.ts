@@ -635,6 +635,63 @@ else {
     t.same(again.map((s) => [s.plays, s.spend_usd]), [[plays, 5], [plays, 5], [plays, 5]], `the stream's ${resent} messages sent again and loaded by every node: still ${plays} plays and $5 on each`)
   })
 
+  t.test('a screen\'s player through the front is served by one node, where its spots are kept and its chain grows', async (t) => {
+    const devices = (await call(cluster.nodes[0]!.url, 'GET', '/v1/partner/devices?limit=100', { key: screensPartner })).body.data.devices as Array<{ device_id: string, embed_url: string }>
+    const pageOf = (device: string) => new URL(devices.find((d) => d.device_id === device)!.embed_url).pathname
+    const served = async () => Promise.all(cluster.nodes.slice(0, 3).map(async (n) => {
+      const text = await (await fetch(`${n.url}/metrics`)).text()
+      return [...text.matchAll(/^oohbid_http_requests_total\{method="GET",route="\/embed\/:token",status="\d+"\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0)
+    }))
+    for (const device of ['d-7', 'd-8', 'd-9']) {
+      const before = await served()
+      const statuses: number[] = []
+      for (let i = 0; i < 12; i++) statuses.push((await fetch(cluster.frontUrl + pageOf(device))).status)
+      const after = await served()
+      const took = after.map((n, i) => n - before[i]!)
+      t.same([statuses.filter((s) => s === 200).length, took.filter((n) => n > 0)], [12, [12]], `${device}'s twelve page loads through HAProxy all reached one node (${took.join(', ')})`)
+    }
+  })
+
+  t.test('a screen\'s proofs form one chain whichever node signs them, listed, counted and verified alike by every node', async (t) => {
+    const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
+    const ad = everywhereAd!
+    // A screen's plays reported through node-1, node-2, node-3 and node-1 again, as when its player moves to another
+    // node: each next node signs once it holds the proofs before (the engine had them before each answer).
+    const signed: string[] = []
+    let n = 0
+    for (const node of [one, two, three, one]) {
+      for (const id of signed) {
+        for (let i = 0; i < 100 && (await call(node.url, 'GET', `/v1/advertiser/proof/proofs/${id}`, { key: ad.key })).status !== 200; i++) await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      const impressions = [0, 1].map(() => ({ adId: ad.id, impressionId: `chain-imp-${++n}`, deviceId: 'd-6', duration: 15, completed: true, timestamp: Date.now() - 1000 + n }))
+      const played = await call(node.url, 'POST', '/v1/partner/impressions', { key: screensPartner, body: { impressions } })
+      t.match(played, { status: 200, body: { data: { accepted: 2 } } }, `two plays reported through ${node.id}`)
+      signed.push(...(played.body.data.results as Array<{ proof_id: string }>).map((r) => r.proof_id))
+    }
+    const screenId = (await call(one.url, 'GET', `/v1/advertiser/proof/proofs/${signed[0]!}`, { key: ad.key })).body.data.screenId as string
+    type Link = { proof_id: string, chain: { seq: number, prev_digest: string, digest: string } }
+    const chainOn = async (base: string): Promise<Link[]> => ((await call(base, 'GET', `/v1/advertiser/proof/proofs?screen_id=${screenId}&limit=100`, { key: ad.key })).body.data.proofs as Link[]).sort((a, b) => a.chain.seq - b.chain.seq)
+    let chains: Link[][] = []
+    for (let i = 0; i < 100; i++) {
+      chains = await Promise.all(cluster.nodes.slice(0, 3).map((node) => chainOn(node.url)))
+      if (chains.every((c) => c.length === signed.length)) break
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    const chain = chains[0]!
+    t.same(chain.map((p) => p.proof_id), signed, 'the eight proofs, signed by three nodes, in the order they were signed')
+    t.same(chain.map((p) => p.chain.seq), [1, 2, 3, 4, 5, 6, 7, 8], 'one chain: consecutive sequence numbers')
+    t.ok(chain.every((p, i) => i === 0 || p.chain.prev_digest === chain[i - 1]!.chain.digest), 'each proof chains from the one before, whichever node signed that one')
+    t.same(chains.map((c) => JSON.stringify(c)), chains.map(() => JSON.stringify(chain)), 'every node lists the same chain')
+    const last = (await call(three.url, 'GET', `/v1/advertiser/proof/proofs/${signed[signed.length - 1]!}`, { key: ad.key })).body.data
+    const fields = { signature: last.signature, timestamp: last.timestamp, adId: last.adId, impressionId: last.impressionId, screenId: last.screenId, deviceId: last.deviceId }
+    t.match(await call(two.url, 'POST', '/v1/advertiser/proof/verify-proof', { body: fields, headers: { 'x-forwarded-for': freshIp() } }), { status: 200, body: { verification: { valid: true } } }, 'node-1\'s last proof verifies on node-2')
+    const today = new Date().toISOString().slice(0, 10)
+    const counts = await Promise.all(cluster.nodes.slice(0, 3).map(async (node) => (await call(node.url, 'GET', `/openrtb/v2/proof-of-play?start_date=${today}&end_date=${today}&limit=1`, { key: ad.key })).body.data.counts))
+    t.same(counts, counts.map(() => counts[0]), `the seat's proof-of-play counts are the same through every node: ${JSON.stringify(counts[0])}`)
+    t.equal(counts[0].total, signed.length + leasePlays! + 1, 'and count every node\'s proofs: these, the $5 campaign\'s plays and the creative\'s first')
+    t.match(await call(three.url, 'POST', '/v1/partner/impressions', { key: screensPartner, body: { impressions: [{ adId: ad.id, impressionId: 'chain-imp-1', deviceId: 'd-6', duration: 15, completed: true, timestamp: Date.now() }] } }), { status: 200, body: { data: { accepted: 0, duplicates: 1, results: [{ status: 'duplicate', proof_id: signed[0] }] } } }, 'an impression signed through node-1, reported again through node-3: a duplicate, its proof node-1\'s')
+  })
+
   t.test('an exchange bids through any node; a bid\'s notices reach, through the load balancer, the node that made it', async (t) => {
     const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
     const exchangeIp = '198.51.100.7'

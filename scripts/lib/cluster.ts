@@ -119,7 +119,7 @@ export function haproxyConfig (frontPort: number, nodes: Array<{ id: string, url
   return example
     .replace(/^ {2}bind .*$/m, `  bind 127.0.0.1:${frontPort}`)
     .replace(/(^ {2}use-server .*\n?)+/m, `${routes}\n`)
-    .replace(/(^ {2}server .*\n?)+/m, `${servers}\n`)
+    .replace(/(^ {2}server .*\n?)+/gm, `${servers}\n`)
 }
 
 /** ADMIN_TOKEN and KEY_ENCRYPTION_KEY as env gives them, else as generated into dir the first time. */

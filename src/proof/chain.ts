@@ -28,9 +28,12 @@ export interface ProofDeps {
 /** What a proof records beyond the signed fields. */
 export type ProofFacts = Pick<ProofRecord, 'verification_tier' | 'seat_id' | 'creative_id' | 'spot_id' | 'duration_ms' | 'completed' | 'givt'>
 
-/** Changes the seat's counts for the UTC day of a play; call inside Store.write. */
+/**
+ * Changes the seat's counts for the UTC day of a play, this node's row of them (a cluster's nodes each count their own
+ * proofs, and the report sums the rows: one row rewritten by every node would lose counts); call inside Store.write.
+ */
 function countDay (store: Store, seatId: string, timestamp: number, change: (counts: ProofDay) => void): void {
-  const day: [string, number] = [seatId.toLowerCase(), Math.floor(timestamp / DAY) * DAY]
+  const day: [string, number, string] = [seatId.toLowerCase(), Math.floor(timestamp / DAY) * DAY, store.node]
   const counts = store.proofDays.get(day) ?? { tiers: {}, passed: 0, filtered: 0, reasons: {} }
   change(counts)
   store.proofDays.putSync(day, counts)
@@ -47,6 +50,29 @@ export function proofEventData (p: ProofRecord): Record<string, unknown> {
     proof_id: p.proof_id, impression_id: p.impressionId, ad_id: p.adId, screen_id: p.screenId, device_id: p.deviceId, timestamp: p.timestamp,
     verification_tier: p.verification_tier, duration_ms: p.duration_ms, completed: p.completed, givt_passed: p.givt.passed, signature: p.signature
   }
+}
+
+/**
+ * Files a proof under its screen's chain (and moves the chain's head when it is the newest), its impression, its
+ * screen's plays in time and its seat's proofs: what every node derives from a proof, whichever node signed it.
+ */
+function indexProof (store: Store, proof: ProofRecord): void {
+  const head = store.proofHeads.get(proof.screenId)
+  if (head === undefined || head.seq < proof.chain.seq) store.proofHeads.putSync(proof.screenId, { seq: proof.chain.seq, digest: proof.chain.digest })
+  store.proofChain.putSync([proof.screenId, proof.chain.seq], proof.proof_id)
+  store.proofByImpression.putSync(proof.impressionId, proof.proof_id)
+  store.proofTimes.putSync([proof.screenId, proof.timestamp, proof.proof_id], proof.proof_id)
+  if (proof.seat_id !== null) store.proofsBySeat.putSync([proof.seat_id.toLowerCase(), proof.timestamp, proof.proof_id], proof.proof_id)
+}
+
+/**
+ * A cluster node applied another node's row (src/cluster/applier.ts): a proof is filed as where it was signed. Proofs
+ * are replicated, their indexes derived, so that a play costs the engine one row and its day count, not six.
+ */
+export function proofApplied (store: Store, table: string, key: string): void {
+  if (table !== 'proofs') return
+  const proof = store.proofs.get(key)
+  if (proof !== undefined) indexProof(store, proof)
 }
 
 /**
@@ -70,12 +96,8 @@ export function issueProof ({ store, proofSigner: signer, outbox, funnel }: Proo
     recorded_at: iso(now)
   }
   store.proofs.putSync(proof.proof_id, proof)
-  store.proofHeads.putSync(fields.screenId, { seq: proof.chain.seq, digest: proof.chain.digest })
-  store.proofChain.putSync([fields.screenId, proof.chain.seq], proof.proof_id)
-  store.proofByImpression.putSync(fields.impressionId, proof.proof_id)
-  store.proofTimes.putSync([fields.screenId, fields.timestamp, proof.proof_id], proof.proof_id)
+  indexProof(store, proof)
   if (proof.seat_id !== null) {
-    store.proofsBySeat.putSync([proof.seat_id.toLowerCase(), fields.timestamp, proof.proof_id], proof.proof_id)
     countDay(store, proof.seat_id, fields.timestamp, (counts) => {
       counts.tiers[proof.verification_tier] = (counts.tiers[proof.verification_tier] ?? 0) + 1
       if (proof.givt.passed) counts.passed++

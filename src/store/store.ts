@@ -113,8 +113,11 @@ export interface Store {
   proofByImpression: Database<string, string>
   /** [screen_id, timestamp, proof_id] -> proof_id: a screen's plays in time order (GIVT burst checks). */
   proofTimes: Database<string, [string, number, string]>
-  /** [seat_id lower-cased, UTC day ms] -> that day's proofs per tier and GIVT outcome. */
-  proofDays: Database<ProofDay, [string, number]>
+  /**
+   * [seat_id lower-cased, UTC day ms, node id] -> that day's proofs per tier and GIVT outcome the node signed; rows an
+   * earlier version wrote have no node. A report sums a day's rows.
+   */
+  proofDays: Database<ProofDay, [string, number, string] | [string, number]>
   /** [seat_id lower-cased, timestamp, proof_id] -> proof_id: a buyer's proofs in time order. */
   proofsBySeat: Database<string, [string, number, string]>
   /** alias -> an exchange's bidder configuration. */
@@ -187,11 +190,13 @@ export interface Store {
  * event is delivered by whichever node raised it), the inventory: screens with their devices, embed tokens and player bindings, their FEIN state and heartbeats,
  * and the catalog: campaigns with what each node delivered of them, placements, reservations and their holds, deals,
  * media buys and the spots booked per screen and day (written under the `catalog` lock, src/campaigns/catalog-lock.ts),
- * and the exchanges' bidder aliases (an exchange's requests and notices reach any node). What
+ * the exchanges' bidder aliases (an exchange's requests and notices reach any node), and signed proofs of play with
+ * each node's day counts of them (a buyer lists and exports them through any node, and a screen's chain goes on
+ * wherever its player is served; their indexes are derived where a proof is applied, src/proof/chain.ts). What
  * each node derives from screens (the adslots order, pre-encoded rows, counts) is not replicated: the applier has
  * Inventory derive it where it applies a screen's row.
  */
-export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'webhook_health', 'screens', 'devices', 'embeds', 'players', 'fein', 'status', 'campaigns', 'campaign_delivery', 'assignments', 'placements', 'reservations', 'holds', 'booked', 'deals', 'media_buys', 'bidder_aliases'] as const
+export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'webhook_health', 'screens', 'devices', 'embeds', 'players', 'fein', 'status', 'campaigns', 'campaign_delivery', 'assignments', 'placements', 'reservations', 'holds', 'booked', 'deals', 'media_buys', 'bidder_aliases', 'proofs', 'proof_days'] as const
 
 /**
  * Replicated tables whose writes do not wait for the engine's quorum before the request answers: FEIN measurements
@@ -251,10 +256,10 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   const timer = fd !== undefined && durability.syncIntervalMs > 0 ? setInterval(sync, durability.syncIntervalMs) : undefined
   timer?.unref()
   let changes: ChangeLog | undefined
-  const db = <V, K extends Key = string>(name: string, keyEncoding?: 'uint32' | 'ordered-binary') => {
-    const table = root.openDB<V, K>(name, keyEncoding ? { keyEncoding } : {})
-    return changes !== undefined && (REPLICATED_TABLES as readonly string[]).includes(name) ? changes.capture(name, table, EVENTUAL_TABLES.has(name)) : table
-  }
+  /** A table as the routes write it: on a cluster node, a replicated table records each write for the engine. */
+  const captured = <V, K extends Key>(name: string, table: Database<V, K>): Database<V, K> =>
+    changes !== undefined && (REPLICATED_TABLES as readonly string[]).includes(name) ? changes.capture(name, table, EVENTUAL_TABLES.has(name)) : table
+  const db = <V, K extends Key = string>(name: string, keyEncoding?: 'uint32' | 'ordered-binary') => captured(name, root.openDB<V, K>(name, keyEncoding ? { keyEncoding } : {}))
   // Read on every adslots row or bid: decoded values stay in memory (a page of 200 rows costs ~20 us instead of
   // ~220 us, bench/adslots), dropped by writes so that rollbacks cannot leave them wrong.
   const counters = new Int32Array(generations)
@@ -282,7 +287,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   const withShapes = <V, K extends Key>(name: string, keyEncoding?: 'ordered-binary'): Database<V, K> => {
     const table = root.openDB<V, K>(name, { ...(keyEncoding !== undefined ? { keyEncoding } : {}), ...shared })
     sharedTables.push(table as unknown as typeof sharedTables[number])
-    return table
+    return captured(name, table)
   }
   // A new shape is saved into its table inside the transaction that first packs it, but msgpackr keeps it in memory
   // either way: after a rollback (a dry run, a failed request) this thread would go on writing records whose shape
@@ -411,7 +416,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     proofChain: root.openDB<string, [string, number]>('proof_chain', { keyEncoding: 'ordered-binary' }),
     proofByImpression: db('proof_by_impression'),
     proofTimes: root.openDB<string, [string, number, string]>('proof_times', { keyEncoding: 'ordered-binary' }),
-    proofDays: root.openDB<ProofDay, [string, number]>('proof_days', { keyEncoding: 'ordered-binary' }),
+    proofDays: db<ProofDay, [string, number, string] | [string, number]>('proof_days', 'ordered-binary'),
     proofsBySeat: root.openDB<string, [string, number, string]>('proofs_by_seat', { keyEncoding: 'ordered-binary' }),
     aliases: cached('bidder_aliases'),
     exchangeBids: withShapes<ExchangeBidRecord, string>('exchange_bids'),
@@ -445,6 +450,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       if (fd !== undefined) closeSync(fd)
     }
   }
-  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, webhook_health: store.webhookHealth, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status, campaigns: store.campaigns, campaign_delivery: store.campaignDelivery, assignments: store.assignments, placements: store.placements, reservations: store.reservations, holds: store.holds, booked: store.booked, deals: store.deals, media_buys: store.mediaBuys, bidder_aliases: store.aliases }
+  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, webhook_health: store.webhookHealth, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status, campaigns: store.campaigns, campaign_delivery: store.campaignDelivery, assignments: store.assignments, placements: store.placements, reservations: store.reservations, holds: store.holds, booked: store.booked, deals: store.deals, media_buys: store.mediaBuys, bidder_aliases: store.aliases, proofs: store.proofs, proof_days: store.proofDays }
   return store
 }
