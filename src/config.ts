@@ -107,6 +107,11 @@ export interface ClusterConfig {
    * (the write stands on this node and ships when the engine is back; a retry with its Idempotency-Key replays it).
    */
   ackTimeoutMs: number
+  /**
+   * CLUSTER_FUNNEL_KEEP_HOURS: how long the engine keeps the funnel stream's events (default 24): how long a node's
+   * ClickHouse may be away and still load what it missed, paid for in the engine's disk.
+   */
+  funnelKeepHours: number
 }
 
 /** The configuration once the server is bound: BASE_URL is always known. */
@@ -161,7 +166,7 @@ function clusterOf (env: Env): ClusterConfig | undefined {
   if (nodeId === undefined || !/^[A-Za-z0-9_-]{1,64}$/.test(nodeId)) throw new Error('CLUSTER_NATS_URLS needs CLUSTER_NODE_ID: a name unique in the cluster (letters, digits, - and _)')
   // Generated ones would differ per node: a key sealed on one could not be opened on another, nor the operator sign in.
   for (const name of ['ADMIN_TOKEN', 'KEY_ENCRYPTION_KEY']) if (str(env, name) === undefined) throw new Error(`CLUSTER_NATS_URLS needs ${name}, the same on every node`)
-  return { natsUrls: urls, nodeId, replicas: int(env, 'CLUSTER_REPLICAS', 3, 1, 5), ackTimeoutMs: int(env, 'CLUSTER_ACK_TIMEOUT_MS', 5000, 100, 60_000) }
+  return { natsUrls: urls, nodeId, replicas: int(env, 'CLUSTER_REPLICAS', 3, 1, 5), ackTimeoutMs: int(env, 'CLUSTER_ACK_TIMEOUT_MS', 5000, 100, 60_000), funnelKeepHours: int(env, 'CLUSTER_FUNNEL_KEEP_HOURS', 24, 1, 24 * 30) }
 }
 
 /** Reads the configuration from an environment (process.env by default); throws on a malformed value. */

@@ -4,12 +4,11 @@ import type { Logger } from '../log.js'
 
 /**
  * The stream of every node's funnel events (docs/architecture.md, "Funnel events once"): a node's analytics process
- * publishes its log to FUNNEL_SUBJECT.<node> and loads the stream into ClickHouse. Kept FUNNEL_KEEP_MS, so a node's
- * ClickHouse that was away less than that catches up, and one that joins has the last week.
+ * publishes its log to FUNNEL_SUBJECT.<node> and loads the stream into ClickHouse. Kept CLUSTER_FUNNEL_KEEP_HOURS, so
+ * a node's ClickHouse that was away less than that catches up, and one that joins has that much history.
  */
 export const FUNNEL_STREAM = 'OOHBID_FUNNEL'
 export const FUNNEL_SUBJECT = 'oohbid.funnel'
-const FUNNEL_KEEP_MS = 7 * 24 * 3600_000
 
 /**
  * How long a delivered message may go unacknowledged before the engine gives it again: what a loader that died (and
@@ -44,7 +43,11 @@ export async function connectFunnel (cluster: ClusterConfig, consumer: string, l
       nc = await connect({ servers: cluster.natsUrls, name: `${cluster.nodeId}-analytics`, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 2000 })
       const js = nc.jetstream({ timeout: cluster.ackTimeoutMs })
       const jsm = await nc.jetstreamManager({ timeout: cluster.ackTimeoutMs })
-      await jsm.streams.add({ name: FUNNEL_STREAM, subjects: [`${FUNNEL_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(FUNNEL_KEEP_MS) })
+      const keep = nanos(cluster.funnelKeepHours * 3600_000)
+      const stream = await jsm.streams.info(FUNNEL_STREAM).catch(() => undefined)
+      if (stream === undefined) await jsm.streams.add({ name: FUNNEL_STREAM, subjects: [`${FUNNEL_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: keep })
+      // The operator changed how long events are kept: the last node started says.
+      else if (stream.config.max_age !== keep) await jsm.streams.update(FUNNEL_STREAM, { ...stream.config, max_age: keep })
       const known = await jsm.consumers.info(FUNNEL_STREAM, consumer).then(() => true, () => false)
       if (!known) await jsm.consumers.add(FUNNEL_STREAM, { durable_name: consumer, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, ack_wait: nanos(ACK_WAIT_MS), max_ack_pending: 10_000 })
       const conn = nc

@@ -190,13 +190,14 @@ export interface Store {
  * event is delivered by whichever node raised it), the inventory: screens with their devices, embed tokens and player bindings, their FEIN state and heartbeats,
  * and the catalog: campaigns with what each node delivered of them, placements, reservations and their holds, deals,
  * media buys and the spots booked per screen and day (written under the `catalog` lock, src/campaigns/catalog-lock.ts),
- * the exchanges' bidder aliases (an exchange's requests and notices reach any node), and signed proofs of play with
+ * the exchanges' bidder aliases (an exchange's requests and notices reach any node), signed proofs of play with
  * each node's day counts of them (a buyer lists and exports them through any node, and a screen's chain goes on
- * wherever its player is served; their indexes are derived where a proof is applied, src/proof/chain.ts). What
+ * wherever its player is served; their indexes are derived where a proof is applied, src/proof/chain.ts), and the
+ * webhook delivery log (a delivery is made and rewritten by the node that raised its event, and listed by all). What
  * each node derives from screens (the adslots order, pre-encoded rows, counts) is not replicated: the applier has
  * Inventory derive it where it applies a screen's row.
  */
-export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'webhook_health', 'screens', 'devices', 'embeds', 'players', 'fein', 'status', 'campaigns', 'campaign_delivery', 'assignments', 'placements', 'reservations', 'holds', 'booked', 'deals', 'media_buys', 'bidder_aliases', 'proofs', 'proof_days'] as const
+export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'webhook_health', 'screens', 'devices', 'embeds', 'players', 'fein', 'status', 'campaigns', 'campaign_delivery', 'assignments', 'placements', 'reservations', 'holds', 'booked', 'deals', 'media_buys', 'bidder_aliases', 'proofs', 'proof_days', 'webhook_deliveries'] as const
 
 /**
  * Replicated tables whose writes do not wait for the engine's quorum before the request answers: FEIN measurements
@@ -450,6 +451,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       if (fd !== undefined) closeSync(fd)
     }
   }
-  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, webhook_health: store.webhookHealth, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status, campaigns: store.campaigns, campaign_delivery: store.campaignDelivery, assignments: store.assignments, placements: store.placements, reservations: store.reservations, holds: store.holds, booked: store.booked, deals: store.deals, media_buys: store.mediaBuys, bidder_aliases: store.aliases, proofs: store.proofs, proof_days: store.proofDays }
+  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, webhook_health: store.webhookHealth, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status, campaigns: store.campaigns, campaign_delivery: store.campaignDelivery, assignments: store.assignments, placements: store.placements, reservations: store.reservations, holds: store.holds, booked: store.booked, deals: store.deals, media_buys: store.mediaBuys, bidder_aliases: store.aliases, proofs: store.proofs, proof_days: store.proofDays, webhook_deliveries: store.deliveries }
   return store
 }
