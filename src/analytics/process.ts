@@ -2,6 +2,7 @@
 // process of its own) and the shipper that drains the LMDB funnel log into it. The service talks to it over IPC:
 // queries in, rows out. It dies with its parent.
 import { connectFunnel, type FunnelStream } from '../cluster/funnel-stream.js'
+import { retryWithBackoff } from '../cluster/retry.js'
 import { countLogged } from '../events/funnel.js'
 import { createLogger } from '../log.js'
 import { openStore } from '../store/store.js'
@@ -31,26 +32,22 @@ function send (message: AnalyticsReply): void {
 
 /** Opens ClickHouse and its schema, retrying while it is unreachable; the funnel log waits in LMDB meanwhile. */
 async function connect (): Promise<void> {
-  let backoff = 500
-  while (!stopping) {
-    try {
-      const b = await openBackend({ dataDir: config.dataDir, ...(config.url !== undefined ? { url: config.url } : {}), ...(config.user !== undefined ? { user: config.user } : {}), ...(config.password !== undefined ? { password: config.password } : {}), ...(config.cluster !== undefined ? { cluster: config.cluster } : {}) })
-      for (const statement of ddl(target)) await b.exec(statement)
-      const columns = async (table: string) => new Set((await b.query('SELECT name FROM system.columns WHERE database = {database:String} AND table = {table:String}', { database: target.database, table })).map((r) => String(r.name)))
-      for (const statement of await upgrades(target, columns)) await b.exec(statement)
-      backend = b
-      log.info('ClickHouse connected', { backend: b.name, parameters: b.binding })
-      send({ op: 'ready', backend: b.name })
-      await ship(b)
-      return
-    } catch (err) {
-      const error = err instanceof Error ? err.message : String(err)
-      send({ op: 'unavailable', error })
-      log.warn('ClickHouse unavailable; retrying', { error, retry_in_ms: backoff })
-      await new Promise((resolve) => setTimeout(resolve, backoff))
-      backoff = Math.min(30_000, backoff * 2)
-    }
-  }
+  const b = await retryWithBackoff(async () => {
+    const b = await openBackend({ dataDir: config.dataDir, ...(config.url !== undefined ? { url: config.url } : {}), ...(config.user !== undefined ? { user: config.user } : {}), ...(config.password !== undefined ? { password: config.password } : {}), ...(config.cluster !== undefined ? { cluster: config.cluster } : {}) })
+    for (const statement of ddl(target)) await b.exec(statement)
+    const columns = async (table: string) => new Set((await b.query('SELECT name FROM system.columns WHERE database = {database:String} AND table = {table:String}', { database: target.database, table })).map((r) => String(r.name)))
+    for (const statement of await upgrades(target, columns)) await b.exec(statement)
+    return b
+  }, () => stopping, (err, retryInMs) => {
+    const error = err instanceof Error ? err.message : String(err)
+    send({ op: 'unavailable', error })
+    log.warn('ClickHouse unavailable; retrying', { error, retry_in_ms: retryInMs })
+  })
+  if (b === undefined) return
+  backend = b
+  log.info('ClickHouse connected', { backend: b.name, parameters: b.binding })
+  send({ op: 'ready', backend: b.name })
+  await ship(b)
 }
 
 /**

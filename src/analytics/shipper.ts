@@ -1,3 +1,4 @@
+import { retryWithBackoff } from '../cluster/retry.js'
 import type { Logger } from '../log.js'
 import { countLogged, dropShipped, loggedEvents } from '../events/funnel.js'
 import type { Store } from '../store/store.js'
@@ -22,7 +23,6 @@ export const BATCH = 100_000
 const MIN_BATCH = BATCH
 /** How often the shipper looks at the log while it waits. */
 const POLL_MS = 1000
-const MAX_BACKOFF_MS = 30_000
 /** Shipped records deleted per transaction: a few milliseconds of LMDB's writer lock each. */
 const DROP_CHUNK = 5000
 
@@ -126,17 +126,10 @@ export class Shipper {
 
   /** Ships as events arrive until stopped, backing off while the sink fails. */
   async run (): Promise<void> {
-    let backoff = 500
     while (!this.#stopped) {
-      try {
-        const moved = await this.shipOnce()
-        backoff = 500
-        if (moved < BATCH) await this.#due()
-      } catch (err) {
-        this.#log.warn('shipping the funnel log failed; events wait in LMDB', { error: err instanceof Error ? err.message : String(err), retry_in_ms: backoff })
-        await new Promise((resolve) => setTimeout(resolve, backoff))
-        backoff = Math.min(MAX_BACKOFF_MS, backoff * 2)
-      }
+      await retryWithBackoff(async () => {
+        if (await this.shipOnce() < BATCH) await this.#due()
+      }, () => this.#stopped, (err, retryInMs) => this.#log.warn('shipping the funnel log failed; events wait in LMDB', { error: err instanceof Error ? err.message : String(err), retry_in_ms: retryInMs }))
     }
   }
 

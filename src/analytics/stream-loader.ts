@@ -1,6 +1,7 @@
 import { unpack } from 'msgpackr'
-import type { JsMsg } from 'nats'
+import type { Consumer, JsMsg } from 'nats'
 import { FUNNEL_STREAM, FUNNEL_WORKING_MS, type FunnelStream } from '../cluster/funnel-stream.js'
+import { retryWithBackoff } from '../cluster/retry.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Logger } from '../log.js'
 import type { Backend } from './backends.js'
@@ -15,7 +16,6 @@ import type { FunnelMessage } from './stream-sink.js'
 const FETCH_MESSAGES = 100
 /** How long a fetch waits for messages when fewer are there: the loader's pace when the stream is quiet. */
 const FETCH_WAIT_MS = 1000
-const MAX_BACKOFF_MS = 30_000
 
 /**
  * Loads the cluster's funnel stream into ClickHouse from the analytics process, from this node's durable consumer:
@@ -36,6 +36,8 @@ export class StreamLoader {
   /** The last event id loaded of each node since start. */
   readonly #lastOf = new Map<string, number>()
   #maybeLoaded = true
+  /** The consumer's handle, looked up (an engine request) once and again after a failure, not at every fetch. */
+  #consumer: Consumer | undefined
   #stopped = false
   #current: Promise<number> = Promise.resolve(0)
   loaded = 0
@@ -63,12 +65,13 @@ export class StreamLoader {
       return count
     } catch (err) {
       this.#maybeLoaded = true
+      this.#consumer = undefined
       throw err
     }
   }
 
   async #fetchAndLoad (waitMs: number): Promise<number> {
-    const consumer = await this.#stream.js.consumers.get(FUNNEL_STREAM, this.#stream.consumer)
+    const consumer = this.#consumer ??= await this.#stream.js.consumers.get(FUNNEL_STREAM, this.#stream.consumer)
     const got: JsMsg[] = []
     const span = emptySpan()
     const lastOf = new Map<string, number>()
@@ -120,16 +123,8 @@ export class StreamLoader {
 
   /** Loads as messages arrive until stopped, backing off while ClickHouse or the engine fails. */
   async run (): Promise<void> {
-    let backoff = 500
     while (!this.#stopped) {
-      try {
-        await this.loadOnce()
-        backoff = 500
-      } catch (err) {
-        this.#log.warn('loading the funnel stream into ClickHouse failed; it waits in the stream', { error: err instanceof Error ? err.message : String(err), retry_in_ms: backoff })
-        await new Promise((resolve) => setTimeout(resolve, backoff))
-        backoff = Math.min(MAX_BACKOFF_MS, backoff * 2)
-      }
+      await retryWithBackoff(() => this.loadOnce(), () => this.#stopped, (err, retryInMs) => this.#log.warn('loading the funnel stream into ClickHouse failed; it waits in the stream', { error: err instanceof Error ? err.message : String(err), retry_in_ms: retryInMs }))
     }
   }
 

@@ -1,6 +1,7 @@
 import { AckPolicy, connect, DeliverPolicy, nanos, type JetStreamClient, type JetStreamManager, type NatsConnection } from 'nats'
 import type { ClusterConfig } from '../config.js'
 import type { Logger } from '../log.js'
+import { retryWithBackoff } from './retry.js'
 
 /**
  * The stream of every node's funnel events (docs/architecture.md, "Funnel events once"): a node's analytics process
@@ -36,11 +37,9 @@ export interface FunnelStream {
  * shared by every node when they load into one ClickHouse, so that each message is loaded by one of them.
  */
 export async function connectFunnel (cluster: ClusterConfig, consumer: string, log: Logger, stopped: () => boolean): Promise<FunnelStream | undefined> {
-  let backoff = 500
-  while (!stopped()) {
-    let nc: NatsConnection | undefined
+  return await retryWithBackoff(async () => {
+    const nc = await connect({ servers: cluster.natsUrls, name: `${cluster.nodeId}-analytics`, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 2000 })
     try {
-      nc = await connect({ servers: cluster.natsUrls, name: `${cluster.nodeId}-analytics`, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 2000 })
       const js = nc.jetstream({ timeout: cluster.ackTimeoutMs })
       const jsm = await nc.jetstreamManager({ timeout: cluster.ackTimeoutMs })
       const keep = nanos(cluster.funnelKeepHours * 3600_000)
@@ -50,14 +49,10 @@ export async function connectFunnel (cluster: ClusterConfig, consumer: string, l
       else if (stream.config.max_age !== keep) await jsm.streams.update(FUNNEL_STREAM, { ...stream.config, max_age: keep })
       const known = await jsm.consumers.info(FUNNEL_STREAM, consumer).then(() => true, () => false)
       if (!known) await jsm.consumers.add(FUNNEL_STREAM, { durable_name: consumer, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, ack_wait: nanos(ACK_WAIT_MS), max_ack_pending: 10_000 })
-      const conn = nc
-      return { nc, js, jsm, consumer, close: () => conn.drain() }
+      return { nc, js, jsm, consumer, close: () => nc.drain() }
     } catch (err) {
-      await nc?.close().catch(() => {})
-      log.warn('cluster: the funnel stream is not reachable; retrying', { error: err instanceof Error ? err.message : String(err), retry_in_ms: backoff })
-      await new Promise((resolve) => setTimeout(resolve, backoff))
-      backoff = Math.min(30_000, backoff * 2)
+      await nc.close().catch(() => {})
+      throw err
     }
-  }
-  return undefined
+  }, stopped, (err, retryInMs) => log.warn('cluster: the funnel stream is not reachable; retrying', { error: err instanceof Error ? err.message : String(err), retry_in_ms: retryInMs }))
 }

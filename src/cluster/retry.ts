@@ -15,3 +15,22 @@ export async function retryFor<T> (fn: () => Promise<T>, waitMs: number, everyMs
     }
   }
 }
+
+/**
+ * Runs attempt until it resolves, or until stopped() says to give up (then undefined), waiting 0.5 s after the first
+ * failure and twice as long after each next one, up to 30 s: how the analytics process waits out a ClickHouse or an
+ * engine that is away without hammering it. onFailure sees each failure and the wait before the next try.
+ */
+export async function retryWithBackoff<T> (attempt: () => Promise<T>, stopped: () => boolean, onFailure: (err: unknown, retryInMs: number) => void): Promise<T | undefined> {
+  let backoff = 500
+  while (!stopped()) {
+    try {
+      return await attempt()
+    } catch (err) {
+      onFailure(err, backoff)
+      await new Promise((resolve) => setTimeout(resolve, backoff))
+      backoff = Math.min(30_000, backoff * 2)
+    }
+  }
+  return undefined
+}
