@@ -105,7 +105,7 @@ if (missing !== undefined) {
     `FEIN: the cluster ${ratio(row('3-node cluster: FEIN'), row('one node: FEIN'))}x one node's CPU per batch of 100 screens (each screen's measurement shipped in its node's round of signals and applied by every node), p99 ${row('3-node cluster: FEIN').p99} ms against ${row('one node: FEIN').p99} ms`,
     `a spot decision (the house tier, nothing to settle; spots are not partitioned yet): the cluster ${ratio(row('3-node cluster: a spot decision'), row('one node: a spot decision'))}x one node's CPU per decision, p99 ${row('3-node cluster: a spot decision').p99} ms against ${row('one node: a spot decision').p99} ms`,
     `a booking (a reservation hold): the cluster ${ratio(row('3-node cluster: a reservation hold'), row('one node: a reservation hold'))}x one node's CPU per hold, p99 ${row('3-node cluster: a reservation hold').p99} ms against ${row('one node: a reservation hold').p99} ms; unpaced, one at a time cluster-wide under the catalog lock: ${row('3-node cluster: reservation holds').rps} holds/s through HAProxy against ${row('one node: reservation holds').rps}/s on one node`,
-    'bids and spots are not replicated yet (issue 28): a bid on a cluster node runs the one-node code, and the extra CPU is the idle nodes and members'
+    'a cluster node answers a bid once the engine holds it (its turn\'s bids in one message of the book stream), and every node applies every bid to its own book: screens are not partitioned yet (issue 28)'
   ].join('\n')
   console.log(note)
   save('cluster', 'oohbid on one node and on a 3-node cluster', rows, table + '\n\n' + note)

@@ -19,7 +19,7 @@ if (!Number.isInteger(nodes) || nodes < 1 || nodes > 16) {
   process.stderr.write(`--nodes must be an integer from 1 to 16, got "${args.nodes}"\n`)
   process.exit(2)
 }
-if ((process.env.DEMO_FLEET ?? '0') !== '0') process.stderr.write('DEMO_FLEET is not run on a cluster yet: its creatives, campaigns and bids are not replicated (issue 28); the nodes start without it\n')
+if ((process.env.DEMO_FLEET ?? '0') !== '0') process.stderr.write('DEMO_FLEET is not run on a cluster yet: each node would start a demo market of its own, where one should run against the front (issue 28); the nodes start without it\n')
 const dir = resolve(args['data-dir'] ?? join(process.env.DATA_DIR ?? './data', 'cluster'))
 const frontPort = Number(process.env.PORT ?? 8080)
 const cluster = await startLocalCluster({ nodes, dir, frontPort, env: { ...process.env, HOT_THREADS: process.env.HOT_THREADS ?? '1' } }).catch((err: unknown) => {

@@ -112,6 +112,11 @@ export interface ClusterConfig {
    * ClickHouse may be away and still load what it missed, paid for in the engine's disk.
    */
   funnelKeepHours: number
+  /**
+   * How long the engine keeps the book stream's bids and settlements (src/cluster/engine.ts): BID_TTL_SECONDS and ten
+   * minutes more. A bid is dead once its imp expires, so a node away longer has nothing to catch up on.
+   */
+  bookKeepMs: number
 }
 
 /** The configuration once the server is bound: BASE_URL is always known. */
@@ -158,7 +163,7 @@ function str (env: Env, name: string): string | undefined {
   return raw === undefined || raw.trim() === '' ? undefined : raw.trim()
 }
 
-function clusterOf (env: Env): ClusterConfig | undefined {
+function clusterOf (env: Env, bidTtlSeconds: number): ClusterConfig | undefined {
   const urls = (str(env, 'CLUSTER_NATS_URLS') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '')
   if (urls.length === 0) return undefined
   for (const url of urls) if (!/^(nats|tls):\/\/[^/\s]+$/.test(url)) throw new Error(`CLUSTER_NATS_URLS must list nats://host:port servers, got "${url}"`)
@@ -166,12 +171,13 @@ function clusterOf (env: Env): ClusterConfig | undefined {
   if (nodeId === undefined || !/^[A-Za-z0-9_-]{1,64}$/.test(nodeId)) throw new Error('CLUSTER_NATS_URLS needs CLUSTER_NODE_ID: a name unique in the cluster (letters, digits, - and _)')
   // Generated ones would differ per node: a key sealed on one could not be opened on another, nor the operator sign in.
   for (const name of ['ADMIN_TOKEN', 'KEY_ENCRYPTION_KEY']) if (str(env, name) === undefined) throw new Error(`CLUSTER_NATS_URLS needs ${name}, the same on every node`)
-  return { natsUrls: urls, nodeId, replicas: int(env, 'CLUSTER_REPLICAS', 3, 1, 5), ackTimeoutMs: int(env, 'CLUSTER_ACK_TIMEOUT_MS', 5000, 100, 60_000), funnelKeepHours: int(env, 'CLUSTER_FUNNEL_KEEP_HOURS', 24, 1, 24 * 30) }
+  return { natsUrls: urls, nodeId, replicas: int(env, 'CLUSTER_REPLICAS', 3, 1, 5), ackTimeoutMs: int(env, 'CLUSTER_ACK_TIMEOUT_MS', 5000, 100, 60_000), funnelKeepHours: int(env, 'CLUSTER_FUNNEL_KEEP_HOURS', 24, 1, 24 * 30), bookKeepMs: (bidTtlSeconds + 600) * 1000 }
 }
 
 /** Reads the configuration from an environment (process.env by default); throws on a malformed value. */
 export function loadConfig (env: Env = process.env): Config {
   const port = int(env, 'PORT', 8080, 0, 65535)
+  const bidTtlSeconds = int(env, 'BID_TTL_SECONDS', 300, 5, 86_400)
   const host = str(env, 'HOST') ?? '0.0.0.0'
   const level = str(env, 'LOG_LEVEL') ?? 'info'
   if (!['error', 'warn', 'info', 'debug'].includes(level)) throw new Error(`LOG_LEVEL must be error, warn, info or debug, got "${level}"`)
@@ -208,7 +214,7 @@ export function loadConfig (env: Env = process.env): Config {
       sellerId: str(env, 'OPERATOR_SELLER_ID') ?? 'owned'
     },
     heartbeatTimeoutSeconds: int(env, 'HEARTBEAT_TIMEOUT_SECONDS', 90, 5, 86_400),
-    bidTtlSeconds: int(env, 'BID_TTL_SECONDS', 300, 5, 86_400),
+    bidTtlSeconds,
     adslotsCursorTtlSeconds: int(env, 'ADSLOTS_CURSOR_TTL_SECONDS', 300, 5, 3600),
     tmaxMs: int(env, 'TMAX_MS', 1000, 10, 120_000),
     partnerDisplay: bool(env, 'PARTNER_DISPLAY', false),
@@ -227,6 +233,6 @@ export function loadConfig (env: Env = process.env): Config {
     reservationHoldSeconds: int(env, 'RESERVATION_HOLD_SECONDS', 900, 10, 86_400),
     logLevel: level as Config['logLevel'],
     hotThreads: int(env, 'HOT_THREADS', Math.max(1, availableParallelism() - 1), 1, 256),
-    cluster: clusterOf(env)
+    cluster: clusterOf(env, bidTtlSeconds)
   }
 }

@@ -22,7 +22,8 @@ import { budgetBook } from './campaigns/budget.js'
 import { catalogRecord } from './campaigns/catalog-lock.js'
 import { campaignJobsDue, runCampaignJobs } from './campaigns/lifecycle.js'
 import { LockedJobs } from './cluster/locked-jobs.js'
-import { tagBookKeys } from './bidding/book.js'
+import { bookApplied, tagBookKeys } from './bidding/book.js'
+import type { BookKey } from './bidding/records.js'
 import { adoptLegacyBindings, Inventory, inventoryOptions } from './inventory/inventory.js'
 import { adoptSeatKeyLists } from './auth/keys.js'
 import { Moderator } from './moderation/moderator.js'
@@ -223,6 +224,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
           inventory.applied(table, key as string)
           seatListApplied(store, table, key as string, previous)
           proofApplied(store, table, key as string)
+          bookApplied(store, claims, table, key as BookKey)
         }
       }).catch((err: unknown) => {
         throw new StartRefused(err instanceof Error ? err.message : String(err))
@@ -269,7 +271,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     const catalog = locked === undefined ? catalogJobs(clock.now()) : await locked.run(catalogRecord(), () => campaignJobsDue(store, clock.now()) || mediaBuysDue(store, clock.now()), () => catalogJobs(clock.now()))
     return {
       ...(catalog ?? nothingMoved),
-      expiredBids: expireBids({ store, notices, claims }, clock.now()),
+      expiredBids: expireBids({ store, notices, claims, ...(config.cluster !== undefined ? { node: config.cluster.nodeId } : {}) }, clock.now()),
       expiredExchangeBids: expireExchangeBids(store, clock.now())
     }
   }

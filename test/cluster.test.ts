@@ -251,6 +251,8 @@ else {
 
   /** The partner key of the screens test: the node-loss test registers a screen while a node is down. */
   let screensPartner = ''
+  /** The DSP seat of the book test, which bids through the node the node-loss test kills. */
+  let bookBuyer: { key: string, creativeId: string } | undefined
   /** The creative test's ad, which a node joining later must serve. */
   let everywhereAd: { id: string, bytes: Buffer, key: string } | undefined
 
@@ -751,7 +753,74 @@ else {
     t.match(await call(two.url, 'POST', '/openrtb/bidder/adx/bid', { body: bidRequest('unsigned'), headers: { 'x-forwarded-for': exchangeIp } }), { status: 401, body: { error_code: 'invalid_signature' } }, 'node-2 knows the alias: an unsigned request is refused there as on one node')
   })
 
-  t.test('a node killed with -9 under onboarding and play load loses no acknowledged seat, key or proof, and catches up when it rejoins', async (t) => {
+  t.test('a bid taken through one node wins the spot another node decides, and is settled once across the cluster', async (t) => {
+    const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
+    const receiver = await startReceiver(t, true)
+    const key = (await onboard(cluster.frontUrl, 'book-buyer')).body.data.api_key.key as string
+    t.equal((await call(two.url, 'POST', '/admin/v1/seats/book-buyer/approve', { key: cluster.adminToken, body: {} })).status, 200, 'a DSP seat approved through node-2')
+    t.equal((await call(one.url, 'PUT', '/admin/v1/seats/book-buyer/rate-limits', { key: cluster.adminToken, body: { limits: { inventory: 100000, bidding: 100000, creatives: 100000 }, reason: 'cluster test' } })).status, 200)
+    const creativeId = (await call(one.url, 'POST', '/openrtb/v2/creatives', { key, body: { name: 'Book ad', content_type: 'image/png', creative_url: 'https://assets.invalid/book.png' } })).body.data.creative_id as string
+    let reviewed = 0
+    for (let i = 0; i < 100 && reviewed !== 200; i++) {
+      reviewed = (await call(two.url, 'POST', `/admin/v1/creatives/${creativeId}/review`, { key: cluster.adminToken, body: { decision: 'approved', reason: 'cluster test' } })).status
+      if (reviewed !== 200) await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const approvedOn = async (base: string) => (await call(base, 'GET', `/openrtb/v2/creatives/${creativeId}`, { key })).body.data?.status === 'approved'
+    for (let i = 0; i < 100 && !(await approvedOn(one.url)); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    const devices = (await call(one.url, 'GET', '/v1/partner/devices?limit=100', { key: screensPartner })).body.data.devices as Array<{ device_id: string, screen_id: string, embed_url: string }>
+    const screens = ['d-20', 'd-21', 'd-22'].map((id) => devices.find((d) => d.device_id === id)!)
+    const requests = (await call(one.url, 'GET', '/openrtb/v2/adslots?format=openrtb&limit=100', { key })).body.data.bid_requests as Array<{ imp: Array<{ id: string }>, ext: { trb: { screen_id: string } } }>
+    const impOf = (screenId: string) => requests.find((r) => r.ext.trb.screen_id === screenId)!.imp[0]!.id
+    const notice = (kind: string, screenId: string) => `${receiver.url}/${kind}/${screenId}?price=\${AUCTION_PRICE}&loss=\${AUCTION_LOSS}`
+    const bid = await call(one.url, 'POST', '/openrtb/v2/bid', { key, body: { id: 'book-1', seatbid: [{ bid: screens.map((d, i) => ({ id: `book-${i}`, impid: impOf(d.screen_id), price: 50, crid: creativeId, adm: '<b>book</b>', nurl: notice('win', d.screen_id), lurl: notice('loss', d.screen_id) })) }] } })
+    t.match(bid, { status: 200, body: { data: { accepted: 3, rejected: 0 } } }, 'three bids, one a screen, taken through node-1 and acknowledged once the engine held them')
+
+    // Each screen's spot decided by another node: d-20 by node-2, d-21 by node-3, d-22 by node-1 (which took them).
+    const deciders = [two, three, one]
+    const spotPath = (d: { embed_url: string }) => `${new URL(d.embed_url).pathname}/spots`
+    const decided: string[] = []
+    for (const [i, d] of screens.entries()) {
+      const node = deciders[i]!
+      // The bids reach the other nodes' books milliseconds after node-1's answer: a dry run looks without settling.
+      for (let n = 0; n < 100 && (await call(node.url, 'POST', `${spotPath(d)}?dry_run=true`, { body: {} })).body.data?.tier !== 'open_auction'; n++) await new Promise((resolve) => setTimeout(resolve, 20))
+      const spot = (await call(node.url, 'POST', spotPath(d), { body: {} })).body.data
+      t.match(spot, { tier: 'open_auction', adm: '<b>book</b>', creative: { creative_id: creativeId } }, `${d.device_id}'s spot, decided by ${node.id}, is won by the bid node-1 took`)
+      decided.push(spot.spot_id as string)
+    }
+    // Once settled by the node that decided, the bid is out of every node's book: no other node sells it again.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    for (const [i, d] of screens.entries()) {
+      const tiers = await Promise.all(cluster.nodes.slice(0, 3).map(async (n) => (await call(n.url, 'POST', `${spotPath(d)}?dry_run=true`, { body: {} })).body.data?.tier as string))
+      t.notOk(tiers.includes('open_auction'), `${d.device_id}: no node finds the bid ${deciders[i]!.id} settled (tiers now ${tiers.join(', ')})`)
+    }
+    let wins: Received[] = []
+    for (let i = 0; i < 100; i++) {
+      wins = receiver.received.filter((r) => r.path.startsWith('/win/'))
+      if (wins.length >= 3) break
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    wins = receiver.received.filter((r) => r.path.startsWith('/win/'))
+    t.same(wins.map((r) => r.path).sort(), screens.map((d) => `/win/${d.screen_id}`).sort(), 'one win notice a bid, sent by the node that decided its spot')
+    t.ok(wins.every((r) => Number(r.query.get('price')) > 0), 'each with its clearing price')
+    t.same(receiver.received.filter((r) => r.path.startsWith('/loss/')).map((r) => r.path), [], 'and no loss notice for any of them')
+    t.equal(decided.length, 3)
+    // Counted where they happened (the bids on node-1, each win on the node that decided it), shown alike by every node.
+    const counters = async (base: string) => {
+      const d = (await call(base, 'GET', '/openrtb/v2/stats', { key })).body.data
+      return { bids: d.bids, accepted: d.accepted, wins: d.wins }
+    }
+    let shown: Array<{ bids: number, accepted: number, wins: number }> = []
+    for (let i = 0; i < 100; i++) {
+      shown = await Promise.all(cluster.nodes.slice(0, 3).map((n) => counters(n.url)))
+      if (shown.every((c) => c.wins === 3)) break
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    t.same(shown, shown.map(() => ({ bids: 3, accepted: 3, wins: 3 })), 'GET /stats through every node: 3 bids, 3 accepted, 3 wins, each node\'s counters summed')
+    bookBuyer = { key, creativeId }
+  })
+
+  t.test('a node killed with -9 under onboarding, bidding and play load loses no acknowledged seat, key, bid or proof, and catches up when it rejoins', async (t) => {
     const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
     const acknowledged: Array<{ seat: string, key: string, via: string }> = []
     const proofs: Array<{ proof_id: string, via: string }> = []
@@ -783,7 +852,32 @@ else {
         }
       }
     }
-    const writers = [writer(one), writer(two), writer(three), writer(one), writer(two), writer(three), player(three, 'd-10'), player(one, 'd-11')]
+    // A DSP bidding through node-3 on four screens and through node-1 on three, one bid at a time, each bid's markup
+    // numbered: a screen's book must hold, on every survivor, a bid at least as new as the last one acknowledged.
+    const bidDevices = ['d-23', 'd-24', 'd-25', 'd-26', 'd-27', 'd-28', 'd-29']
+    const devices = (await call(one.url, 'GET', '/v1/partner/devices?limit=100', { key: screensPartner })).body.data.devices as Array<{ device_id: string, screen_id: string, embed_url: string }>
+    const bidScreens = bidDevices.map((id) => devices.find((d) => d.device_id === id)!)
+    const issued = (await call(one.url, 'GET', '/openrtb/v2/adslots?format=openrtb&limit=100', { key: bookBuyer!.key })).body.data.bid_requests as Array<{ imp: Array<{ id: string }>, ext: { trb: { screen_id: string } } }>
+    const bidImp = (screenId: string) => issued.find((r) => r.ext.trb.screen_id === screenId)!.imp[0]!.id
+    const lastAcked = new Map<string, { n: number, via: string }>()
+    let bidsAcked = 0
+    let bidsSent = 0
+    const bidder = async (node: typeof one, screens: typeof bidScreens) => {
+      for (let i = 0; performance.now() < stopAt; i++) {
+        const screen = screens[i % screens.length]!
+        const number = ++bidsSent
+        try {
+          const r = await call(node.url, 'POST', '/openrtb/v2/bid', { key: bookBuyer!.key, body: { id: `kill-${number}`, seatbid: [{ bid: [{ id: `kill-${number}`, impid: bidImp(screen.screen_id), price: 40, crid: bookBuyer!.creativeId, adm: `<b>${number}</b>` }] }] } })
+          if (r.status === 200 && r.body.data.accepted === 1) {
+            bidsAcked++
+            if ((lastAcked.get(screen.device_id)?.n ?? 0) < number) lastAcked.set(screen.device_id, { n: number, via: node.id })
+          }
+        } catch {
+          if (node.pid === undefined) return
+        }
+      }
+    }
+    const writers = [writer(one), writer(two), writer(three), writer(one), writer(two), writer(three), player(three, 'd-10'), player(one, 'd-11'), bidder(three, bidScreens.slice(0, 4)), bidder(one, bidScreens.slice(4))]
     await new Promise((resolve) => setTimeout(resolve, 1500))
     const walkOnThree = await call(three.url, 'GET', '/openrtb/v2/adslots?format=screens&limit=5', { key: acknowledged[0]!.key })
     await three.kill('SIGKILL')
@@ -805,6 +899,32 @@ else {
     }
     t.same(lostProofs, [], `every one of ${proofs.length} acknowledged plays' proofs is on both survivors, alike`)
     t.comment(`checked ${proofs.length} acknowledged proofs of play on 2 survivors: ${lostProofs.length} lost`)
+    /** The number in the markup of the bid a node's book would play on a screen now (a dry run settles nothing). */
+    const bookOn = async (base: string, device: typeof bidScreens[number]) => {
+      const spot = (await call(base, 'POST', `${new URL(device.embed_url).pathname}/spots?dry_run=true`, { body: {} })).body.data
+      return spot?.tier === 'open_auction' ? Number(/<b>(\d+)<\/b>/.exec(String(spot.adm))?.[1]) : 0
+    }
+    const bookChecks = async (nodes: Array<typeof one>): Promise<string[]> => {
+      const missing: string[] = []
+      for (const device of bidScreens) {
+        const acked = lastAcked.get(device.device_id)
+        if (acked === undefined) continue
+        for (const node of nodes) {
+          let held = await bookOn(node.url, device)
+          // Bids acknowledged by node-1 reach node-2's book milliseconds after their answer.
+          for (let i = 0; i < 50 && held < acked.n; i++) {
+            await new Promise((resolve) => setTimeout(resolve, 20))
+            held = await bookOn(node.url, device)
+          }
+          if (held < acked.n) missing.push(`${device.device_id}: bid ${acked.n} (acknowledged by ${acked.via}) on ${node.id}, which holds ${held}`)
+        }
+      }
+      return missing
+    }
+    t.ok([...lastAcked.values()].some((a) => a.via === 'node-3'), `node-3 acknowledged bids before it died (${bidsAcked} of ${bidsSent} acknowledged by both nodes)`)
+    const lostBids = await bookChecks([one, two])
+    t.same(lostBids, [], `every screen's book holds its last acknowledged bid or a later one, on both survivors`)
+    t.comment(`checked ${bidsAcked} acknowledged bids over ${lastAcked.size} screens on 2 survivors: ${lostBids.length} lost`)
     const throughFront = await Promise.all(Array.from({ length: 30 }, async () => seatStatus(cluster.frontUrl, acknowledged[0]!.key)))
     t.same(throughFront, throughFront.map(() => 200), 'HAProxy sends nothing to the dead node: 30 of 30 requests through the front answered')
 
@@ -838,6 +958,7 @@ else {
     const proofsMissingOnThree: string[] = []
     for (const p of proofs) if (await proofOn(three.url, p.proof_id) === undefined) proofsMissingOnThree.push(p.proof_id)
     t.same(proofsMissingOnThree, [], 'and every acknowledged proof, its own included')
+    t.same(await bookChecks([three]), [], 'and every screen\'s last acknowledged bid or a later one in its book, its own included')
     const adslots = async (base: string) => (await call(base, 'GET', '/openrtb/v2/adslots?format=screens&limit=100', { key: late.body.data.api_key.key })).body.data.screens.map((s: { screen_id: string }) => s.screen_id)
     const onOne = await adslots(one.url)
     t.ok(onOne.includes(screenWhileAway.body.data.screen_id), 'node-1 lists the screen registered while node-3 was down')

@@ -1,6 +1,7 @@
 import { impTag } from '../inventory/adslots/imp-ids.js'
 import { rewriteInBatches, runOnce } from '../store/rewrite.js'
 import type { Store } from '../store/store.js'
+import type { ScreenClaims } from './auction/claims.js'
 import type { BookKey, ExpiryKey, StoredBid } from './records.js'
 
 /**
@@ -40,4 +41,20 @@ export function tagBookKeys (store: Store): void {
       store.bidExpiry.putSync([key[0], key[1], tag, key[3]], 1)
     })
   })
+}
+
+/**
+ * What a cluster node derives from a bid another node took, once the applier has written it into the book (inside its
+ * transaction): the bid's expiry entry, and the mark on its screen's claim. A decision pending on that screen may have
+ * taken an earlier bid this one replaced, and must read back what it took before it removes it (settle.ts), exactly
+ * as when an intake on this node stores one (applyIntakes).
+ */
+export function bookApplied (store: Store, claims: Pick<ScreenClaims, 'mark' | 'intakeBegins' | 'intakeEnds'>, table: string, key: BookKey): void {
+  if (table !== 'bids') return
+  const bid = store.bids.get(key)
+  if (bid === undefined) return
+  claims.intakeBegins()
+  store.afterEnd(() => claims.intakeEnds())
+  store.bidExpiry.putSync(expiryKeyOf(bid), 1)
+  claims.mark(bid.screen_id)
 }

@@ -10,16 +10,40 @@ function empty (): HourStats {
 }
 
 /**
- * Changes a seat's hour of counters inside the caller's write transaction. The hour is read inside the transaction,
- * under LMDB's write lock: two hot threads counting the same seat's hour add up instead of overwriting each other.
+ * Changes this node's row of a seat's hour of counters inside the caller's write transaction. The row is read inside
+ * the transaction, under LMDB's write lock: two hot threads counting the same seat's hour add up instead of
+ * overwriting each other. On a cluster each node writes only its own row (store.node), replicated to every node, so
+ * two nodes counting one seat's hour never overwrite each other either.
  */
 export function addToHour (store: Store, seatId: string, now: number, change: (h: HourStats) => void): void {
-  const seat = seatId.toLowerCase()
-  const hour = Math.floor(now / HOUR) * HOUR
-  const current = store.stats.get([seat, hour]) ?? empty()
+  const key: [string, number, string] = [seatId.toLowerCase(), Math.floor(now / HOUR) * HOUR, store.node]
+  const current = store.stats.get(key) ?? empty()
   const next: HourStats = { ...current, rejected: { ...current.rejected } }
   change(next)
-  store.stats.putSync([seat, hour], next)
+  store.stats.putSync(key, next)
+}
+
+/** Counters added up: a seat's rows of an hour, one a node, or its hours of a day. */
+function summed (rows: Iterable<HourStats>): HourStats {
+  const sum = empty()
+  for (const h of rows) {
+    sum.bid_responses += h.bid_responses
+    sum.bids += h.bids
+    sum.accepted += h.accepted
+    sum.wins += h.wins
+    sum.spend_usd += h.spend_usd
+    sum.accepted_cpm_sum += h.accepted_cpm_sum
+    sum.win_cpm_sum += h.win_cpm_sum
+    sum.latency_ms_sum += h.latency_ms_sum
+    sum.latency_max_ms = Math.max(sum.latency_max_ms, h.latency_max_ms)
+    for (const [reason, n] of Object.entries(h.rejected)) sum.rejected[reason] = (sum.rejected[reason] ?? 0) + n
+  }
+  return sum
+}
+
+/** A seat's hour over every node's row (and a row an earlier version wrote, keyed without a node). */
+function hourOf (store: Store, seat: string, hour: number): HourStats {
+  return summed(store.stats.getRange({ start: [seat, hour], end: [seat, hour, '\uffff'] }).map(({ value }) => value))
 }
 
 /** What the hour's counters take of one bid: its funnel event's part (src/bidding/intake.ts). */
@@ -67,22 +91,14 @@ export function lastDay (store: Store, seatId: string, now: number): Omit<SeatSt
   const seat = seatId.toLowerCase()
   const last = Math.floor(now / HOUR) * HOUR
   const first = last - 23 * HOUR
-  const total = empty()
+  const hours: HourStats[] = []
   const hourly: SeatStats['hourly'] = []
   for (let hour = first; hour <= last; hour += HOUR) {
-    const h = store.stats.get([seat, hour]) ?? empty()
+    const h = hourOf(store, seat, hour)
+    hours.push(h)
     hourly.push({ hour: iso(hour), bids: h.bids, accepted: h.accepted, wins: h.wins })
-    total.bid_responses += h.bid_responses
-    total.bids += h.bids
-    total.accepted += h.accepted
-    total.wins += h.wins
-    total.spend_usd += h.spend_usd
-    total.accepted_cpm_sum += h.accepted_cpm_sum
-    total.win_cpm_sum += h.win_cpm_sum
-    total.latency_ms_sum += h.latency_ms_sum
-    total.latency_max_ms = Math.max(total.latency_max_ms, h.latency_max_ms)
-    for (const [reason, n] of Object.entries(h.rejected)) total.rejected[reason] = (total.rejected[reason] ?? 0) + n
   }
+  const total = summed(hours)
   return {
     from: iso(first),
     to: iso(now),

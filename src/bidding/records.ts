@@ -24,6 +24,8 @@ export interface StoredBid {
   /** BidResponse.bidid, for ${AUCTION_BID_ID}. */
   bidid?: string
   adid?: string
+  /** On a cluster, the node that took it: the one that settles it should its imp expire first (expiry.ts). */
+  node?: string
 }
 
 /**

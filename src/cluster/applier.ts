@@ -1,10 +1,10 @@
 import { isDeepStrictEqual } from 'node:util'
-import { DeliverPolicy, KvWatchInclude, type ConsumerMessages, type KvEntry } from 'nats'
+import { DeliverPolicy, KvWatchInclude, type ConsumerConfig, type ConsumerMessages, type JsMsg, type KvEntry } from 'nats'
 import type { Key } from 'lmdb'
 import type { Logger } from '../log.js'
 import type { Change, ChangeLog } from '../store/changes.js'
 import { EVENTUAL_TABLES, type Store } from '../store/store.js'
-import { SIGNALS_STREAM, untilAnswered, type Engine } from './engine.js'
+import { BOOK_STREAM, SIGNALS_STREAM, untilAnswered, type Engine } from './engine.js'
 import { SNAPSHOT_MS } from './shipper.js'
 import { MarkWaiters } from './mark-waiters.js'
 import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
@@ -12,11 +12,31 @@ import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
 /** meta key: the state bucket's last revision this node applied, where it resumes after a restart. */
 const APPLIED = 'cluster:applied'
 
-/** meta key: the signals stream's last message this node applied (src/cluster/shipper.ts). */
-const SIGNALS = 'cluster:signals'
+/**
+ * A stream of rows the applier follows in the stream's order (src/cluster/shipper.ts): the signals (FEIN, heartbeats)
+ * and the book (bids and their settlement).
+ */
+interface Followed {
+  stream: string
+  /** meta key: the stream's last message this node applied, where it resumes after a restart. */
+  meta: string
+  /** Where a node that has applied none of it starts. */
+  start: () => Partial<ConsumerConfig>
+  /**
+   * Whether a message holds this node's own rows, already written here in their order and skipped: the book's own bid
+   * coming back after the spot that settled it had shipped would stand again until the settlement came too. Own means
+   * this data directory's (its incarnation names its messages): a node that lost its disk reads back what it took.
+   */
+  own?: (m: JsMsg) => boolean
+  messages?: ConsumerMessages
+  lastChecked: number
+}
 
-/** What the applier writes, in the order it came: a state bucket entry, or one node's round of signals. */
-type Arrived = { entry: KvEntry } | { seq: number, rows: Change[] }
+/** What the applier writes, in the order it came: a state bucket entry, or one node's round of a followed stream. */
+type Arrived = { entry: KvEntry } | { followed: Followed, seq: number, rows: Change[] }
+
+/** How long a starting node waits to have applied the book as it stood, before it serves anyway (and says so). */
+const BOOK_CATCH_UP_MS = 30_000
 
 /**
  * What a table's owner derives on this node from a row the engine delivered (the adslots order from a screen's rows),
@@ -38,9 +58,10 @@ async function bucketRevision (engine: Engine): Promise<number> {
   return (await engine.state.status()).streamInfo.state.last_seq
 }
 
-/** The signals stream's newest message. */
-async function lastSignal (engine: Engine): Promise<number> {
-  return (await engine.jsm.streams.info(SIGNALS_STREAM)).state.last_seq
+/** A stream's newest message, and whether it holds any (a stream whose messages all aged out holds none). */
+async function lastMessage (engine: Engine, stream: string): Promise<{ last: number, held: boolean }> {
+  const { state } = await engine.jsm.streams.info(stream)
+  return { last: state.last_seq, held: state.messages > 0 }
 }
 
 /**
@@ -53,7 +74,9 @@ async function lastSignal (engine: Engine): Promise<number> {
  *
  * The eventual tables (FEIN, heartbeats) arrive as signals, each node's rounds in the stream's order; the state
  * bucket holds snapshots of them, which a node applies only while it catches up at start, before it follows the
- * signals (from where it left off, or from two snapshot periods back when it has followed none).
+ * signals (from where it left off, or from two snapshot periods back when it has followed none). The book (stored bids
+ * and the settlements that take them out) arrives the same way from its own stream, every node's rounds but this
+ * node's own, and a node serves only once it has applied the book as it stood when it started.
  */
 export class ChangeApplier {
   readonly #store: Store
@@ -63,7 +86,16 @@ export class ChangeApplier {
   #queue: Arrived[] = []
   /** Once the node follows the signals: the state bucket's eventual rows are then only older snapshots of them. */
   #following = false
-  #signals: ConsumerMessages | undefined
+  readonly #signals: Followed = {
+    stream: SIGNALS_STREAM,
+    meta: 'cluster:signals',
+    start: () => ({ deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Date.now() - 2 * SNAPSHOT_MS).toISOString() }),
+    lastChecked: -1
+  }
+
+  readonly #book: Followed
+  /** A starting node waiting to have applied the book through the message that was newest when it asked. */
+  readonly #bookApplying = new MarkWaiters()
   #scheduled = false
   #stopped = false
   #unknown = new Set<string>()
@@ -76,13 +108,17 @@ export class ChangeApplier {
   /** Looks every WATCHDOG_MS for a watch that is behind the bucket and not moving. */
   #watchdog: NodeJS.Timeout | undefined
   #lastChecked = -1
-  #lastSignalChecked = -1
 
-  constructor (deps: { store: Store, changes: ChangeLog, log: Logger, onApplied: AppliedHook }) {
+  /** incarnation: this data directory's name in the engine, which names its messages (its own come back, skipped). */
+  constructor (deps: { store: Store, changes: ChangeLog, log: Logger, incarnation: string, onApplied: AppliedHook }) {
     this.#store = deps.store
     this.#changes = deps.changes
     this.#log = deps.log
     this.#onApplied = deps.onApplied
+    // A node that never followed the book reads all of it: the stream keeps bids only as long as they can win. (From
+    // sequence 1, the first message kept or after: nats.js's ordered consumer with DeliverPolicy.All on an empty
+    // stream never starts consuming.)
+    this.#book = { stream: BOOK_STREAM, meta: 'cluster:book', start: () => ({ deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: 1 }), own: (m) => m.headers?.get('Nats-Msg-Id').startsWith(`${deps.incarnation}.`) === true, lastChecked: -1 }
   }
 
   /** The bucket revision this node has applied through. */
@@ -103,31 +139,35 @@ export class ChangeApplier {
     await ready
     // The eventual rows the bucket held are applied: from here they come, newer, as signals.
     this.#following = true
-    await untilAnswered('following the signals', () => this.#follow(engine), this.#log)
+    await untilAnswered('following the signals', () => this.#follow(engine, this.#signals), this.#log)
+    // Bids the cluster took while this node was away, and the spots that settled them, before it decides a spot.
+    const book = await untilAnswered('reading the book stream', () => lastMessage(engine, BOOK_STREAM), this.#log)
+    const bookReady = !book.held || book.last <= this.#appliedOf(this.#book) ? Promise.resolve(true) : this.#bookApplying.wait(book.last, BOOK_CATCH_UP_MS)
+    await untilAnswered('following the book', () => this.#follow(engine, this.#book), this.#log)
+    if (!await bookReady) this.#log.warn('cluster: serving before the book is caught up', { applied: this.#appliedOf(this.#book), newest: book.last })
   }
 
   /**
-   * Follows the signals stream: from the message after the last one applied, or, for a node that has applied none,
-   * from two snapshot periods ago (every row changed since its last snapshot in the state bucket).
+   * Follows a stream from the message after the last one applied, or, for a node that has applied none of it, from
+   * where the stream says (the signals: two snapshot periods ago, every row changed since its last snapshot in the
+   * state bucket).
    */
-  async #follow (engine: Engine): Promise<void> {
-    const from = this.#signalApplied
-    const consumer = await engine.js.consumers.get(SIGNALS_STREAM, from > 0
-      ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 }
-      : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Date.now() - 2 * SNAPSHOT_MS).toISOString() })
-    const messages = this.#signals = await consumer.consume()
+  async #follow (engine: Engine, followed: Followed): Promise<void> {
+    const from = this.#appliedOf(followed)
+    const consumer = await engine.js.consumers.get(followed.stream, from > 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 } : followed.start())
+    const messages = followed.messages = await consumer.consume()
     void (async () => {
-      for await (const m of messages) this.#arrive({ seq: m.seq, rows: unpackValue(m.data) as Change[] })
-    })().then(() => this.#refollow(engine, 'ended'), (err: unknown) => this.#refollow(engine, err))
+      for await (const m of messages) this.#arrive({ followed, seq: m.seq, rows: followed.own?.(m) === true ? [] : unpackValue(m.data) as Change[] })
+    })().then(() => this.#refollow(engine, followed, 'ended'), (err: unknown) => this.#refollow(engine, followed, err))
   }
 
-  #refollow (engine: Engine, why: unknown): void {
+  #refollow (engine: Engine, followed: Followed, why: unknown): void {
     if (this.#stopped) return
     this.#flush()
-    this.#log.warn('cluster: the signals ended; following them again from the last applied', { error: why instanceof Error ? why.message : String(why) })
+    this.#log.warn('cluster: a followed stream ended; following it again from the last applied', { stream: followed.stream, error: why instanceof Error ? why.message : String(why) })
     setTimeout(() => {
       if (this.#stopped) return
-      this.#follow(engine).catch((err: unknown) => this.#refollow(engine, err))
+      this.#follow(engine, followed).catch((err: unknown) => this.#refollow(engine, followed, err))
     }, 500)
   }
 
@@ -153,18 +193,21 @@ export class ChangeApplier {
     }
     this.#lastChecked = applied
     if (!this.#following) return
-    // The signals' consumer can stall the same way after a member's loss (seen once in a full test run).
-    const newest = await lastSignal(engine)
-    const signal = this.#signalApplied
-    if (newest > signal && signal === this.#lastSignalChecked && !this.#stopped) {
-      this.#log.warn('cluster: the signals are behind and not moving; following them again', { applied: signal, newest })
-      this.#signals?.stop()
+    // A followed stream's consumer can stall the same way after a member's loss (seen once in a full test run).
+    for (const followed of [this.#signals, this.#book]) {
+      if (followed.messages === undefined) continue
+      const { last } = await lastMessage(engine, followed.stream)
+      const at = this.#appliedOf(followed)
+      if (last > at && at === followed.lastChecked && !this.#stopped) {
+        this.#log.warn('cluster: a followed stream is behind and not moving; following it again', { stream: followed.stream, applied: at, newest: last })
+        followed.messages.stop()
+      }
+      followed.lastChecked = at
     }
-    this.#lastSignalChecked = signal
   }
 
-  get #signalApplied (): number {
-    return (this.#store.meta.get(SIGNALS) as number | undefined) ?? 0
+  #appliedOf (followed: Followed): number {
+    return (this.#store.meta.get(followed.meta) as number | undefined) ?? 0
   }
 
   async #open (engine: Engine): Promise<void> {
@@ -218,7 +261,8 @@ export class ChangeApplier {
     this.#stopped = true
     clearInterval(this.#watchdog)
     this.#watch?.stop()
-    this.#signals?.stop()
+    this.#signals.messages?.stop()
+    this.#book.messages?.stop()
   }
 
   #flush (): void {
@@ -227,30 +271,40 @@ export class ChangeApplier {
     const arrived = this.#queue
     this.#queue = []
     let revision: number | undefined
-    let signal: number | undefined
+    const streams = new Map<Followed, number>()
     this.#store.write(() => this.#changes.applying(() => {
-      const waiting = this.#changes.pendingKeys(stateKey)
+      // Read once a flush, and only when it has rows to write: a busy node's own book rounds come back with none, and
+      // its waiting changes hold every bid it has not shipped yet.
+      let waiting: Set<string> | undefined
+      const waits = (kvKey: () => string) => {
+        waiting ??= this.#changes.pendingKeys(stateKey)
+        return waiting.size > 0 && waiting.has(kvKey())
+      }
       for (const item of arrived) {
         if ('entry' in item) {
           const { entry } = item
           revision = entry.revision
           const { table, key } = parseStateKey(entry.key)
           if (this.#following && EVENTUAL_TABLES.has(table)) continue
-          this.#apply(waiting, entry.key, table, key, entry.operation === 'PUT' ? unpackValue(entry.value) : undefined)
+          if (!waits(() => entry.key)) this.#apply(table, key, entry.operation === 'PUT' ? unpackValue(entry.value) : undefined)
         } else {
-          signal = item.seq
-          for (const [table, key, value] of item.rows) this.#apply(waiting, stateKey(table, key), table, key, value)
+          streams.set(item.followed, item.seq)
+          for (const [table, key, value] of item.rows) if (!waits(() => stateKey(table, key))) this.#apply(table, key, value)
         }
       }
       if (revision !== undefined) this.#store.meta.putSync(APPLIED, revision)
-      if (signal !== undefined) this.#store.meta.putSync(SIGNALS, signal)
+      for (const [followed, seq] of streams) this.#store.meta.putSync(followed.meta, seq)
     }))
     if (revision !== undefined) this.#applying.reached(revision)
+    const book = streams.get(this.#book)
+    if (book !== undefined) this.#bookApplying.reached(book)
   }
 
-  /** Writes one row another node changed (value undefined: removed), unless this node holds a newer change or it. */
-  #apply (waiting: Set<string>, kvKey: string, table: string, key: Key, value: unknown): void {
-    if (waiting.has(kvKey)) return
+  /**
+   * Writes one row another node changed (value undefined: removed), unless this node holds it already; the caller has
+   * left out rows this node holds a newer change to, waiting to ship.
+   */
+  #apply (table: string, key: Key, value: unknown): void {
     const target = this.#store.replicated(table)
     if (target === undefined) {
       // A newer node replicates a table this one does not know yet: its routes would not read it either.

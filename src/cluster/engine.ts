@@ -36,6 +36,14 @@ export const SIGNALS_STREAM = 'OOHBID_SIGNALS'
 export const SIGNALS_SUBJECT = 'oohbid.signals'
 const SIGNALS_KEEP_MS = 10 * 60_000
 
+/**
+ * The stream of the bidding book's changes (BOOK_TABLES: bids taken, and taken out by the spots that settle them):
+ * one message per shipping round of a node, on BOOK_SUBJECT.<node>, kept ClusterConfig.bookKeepMs. Every node
+ * follows it into its own book, so a bid taken through any node wins on whichever decides its screen's next spot.
+ */
+export const BOOK_STREAM = 'OOHBID_BOOK'
+export const BOOK_SUBJECT = 'oohbid.book'
+
 /** This node's connection to the cluster's engine (NATS JetStream) and the bucket of replicated state. */
 export interface Engine {
   nc: NatsConnection
@@ -56,6 +64,16 @@ export interface Engine {
  */
 export async function untilAnswered<T> (what: string, fn: () => Promise<T>, log: Logger, waitMs = 60_000): Promise<T> {
   return await retryFor(fn, waitMs, 500, (err) => log.warn(`cluster: ${what} failed; retrying`, { error: err instanceof Error ? err.message : String(err) }))
+}
+
+/**
+ * Creates a stream, or changes how long an existing one keeps messages when a node was configured otherwise (the last
+ * node started says): adding a stream that exists with other settings fails.
+ */
+export async function ensureStream (jsm: JetStreamManager, config: { name: string, subjects: string[], num_replicas: number, max_age: number }): Promise<void> {
+  const stream = await jsm.streams.info(config.name).catch(() => undefined)
+  if (stream === undefined) await jsm.streams.add(config)
+  else if (stream.config.max_age !== config.max_age) await jsm.streams.update(config.name, { ...stream.config, max_age: config.max_age })
 }
 
 /**
@@ -80,9 +98,8 @@ export async function connectEngine (cluster: ClusterConfig, log: Logger, startW
       const locks = await js.views.kv(LOCKS_BUCKET, { history: 1, replicas: cluster.replicas, ttl: LOCK_TTL_MS })
       const objects = await js.views.os(OBJECTS_BUCKET, { replicas: cluster.replicas })
       const jsm = await nc.jetstreamManager()
-      const signals = { name: SIGNALS_STREAM, subjects: [`${SIGNALS_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(SIGNALS_KEEP_MS) }
-      // The same settings from every node: adding an existing stream with them is a no-op.
-      await jsm.streams.add(signals)
+      await ensureStream(jsm, { name: SIGNALS_STREAM, subjects: [`${SIGNALS_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(SIGNALS_KEEP_MS) })
+      await ensureStream(jsm, { name: BOOK_STREAM, subjects: [`${BOOK_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(cluster.bookKeepMs) })
       const conn = nc
       return { nc, js, jsm, state, claims, rates, budgets, locks, objects, close: () => conn.drain() }
     } catch (err) {

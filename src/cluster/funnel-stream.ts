@@ -1,6 +1,7 @@
 import { AckPolicy, connect, DeliverPolicy, nanos, type JetStreamClient, type JetStreamManager, type NatsConnection } from 'nats'
 import type { ClusterConfig } from '../config.js'
 import type { Logger } from '../log.js'
+import { ensureStream } from './engine.js'
 import { retryWithBackoff } from './retry.js'
 
 /**
@@ -42,11 +43,7 @@ export async function connectFunnel (cluster: ClusterConfig, consumer: string, l
     try {
       const js = nc.jetstream({ timeout: cluster.ackTimeoutMs })
       const jsm = await nc.jetstreamManager({ timeout: cluster.ackTimeoutMs })
-      const keep = nanos(cluster.funnelKeepHours * 3600_000)
-      const stream = await jsm.streams.info(FUNNEL_STREAM).catch(() => undefined)
-      if (stream === undefined) await jsm.streams.add({ name: FUNNEL_STREAM, subjects: [`${FUNNEL_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: keep })
-      // The operator changed how long events are kept: the last node started says.
-      else if (stream.config.max_age !== keep) await jsm.streams.update(FUNNEL_STREAM, { ...stream.config, max_age: keep })
+      await ensureStream(jsm, { name: FUNNEL_STREAM, subjects: [`${FUNNEL_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(cluster.funnelKeepHours * 3600_000) })
       const known = await jsm.consumers.info(FUNNEL_STREAM, consumer).then(() => true, () => false)
       if (!known) await jsm.consumers.add(FUNNEL_STREAM, { durable_name: consumer, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, ack_wait: nanos(ACK_WAIT_MS), max_ack_pending: 10_000 })
       return { nc, js, jsm, consumer, close: () => nc.drain() }

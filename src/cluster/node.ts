@@ -81,6 +81,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     store,
     changes,
     log,
+    incarnation,
     onApplied: (table, key, previous) => {
       replica.applied(table, key as string)
       deps.onApplied(table, key, previous)

@@ -1,12 +1,26 @@
 import { headers } from 'nats'
 import type { Logger } from '../log.js'
 import type { Change, ChangeLog } from '../store/changes.js'
-import { EVENTUAL_TABLES, type Store } from '../store/store.js'
-import { SIGNALS_SUBJECT, STATE_BUCKET, type Engine } from './engine.js'
+import { BOOK_TABLES, EVENTUAL_TABLES, type Store } from '../store/store.js'
+import { BOOK_SUBJECT, SIGNALS_SUBJECT, STATE_BUCKET, type Engine } from './engine.js'
 import { packValue, stateKey } from './state-keys.js'
 
 /** Transactions' changes published to the engine in one round of acknowledgements. */
 const BATCH = 256
+
+/** The most a message of rows packs to: the engine refuses messages past 1 MB (max_payload). */
+const MAX_MESSAGE_BYTES = 900 * 1024
+
+/**
+ * Rows packed into messages under MAX_MESSAGE_BYTES: a round of a busy node's bids can pack to megabytes. A round's
+ * rows have distinct keys, so its parts apply in any order.
+ */
+function packedParts (rows: Change[]): Buffer[] {
+  const packed = packValue(rows)
+  if (packed.length <= MAX_MESSAGE_BYTES || rows.length === 1) return [packed]
+  const half = rows.length >> 1
+  return [...packedParts(rows.slice(0, half)), ...packedParts(rows.slice(half))]
+}
 
 /** How often a node writes the latest values of the eventual rows it shipped as signals into the state bucket. */
 export const SNAPSHOT_MS = 30_000
@@ -23,7 +37,9 @@ export const SNAPSHOT_MS = 30_000
  * signals stream, each row's last value of the round once: a message per row cost the cluster ten times one node's
  * CPU per FEIN update (bench/cluster), most of it the engine's and the nodes' work per message. Every SNAPSHOT_MS
  * their latest values are also written to the state bucket, which a node joining reads before it follows the
- * signals.
+ * signals. The book's rows (BOOK_TABLES: bids, and their removal by the spot that settled them) go the same way, one
+ * message per round to the book stream, with no snapshot: a bid is dead once its imp expires, so the stream, kept
+ * that long, is the whole book.
  */
 export class ChangeShipper {
   readonly #store: Store
@@ -34,6 +50,7 @@ export class ChangeShipper {
   readonly #onShipped: (through: number) => void
   readonly #beforeShip: (batch: Array<{ changes: Change[] }>) => Promise<void>
   readonly #signals: string
+  readonly #book: string
   /** The eventual rows shipped as signals since the last snapshot, by state key. */
   #dirty = new Map<string, Change>()
   readonly #snapshots: NodeJS.Timeout
@@ -51,6 +68,7 @@ export class ChangeShipper {
     this.#onShipped = deps.onShipped
     this.#beforeShip = deps.beforeShip
     this.#signals = `${SIGNALS_SUBJECT}.${deps.node}`
+    this.#book = `${BOOK_SUBJECT}.${deps.node}`
     this.#snapshots = setInterval(() => { this.#snapshot().catch(() => {}) }, SNAPSHOT_MS)
     this.#snapshots.unref()
   }
@@ -106,6 +124,7 @@ export class ChangeShipper {
       const batch = this.#changes.pending(BATCH)
       if (batch.length === 0) return
       const signals = new Map<string, Change>()
+      const book = new Map<string, Change>()
       try {
         await this.#beforeShip(batch)
         const puts: Array<Promise<unknown>> = []
@@ -114,12 +133,13 @@ export class ChangeShipper {
             const kvKey = stateKey(change[0], change[1])
             // A row's last value of the round: rows of different keys apply in any order to the same result.
             if (EVENTUAL_TABLES.has(change[0])) signals.set(kvKey, change)
-            else {
-              puts.push(this.#put(kvKey, change[2], `${this.#incarnation}.${seq}.${n}`))
-            }
+            else if (BOOK_TABLES.has(change[0])) book.set(kvKey, change)
+            else puts.push(this.#put(kvKey, change[2], `${this.#incarnation}.${seq}.${n}`))
           })
         }
-        if (signals.size > 0) puts.push(this.#engine.js.publish(this.#signals, packValue([...signals.values()]), { msgID: `${this.#incarnation}.${batch[0]!.seq}-${batch[batch.length - 1]!.seq}` }))
+        const round = `${this.#incarnation}.${batch[0]!.seq}-${batch[batch.length - 1]!.seq}`
+        if (signals.size > 0) puts.push(this.#engine.js.publish(this.#signals, packValue([...signals.values()]), { msgID: round }))
+        if (book.size > 0) packedParts([...book.values()]).forEach((part, n) => puts.push(this.#engine.js.publish(this.#book, part, { msgID: `${round}.${n}` })))
         await Promise.all(puts)
       } catch (err) {
         // The changes stay recorded; the next kick (the supervisor's timer at the latest) ships them again.

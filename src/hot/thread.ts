@@ -139,7 +139,7 @@ function stop (): never {
 }
 process.on('uncaughtException', die)
 process.on('unhandledRejection', die)
-server.mount(routes, { config, clock, log, store, auth, metrics, lifecycle, limiter: new RateLimiter(clock, memory.limits, { cluster: config.cluster !== undefined }), idempotency: new Idempotency(store, clock, memory.inFlight), ...(link !== undefined ? { cluster: link } : {}) })
+server.mount(routes, { config, clock, log, store, auth, metrics, lifecycle, limiter: new RateLimiter(clock, memory.limits, { cluster: config.cluster !== undefined }), idempotency: new Idempotency(store, clock, memory.inFlight), journal, ...(link !== undefined ? { cluster: link } : {}) })
 // Screens' freshness and heartbeat deadlines armed by this thread's requests come due here.
 const jobs = setInterval(() => inventory.runJobs(), 1000)
 rpc.notify('listening', server.port)

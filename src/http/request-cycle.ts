@@ -30,6 +30,8 @@ export interface HttpDeps {
   lifecycle: Lifecycle
   /** On a cluster node: what its requests need of the cluster (src/cluster/node-link.ts). */
   cluster?: NodeLink
+  /** The thread's journal (RouteDef.journaled): on a cluster node a journaled answer waits for its turn's commit. */
+  journal?: { applied (): Promise<number> | undefined }
 }
 
 /** In-flight accounting for graceful shutdown. */
@@ -411,6 +413,14 @@ export class RequestCycle {
     if (result.kind === 'held') return this.#hold(result.answer, fingerprint)
     const seq = this.#deps.store.changes?.takeCommitted() ?? 0
     if (seq > 0) return this.#replicated(seq, () => this.#reply(result))
+    // A cluster node's bids and the settlements of its spots are in the engine before they are acknowledged: a
+    // journaled write waits for its turn's commit, then for what that recorded to ship. Such an answer comes on a
+    // later tick, so these routes do not support HTTP pipelining on a cluster node.
+    const turn = this.#deps.cluster !== undefined && this.#route.journaled === true ? this.#deps.journal?.applied() : undefined
+    if (turn !== undefined) {
+      turn.then((seq) => seq > 0 ? this.#replicated(seq, () => this.#reply(result)) : this.#reply(result), (err: unknown) => this.#fail(err, false))
+      return
+    }
     this.#reply(result)
   }
 

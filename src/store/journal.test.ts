@@ -113,3 +113,37 @@ t.test('a turn of more than a batch applies as it goes; a failed recovery leaves
   t.equal(recoverJournals(store, dir, apply(store)), 176, 'the next start applies the rest')
   t.equal(store.meta.get('test:journaled'), 1200, 'each entry once')
 })
+
+t.test('on a cluster node, applied() waits for the turn only when an entry pending may write a replicated table, and gives that commit\'s change seq', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-journal-'))
+  const store = openStore(dataDir, undefined, undefined, { replicate: true, node: 'node-1' })
+  t.teardown(async () => { await store.close(); rmSync(dataDir, { recursive: true, force: true }) })
+  interface Shipping { id: string, n: number, replicated: boolean }
+  const journal = new Journal<Shipping>({
+    store,
+    dir: join(dataDir, 'journal'),
+    owner: 'thread-1',
+    fsync: false,
+    apply: (entries) => {
+      for (const e of entries) {
+        if (e.replicated) store.settings.putSync(`test:${e.id}`, e.n)
+        else store.meta.putSync(`test:${e.id}`, e.n)
+      }
+    },
+    replicates: (e) => e.replicated
+  })
+  journal.record({ id: 'warm', n: 1, replicated: false })
+  journal.record({ id: 'warm', n: 2, replicated: false })
+  await turn()
+  journal.record({ id: 'local', n: 1, replicated: false })
+  t.equal(journal.applied(), undefined, 'a pending entry that writes no replicated table: nothing to wait for')
+  journal.record({ id: 'shared', n: 1, replicated: true })
+  const waiting = [journal.applied(), journal.applied()]
+  t.ok(waiting.every((w) => w instanceof Promise), 'one that may: its answer waits for the turn')
+  await turn()
+  const seqs = await Promise.all(waiting)
+  t.ok(seqs[0]! > 0, `resolved with the turn's change seq (${seqs[0]!})`)
+  t.same(seqs, [store.changes!.recorded, store.changes!.recorded], 'the same for every request of the turn: the last seq recorded')
+  t.equal(journal.applied(), undefined, 'nothing pending after the turn')
+  journal.close()
+})

@@ -26,6 +26,11 @@ export interface JournalOptions<E> {
   fsync: boolean
   /** Told how each entry was made durable (/metrics). */
   counted?: (how: Durable) => void
+  /**
+   * Whether applying entry may write a table a cluster replicates (its answer then waits for the engine: applied());
+   * true when unsure. A spot decision that settled no bid writes none, and its answer need not wait for the turn.
+   */
+  replicates?: (entry: E) => boolean
 }
 
 /**
@@ -57,6 +62,10 @@ export class Journal<E> {
   #turnEnds = false
   /** Meta keys of files retired (unlinked) whose removal rides with the next transaction. */
   #retired: string[] = []
+  /** Callers of applied(), told the change log's seq of the transaction that applies what is pending. */
+  #waiting: Array<(seq: number) => void> = []
+  /** Whether an entry pending may write a replicated table (JournalOptions.replicates). */
+  #replicating = false
 
   constructor (options: JournalOptions<E>) {
     this.#options = options
@@ -79,8 +88,20 @@ export class Journal<E> {
     }
     this.#append(entry)
     this.#pending.push(entry)
+    if (this.#options.replicates?.(entry) ?? true) this.#replicating = true
     counted?.('journaled')
     if (this.#pending.length >= MAX_BATCH) this.flush()
+  }
+
+  /**
+   * Undefined when nothing journaled that may write a replicated table waits to be applied; else resolves once it
+   * is, with the seq under which the applying transaction recorded changes for a cluster's engine (0 for none a reply
+   * must wait to see shipped). On a cluster node a journaled request answers only once the engine holds what it
+   * wrote (src/http/request-cycle.ts).
+   */
+  applied (): Promise<number> | undefined {
+    if (!this.#replicating) return undefined
+    return new Promise((resolve) => this.#waiting.push(resolve))
   }
 
   /** Applies what was journaled and not yet applied; the end of each turn does it, and a graceful stop. */
@@ -91,6 +112,7 @@ export class Journal<E> {
     const file = this.#file
     const size = this.#size
     this.#pending = []
+    this.#replicating = false
     try {
       store.write(() => {
         this.#dropRetired()
@@ -101,7 +123,15 @@ export class Journal<E> {
       // Kept, in order: a later batch must not mark the file applied past entries that are not. The error ends the
       // thread when the turn's end met it, and the thread that replaces it replays the file.
       this.#pending = batch.concat(this.#pending)
+      this.#replicating = true
       throw err
+    }
+    if (this.#waiting.length > 0) {
+      // Taken here, in the turn's end: the next request's handler would take this commit's seq as no request's.
+      const seq = store.changes?.takeCommitted() ?? 0
+      const waiting = this.#waiting
+      this.#waiting = []
+      for (const resolve of waiting) resolve(seq)
     }
     if (this.#size >= ROTATE_BYTES) this.#retire()
   }

@@ -80,8 +80,11 @@ export interface Store {
   placements: Database<string, [string, string, string]>
   /** [screen_id, imp id's tag, seat_id] (src/bidding/book.ts) -> the seat's latest bid on that spot. */
   bids: Database<StoredBid, BookKey>
-  /** [seat_id lower-cased, hour start ms] -> that hour's bidding counters. */
-  stats: Database<HourStats, [string, number]>
+  /**
+   * [seat_id lower-cased, hour start ms, node] -> that hour's bidding counters on that node ('' on one node; rows an
+   * earlier version wrote have no node). A seat's hour is the sum of its rows, each written by one node only.
+   */
+  stats: Database<HourStats, [string, number] | [string, number, string]>
   /** [expires ms, screen_id, imp id's tag, seat_id] -> 1: stored bids in expiry order, for their lurl with code 2. */
   bidExpiry: Database<1, ExpiryKey>
   /** spot_id -> the spot a player was given. */
@@ -193,11 +196,13 @@ export interface Store {
  * the exchanges' bidder aliases (an exchange's requests and notices reach any node), signed proofs of play with
  * each node's day counts of them (a buyer lists and exports them through any node, and a screen's chain goes on
  * wherever its player is served; their indexes are derived where a proof is applied, src/proof/chain.ts), and the
- * webhook delivery log (a delivery is made and rewritten by the node that raised its event, and listed by all). What
+ * webhook delivery log (a delivery is made and rewritten by the node that raised its event, and listed by all), and
+ * the bidding book (BOOK_TABLES: a bid taken by one node wins on whichever node decides its screen's spot, and a
+ * seat's counters sum every node's). What
  * each node derives from screens (the adslots order, pre-encoded rows, counts) is not replicated: the applier has
  * Inventory derive it where it applies a screen's row.
  */
-export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'webhook_health', 'screens', 'devices', 'embeds', 'players', 'fein', 'status', 'campaigns', 'campaign_delivery', 'assignments', 'placements', 'reservations', 'holds', 'booked', 'deals', 'media_buys', 'bidder_aliases', 'proofs', 'proof_days', 'webhook_deliveries'] as const
+export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'webhook_health', 'screens', 'devices', 'embeds', 'players', 'fein', 'status', 'campaigns', 'campaign_delivery', 'assignments', 'placements', 'reservations', 'holds', 'booked', 'deals', 'media_buys', 'bidder_aliases', 'proofs', 'proof_days', 'webhook_deliveries', 'bids', 'stats'] as const
 
 /**
  * Replicated tables whose writes do not wait for the engine's quorum before the request answers: FEIN measurements
@@ -205,6 +210,15 @@ export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', '
  * round trip on each would hold the partner's hot routes. They ship in the same outbox, in order.
  */
 export const EVENTUAL_TABLES: ReadonlySet<string> = new Set(['fein', 'status'])
+
+/**
+ * Replicated tables of the bidding book: stored bids, written on every bid at the bidders' rate and settled by the
+ * decision of the screen's next spot, and each node's hourly counters of a seat's bids and wins (GET /stats sums
+ * every node's). A request waits for the engine's quorum on them (they are money events), but
+ * they ship as one message a shipping round to the book stream rather than a KV message a row, which no node reads
+ * whole: a bid lives only until its imp expires (src/cluster/shipper.ts).
+ */
+export const BOOK_TABLES: ReadonlySet<string> = new Set(['bids', 'stats'])
 
 /**
  * The tables opened through CachedTable (seats, keys, partners, screens, embeds, fein, players, rows, creatives,
@@ -363,7 +377,12 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     else ending.push(fn)
   }
   const meta = db<unknown>('meta')
-  if (options.replicate === true) changes = new ChangeLog(root.openDB<Change[], number>('cluster_changes', { keyEncoding: 'ordered-binary' }), meta, { get inTransaction () { return depth > 0 }, write, beforeCommit, afterCommit, afterEnd })
+  if (options.replicate === true) {
+    // With shared shapes: a hot turn's bids are packed into it once more and read back by the shipper.
+    const log = root.openDB<Change[], number>('cluster_changes', { keyEncoding: 'ordered-binary', ...shared })
+    sharedTables.push(log as unknown as typeof sharedTables[number])
+    changes = new ChangeLog(log, meta, { get inTransaction () { return depth > 0 }, write, beforeCommit, afterCommit, afterEnd })
+  }
   const store: Store = {
     root,
     seats: cached('seats'),
@@ -402,7 +421,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     holds: db<string, [number, string]>('holds', 'ordered-binary'),
     campaignDelivery: db<CampaignDelivery, [string, string]>('campaign_delivery', 'ordered-binary'),
     bids: withShapes<StoredBid, BookKey>('bids', 'ordered-binary'),
-    stats: withShapes<HourStats, [string, number]>('stats', 'ordered-binary'),
+    stats: withShapes<HourStats, [string, number] | [string, number, string]>('stats', 'ordered-binary'),
     bidExpiry: root.openDB<1, ExpiryKey>('bid_expiry', { keyEncoding: 'ordered-binary' }),
     spots: withShapes<SpotRecord, string>('spots'),
     plays: root.openDB<number, [string, string, string]>('plays', { keyEncoding: 'ordered-binary' }),
@@ -451,6 +470,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       if (fd !== undefined) closeSync(fd)
     }
   }
-  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, webhook_health: store.webhookHealth, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status, campaigns: store.campaigns, campaign_delivery: store.campaignDelivery, assignments: store.assignments, placements: store.placements, reservations: store.reservations, holds: store.holds, booked: store.booked, deals: store.deals, media_buys: store.mediaBuys, bidder_aliases: store.aliases, proofs: store.proofs, proof_days: store.proofDays, webhook_deliveries: store.deliveries }
+  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, webhook_health: store.webhookHealth, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status, campaigns: store.campaigns, campaign_delivery: store.campaignDelivery, assignments: store.assignments, placements: store.placements, reservations: store.reservations, holds: store.holds, booked: store.booked, deals: store.deals, media_buys: store.mediaBuys, bidder_aliases: store.aliases, proofs: store.proofs, proof_days: store.proofDays, webhook_deliveries: store.deliveries, bids: store.bids, stats: store.stats }
   return store
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { ScreenClaims } from './claims.js'
-import { expireBids } from './expiry.js'
+import { CLUSTER_EXPIRY_GRACE_MS, expireBids } from './expiry.js'
 import { applySettlements, settlementOf } from './settle.js'
 import { LOSS } from '../loss-codes.js'
 import { Notices } from '../../notify/notices.js'
@@ -52,7 +52,7 @@ t.test('a settlement takes its bids out of the book, tells each its outcome and 
   store.write(() => applySettlements({ store, notices }, [{ settlement: s, at: NOW, check: false }]))
   t.equal(store.bids.getCount(), 0, 'both bids left the book')
   t.same(queued(store), ['https://alpha.example/win?p=5.01', 'https://bravo.example/loss?c=102'])
-  t.match(store.stats.get(['alpha', Math.floor(NOW / 3_600_000) * 3_600_000]), { wins: 1, win_cpm_sum: 5.01 })
+  t.match(store.stats.get(['alpha', Math.floor(NOW / 3_600_000) * 3_600_000, '']), { wins: 1, win_cpm_sum: 5.01 })
   t.equal(store.bidExpiry.getCount(), 2, 'their expiry entries wait for the expiry job, which drops them')
   t.equal(expireBids({ store, notices, claims: new ScreenClaims(0) }, NOW + 120_000), 0, 'no bid left to expire')
   t.equal(store.bidExpiry.getCount(), 0)
@@ -119,4 +119,29 @@ t.test('the expiry job leaves a screen a hot thread is deciding to its next pass
   t.equal(expireBids({ store, notices, claims: supervisor }, NOW + 2000), 1, 'settled on the next pass')
   t.same(queued(store), ['https://alpha.example/loss?c=2'])
   t.equal(hot.take(screen.screen_id), 'taken', 'the job released its claim with its transaction')
+})
+
+t.test('on a cluster node the expiry job waits out the grace, tells only the bids it took, and ships no removal', async (t) => {
+  const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-settle-')), undefined, undefined, { replicate: true, node: 'node-1' })
+  t.teardown(() => store.close())
+  const notices = new Notices(store)
+  const bids = (['node-1', 'node-2'] as const).map((node, i) => {
+    const stored = { bid_id: `b${i}`, response_id: 'r', seat_id: 'alpha', impid: `imp_${i}`, screen_id: screen.screen_id, price: 5, floor: 2, multiplier: 1, creative_id: 'cr', adomain: [], received_at: NOW - 1000, expires_at: NOW, lurl: `https://alpha.example/${node}?c=\${AUCTION_LOSS}`, node } as StoredBid
+    return stored
+  })
+  store.write(() => {
+    store.screens.putSync(screen.screen_id, screen)
+    for (const b of bids) {
+      store.bids.putSync(bookKeyOf(b), b)
+      store.bidExpiry.putSync(expiryKeyOf(b), 1)
+    }
+  })
+  const recorded = store.changes!.recorded
+  const claims = new ScreenClaims(0)
+  t.equal(expireBids({ store, notices, claims, node: 'node-1' }, NOW + 1000), 0, 'within the grace: the node deciding the screen may have taken them')
+  t.equal(store.bids.getCount(), 2)
+  t.equal(expireBids({ store, notices, claims, node: 'node-1' }, NOW + CLUSTER_EXPIRY_GRACE_MS + 1), 1, 'past it: one bid settled with a notice, the one this node took')
+  t.equal(store.bids.getCount(), 0, 'both out of this node\'s book')
+  t.same(queued(store), ['https://alpha.example/node-1?c=2'], 'the other node\'s bid is told by the node that took it')
+  t.equal(store.changes!.recorded, recorded, 'nothing recorded to ship: every node expires bids on its own clock')
 })

@@ -18,14 +18,15 @@ const NBR_INVALID = 2
  * POST /openrtb/v2/bid (spec, POST /bid): an OpenRTB 2.6 bid response answering bid requests from GET /adslots. Each
  * bid is scored inline (src/bidding/score.ts): a worker hop would cost more than the scoring and could not answer a
  * pipelined request. What the response changes (src/bidding/intake.ts) is made durable in the hot thread's journal
- * before the answer and applied to LMDB with the thread's turn; sandbox seats are scored only.
+ * before the answer and applied to LMDB with the thread's turn; on a cluster node the answer also waits for the
+ * engine to hold the stored bids (the book, src/cluster/shipper.ts). Sandbox seats are scored only.
  */
 export function bidRoute ({ store, impIds, sealer, journal, config }: Deps): RouteDef {
   return route<BidResponse>({
     method: 'post',
     path: '/openrtb/v2/bid',
     summary: 'Submit an OpenRTB 2.6 bid response',
-    description: 'Each bid needs impid (an imp issued to this seat by GET /adslots?format=openrtb, before imp.exp), price in USD CPM, adm or nurl, and crid naming one of the seat\'s approved creatives (its creative_id, or the crid a bid registered it from). A crid the seat has not registered whose asset is in adm (an <img>, a VAST MediaFile, or the image or video URL itself; public http(s) hosts) is registered from the markup as a creative and sent to moderation, as the large exchanges do: that bid is rejected with creative_blocked and loss 201 (creative pending), result.creative_id names the new creative, creative.moderation.completed announces the outcome, and bids with the same crid play once it is approved. The answer gives a result per bid: accepted, or rejected with below_floor, creative_blocked, missing_adm_and_nurl (spec), unknown_imp, imp_expired, invalid_deal, currency_not_supported or invalid_notice_url; reasons lists every reason that applies, the floor first, each with its loss code. A dealid prices the bid against the deal (fixed_cpm or floor_cpm). A payload that fails the OpenRTB 2.6 schema is 400 invalid_bid_response with nbr 2. Sandbox seats: scored only (stored false); approved seats: accepted bids are durable when answered and enter the live waterfall by the end of the serving thread\'s event-loop turn (well under a millisecond), the seat\'s latest bid per imp replacing earlier ones. Each stored bid is settled exactly once by the waterfall (docs/architecture.md): the auction it wins (nurl with ${AUCTION_PRICE}, burl when the play completes), the auction it loses (lurl with ${AUCTION_LOSS}), or its imp expiring first (lurl with ${AUCTION_LOSS}=2). A production bid refused at intake gets its lurl at once with the matching code (100/101 below floor, 201/202 creative pending or not approved, 205/209 advertiser or category blocked, 7 missing markup, 4 invalid deal, 2 expired imp, 3 otherwise). Seats with a notification_url also get the signed legacy bid.won / bid.lost POST (schema LegacyNotification).',
+    description: 'Each bid needs impid (an imp issued to this seat by GET /adslots?format=openrtb, before imp.exp), price in USD CPM, adm or nurl, and crid naming one of the seat\'s approved creatives (its creative_id, or the crid a bid registered it from). A crid the seat has not registered whose asset is in adm (an <img>, a VAST MediaFile, or the image or video URL itself; public http(s) hosts) is registered from the markup as a creative and sent to moderation, as the large exchanges do: that bid is rejected with creative_blocked and loss 201 (creative pending), result.creative_id names the new creative, creative.moderation.completed announces the outcome, and bids with the same crid play once it is approved. The answer gives a result per bid: accepted, or rejected with below_floor, creative_blocked, missing_adm_and_nurl (spec), unknown_imp, imp_expired, invalid_deal, currency_not_supported or invalid_notice_url; reasons lists every reason that applies, the floor first, each with its loss code. A dealid prices the bid against the deal (fixed_cpm or floor_cpm). A payload that fails the OpenRTB 2.6 schema is 400 invalid_bid_response with nbr 2. Sandbox seats: scored only (stored false); approved seats: accepted bids are durable when answered and enter the live waterfall by the end of the serving thread\'s event-loop turn (well under a millisecond), the seat\'s latest bid per imp replacing earlier ones. On a cluster node (CLUSTER_NATS_URLS) the answer comes once a quorum of the cluster\'s engine holds the accepted bids, and they enter every node\'s waterfall milliseconds later, so a bid wins on whichever node decides its screen\'s spot; that answer comes on a later tick, so do not pipeline bids to a cluster node. Each stored bid is settled exactly once by the waterfall (docs/architecture.md): the auction it wins (nurl with ${AUCTION_PRICE}, burl when the play completes), the auction it loses (lurl with ${AUCTION_LOSS}), or its imp expiring first (lurl with ${AUCTION_LOSS}=2). A production bid refused at intake gets its lurl at once with the matching code (100/101 below floor, 201/202 creative pending or not approved, 205/209 advertiser or category blocked, 7 missing markup, 4 invalid deal, 2 expired imp, 3 otherwise). Seats with a notification_url also get the signed legacy bid.won / bid.lost POST (schema LegacyNotification).',
     tag: 'Bidding',
     envelope: 'flat',
     auth: 'seat',
@@ -80,6 +81,7 @@ export function bidRoute ({ store, impIds, sealer, journal, config }: Deps): Rou
           if (bid.lurl !== undefined) stored.lurl = bid.lurl
           if (bid.burl !== undefined) stored.burl = bid.burl
           if (bid.adm !== undefined) stored.adm = bid.adm
+          if (config.cluster !== undefined) stored.node = config.cluster.nodeId
           intake.stored.push(stored)
           outcome.stored = true
         }
@@ -116,7 +118,7 @@ export function statsRoute ({ store, analytics, reports: cache, config, clock }:
     method: 'get',
     path: '/openrtb/v2/stats',
     summary: '24-hour bidding performance: bids, acceptance, wins, CPM, fill, latency, win rate',
-    description: 'Counters written with each bid response (wins and spend from the auction), real time. delivery: requests, plays, impressions and latency percentiles from ClickHouse, refreshed every 5 minutes; its status is pending until the first computation is done and unavailable while ClickHouse is down, and the counters are served either way.',
+    description: 'Counters written with each bid response (wins and spend from the auction), real time; on a cluster, every node\'s counters summed, through whichever node answers. delivery: requests, plays, impressions and latency percentiles from ClickHouse, refreshed every 5 minutes; its status is pending until the first computation is done and unavailable while ClickHouse is down, and the counters are served either way.',
     tag: 'Bidding',
     envelope: 'flat',
     auth: 'seat',
