@@ -1,8 +1,5 @@
-import { fork, type ChildProcess } from 'node:child_process'
-import { createInterface } from 'node:readline'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { loadConfig } from './config.js'
+import { startDemoMarket } from './demo-market.js'
 import { uwsStandInReason } from './http/uws-native.js'
 import { createLogger } from './log.js'
 import { StartRefused } from './start-refused.js'
@@ -35,23 +32,17 @@ const service = await startService({ config, log }).catch((err: unknown) => {
 // The line scripts and tests wait for: the port is known only after listen when PORT=0.
 process.stdout.write(`oohbid listening on ${service.url}\n`)
 
-/**
- * DEMO_FLEET: a market that moves by itself. Simulated screens register, stream FEIN data and run headless players
- * through the public partner API and player feed, and a demo buyer bids on them, like real devices and a real DSP.
- */
-const demo: ChildProcess[] = []
-if (config.demoFleet > 0) {
-  const scripts = join(fileURLToPath(new URL('.', import.meta.url)), '..', 'scripts')
-  const start = (name: string, args: string[], env: Record<string, string> = {}): void => {
-    // Their progress lines share our stdout; their stderr (a crash's stack, say) joins the JSON log, line by line.
-    const child = fork(join(scripts, `${name}.js`), args, { stdio: ['ignore', 'inherit', 'pipe', 'ipc'], env: { ...process.env, ...env } })
-    createInterface({ input: child.stderr!, crlfDelay: Infinity }).on('line', (text) => log.warn(`demo ${name} wrote to stderr`, { text }))
-    child.on('exit', (code) => { if (code) log.warn(`demo ${name} stopped`, { code }) })
-    demo.push(child)
-  }
-  start('simulate-fleet', ['--screens', String(config.demoFleet), '--base-url', service.url, '--state', join(config.dataDir, 'demo-fleet.json')])
-  start('demo-buyer', ['--base-url', service.url, '--state', join(config.dataDir, 'demo-buyer.json')], { ADMIN_TOKEN: service.adminToken })
-}
+// DEMO_FLEET: simulated screens and a demo buyer, through the public API of this node (src/demo-market.ts).
+const demo = config.demoFleet > 0
+  ? startDemoMarket({
+    baseUrl: service.url,
+    screens: config.demoFleet,
+    stateDir: config.dataDir,
+    adminToken: service.adminToken,
+    onStderr: (name, text) => log.warn(`demo ${name} wrote to stderr`, { text }),
+    onExit: (name, code) => { if (code) log.warn(`demo ${name} stopped`, { code }) }
+  })
+  : []
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => {
