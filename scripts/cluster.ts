@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
+import { loadConfig } from '../src/config.js'
 import { startDemoMarket } from '../src/demo-market.js'
 import { startLocalCluster } from './lib/cluster.js'
 
@@ -20,24 +21,27 @@ if (!Number.isInteger(nodes) || nodes < 1 || nodes > 16) {
   process.stderr.write(`--nodes must be an integer from 1 to 16, got "${args.nodes}"\n`)
   process.exit(2)
 }
-// As npm start: 200 simulated screens unless DEMO_FLEET says otherwise. One market, run here against the front; the
-// nodes start without one of their own.
-const demoFleet = Number(process.env.DEMO_FLEET ?? 200)
-if (!Number.isInteger(demoFleet) || demoFleet < 0) {
-  process.stderr.write(`DEMO_FLEET must be a whole number, got "${process.env.DEMO_FLEET ?? ''}"\n`)
-  process.exit(2)
-}
-const dir = resolve(args['data-dir'] ?? join(process.env.DATA_DIR ?? './data', 'cluster'))
-const frontPort = Number(process.env.PORT ?? 8080)
+// npm start's environment, read and checked as npm start reads it.
+const config = (() => {
+  try {
+    return loadConfig()
+  } catch (err) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`)
+    return process.exit(2)
+  }
+})()
+const dir = resolve(args['data-dir'] ?? join(config.dataDir, 'cluster'))
+const frontPort = config.port
 const cluster = await startLocalCluster({ nodes, dir, frontPort, env: { ...process.env, HOT_THREADS: process.env.HOT_THREADS ?? '1' } }).catch((err: unknown) => {
   process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`)
   process.exit(1)
 })
 process.stdout.write(`${JSON.stringify({ front_url: cluster.frontUrl, admin_token_file: join(dir, 'cluster-secrets.json'), engine: cluster.engine.urls, nodes: cluster.nodes.map((n) => ({ id: n.id, url: n.url, pid: n.pid, log: join(n.dataDir, 'node.log') })) })}\n`)
-const demo = demoFleet > 0
+// One demo market, run here against the front; the nodes start without one of their own.
+const demo = config.demoFleet > 0
   ? startDemoMarket({
     baseUrl: cluster.frontUrl,
-    screens: demoFleet,
+    screens: config.demoFleet,
     stateDir: dir,
     adminToken: cluster.adminToken,
     onStderr: (name, text) => process.stderr.write(`demo ${name}: ${text}\n`),

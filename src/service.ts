@@ -271,7 +271,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     const catalog = locked === undefined ? catalogJobs(clock.now()) : await locked.run(catalogRecord(), () => campaignJobsDue(store, clock.now()) || mediaBuysDue(store, clock.now()), () => catalogJobs(clock.now()))
     return {
       ...(catalog ?? nothingMoved),
-      expiredBids: expireBids({ store, notices, claims, ...(config.cluster !== undefined ? { node: config.cluster.nodeId } : {}) }, clock.now()),
+      expiredBids: expireBids({ store, notices, claims }, clock.now()),
       expiredExchangeBids: expireExchangeBids(store, clock.now())
     }
   }

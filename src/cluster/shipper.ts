@@ -12,10 +12,11 @@ const BATCH = 256
 const MAX_MESSAGE_BYTES = 900 * 1024
 
 /**
- * Rows packed into messages under MAX_MESSAGE_BYTES: a round of a busy node's bids can pack to megabytes. A round's
- * rows have distinct keys, so its parts apply in any order.
+ * Rows packed into messages under MAX_MESSAGE_BYTES (none for no rows): a round of a busy node's bids, or of a fleet's
+ * FEIN, can pack to megabytes. A round's rows have distinct keys, so its parts apply in any order.
  */
 function packedParts (rows: Change[]): Buffer[] {
+  if (rows.length === 0) return []
   const packed = packValue(rows)
   if (packed.length <= MAX_MESSAGE_BYTES || rows.length === 1) return [packed]
   const half = rows.length >> 1
@@ -138,8 +139,9 @@ export class ChangeShipper {
           })
         }
         const round = `${this.#incarnation}.${batch[0]!.seq}-${batch[batch.length - 1]!.seq}`
-        if (signals.size > 0) puts.push(this.#engine.js.publish(this.#signals, packValue([...signals.values()]), { msgID: round }))
-        if (book.size > 0) packedParts([...book.values()]).forEach((part, n) => puts.push(this.#engine.js.publish(this.#book, part, { msgID: `${round}.${n}` })))
+        for (const [subject, rows] of [[this.#signals, signals], [this.#book, book]] as const) {
+          packedParts([...rows.values()]).forEach((part, n) => puts.push(this.#engine.js.publish(subject, part, { msgID: `${round}.${n}` })))
+        }
         await Promise.all(puts)
       } catch (err) {
         // The changes stay recorded; the next kick (the supervisor's timer at the latest) ships them again.

@@ -18,14 +18,14 @@ export const CLUSTER_EXPIRY_GRACE_MS = 30_000
  * a batch per pass keeps one pass short. A screen a hot thread is deciding (claims) is left to the next pass: that
  * decision may have taken the bid just before its imp expired, and its writes are not applied yet.
  *
- * On a cluster node (node: its id) every node holds every bid and takes it out of its own book on its own clock, so
+ * On a cluster node (store.node) every node holds every bid and takes it out of its own book on its own clock, so
  * the removal is not shipped; only the node that took the bid sends its notices, CLUSTER_EXPIRY_GRACE_MS after the
  * expiry. A node down then sends them when it is back.
  */
-export function expireBids (deps: SettleDeps & { claims: ScreenClaims, node?: string }, now: number, batch = 5000): number {
+export function expireBids (deps: SettleDeps & { claims: ScreenClaims }, now: number, batch = 5000): number {
   const store: Store = deps.store
-  const node = deps.node
-  const until = node === undefined ? now : now - CLUSTER_EXPIRY_GRACE_MS
+  const node = store.node
+  const until = node === '' ? now : now - CLUSTER_EXPIRY_GRACE_MS
   const due = [...store.bidExpiry.getKeys({ end: [until, '\uffff'], limit: batch } as never)] as unknown as ExpiryKey[]
   if (due.length === 0) return 0
   let expired = 0
@@ -45,7 +45,7 @@ export function expireBids (deps: SettleDeps & { claims: ScreenClaims, node?: st
       const bid = store.bids.get(key)
       if (bid === undefined || bid.expires_at !== at) continue
       store.bids.removeSync(key)
-      if (node !== undefined && bid.node !== undefined && bid.node !== node) continue
+      if (node !== '' && bid.node !== undefined && bid.node !== node) continue
       lossNotices(deps, bid, store.screens.get(screenId), LOSS.expired, undefined, undefined, now)
       expired++
     }

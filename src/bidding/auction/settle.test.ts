@@ -138,9 +138,9 @@ t.test('on a cluster node the expiry job waits out the grace, tells only the bid
   })
   const recorded = store.changes!.recorded
   const claims = new ScreenClaims(0)
-  t.equal(expireBids({ store, notices, claims, node: 'node-1' }, NOW + 1000), 0, 'within the grace: the node deciding the screen may have taken them')
+  t.equal(expireBids({ store, notices, claims }, NOW + 1000), 0, 'within the grace: the node deciding the screen may have taken them')
   t.equal(store.bids.getCount(), 2)
-  t.equal(expireBids({ store, notices, claims, node: 'node-1' }, NOW + CLUSTER_EXPIRY_GRACE_MS + 1), 1, 'past it: one bid settled with a notice, the one this node took')
+  t.equal(expireBids({ store, notices, claims }, NOW + CLUSTER_EXPIRY_GRACE_MS + 1), 1, 'past it: one bid settled with a notice, the one this node took')
   t.equal(store.bids.getCount(), 0, 'both out of this node\'s book')
   t.same(queued(store), ['https://alpha.example/node-1?c=2'], 'the other node\'s bid is told by the node that took it')
   t.equal(store.changes!.recorded, recorded, 'nothing recorded to ship: every node expires bids on its own clock')

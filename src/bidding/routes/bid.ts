@@ -81,7 +81,7 @@ export function bidRoute ({ store, impIds, sealer, journal, config }: Deps): Rou
           if (bid.lurl !== undefined) stored.lurl = bid.lurl
           if (bid.burl !== undefined) stored.burl = bid.burl
           if (bid.adm !== undefined) stored.adm = bid.adm
-          if (config.cluster !== undefined) stored.node = config.cluster.nodeId
+          if (store.node !== '') stored.node = store.node
           intake.stored.push(stored)
           outcome.stored = true
         }
