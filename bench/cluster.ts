@@ -1,14 +1,14 @@
 // Benchmark: oohbid in cluster mode beside one node, in one run (issue 28). The same fixture on each: POST /bid of an
-// approved seat (c=50, -p 1), a write to replicated state (an operator replacing a key's scopes, paced at 80/s,
-// under the ops group's 100/s per address) and FEIN audience batches of 100 screens each over a fleet of 8,000
-// (paced at 80/s, under the partner group's 100/s: each screen measured about once a second, each measurement a
-// replicated row that does not wait for the quorum), spot decisions as the fleet's 8,000 players ask for them (each
-// at its own address, c=50: the house tier, nothing to settle), and reservation holds of one spot on one screen (paced at 20/s,
-// then as fast as four clients through HAProxy get them: a cluster takes one booking at a time, under the catalog
-// lock), first on one embedded node, then on node-1 of a local cluster (three
-// nodes with one hot thread each, the engine's three members, HAProxy: `npm run cluster`'s). A cluster's CPU per
-// request counts every node (its analytics process included) and every engine member, the idle ones too: what the
-// cluster costs, not only the node that answered. Beside them, the bare uWS reply and the durable floor.
+// approved seat (c=50, then c=400: see manyClients; -p 1), a write to replicated state (an operator replacing a key's
+// scopes, paced at 80/s, under the ops group's 100/s per address) and FEIN audience batches of 100 screens each over a
+// fleet of 8,000 (paced at 80/s, under the partner group's 100/s: each screen measured about once a second, each
+// measurement a replicated row that does not wait for the quorum), spot decisions as the fleet's 8,000 players ask for
+// them (each at its own address, c=50: the house tier, nothing to settle), and reservation holds of one spot on one
+// screen (paced at 20/s, then as fast as four clients through HAProxy get them: a cluster takes one booking at a time,
+// under the catalog lock), first on one embedded node, then on node-1 of a local cluster (three nodes with one hot
+// thread each, the engine's three members, HAProxy: `npm run cluster`'s). A cluster's CPU per request counts every node
+// (its analytics process included) and every engine member, the idle ones too: what the cluster costs, not only the
+// node that answered. Beside them, the bare uWS reply and the durable floor.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -22,12 +22,17 @@ import { benchSeat } from './lib/seat.js'
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
+/**
+ * A DSP's many connections: the engine's cost is per round of acknowledgements (one message of the book stream, however
+ * many bids it carries), and a node's rounds carry about as many bids as there are clients waiting on one.
+ */
+const manyClients = Number(process.env.BENCH_MANY_CONNECTIONS ?? 400)
 const missing = clusterInstalled()
 if (missing !== undefined) {
   console.log(`bench/cluster skipped: ${missing}`)
 } else {
   const rows: Measurement[] = []
-  const bid = (url: string, key: string, body: string) => ({ url: `${url}/openrtb/v2/bid`, method: 'POST' as const, body, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, connections, pipelining: 1, duration: seconds })
+  const bid = (url: string, key: string, body: string, clients = connections) => ({ url: `${url}/openrtb/v2/bid`, method: 'POST' as const, body, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, connections: clients, pipelining: 1, duration: seconds })
   /** An operator's write to a key (replicated in a cluster), paced under the ops group's limit. */
   const keyWrite = async (url: string, adminToken: string, key: string) => {
     const seat = await fetch(`${url}/openrtb/v2/seat`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json()) as { data: { key: { key_id: string, scopes: string[] } } }
@@ -69,6 +74,7 @@ if (missing !== undefined) {
   rows.push(await measure('durable floor: uWS + parse + one LMDB put', bid(floor.url, one.key, one.body), floor.child.pid))
   await floor.stop()
   rows.push(await measure('one node: POST /bid', bid(single.url, one.key, one.body), single.child.pid))
+  rows.push(await measure(`one node: POST /bid, c=${manyClients}`, bid(single.url, one.key, one.body, manyClients), single.child.pid))
   rows.push(await measure('one node: a key\'s scopes replaced (80/s)', await keyWrite(single.url, single.adminToken, one.key), single.child.pid))
   const singleFleet = await fleetOn(single.url)
   rows.push(await measure('one node: FEIN, 100 of 8,000 screens a call (80/s)', singleFleet.fein, single.child.pid))
@@ -85,6 +91,7 @@ if (missing !== undefined) {
     const three = await acceptedBid({ url: node.url, adminToken: cluster.adminToken })
     const pids = [...cluster.nodes.map((n) => n.pid!), ...cluster.engine.members().map((m) => m.pid)]
     rows.push(await measure('3-node cluster: POST /bid on node-1', bid(node.url, three.key, three.body), pids))
+    rows.push(await measure(`3-node cluster: POST /bid on node-1, c=${manyClients}`, bid(node.url, three.key, three.body, manyClients), pids))
     rows.push(await measure('3-node cluster: a key\'s scopes replaced on node-1 (80/s)', await keyWrite(node.url, cluster.adminToken, three.key), pids))
     const clusterFleet = await fleetOn(node.url)
     rows.push(await measure('3-node cluster: FEIN, 100 of 8,000 screens a call on node-1 (80/s)', clusterFleet.fein, pids))
@@ -100,7 +107,7 @@ if (missing !== undefined) {
   const row = (prefix: string) => rows.find((r) => r.name.startsWith(prefix))!
   const ratio = (a: Measurement, b: Measurement) => ((a.cpuUs ?? NaN) / (b.cpuUs ?? NaN)).toFixed(2)
   const note = [
-    `POST /bid: the cluster ${ratio(row('3-node cluster: POST /bid'), row('one node: POST /bid'))}x one node's CPU per bid (every node and engine member counted); one node ${ratio(row('one node: POST /bid'), row('durable floor'))}x the durable floor`,
+    `POST /bid: the cluster ${ratio(row('3-node cluster: POST /bid'), row('one node: POST /bid'))}x one node's CPU per bid at c=${connections}, ${ratio(row('3-node cluster: POST /bid on node-1, c='), row('one node: POST /bid, c='))}x at c=${manyClients} (every node and engine member counted); one node ${ratio(row('one node: POST /bid'), row('durable floor'))}x the durable floor`,
     `a replicated write: the cluster ${ratio(row('3-node cluster: a key'), row('one node: a key'))}x one node's CPU per write, p99 ${row('3-node cluster: a key').p99} ms against ${row('one node: a key').p99} ms`,
     `FEIN: the cluster ${ratio(row('3-node cluster: FEIN'), row('one node: FEIN'))}x one node's CPU per batch of 100 screens (each screen's measurement shipped in its node's round of signals and applied by every node), p99 ${row('3-node cluster: FEIN').p99} ms against ${row('one node: FEIN').p99} ms`,
     `a spot decision (the house tier, nothing to settle; spots are not partitioned yet): the cluster ${ratio(row('3-node cluster: a spot decision'), row('one node: a spot decision'))}x one node's CPU per decision, p99 ${row('3-node cluster: a spot decision').p99} ms against ${row('one node: a spot decision').p99} ms`,

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { connect } from 'nats'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { clusterInstalled, startLocalCluster, type LocalCluster } from '../scripts/lib/cluster.js'
 import { freshIp } from './helpers/service.js'
 import { inherited } from './helpers/process.js'
@@ -58,6 +58,27 @@ else {
       if (performance.now() - started > limitMs) return undefined
       await new Promise((resolve) => setTimeout(resolve, everyMs))
     }
+  }
+
+  /**
+   * A DSP seat onboarded through the front and approved, its limits raised for load, with a creative approved and known
+   * to every node (the creative's row reaches each node milliseconds after its review).
+   */
+  const approvedBidder = async (t: Test, seat: string, through: { approvedThrough: string, writesThrough: string }): Promise<{ seat: string, key: string, creativeId: string }> => {
+    const key = (await onboard(cluster.frontUrl, seat)).body.data.api_key.key as string
+    t.equal((await call(through.approvedThrough, 'POST', `/admin/v1/seats/${seat}/approve`, { key: cluster.adminToken, body: {} })).status, 200, `the DSP seat ${seat} approved`)
+    t.equal((await call(through.writesThrough, 'PUT', `/admin/v1/seats/${seat}/rate-limits`, { key: cluster.adminToken, body: { limits: { inventory: 100000, bidding: 100000, creatives: 100000, account: 100000, campaigns: 100000 }, reason: 'cluster test' } })).status, 200)
+    const creativeId = (await call(through.writesThrough, 'POST', '/openrtb/v2/creatives', { key, body: { name: `${seat} ad`, content_type: 'image/png', creative_url: `https://assets.invalid/${seat}.png` } })).body.data.creative_id as string
+    let reviewed = 0
+    for (let i = 0; i < 100 && reviewed !== 200; i++) {
+      reviewed = (await call(through.approvedThrough, 'POST', `/admin/v1/creatives/${creativeId}/review`, { key: cluster.adminToken, body: { decision: 'approved', reason: 'cluster test' } })).status
+      if (reviewed !== 200) await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const approvedOn = async (base: string) => (await call(base, 'GET', `/openrtb/v2/creatives/${creativeId}`, { key })).body.data?.status === 'approved'
+    for (const node of cluster.nodes.slice(0, 3)) {
+      for (let i = 0; i < 100 && !(await approvedOn(node.url)); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    return { seat, key, creativeId }
   }
 
   /**
@@ -756,17 +777,7 @@ else {
   t.test('a bid taken through one node wins the spot another node decides, and is settled once across the cluster', async (t) => {
     const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
     const receiver = await startReceiver(t, true)
-    const key = (await onboard(cluster.frontUrl, 'book-buyer')).body.data.api_key.key as string
-    t.equal((await call(two.url, 'POST', '/admin/v1/seats/book-buyer/approve', { key: cluster.adminToken, body: {} })).status, 200, 'a DSP seat approved through node-2')
-    t.equal((await call(one.url, 'PUT', '/admin/v1/seats/book-buyer/rate-limits', { key: cluster.adminToken, body: { limits: { inventory: 100000, bidding: 100000, creatives: 100000 }, reason: 'cluster test' } })).status, 200)
-    const creativeId = (await call(one.url, 'POST', '/openrtb/v2/creatives', { key, body: { name: 'Book ad', content_type: 'image/png', creative_url: 'https://assets.invalid/book.png' } })).body.data.creative_id as string
-    let reviewed = 0
-    for (let i = 0; i < 100 && reviewed !== 200; i++) {
-      reviewed = (await call(two.url, 'POST', `/admin/v1/creatives/${creativeId}/review`, { key: cluster.adminToken, body: { decision: 'approved', reason: 'cluster test' } })).status
-      if (reviewed !== 200) await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-    const approvedOn = async (base: string) => (await call(base, 'GET', `/openrtb/v2/creatives/${creativeId}`, { key })).body.data?.status === 'approved'
-    for (let i = 0; i < 100 && !(await approvedOn(one.url)); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    const { key, creativeId } = await approvedBidder(t, 'book-buyer', { approvedThrough: two.url, writesThrough: one.url })
     const devices = (await call(one.url, 'GET', '/v1/partner/devices?limit=100', { key: screensPartner })).body.data.devices as Array<{ device_id: string, screen_id: string, embed_url: string }>
     const screens = ['d-20', 'd-21', 'd-22'].map((id) => devices.find((d) => d.device_id === id)!)
     const requests = (await call(one.url, 'GET', '/openrtb/v2/adslots?format=openrtb&limit=100', { key })).body.data.bid_requests as Array<{ imp: Array<{ id: string }>, ext: { trb: { screen_id: string } } }>
@@ -866,8 +877,12 @@ else {
     t.ok(stats.spend_usd > 0, `with its spend ($${stats.spend_usd})`)
   })
 
-  t.test('a node killed with -9 under onboarding, bidding and play load loses no acknowledged seat, key, bid or proof, and catches up when it rejoins', async (t) => {
+  t.test('a node killed with -9 under onboarding, bidding, spot and play load loses no acknowledged seat, key, campaign, bid, win, spend or proof, and catches up when it rejoins', async (t) => {
     const [one, two, three] = cluster.nodes as [LocalCluster['nodes'][number], LocalCluster['nodes'][number], LocalCluster['nodes'][number]]
+    // A seat a node's spots are won for, one a node: a seat's wins and spend are counted on the node that decided them,
+    // so what the survivors show for node-3's seat is only what node-3 shipped before it died.
+    const spotBuyers = { 'node-3': await approvedBidder(t, 'win-on-3', { approvedThrough: one.url, writesThrough: one.url }), 'node-1': await approvedBidder(t, 'win-on-1', { approvedThrough: one.url, writesThrough: one.url }) }
+    const campaignsAcked: Array<{ id: string, name: string, via: string }> = []
     const acknowledged: Array<{ seat: string, key: string, via: string }> = []
     const proofs: Array<{ proof_id: string, via: string }> = []
     let refused = 0
@@ -901,10 +916,11 @@ else {
     // A DSP bidding through node-3 on four screens and through node-1 on three, one bid at a time, each bid's markup
     // numbered: a screen's book must hold, on every survivor, a bid at least as new as the last one acknowledged.
     const bidDevices = ['d-23', 'd-24', 'd-25', 'd-26', 'd-27', 'd-28', 'd-29']
-    const devices = (await call(one.url, 'GET', '/v1/partner/devices?limit=100', { key: screensPartner })).body.data.devices as Array<{ device_id: string, screen_id: string, embed_url: string }>
-    const bidScreens = bidDevices.map((id) => devices.find((d) => d.device_id === id)!)
+    const fleet = (await call(one.url, 'GET', '/v1/partner/devices?limit=100', { key: screensPartner })).body.data.devices as Array<{ device_id: string, screen_id: string, embed_url: string }>
+    const bidScreens = bidDevices.map((id) => fleet.find((d) => d.device_id === id)!)
     const issued = (await call(one.url, 'GET', '/openrtb/v2/adslots?format=openrtb&limit=100', { key: bookBuyer!.key })).body.data.bid_requests as Array<{ imp: Array<{ id: string }>, ext: { trb: { screen_id: string } } }>
-    const bidImp = (screenId: string) => issued.find((r) => r.ext.trb.screen_id === screenId)!.imp[0]!.id
+    const impOf = (requests: typeof issued, screenId: string) => requests.find((r) => r.ext.trb.screen_id === screenId)!.imp[0]!.id
+    const bidImp = (screenId: string) => impOf(issued, screenId)
     const lastAcked = new Map<string, { n: number, via: string }>()
     let bidsAcked = 0
     let bidsSent = 0
@@ -923,7 +939,55 @@ else {
         }
       }
     }
-    const writers = [writer(one), writer(two), writer(three), writer(one), writer(two), writer(three), player(three, 'd-10'), player(one, 'd-11'), bidder(three, bidScreens.slice(0, 4)), bidder(one, bidScreens.slice(4))]
+    /**
+     * A DSP's bid and the spot it wins, then the play, through one node, screen after screen. A spot answered with the
+     * bid is an acknowledged win, a play answered billed an acknowledged spend; after each, the node's GET /stats shows
+     * the seat's spend, all of it that node's own: the survivors must show at least the last figure.
+     */
+    const winsAcked = new Map<string, number>()
+    const spendShown = new Map<string, number>()
+    let playsBilled = 0
+    let winBids = 0
+    const winner = async (node: typeof one, buyer: { seat: string, key: string, creativeId: string }, devices: string[]) => {
+      const screens = devices.map((id) => fleet.find((d) => d.device_id === id)!)
+      // An imp is the seat's: issued to it by its own walk of the adslots.
+      const requests = (await call(node.url, 'GET', '/openrtb/v2/adslots?format=openrtb&limit=100', { key: buyer.key })).body.data.bid_requests as typeof issued
+      for (let i = 0; performance.now() < stopAt; i++) {
+        const screen = screens[i % screens.length]!
+        const number = ++winBids
+        try {
+          const b = await call(node.url, 'POST', '/openrtb/v2/bid', { key: buyer.key, body: { id: `win-${number}`, seatbid: [{ bid: [{ id: `win-${number}`, impid: impOf(requests, screen.screen_id), price: 40, crid: buyer.creativeId, adm: `<i>${number}</i>` }] }] } })
+          if (b.status !== 200 || b.body.data.accepted !== 1) continue
+          const embed = new URL(screen.embed_url).pathname
+          const spot = await call(node.url, 'POST', `${embed}/spots`, { body: {} })
+          if (spot.status !== 201 || spot.body.data.adm !== `<i>${number}</i>`) continue
+          winsAcked.set(buyer.seat, (winsAcked.get(buyer.seat) ?? 0) + 1)
+          await call(node.url, 'POST', `${embed}/spots/${spot.body.data.spot_id as string}/events`, { body: { event: 'render_started' } })
+          const played = await call(node.url, 'POST', `${embed}/spots/${spot.body.data.spot_id as string}/events`, { body: { event: 'play_completed', duration_ms: 15_000 } })
+          if (played.status !== 200 || played.body.data.billed !== true) continue
+          playsBilled++
+          const stats = await call(node.url, 'GET', '/openrtb/v2/stats', { key: buyer.key })
+          if (stats.status === 200) spendShown.set(buyer.seat, Math.max(spendShown.get(buyer.seat) ?? 0, stats.body.data.spend_usd as number))
+        } catch {
+          if (node.pid === undefined) return
+        }
+      }
+    }
+    // Campaigns made through each node, starting tomorrow on a screen no spot here is decided on: they play nothing.
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)
+    const quietScreen = fleet.find((d) => d.device_id === 'd-4')!.screen_id
+    const planner = async (node: typeof one) => {
+      while (performance.now() < stopAt) {
+        const name = `Kill test ${node.id} ${n++}`
+        try {
+          const r = await call(node.url, 'POST', '/openrtb/v2/campaigns', { key: spotBuyers['node-1'].key, body: { creative_id: spotBuyers['node-1'].creativeId, name, budget_usd: 10, start_date: tomorrow, targeting: { screen_ids: [quietScreen] } } })
+          if (r.status === 201) campaignsAcked.push({ id: r.body.data.campaign_id, name, via: node.id })
+        } catch {
+          if (node.pid === undefined) return
+        }
+      }
+    }
+    const writers = [writer(one), writer(two), writer(three), writer(one), writer(two), writer(three), player(three, 'd-10'), player(one, 'd-11'), bidder(three, bidScreens.slice(0, 4)), bidder(one, bidScreens.slice(4)), winner(three, spotBuyers['node-3'], ['d-14', 'd-15']), winner(one, spotBuyers['node-1'], ['d-16', 'd-17']), planner(three), planner(one)]
     await new Promise((resolve) => setTimeout(resolve, 1500))
     const walkOnThree = await call(three.url, 'GET', '/openrtb/v2/adslots?format=screens&limit=5', { key: acknowledged[0]!.key })
     await three.kill('SIGKILL')
@@ -971,6 +1035,42 @@ else {
     const lostBids = await bookChecks([one, two])
     t.same(lostBids, [], `every screen's book holds its last acknowledged bid or a later one, on both survivors`)
     t.comment(`checked ${bidsAcked} acknowledged bids over ${lastAcked.size} screens on 2 survivors: ${lostBids.length} lost`)
+    /** What a node's GET /stats shows for a seat, once it shows at least want (the rows of the other nodes arrive within milliseconds). */
+    const statsOn = async (base: string, key: string, want: { wins: number, spend_usd: number }) => {
+      let shown = { wins: 0, spend_usd: 0 }
+      for (let i = 0; i < 50; i++) {
+        const d = (await call(base, 'GET', '/openrtb/v2/stats', { key })).body.data
+        shown = { wins: d?.wins ?? 0, spend_usd: d?.spend_usd ?? 0 }
+        if (shown.wins >= want.wins && shown.spend_usd >= want.spend_usd) break
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      return shown
+    }
+    const spendChecks = async (nodes: Array<typeof one>): Promise<string[]> => {
+      const short: string[] = []
+      for (const buyer of Object.values(spotBuyers)) {
+        const want = { wins: winsAcked.get(buyer.seat) ?? 0, spend_usd: spendShown.get(buyer.seat) ?? 0 }
+        for (const node of nodes) {
+          const shown = await statsOn(node.url, buyer.key, want)
+          if (shown.wins < want.wins || shown.spend_usd < want.spend_usd) short.push(`${buyer.seat} on ${node.id}: ${shown.wins} wins and $${shown.spend_usd} shown, ${want.wins} wins and $${want.spend_usd} acknowledged`)
+        }
+      }
+      return short
+    }
+    t.ok((winsAcked.get('win-on-3') ?? 0) > 0 && (spendShown.get('win-on-3') ?? 0) > 0, `node-3 acknowledged wins and billed plays before it died (${winsAcked.get('win-on-3') ?? 0} wins, $${spendShown.get('win-on-3') ?? 0} spent)`)
+    const lostSpend = await spendChecks([one, two])
+    t.same(lostSpend, [], 'every acknowledged win and every dollar of acknowledged spend is counted on both survivors')
+    t.comment(`checked ${[...winsAcked.values()].reduce((a, b) => a + b, 0)} acknowledged wins and ${playsBilled} billed plays of 2 seats on 2 survivors: ${lostSpend.length} short`)
+    t.ok(campaignsAcked.some((c) => c.via === 'node-3'), `node-3 acknowledged campaigns before it died (${campaignsAcked.filter((c) => c.via === 'node-3').length} of ${campaignsAcked.length})`)
+    const campaignOn = async (base: string, id: string) => (await call(base, 'GET', `/openrtb/v2/campaigns/${id}`, { key: spotBuyers['node-1'].key })).body.data?.name as string | undefined
+    const campaignChecks = async (nodes: Array<typeof one>): Promise<string[]> => {
+      const missing: string[] = []
+      for (const c of campaignsAcked) for (const node of nodes) if (await campaignOn(node.url, c.id) !== c.name) missing.push(`${c.id} (made through ${c.via}) on ${node.id}`)
+      return missing
+    }
+    const lostCampaigns = await campaignChecks([one, two])
+    t.same(lostCampaigns, [], `every one of ${campaignsAcked.length} acknowledged campaigns is on both survivors`)
+    t.comment(`checked ${campaignsAcked.length} acknowledged campaigns on 2 survivors: ${lostCampaigns.length} lost`)
     const throughFront = await Promise.all(Array.from({ length: 30 }, async () => seatStatus(cluster.frontUrl, acknowledged[0]!.key)))
     t.same(throughFront, throughFront.map(() => 200), 'HAProxy sends nothing to the dead node: 30 of 30 requests through the front answered')
 
@@ -1005,6 +1105,8 @@ else {
     for (const p of proofs) if (await proofOn(three.url, p.proof_id) === undefined) proofsMissingOnThree.push(p.proof_id)
     t.same(proofsMissingOnThree, [], 'and every acknowledged proof, its own included')
     t.same(await bookChecks([three]), [], 'and every screen\'s last acknowledged bid or a later one in its book, its own included')
+    t.same(await spendChecks([three]), [], 'and every acknowledged win and spend, its own included')
+    t.same(await campaignChecks([three]), [], 'and every acknowledged campaign, its own included')
     const adslots = async (base: string) => (await call(base, 'GET', '/openrtb/v2/adslots?format=screens&limit=100', { key: late.body.data.api_key.key })).body.data.screens.map((s: { screen_id: string }) => s.screen_id)
     const onOne = await adslots(one.url)
     t.ok(onOne.includes(screenWhileAway.body.data.screen_id), 'node-1 lists the screen registered while node-3 was down')

@@ -82,7 +82,7 @@ export async function startLocalCluster (options: LocalClusterOptions): Promise<
       TRUST_PROXY: '127.0.0.1',
       CLUSTER_NATS_URLS: engine.urls.join(','),
       CLUSTER_NODE_ID: `node-${i}`,
-      // The demo market needs its campaigns and bids on every node, which cluster mode does not do yet.
+      // One demo market runs against the front (scripts/cluster.ts), not one a node.
       DEMO_FLEET: '0'
     })
     for (let i = 1; i <= options.nodes; i++) nodes.push(await node(i))
