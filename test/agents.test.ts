@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import { GetMediaBuysResponseSchema } from '@adcp/client'
+import { GetMediaBuysResponseSchema, ListCreativesResponseSchema } from '@adcp/client'
 import t from 'tap'
-import { approvedCreative } from './helpers/creatives.js'
+import { approvedCreative, unapprovedCreative } from './helpers/creatives.js'
 import { deviceBody, registerDevices, registerPartner, sendAudience } from './helpers/fleet.js'
 import { startTestService, type TestService } from './helpers/service.js'
 
@@ -12,7 +12,7 @@ import { startTestService, type TestService } from './helpers/service.js'
 const run = promisify(execFile)
 const ACCEPT = 'application/json, text/event-stream'
 const DAY = 86_400_000
-const SCENARIOS = ['health_check', 'discovery', 'create_media_buy', 'full_sales_flow', 'creative_sync', 'error_handling', 'validation', 'temporal_validation', 'pricing_edge_cases', 'response_consistency']
+const SCENARIOS = ['health_check', 'capability_discovery', 'discovery', 'creative_flow', 'behavior_analysis', 'create_media_buy', 'full_sales_flow', 'creative_sync', 'error_handling', 'validation', 'temporal_validation', 'pricing_edge_cases', 'response_consistency']
 
 async function rpc (svc: TestService, key: string | undefined, message: unknown, headers: Record<string, string> = {}, query = '') {
   return await svc.request('POST', `/mcp${query}`, { ...(key !== undefined ? { key } : {}), headers: { accept: ACCEPT, ...headers }, raw: JSON.stringify(message) })
@@ -52,12 +52,12 @@ t.test('tools/list and get_adcp_capabilities for a seat key with mcp:tools, each
   const list = await rpc(svc, key, { jsonrpc: '2.0', id: 1, method: 'tools/list' })
   t.equal(list.status, 200)
   t.match(list.headers.get('content-type'), /application\/json/)
-  t.same(list.body.result.tools.map((tool: { name: string }) => tool.name), ['get_adcp_capabilities', 'get_products', 'list_creative_formats', 'list_authorized_properties', 'create_media_buy', 'update_media_buy', 'sync_creatives', 'get_media_buys', 'get_media_buy_delivery'])
+  t.same(list.body.result.tools.map((tool: { name: string }) => tool.name), ['get_adcp_capabilities', 'get_products', 'list_creative_formats', 'list_authorized_properties', 'create_media_buy', 'update_media_buy', 'sync_creatives', 'list_creatives', 'get_media_buys', 'get_media_buy_delivery'])
   t.ok(list.body.result.tools.every((tool: { inputSchema: { type: string } }) => tool.inputSchema.type === 'object'), 'input schemas come from schemas/')
   t.match(list.body.result.tools.find((tool: { name: string }) => tool.name === 'create_media_buy').inputSchema, { required: ['buyer_ref', 'packages', 'start_time', 'end_time'] })
   const caps = await rpc(svc, key, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'get_adcp_capabilities', arguments: { context: { trace: 't-1' } } } })
   t.equal(caps.status, 200)
-  t.match(caps.body.result.structuredContent, { adcp: { major_versions: [3] }, supported_protocols: ['media_buy'], account: { sandbox: true }, media_buy: { supported_pricing_models: ['cpm'], features: { inline_creative_management: true } }, context: { trace: 't-1' } })
+  t.match(caps.body.result.structuredContent, { adcp: { major_versions: [3] }, supported_protocols: ['media_buy', 'creative'], account: { sandbox: true }, media_buy: { supported_pricing_models: ['cpm'], features: { inline_creative_management: true } }, context: { trace: 't-1' } })
   t.same(JSON.parse(caps.body.result.content[0].text), caps.body.result.structuredContent, 'the same answer as text')
   const audit = await svc.admin('GET', '/admin/v1/audit')
   t.match(audit.body.data.events.find((e: { type: string }) => e.type === 'audit.agent.tool_called'), { actor: 'agent', subject: 'seat:agent_buyer', data: { tool: 'get_adcp_capabilities', key_id: String } })
@@ -87,7 +87,7 @@ t.test('refused: no key, a key without mcp:tools, bad arguments, unknown tools, 
   t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
 })
 
-t.test('the AdCP conformance runner passes every media-buy scenario', async (t) => {
+t.test('the AdCP conformance runner passes its media-buy, creative and capability scenarios', async (t) => {
   const svc = await startTestService(t)
   await market(svc)
   const { key } = await svc.onboard('conformance')
@@ -281,6 +281,89 @@ t.test('preferred and auction packages compete in the screens\' own waterfall, i
   t.match(raised.data.affected_packages, [{ package_id: 'pkg-1', bid_price: 25, budget: 0.2 }])
   t.match((await svc.request('GET', '/openrtb/v2/assignments', { key })).body.data.assignments.find((a: { line: string }) => a.line === 'auction'), { cpm: 25 }, 'the placement bids the new price')
   t.match(await play(), { tier: 'house' }, '$0.03 of budget left cannot pay for a play of eight viewers at the floor: the package stops')
+  t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
+})
+
+t.test('list_creatives: every creative of the seat, however registered, with its moderation and packages; filtered, sorted, paged', async (t) => {
+  const svc = await startTestService(t)
+  await market(svc)
+  const { key } = await svc.onboard('librarian')
+  const other = (await svc.onboard('neighbour')).key
+  const products = (await tool(svc, key, 'get_products', { brief: 'gyms in Austin' })).data.products
+  const buy = await tool(svc, key, 'create_media_buy', { buyer_ref: 'spring', brand: { domain: 'librarian.example' }, start_time: 'asap', end_time: new Date(svc.clock.now() + 7 * DAY).toISOString(), packages: [{ buyer_ref: 'gyms', product_id: products[0].product_id, pricing_option_id: 'cpm_fixed', budget: 500 }] })
+  t.equal(buy.error, false, JSON.stringify(buy.data))
+  const mediaBuyId = buy.data.media_buy_id as string
+  svc.clock.advance(1000)
+  const approvedId = await approvedCreative(svc, key, 'Approved through REST')
+  svc.clock.advance(1000)
+  const waitingId = await unapprovedCreative(svc, key)
+  svc.clock.advance(1000)
+  const synced = await tool(svc, key, 'sync_creatives', {
+    creatives: [{ creative_id: 'lib-a', name: 'Library A', format_id: 'dooh_1920x1080_15s', assets: { primary: { url: 'https://assets.invalid/a.png', format: 'png', width: 1920, height: 1080 } } }],
+    assignments: { 'lib-a': [`${mediaBuyId}/pkg-0`] }
+  })
+  t.equal(synced.error, false)
+  svc.clock.advance(1000)
+  t.equal((await tool(svc, key, 'sync_creatives', { creatives: [{ creative_id: 'lib-b', name: 'Library B', assets: { primary: { url: 'https://assets.invalid/b.png', format: 'png' } } }] })).error, false)
+  await svc.service.moderator.idle()
+  await approvedCreative(svc, other, 'Another seat\'s')
+
+  const all = await tool(svc, key, 'list_creatives', { context: { trace: 'l-1' } })
+  t.equal(all.error, false)
+  t.ok(ListCreativesResponseSchema.safeParse(all.data).success, 'list_creatives answers AdCP\'s schema')
+  t.same(all.data.creatives.map((c: { creative_id: string }) => c.creative_id), ['lib-b', 'lib-a', waitingId, approvedId], 'the seat\'s four, newest first, by the buyer\'s creative_id where it synced one; not the other seat\'s')
+  t.match(all.data, { query_summary: { total_matching: 4, returned: 4, filters_applied: [], sort_applied: { field: 'created_date', direction: 'desc' } }, pagination: { has_more: false, total_count: 4 }, status_summary: { approved: 1, rejected: 2, processing: 1, pending_review: 0 }, context: { trace: 'l-1' } })
+  const [b, a, waiting, approved] = all.data.creatives
+  t.match(a, { name: 'Library A', status: 'rejected', format_id: { id: 'dooh', agent_url: `${svc.url}/mcp` }, assignments: { assignment_count: 1, assigned_packages: [{ package_id: 'pkg-0', buyer_ref: 'gyms', assigned_date: String }] }, ext: { oohbid: { platform_id: synced.data.creatives[0].platform_id, moderation_status: 'rejected', rejection_reason: /could not be fetched/ } } }, 'a rejected creative says why, and which package names it')
+  t.match(b, { status: 'rejected', assignments: { assignment_count: 0, assigned_packages: [] } })
+  t.match(waiting, { status: 'processing', ext: { oohbid: { moderation_status: 'awaiting_upload' } } }, 'an upload not yet made is processing')
+  t.match(approved, { status: 'approved', name: 'Approved through REST' })
+  t.notOk('rejection_reason' in approved.ext.oohbid)
+
+  const ids = async (args: Record<string, unknown>) => {
+    const r = await tool(svc, key, 'list_creatives', args)
+    if (r.error) t.fail(JSON.stringify(r.data))
+    return r.data.creatives.map((c: { creative_id: string }) => c.creative_id)
+  }
+  t.same(await ids({ filters: { statuses: ['rejected'] } }), ['lib-b', 'lib-a'])
+  t.same(await ids({ filters: { statuses: ['approved', 'processing'] } }), [waitingId, approvedId])
+  t.same(await ids({ filters: { name_contains: 'library' } }), ['lib-b', 'lib-a'], 'name_contains ignores case')
+  t.same(await ids({ filters: { creative_ids: ['lib-a', approvedId, 'nobody'] } }), ['lib-a', approvedId], 'by the buyer\'s id or the platform\'s')
+  t.same(await ids({ filters: { media_buy_ids: [mediaBuyId] } }), ['lib-a'])
+  t.same(await ids({ filters: { buyer_refs: ['spring'] } }), ['lib-a'])
+  t.same(await ids({ filters: { assigned_to_packages: ['gyms'] } }), ['lib-a'], 'a package by its buyer_ref')
+  t.same(await ids({ filters: { unassigned: true, statuses: ['rejected'] } }), ['lib-b'], 'filters combine')
+  t.same(await ids({ filters: { format_types: ['video'] } }), [])
+  t.same(await ids({ filters: { created_before: all.data.creatives[1].created_date } }), [waitingId, approvedId])
+  t.same(await ids({ filters: { created_after: all.data.creatives[1].created_date } }), ['lib-b'], 'the bounds are exclusive')
+  t.same(await ids({ sort: { field: 'name', direction: 'asc' } }), [approvedId, 'lib-a', 'lib-b', waitingId], 'by name: Approved, Library A, Library B, Not yet')
+  t.equal((await ids({ sort: { field: 'assignment_count' } }))[0], 'lib-a', 'the assigned one first')
+  t.equal((await ids({ sort: { field: 'assignment_count', direction: 'asc' } }))[3], 'lib-a', 'and last, ascending')
+  t.same((await ids({ sort: { field: 'created_date', direction: 'asc' } })).slice(0, 2), [approvedId, waitingId], 'oldest first')
+
+  const pages: string[] = []
+  let cursor: string | undefined
+  for (let i = 0; i < 5; i++) {
+    const r = await tool(svc, key, 'list_creatives', { pagination: { max_results: 3, ...(cursor !== undefined ? { cursor } : {}) } })
+    pages.push(...r.data.creatives.map((c: { creative_id: string }) => c.creative_id))
+    if (i === 0) {
+      t.match(r.data.pagination, { has_more: true, total_count: 4, cursor: String })
+      // A creative synced between pages is newer than the cursor: the next page neither repeats nor skips one.
+      svc.clock.advance(1000)
+      await tool(svc, key, 'sync_creatives', { creatives: [{ creative_id: 'lib-c', name: 'Library C', assets: { primary: { url: 'https://assets.invalid/c.png', format: 'png' } } }] })
+    }
+    cursor = r.data.pagination.cursor
+    if (r.data.pagination.has_more !== true) break
+  }
+  t.same(pages, ['lib-b', 'lib-a', waitingId, approvedId], 'three, then the last one, whatever was synced meanwhile')
+
+  const before = svc.snapshot()
+  t.match(await tool(svc, key, 'list_creatives', { pagination: { cursor: 'not-a-cursor' } }), { error: true, data: { errors: [{ code: 'invalid_parameter', field: 'pagination.cursor' }] } })
+  t.match(await tool(svc, key, 'list_creatives', { filters: { statuses: ['lost'] } }), { error: true, data: { errors: [{ message: /statuses/ }] } })
+  t.match(await tool(svc, key, 'list_creatives', { filters: { created_after: 'yesterday' } }), { error: true, data: { errors: [{ field: 'filters.created_after' }] } })
+  t.match(await tool(svc, key, 'list_creatives', { pagination: { max_results: 0 } }), { error: true })
+  t.match(await tool(svc, key, 'list_creatives', { account: { account_id: 'neighbour' } }), { error: true, data: { errors: [{ code: 'not_authorized' }] } })
+  t.same({ ...svc.snapshot(), outbox: 0, audit: 0 }, { ...before, outbox: 0, audit: 0 }, 'refusals write nothing but the audit trail')
   t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
 })
 

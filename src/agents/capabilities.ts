@@ -7,12 +7,15 @@ export const ADCP_MAJOR_VERSION = 3
  * get_adcp_capabilities: a DOOH media-buy sales agent. Prices are CPM per 1,000 impressions, an impression being a
  * play times the screen's audience multiplier (OpenRTB 2.6 DOOH imp.qty.multiplier): fixed (guaranteed and preferred
  * products) or bid (auction products). Video creatives are VAST 4.2. account.sandbox says whether the calling seat is
- * a sandbox seat.
+ * a sandbox seat. supports_compliance: every creative is moderated before it plays (its status and reasons in
+ * list_creatives).
  */
 export function capabilities (seat: SeatRecord): Record<string, unknown> {
   return {
     adcp: { major_versions: [ADCP_MAJOR_VERSION] },
-    supported_protocols: ['media_buy'],
+    // The creative protocol as a creative library: formats (list_creative_formats) and the seat's creatives with their
+    // moderation (list_creatives); no generation or transformation.
+    supported_protocols: ['media_buy', 'creative'],
     account: { supported_billing: ['operator'], sandbox: seat.status === 'sandbox' },
     media_buy: {
       supported_pricing_models: ['cpm'],
@@ -23,6 +26,7 @@ export function capabilities (seat: SeatRecord): Record<string, unknown> {
         creative_specs: { vast_versions: ['4.2'] },
         targeting: { geo_countries: true, geo_regions: true }
       }
-    }
+    },
+    creative: { has_creative_library: true, supports_compliance: true, supports_generation: false, supports_transformation: false }
   }
 }

@@ -170,6 +170,20 @@ export function knownFormat (call: ToolCall, id: string): boolean {
   return formatTable(call).has(id)
 }
 
+/**
+ * The format_id a creative of this size is listed under: the first format on sale of that size, else one naming the
+ * size alone (it plays letterboxed), else, before its asset is read, the id `dooh` (any screen).
+ */
+export function formatOfSize (call: ToolCall, width: number | undefined, height: number | undefined): Record<string, unknown> {
+  const agentUrl = `${call.config.baseUrl}/mcp`
+  if (width === undefined || height === undefined) return { agent_url: agentUrl, id: 'dooh' }
+  for (const f of formatTable(call).values()) {
+    const id = f.format_id as { width: number, height: number }
+    if (id.width === width && id.height === height) return f.format_id as Record<string, unknown>
+  }
+  return { agent_url: agentUrl, id: `dooh_${width}x${height}`, width, height }
+}
+
 /** list_creative_formats: one format per display size and slot length among the screens on sale. */
 export function creativeFormats (call: ToolCall): Record<string, unknown> {
   return { formats: [...formatTable(call).values()] }

@@ -10,6 +10,13 @@ export function adcpStatusOf (status: CreativeRecord['status']): string {
   return { approved: 'approved', rejected: 'rejected', pending_moderation: 'pending_review', needs_review: 'pending_review', awaiting_upload: 'processing' }[status] ?? 'processing'
 }
 
+/** Why moderation or a reviewer turned a creative down, as one line. */
+export function rejectionOf (c: CreativeRecord): string | undefined {
+  if (c.status !== 'rejected') return undefined
+  const review = c.reviews?.at(-1)
+  return review?.reason ?? c.failure ?? c.moderation?.reasons?.join('; ')
+}
+
 /** What syncing one creative did: the creative (when there is one), AdCP's action, and why it failed or what to know. */
 export interface Upserted {
   creative?: CreativeRecord

@@ -2,20 +2,12 @@ import { iso } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { GetMediaBuysRequest } from '../generated/types.js'
 import { seatCreativeByCrid } from '../creatives/register.js'
-import type { CreativeRecord } from '../creatives/records.js'
 import { checkAccount, type ToolCall } from './call.js'
-import { adcpStatusOf } from './creative-upsert.js'
+import { adcpStatusOf, rejectionOf } from './creative-upsert.js'
 import { packageFigures } from './delivery.js'
 import { namedBuys, statusOf } from './media-buys.js'
 
 const PAGE = 50
-
-/** Why moderation or a reviewer turned a creative down, as one line. */
-function rejectionOf (c: CreativeRecord): string | undefined {
-  if (c.status !== 'rejected') return undefined
-  const review = c.reviews?.at(-1)
-  return review?.reason ?? c.failure ?? c.moderation?.reasons?.join('; ')
-}
 
 /**
  * get_media_buys: the seat's media buys with their status and packages, each creative's approval as moderation left

@@ -182,9 +182,15 @@ function openPackage (call: ToolCall, buy: MediaBuyRecord, p: MediaBuyPackageReq
     screen_ids: screens.map((s) => s.screen_id),
     spots_per_day: bought.spots,
     impressions: bought.impressions,
-    creative_ids: [...new Set(p.creative_ids ?? [])],
+    ...named(undefined, p.creative_ids ?? [], iso(call.now)),
     paused: false
   }
+}
+
+/** A package's creatives and when each was first attached: one named again keeps its date. */
+function named (p: Pick<PackageRecord, 'assigned_at'> | undefined, ids: readonly string[], at: string): Pick<PackageRecord, 'creative_ids' | 'assigned_at'> {
+  const creativeIds = [...new Set(ids)]
+  return { creative_ids: creativeIds, assigned_at: Object.fromEntries(creativeIds.map((id) => [id, p?.assigned_at?.[id] ?? at])) }
 }
 
 /** The approved creative a package not yet activated would play, if it can be activated now. */
@@ -271,9 +277,8 @@ export function createMediaBuy (call: ToolCall, args: Record<string, unknown>): 
         const done = upsertCreative(call, c)
         if (done.action === 'failed') throw new ApiError('invalid_parameter', done.errors.join(' '), { param: `packages.${i}.creatives.${j}` })
         if (done.action === 'created') created.push(done.creative!.creative_id)
-        if (!pkg.creative_ids.includes(c.creative_id)) pkg.creative_ids.push(c.creative_id)
       }
-      return pkg
+      return { ...pkg, ...named(pkg, [...pkg.creative_ids, ...(p.creatives ?? []).map((c) => c.creative_id)], stamp) }
     })
     activate(call, buy, call.now)
     call.store.mediaBuys.putSync(buy.media_buy_id, buy)
@@ -307,7 +312,7 @@ export function attachCreative (call: ToolCall, creativeId: string, ref: string)
   const buy = owners[0]!
   const p = buy.packages.find((x) => x.package_id === packageId || x.buyer_ref === packageId)!
   if (p.campaign_id !== undefined) return p.creative_ids.includes(creativeId) ? undefined : `Package ${p.package_id} already plays another creative.`
-  if (!p.creative_ids.includes(creativeId)) p.creative_ids.push(creativeId)
+  Object.assign(p, named(p, [...p.creative_ids, creativeId], iso(call.now)))
   activate(call, buy, call.now)
   buy.updated_at = iso(call.now)
   call.store.mediaBuys.putSync(buy.media_buy_id, buy)
@@ -348,7 +353,7 @@ export function namedBuys (call: Pick<ToolCall, 'store' | 'seat'>, req: { media_
 }
 
 /** The seat's media buys, newest first. */
-function seatMediaBuys (store: Store, seatId: string): MediaBuyRecord[] {
+export function seatMediaBuys (store: Store, seatId: string): MediaBuyRecord[] {
   const seat = seatId.toLowerCase()
   return [...store.bySeat.getRange({ start: ['media_buy', seat], end: ['media_buy', seat + '\u0000'] } as never)]
     .map(({ value }) => store.mediaBuys.get(value as string)).filter((b): b is MediaBuyRecord => b !== undefined)
@@ -408,7 +413,7 @@ function changePackage (call: ToolCall, buy: MediaBuyRecord, before: PackageReco
   if (a !== undefined && p.sale !== 'guaranteed') setPlacementTerms(call.store, a, { spots_per_day: p.spots_per_day, cpm: p.rate, pacing: p.pacing, dayparts: p.dayparts })
   if (change.creative_ids !== undefined) {
     if (p.campaign_id !== undefined) throw new ApiError('invalid_transition', `Package ${p.package_id} already plays creative ${campaign?.creative_id ?? ''}; make a new package (or media buy) for another creative.`, { param: `${at}.creative_ids` })
-    p = { ...p, creative_ids: [...new Set(change.creative_ids)] }
+    p = { ...p, ...named(p, change.creative_ids, iso(call.now)) }
   }
   if (change.paused !== undefined && change.paused !== p.paused) {
     if (!buy.paused) pausePackage(call, p, change.paused)

@@ -32,6 +32,8 @@ export interface PackageRecord {
   impressions: number
   /** The creatives the buyer attached, by the buyer's creative_id. */
   creative_ids: string[]
+  /** When each was attached (ISO), by creative_id; a package kept before this was recorded has none (list_creatives then gives its buy's created_at). */
+  assigned_at?: Record<string, string>
   paused: boolean
   /** Set once an attached creative is approved: the campaign and the placement it became. */
   campaign_id?: string

@@ -2,6 +2,7 @@ import type { SchemaTitle } from '../generated/schemas.js'
 import type { ToolCall } from './call.js'
 import { capabilities } from './capabilities.js'
 import { authorizedProperties, creativeFormats, products } from './catalog.js'
+import { listCreatives } from './creative-list.js'
 import { syncCreatives } from './creatives.js'
 import { mediaBuyDelivery } from './delivery.js'
 import { getMediaBuys } from './media-buy-list.js'
@@ -19,7 +20,7 @@ export interface Tool {
 export const TOOLS: Tool[] = [
   {
     name: 'get_adcp_capabilities',
-    description: 'What this DOOH sales agent supports: AdCP version, protocols (media_buy), pricing (CPM per 1,000 impressions, DOOH multipliers), reporting, creative specs and targeting.',
+    description: 'What this DOOH sales agent supports: AdCP version, protocols (media_buy, and creative as a library of moderated creatives), pricing (CPM per 1,000 impressions, DOOH multipliers), reporting, creative specs and targeting.',
     input: 'AdcpCapabilitiesRequest',
     run: (call) => capabilities(call.seat)
   },
@@ -58,6 +59,12 @@ export const TOOLS: Tool[] = [
     description: 'Creates creatives by the buyer\'s creative_id (each goes through moderation, reported as its status) and attaches them to packages.',
     input: 'SyncCreativesRequest',
     run: syncCreatives
+  },
+  {
+    name: 'list_creatives',
+    description: 'The seat\'s creatives however they were registered, each with its moderation status (processing, pending_review, approved, rejected with the reason) and the packages it is assigned to; filters by status, id, name, dates and media buy or package, sorts, and pages.',
+    input: 'ListCreativesRequest',
+    run: listCreatives
   },
   {
     name: 'get_media_buys',
