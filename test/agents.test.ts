@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import { GetMediaBuysResponseSchema, ListCreativesResponseSchema } from '@adcp/client'
+import { GetMediaBuysResponseSchema, ListCreativesResponseSchema, ProvidePerformanceFeedbackResponseSchema } from '@adcp/client'
 import t from 'tap'
 import { approvedCreative, unapprovedCreative } from './helpers/creatives.js'
 import { deviceBody, registerDevices, registerPartner, sendAudience } from './helpers/fleet.js'
@@ -52,7 +52,7 @@ t.test('tools/list and get_adcp_capabilities for a seat key with mcp:tools, each
   const list = await rpc(svc, key, { jsonrpc: '2.0', id: 1, method: 'tools/list' })
   t.equal(list.status, 200)
   t.match(list.headers.get('content-type'), /application\/json/)
-  t.same(list.body.result.tools.map((tool: { name: string }) => tool.name), ['get_adcp_capabilities', 'get_products', 'list_creative_formats', 'list_authorized_properties', 'create_media_buy', 'update_media_buy', 'sync_creatives', 'list_creatives', 'get_media_buys', 'get_media_buy_delivery'])
+  t.same(list.body.result.tools.map((tool: { name: string }) => tool.name), ['get_adcp_capabilities', 'get_products', 'list_creative_formats', 'list_authorized_properties', 'create_media_buy', 'update_media_buy', 'sync_creatives', 'list_creatives', 'get_media_buys', 'get_media_buy_delivery', 'provide_performance_feedback', 'sync_audiences'])
   t.ok(list.body.result.tools.every((tool: { inputSchema: { type: string } }) => tool.inputSchema.type === 'object'), 'input schemas come from schemas/')
   t.match(list.body.result.tools.find((tool: { name: string }) => tool.name === 'create_media_buy').inputSchema, { required: ['buyer_ref', 'packages', 'start_time', 'end_time'] })
   const caps = await rpc(svc, key, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'get_adcp_capabilities', arguments: { context: { trace: 't-1' } } } })
@@ -365,6 +365,72 @@ t.test('list_creatives: every creative of the seat, however registered, with its
   t.match(await tool(svc, key, 'list_creatives', { account: { account_id: 'neighbour' } }), { error: true, data: { errors: [{ code: 'not_authorized' }] } })
   t.same({ ...svc.snapshot(), outbox: 0, audit: 0 }, { ...before, outbox: 0, audit: 0 }, 'refusals write nothing but the audit trail')
   t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
+})
+
+t.test('provide_performance_feedback: kept with the buy, shown in its delivery, and ranking that buyer\'s products', async (t) => {
+  const svc = await startTestService(t)
+  await market(svc)
+  const { key } = await svc.onboard('rater')
+  const neighbour = (await svc.onboard('unrated')).key
+  const austin = (await tool(svc, key, 'get_products', { brief: 'gyms in Austin' })).data.products
+  const buy = await tool(svc, key, 'create_media_buy', { buyer_ref: 'rated', start_time: 'asap', end_time: new Date(svc.clock.now() + 7 * DAY).toISOString(), packages: [{ buyer_ref: 'austin-gyms', product_id: austin[0].product_id, pricing_option_id: 'cpm_fixed', budget: 500 }] })
+  t.equal(buy.error, false, JSON.stringify(buy.data))
+  const mediaBuyId = buy.data.media_buy_id as string
+  /** The venue types of the wholesale catalog's segments in the order get_products lists them, and their ratings. */
+  const segments = async (k = key) => {
+    const products = (await tool(svc, k, 'get_products', { buying_mode: 'wholesale' })).data.products as Array<{ product_id: string, ext: { oohbid: { venue_type: string, buyer_performance_index?: number } } }>
+    return [...new Map(products.map((p) => [p.ext.oohbid.venue_type, p.ext.oohbid.buyer_performance_index])).entries()]
+  }
+  const unrated = await segments()
+  t.same(unrated.map(([venue]) => venue).sort(), ['airport', 'gym'])
+  t.ok(unrated.every(([, index]) => index === undefined), 'nothing rated yet')
+  svc.clock.advance(DAY)
+  const period = { start: new Date(svc.clock.now() - DAY).toISOString(), end: new Date(svc.clock.now() - 1000).toISOString() }
+  const poor = await tool(svc, key, 'provide_performance_feedback', { media_buy_id: mediaBuyId, measurement_period: period, performance_index: 0.5, metric_type: 'brand_lift', feedback_source: 'third_party_measurement', context: { trace: 'f-1' } })
+  t.equal(poor.error, false, JSON.stringify(poor.data))
+  t.ok(ProvidePerformanceFeedbackResponseSchema.safeParse(poor.data).success, 'answers AdCP\'s schema')
+  t.match(poor.data, { success: true, context: { trace: 'f-1' } })
+  t.same(await segments(), [['airport', undefined], ['gym', 0.5]], 'gyms, rated 0.5 by this buyer (Austin gyms tell about US gyms), come after the airport it did not rate')
+  const good = await tool(svc, key, 'provide_performance_feedback', { buyer_ref: 'rated', package_id: 'austin-gyms', measurement_period: period, performance_index: 1.9, creative_id: 'spot-1' })
+  t.equal(good.error, false, JSON.stringify(good.data))
+  t.same(await segments(), [['gym', 1.2], ['airport', undefined]], 'a package rated 1.9 beside it: the mean, 1.2, puts gyms first')
+  t.same(await segments(neighbour), unrated, 'another buyer\'s catalog is not moved by this buyer\'s ratings')
+  const delivery = await tool(svc, key, 'get_media_buy_delivery', { media_buy_ids: [mediaBuyId] })
+  t.match(delivery.data.media_buy_deliveries[0].by_package[0].ext.oohbid.performance_feedback, { performance_index: 1.9, metric_type: 'overall_performance', feedback_source: 'buyer_attribution', measurement_period: period, creative_id: 'spot-1', ratings: 2 }, 'the package\'s delivery shows its latest rating and how many it has')
+
+  const before = svc.snapshot()
+  const refusals: Array<[string, Record<string, unknown>, string | RegExp, string | undefined]> = [
+    ['a period that ends before it starts', { media_buy_id: mediaBuyId, measurement_period: { start: period.end, end: period.start }, performance_index: 1 }, 'invalid_parameter', 'measurement_period.end'],
+    ['a period not over yet', { media_buy_id: mediaBuyId, measurement_period: { start: period.start, end: new Date(svc.clock.now() + DAY).toISOString() }, performance_index: 1 }, 'invalid_parameter', 'measurement_period.end'],
+    ['a start that is no date', { media_buy_id: mediaBuyId, measurement_period: { start: 'monday', end: period.end }, performance_index: 1 }, 'invalid_parameter', 'measurement_period.start'],
+    ['a package the buy does not have', { media_buy_id: mediaBuyId, package_id: 'pkg-9', measurement_period: period, performance_index: 1 }, 'package_not_found', 'package_id'],
+    ['no media buy named', { measurement_period: period, performance_index: 1 }, 'invalid_parameter', 'media_buy_id'],
+    ['an unknown media buy', { media_buy_id: 'mb_nope', measurement_period: period, performance_index: 1 }, 'media_buy_not_found', 'media_buy_id'],
+    ['a negative index', { media_buy_id: mediaBuyId, measurement_period: period, performance_index: -1 }, /./, undefined],
+    ['no index', { media_buy_id: mediaBuyId, measurement_period: period }, /./, undefined],
+    ['a metric AdCP does not name', { media_buy_id: mediaBuyId, measurement_period: period, performance_index: 1, metric_type: 'vibes' }, /./, undefined]
+  ]
+  for (const [name, args, code, field] of refusals) {
+    const r = await tool(svc, key, 'provide_performance_feedback', args)
+    t.equal(r.error, true, name)
+    t.match(r.data.errors?.[0], { code, ...(field !== undefined ? { field } : {}) }, name)
+  }
+  t.match(await tool(svc, neighbour, 'provide_performance_feedback', { media_buy_id: mediaBuyId, measurement_period: period, performance_index: 0 }), { error: true, data: { errors: [{ code: 'media_buy_not_found' }] } }, 'another seat cannot rate this buyer\'s buy')
+  t.same({ ...svc.snapshot(), outbox: 0, audit: 0 }, { ...before, outbox: 0, audit: 0 }, 'refusals write nothing but the audit trail')
+  t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
+})
+
+t.test('sync_audiences is refused, saying why and what to target instead; nothing is kept', async (t) => {
+  const svc = await startTestService(t)
+  const { key } = await svc.onboard('crm_buyer')
+  const before = svc.snapshot()
+  const r = await tool(svc, key, 'sync_audiences', { audiences: [{ audience_id: 'loyal', add: [{ hashed_email: 'a'.repeat(64) }] }], context: { trace: 'a-1' } })
+  t.equal(r.error, true)
+  t.match(r.data, { errors: [{ code: 'unsupported_feature', field: 'audiences', message: /never identified.*venue types/s }], context: { trace: 'a-1' } })
+  t.match(await tool(svc, key, 'sync_audiences', { account: { account_id: 'someone_else' } }), { error: true, data: { errors: [{ code: 'not_authorized' }] } }, 'another account is refused first, as everywhere')
+  t.same({ ...svc.snapshot(), outbox: 0, audit: 0 }, { ...before, outbox: 0, audit: 0 }, 'nothing kept')
+  const caps = await tool(svc, key, 'get_adcp_capabilities', {})
+  t.equal(caps.data.media_buy.features.audience_targeting, false, 'and the capabilities say so')
 })
 
 t.test('another seat\'s media buy is not reachable through the tools', async (t) => {

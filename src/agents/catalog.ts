@@ -7,6 +7,7 @@ import { publisherDomainOf, sellers } from '../inventory/sellers.js'
 import { deliveryTypeOf, formatIdOf, guidanceOf, impressionsPerPlay, maxGuaranteedBudget, openSpots, PRICING_OPTION, priceOf, productIdOf, productScreens, QUOTE_DAYS, SALES, segmentIdOf, type ProductKey } from './products.js'
 import type { Sale } from './records.js'
 import { checkAccount, type ToolCall } from './call.js'
+import { segmentRatings } from './performance-feedback.js'
 
 /** Budgets each product's forecast is given at, in USD. */
 const FORECAST_BUDGETS = [1_000, 5_000, 25_000]
@@ -76,7 +77,10 @@ export async function products (call: ToolCall, args: Record<string, unknown>): 
   const request = args as GetProductsRequest
   checkAccount(call, request.account)
   const sales = wanted(request)
-  const segments = sales.length > 0 ? segmentsOf(call, request) : []
+  // This buyer's ratings of what it bought (provide_performance_feedback) move the segments it rated above 1 ahead of
+  // the ones it did not rate, and those it rated below 1 after them; otherwise the brief's best match comes first.
+  const rating = segmentRatings(call)
+  const segments = (sales.length > 0 ? segmentsOf(call, request) : []).map((segment) => ({ ...segment, rated: rating(segment.key) })).sort((a, b) => (b.rated ?? 1) - (a.rated ?? 1))
   const today = Math.floor(call.now / DAY) * DAY
   const start = iso(today + DAY).slice(0, 10)
   const end = iso(today + QUOTE_DAYS * DAY).slice(0, 10)
@@ -132,7 +136,8 @@ export async function products (call: ToolCall, args: Record<string, unknown>): 
             floor_cpm: { min: Math.min(...floors), max: Math.max(...floors) },
             impressions_per_play: Math.round(perPlay * 100) / 100,
             max_budget_usd: sale === 'guaranteed' ? maxGuaranteedBudget(call.store, screens, start, end, price.cpm, call.now) : most,
-            ...(guidance !== undefined ? { market_cpm: guidance } : {})
+            ...(guidance !== undefined ? { market_cpm: guidance } : {}),
+            ...(segment.rated !== undefined ? { buyer_performance_index: segment.rated } : {})
           }
         }
       }

@@ -8,6 +8,7 @@ import { fromMicros } from '../bidding/auction/money.js'
 import type { Store } from '../store/store.js'
 import type { ToolCall } from './call.js'
 import { namedBuys, statusOf } from './media-buys.js'
+import { packageFeedback } from './performance-feedback.js'
 import type { MediaBuyRecord, PackageRecord } from './records.js'
 
 /**
@@ -81,7 +82,7 @@ export async function mediaBuyDelivery (call: ToolCall, args: Record<string, unk
         rate: p.sale === 'auction' && f.impressions > 0 ? round((f.spend / f.impressions) * 1000) : p.rate,
         currency: 'USD',
         paused: p.paused || buy.paused,
-        ext: { oohbid: { campaign_id: p.campaign_id ?? null, plays: plays?.plays ?? null, screens: plays?.screens ?? null, proofs: plays?.proofs ?? null, givt_passed: plays?.givt_passed ?? null } }
+        ext: { oohbid: { campaign_id: p.campaign_id ?? null, plays: plays?.plays ?? null, screens: plays?.screens ?? null, proofs: plays?.proofs ?? null, givt_passed: plays?.givt_passed ?? null, performance_feedback: packageFeedback(buy, p) } }
       }
     })
     const impressions = packages.reduce((s, p) => s + p.impressions, 0)

@@ -26,14 +26,14 @@ function serverFor (call: ToolCall): Server {
     if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `No tool ${request.params.name}; tools/list names them.`)
     const args = request.params.arguments ?? {}
     if (!call.dryRun) call.store.write(() => call.outbox.append('audit.agent.tool_called', `seat:${call.seat.seat_id}`, { actor: 'agent', key_id: call.keyId, tool: tool.name }, call.seat.seat_id))
+    // AdCP's context is the caller's own: every answer, a refusal too, carries it back unchanged.
+    const withContext = (data: Record<string, unknown>) => args.context !== undefined ? { ...data, context: args.context } : data
     try {
       validate(tool.input, args)
-      const data = await tool.run(call, args)
-      // AdCP's context is the caller's own: every answer carries it back unchanged.
-      return answer(args.context !== undefined ? { ...data, context: args.context } : data)
+      return answer(withContext(await tool.run(call, args)))
     } catch (err) {
       // AdCP's error shape: the failure is the task's answer, so an agent can read and correct it.
-      if (err instanceof ApiError) return answer({ errors: [{ code: err.code, message: err.message, ...(err.extras.param !== undefined ? { field: err.extras.param } : {}) }] }, true)
+      if (err instanceof ApiError) return answer(withContext({ errors: [{ code: err.code, message: err.message, ...(err.extras.param !== undefined ? { field: err.extras.param } : {}) }] }), true)
       throw err
     }
   })

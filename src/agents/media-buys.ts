@@ -320,7 +320,7 @@ export function attachCreative (call: ToolCall, creativeId: string, ref: string)
 }
 
 /** The seat's media buy by id or buyer_ref; 404 media_buy_not_found when it is unknown or another seat's. */
-function seatMediaBuy (store: Store, seatId: string, ref: { media_buy_id?: string, buyer_ref?: string }, param = 'media_buy_id'): MediaBuyRecord {
+export function seatMediaBuy (store: Store, seatId: string, ref: { media_buy_id?: string, buyer_ref?: string }, param = 'media_buy_id'): MediaBuyRecord {
   const own = (b: MediaBuyRecord | undefined) => b !== undefined && b.seat_id.toLowerCase() === seatId.toLowerCase() ? b : undefined
   const buy = ref.media_buy_id !== undefined
     ? own(store.mediaBuys.get(ref.media_buy_id))

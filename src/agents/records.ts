@@ -40,6 +40,19 @@ export interface PackageRecord {
   assignment_id?: string
 }
 
+/** A buyer's rating of how a media buy, or one package of it, performed over a period (provide_performance_feedback). */
+export interface FeedbackRecord {
+  /** The package it is about; none: every package of the buy. */
+  package_id?: string
+  creative_id?: string
+  start: string
+  end: string
+  performance_index: number
+  metric_type: string
+  feedback_source: string
+  received_at: string
+}
+
 export interface MediaBuyRecord {
   media_buy_id: string
   seat_id: string
@@ -52,6 +65,8 @@ export interface MediaBuyRecord {
   end_date: string
   paused: boolean
   packages: PackageRecord[]
+  /** The buyer's feedback, oldest first, the last FEEDBACK_KEPT (src/agents/performance-feedback.ts). */
+  feedback?: FeedbackRecord[]
   created_at: string
   updated_at: string
 }

@@ -7,6 +7,8 @@ import { syncCreatives } from './creatives.js'
 import { mediaBuyDelivery } from './delivery.js'
 import { getMediaBuys } from './media-buy-list.js'
 import { createMediaBuy, updateMediaBuy } from './media-buys.js'
+import { provideFeedback } from './performance-feedback.js'
+import { refuseAudiences } from './audiences.js'
 
 /** An AdCP task offered as an MCP tool: its input schema (in schemas/) and what it answers. */
 export interface Tool {
@@ -77,5 +79,17 @@ export const TOOLS: Tool[] = [
     description: 'Impressions, spend, plays and proofs of play of the seat\'s media buys, per buy and package.',
     input: 'GetMediaBuyDeliveryRequest',
     run: mediaBuyDelivery
+  },
+  {
+    name: 'provide_performance_feedback',
+    description: 'The buyer\'s rating of how a media buy, or one package, performed over a period (performance_index, 1.0 as expected): kept with the buy, shown in get_media_buy_delivery, and used to rank this buyer\'s products in get_products.',
+    input: 'ProvidePerformanceFeedbackRequest',
+    run: provideFeedback
+  },
+  {
+    name: 'sync_audiences',
+    description: 'Refused by design (unsupported_feature): screens count and measure the crowd in front of them and identify no one, so there is nothing to match an uploaded first-party audience against. Target venue types, places, dayparts and live-audience conditions instead.',
+    input: 'SyncAudiencesRequest',
+    run: refuseAudiences
   }
 ]
