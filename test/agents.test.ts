@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import { GetMediaBuysResponseSchema, ListCreativesResponseSchema, ProvidePerformanceFeedbackResponseSchema } from '@adcp/client'
+import { ActivateSignalResponseSchema, GetMediaBuysResponseSchema, GetSignalsResponseSchema, ListCreativesResponseSchema, ProvidePerformanceFeedbackResponseSchema } from '@adcp/client'
 import t from 'tap'
 import { approvedCreative, unapprovedCreative } from './helpers/creatives.js'
 import { deviceBody, registerDevices, registerPartner, sendAudience } from './helpers/fleet.js'
@@ -12,7 +12,7 @@ import { startTestService, type TestService } from './helpers/service.js'
 const run = promisify(execFile)
 const ACCEPT = 'application/json, text/event-stream'
 const DAY = 86_400_000
-const SCENARIOS = ['health_check', 'capability_discovery', 'discovery', 'creative_flow', 'behavior_analysis', 'create_media_buy', 'full_sales_flow', 'creative_sync', 'error_handling', 'validation', 'temporal_validation', 'pricing_edge_cases', 'response_consistency']
+const SCENARIOS = ['health_check', 'capability_discovery', 'discovery', 'creative_flow', 'behavior_analysis', 'signals_flow', 'create_media_buy', 'full_sales_flow', 'creative_sync', 'error_handling', 'validation', 'temporal_validation', 'pricing_edge_cases', 'response_consistency']
 
 async function rpc (svc: TestService, key: string | undefined, message: unknown, headers: Record<string, string> = {}, query = '') {
   return await svc.request('POST', `/mcp${query}`, { ...(key !== undefined ? { key } : {}), headers: { accept: ACCEPT, ...headers }, raw: JSON.stringify(message) })
@@ -52,12 +52,12 @@ t.test('tools/list and get_adcp_capabilities for a seat key with mcp:tools, each
   const list = await rpc(svc, key, { jsonrpc: '2.0', id: 1, method: 'tools/list' })
   t.equal(list.status, 200)
   t.match(list.headers.get('content-type'), /application\/json/)
-  t.same(list.body.result.tools.map((tool: { name: string }) => tool.name), ['get_adcp_capabilities', 'get_products', 'list_creative_formats', 'list_authorized_properties', 'create_media_buy', 'update_media_buy', 'sync_creatives', 'list_creatives', 'get_media_buys', 'get_media_buy_delivery', 'provide_performance_feedback', 'sync_audiences'])
+  t.same(list.body.result.tools.map((tool: { name: string }) => tool.name), ['get_adcp_capabilities', 'get_products', 'list_creative_formats', 'list_authorized_properties', 'create_media_buy', 'update_media_buy', 'sync_creatives', 'list_creatives', 'get_media_buys', 'get_media_buy_delivery', 'provide_performance_feedback', 'get_signals', 'activate_signal', 'sync_audiences'])
   t.ok(list.body.result.tools.every((tool: { inputSchema: { type: string } }) => tool.inputSchema.type === 'object'), 'input schemas come from schemas/')
   t.match(list.body.result.tools.find((tool: { name: string }) => tool.name === 'create_media_buy').inputSchema, { required: ['buyer_ref', 'packages', 'start_time', 'end_time'] })
   const caps = await rpc(svc, key, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'get_adcp_capabilities', arguments: { context: { trace: 't-1' } } } })
   t.equal(caps.status, 200)
-  t.match(caps.body.result.structuredContent, { adcp: { major_versions: [3] }, supported_protocols: ['media_buy', 'creative'], account: { sandbox: true }, media_buy: { supported_pricing_models: ['cpm'], features: { inline_creative_management: true } }, context: { trace: 't-1' } })
+  t.match(caps.body.result.structuredContent, { adcp: { major_versions: [3] }, supported_protocols: ['media_buy', 'signals', 'creative'], account: { sandbox: true }, media_buy: { supported_pricing_models: ['cpm'], features: { inline_creative_management: true } }, context: { trace: 't-1' } })
   t.same(JSON.parse(caps.body.result.content[0].text), caps.body.result.structuredContent, 'the same answer as text')
   const audit = await svc.admin('GET', '/admin/v1/audit')
   t.match(audit.body.data.events.find((e: { type: string }) => e.type === 'audit.agent.tool_called'), { actor: 'agent', subject: 'seat:agent_buyer', data: { tool: 'get_adcp_capabilities', key_id: String } })
@@ -90,9 +90,11 @@ t.test('refused: no key, a key without mcp:tools, bad arguments, unknown tools, 
 t.test('the AdCP conformance runner passes its media-buy, creative and capability scenarios', async (t) => {
   const svc = await startTestService(t)
   await market(svc)
-  const { key } = await svc.onboard('conformance')
-  for (const scenario of SCENARIOS) {
-    const report = await conformance(svc, key, scenario)
+  // Two seats: a stateless MCP client makes about three requests a tool call, and the scenarios together make more
+  // than one sandbox seat's 300 agent requests a minute.
+  const keys = [(await svc.onboard('conformance')).key, (await svc.onboard('conformance_2')).key]
+  for (const [i, scenario] of SCENARIOS.entries()) {
+    const report = await conformance(svc, keys[i % 2]!, scenario)
     t.equal(report.overall_passed, true, `${scenario}: ${report.summary}${report.steps.filter((s) => !s.passed).map((s) => `\n  ${s.step}: ${s.error}`).join('')}`)
   }
   t.ok(svc.snapshot().mediaBuys! >= 2, 'a sandbox seat\'s runs are real (X-Dry-Run changes nothing there): the buys exist')
@@ -431,6 +433,73 @@ t.test('sync_audiences is refused, saying why and what to target instead; nothin
   t.same({ ...svc.snapshot(), outbox: 0, audit: 0 }, { ...before, outbox: 0, audit: 0 }, 'nothing kept')
   const caps = await tool(svc, key, 'get_adcp_capabilities', {})
   t.equal(caps.data.media_buy.features.audience_targeting, false, 'and the capabilities say so')
+})
+
+t.test('FEIN as AdCP signals: found in words, activated, and a package targeting one plays on a screen only while its live audience is in it', async (t) => {
+  const svc = await startTestService(t, { PICKUP_SECONDS: '5' })
+  // Monday 09:00 in Austin: the gyms are open.
+  svc.clock.set(Date.UTC(2026, 10, 30, 15, 0, 0))
+  const { embedOf, partner, screens } = await market(svc)
+  const { key } = await svc.onboard('signal_buyer')
+  const agentUrl = `${svc.url}/mcp`
+
+  const found = await tool(svc, key, 'get_signals', { signal_spec: 'crowds of at least 10 people', context: { trace: 's-1' } })
+  t.equal(found.error, false, JSON.stringify(found.data))
+  t.ok(GetSignalsResponseSchema.safeParse(found.data).success, 'get_signals answers AdCP\'s schema')
+  const [asked, ...catalog] = found.data.signals
+  t.match(asked, { signal_agent_segment_id: 'fein_faces_10', signal_id: { source: 'agent', agent_url: agentUrl, id: 'fein_faces_10' }, name: /10\+ people/, signal_type: 'custom', coverage_percentage: 0, pricing_options: [{ model: 'cpm', cpm: 0 }], deployments: [{ type: 'agent', agent_url: agentUrl, is_live: false, activation_key: { type: 'segment_id', segment_id: 'fein_faces_10' } }], ext: { oohbid: { conditions: { min_faces: 10 }, screens_with_sensors: 8, screens_in_segment_now: 0 } } }, 'the segment the words ask for comes first: no gym has ten people in front of it now')
+  t.ok(catalog.some((c: { signal_agent_segment_id: string }) => c.signal_agent_segment_id === 'fein_attention_50'), 'then the catalog')
+  t.match(catalog.find((c: { signal_agent_segment_id: string }) => c.signal_agent_segment_id === 'fein_faces_5'), { coverage_percentage: 75, ext: { oohbid: { screens_in_segment_now: 6 } } }, 'six of the eight screens with sensors have five or more people now')
+  t.same((await tool(svc, key, 'get_signals', { signal_spec: 'happy crowds with 70% attention' })).data.signals[0].signal_agent_segment_id, 'fein_attention_70_happy')
+  t.same((await tool(svc, key, 'get_signals', { filters: { min_coverage_percentage: 50 } })).data.signals.map((s: { signal_agent_segment_id: string }) => s.signal_agent_segment_id), ['fein_faces_5', 'fein_attention_50', 'fein_faces_5_attention_50'], 'filtered by coverage')
+
+  const buy = async (segment: string, sale = 'preferred') => {
+    const products = (await tool(svc, key, 'get_products', { brief: 'gyms in Austin' })).data.products as Array<{ product_id: string }>
+    return await tool(svc, key, 'create_media_buy', { buyer_ref: `signal-${segment}-${sale}`, start_time: 'asap', end_time: new Date(svc.clock.now() + 7 * DAY).toISOString(), packages: [{ buyer_ref: 'crowded', product_id: products.find((p) => p.product_id.endsWith(`:${sale}`))!.product_id, pricing_option_id: 'cpm_fixed', budget: 50, pacing: 'asap', targeting_overlay: { axe_include_segment: segment }, creatives: [{ creative_id: 'crowd-spot', name: 'Crowd spot', assets: { primary: { url: 'https://assets.invalid/crowd.png' } } }] }] })
+  }
+  const before = svc.snapshot()
+  t.match(await buy('fein_faces_10'), { error: true, data: { errors: [{ code: 'invalid_parameter', field: 'packages.0.targeting_overlay.axe_include_segment', message: /activate_signal/ }] } }, 'a signal not activated cannot be targeted')
+  t.match(await tool(svc, key, 'activate_signal', { signal_agent_segment_id: 'fein_faces_10', destinations: [{ type: 'platform', platform: 'dv360', account: 'x' }] }), { error: true, data: { errors: [{ code: 'invalid_parameter', field: 'destinations.0', message: /not supported.*this sales agent/ }] } }, 'another platform is not a destination: the audience is measured at the screen')
+  t.match(await tool(svc, key, 'activate_signal', { signal_agent_segment_id: 'fein_faces_0' }), { error: true, data: { errors: [{ code: 'invalid_parameter', field: 'signal_agent_segment_id' }] } })
+  t.match(await tool(svc, key, 'activate_signal', { signal_agent_segment_id: 'fein_furious' }), { error: true, data: { errors: [{ code: 'invalid_parameter' }] } }, 'an emotion FEIN does not measure')
+  t.match(await tool(svc, key, 'activate_signal', {}), { error: true, data: { errors: [{ code: 'missing_required_field' }] } })
+  t.same({ ...svc.snapshot(), outbox: 0, audit: 0 }, { ...before, outbox: 0, audit: 0 }, 'refusals write nothing')
+
+  const activated = await tool(svc, key, 'activate_signal', { signal_agent_segment_id: 'fein_faces_10', destinations: [{ type: 'agent', agent_url: agentUrl }], context: { trace: 's-2' } })
+  t.equal(activated.error, false, JSON.stringify(activated.data))
+  t.ok(ActivateSignalResponseSchema.safeParse(activated.data).success, 'activate_signal answers AdCP\'s schema')
+  t.match(activated.data, { deployments: [{ type: 'agent', agent_url: agentUrl, is_live: true, activation_key: { segment_id: 'fein_faces_10' } }], context: { trace: 's-2' } })
+  t.match((await tool(svc, key, 'get_signals', { signal_ids: [{ source: 'agent', agent_url: agentUrl, id: 'fein_faces_10' }] })).data.signals, [{ deployments: [{ is_live: true, deployed_at: String }] }], 'get_signals shows it live for this seat')
+  t.match(await buy('fein_faces_10', 'guaranteed'), { error: true, data: { errors: [{ code: 'validation_failed', field: 'packages.0.targeting_overlay.axe_include_segment' }] } }, 'guaranteed spots are booked: a condition play by play could leave them unplayed')
+  const made = await buy('fein_faces_10')
+  t.equal(made.error, false, JSON.stringify(made.data))
+  t.match(made.data.packages, [{ targeting_overlay: { axe_include_segment: 'fein_faces_10' } }])
+  await svc.service.moderator.idle()
+  const creative = (await svc.request('GET', '/openrtb/v2/creatives', { key })).body.data.creatives[0]
+  await svc.admin('POST', `/admin/v1/creatives/${creative.creative_id as string}/review`, { decision: 'approved', reason: 'checked for the test' })
+  await svc.service.runJobs()
+  t.match((await svc.request('GET', '/openrtb/v2/assignments', { key })).body.data.assignments, [{ line: 'preferred', audience: { min_faces: 10 } }], 'the placement carries the live condition')
+  svc.clock.advance(10_000)
+
+  /** The tier and creative a screen plays with this many people in front of it now. */
+  const playsWith = async (device: string, faces: number) => {
+    await sendAudience(svc, partner, [{ device_id: device, live_face_count: faces, attention_score: 0.6 }])
+    const spot = (await svc.request('POST', `${embedOf(screens[device]!)}/spots`, { body: {} })).body.data
+    return spot.creative?.creative_id === creative.creative_id ? 'the package' : spot.tier
+  }
+  t.equal(await playsWith('gym-1', 12), 'the package', 'twelve people at gym-1: in the segment, the package plays')
+  t.equal(await playsWith('gym-2', 8), 'house', 'eight at gym-2: not in it, the screen plays the house creative')
+  t.equal(await playsWith('gym-1', 3), 'house', 'the crowd at gym-1 thins to three: the package stops playing there')
+  t.equal(await playsWith('gym-2', 15), 'the package', 'and gym-2 fills to fifteen: it plays there now')
+  t.equal(await playsWith('gym-1', 10), 'the package', 'gym-1 back to ten: it plays there again')
+  svc.clock.advance(20_000)
+  const stale = (await svc.request('POST', `${embedOf(screens['gym-1']!)}/spots`, { body: {} })).body.data
+  t.not(stale.creative?.creative_id, creative.creative_id, 'a measurement older than 10 s is no live audience: the package does not play on it')
+
+  const off = await tool(svc, key, 'activate_signal', { action: 'deactivate', signal_agent_segment_id: 'fein_faces_10' })
+  t.match(off.data, { deployments: [{ is_live: false }] }, 'deactivated')
+  t.match(await buy('fein_faces_10'), { error: true, data: { errors: [{ code: 'invalid_parameter' }] } }, 'and no new package can target it')
+  t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
 })
 
 t.test('another seat\'s media buy is not reachable through the tools', async (t) => {

@@ -110,6 +110,7 @@ const OWNERS: Record<string, string[]> = {
   reservations: ['src/campaigns/'],
   deals: ['src/campaigns/'],
   mediaBuys: ['src/agents/'],
+  signalActivations: ['src/agents/'],
   booked: ['src/campaigns/'],
   placements: ['src/campaigns/'],
   holds: ['src/campaigns/'],

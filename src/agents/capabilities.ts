@@ -15,7 +15,8 @@ export function capabilities (seat: SeatRecord): Record<string, unknown> {
     adcp: { major_versions: [ADCP_MAJOR_VERSION] },
     // The creative protocol as a creative library: formats (list_creative_formats) and the seat's creatives with their
     // moderation (list_creatives); no generation or transformation.
-    supported_protocols: ['media_buy', 'creative'],
+    // Signals: FEIN's live audience at the screens, activated on this agent only (get_signals, activate_signal).
+    supported_protocols: ['media_buy', 'signals', 'creative'],
     account: { supported_billing: ['operator'], sandbox: seat.status === 'sandbox' },
     media_buy: {
       supported_pricing_models: ['cpm'],

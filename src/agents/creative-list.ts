@@ -4,7 +4,7 @@ import type { CreativeRecord } from '../creatives/records.js'
 import { checkAccount, type ToolCall } from './call.js'
 import { formatOfSize } from './catalog.js'
 import { adcpStatusOf, rejectionOf } from './creative-upsert.js'
-import { seatMediaBuys } from './media-buys.js'
+import { seatMediaBuys } from './seat-buys.js'
 import type { MediaBuyRecord } from './records.js'
 
 const PAGE = 50

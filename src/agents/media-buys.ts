@@ -19,6 +19,8 @@ import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
 import { checkAccount, record, type BuyDeps, type ToolCall } from './call.js'
 import { upsertCreative } from './creative-upsert.js'
+import { activatedAudience } from './signals.js'
+import { seatMediaBuy, seatMediaBuys } from './seat-buys.js'
 import { deliveryTypeOf, freeEveryDay, impressionsPerPlay, maxGuaranteedBudget, PRICING_OPTION, priceOf, productKeyOf, productScreens, type PriceTerms } from './products.js'
 import type { MediaBuyRecord, PackageRecord, Sale } from './records.js'
 
@@ -55,7 +57,7 @@ function packageView (p: PackageRecord): Record<string, unknown> {
     pacing: p.pacing,
     impressions: p.impressions,
     paused: p.paused,
-    ...(p.dayparts !== undefined ? { targeting_overlay: { daypart_targets: p.dayparts.map((d) => ({ days: d.days.map(dayNameOf), start_hour: d.start_hour, end_hour: d.end_hour })) } } : {}),
+    ...(p.dayparts !== undefined || p.segment !== undefined ? { targeting_overlay: { ...(p.dayparts !== undefined ? { daypart_targets: p.dayparts.map((d) => ({ days: d.days.map(dayNameOf), start_hour: d.start_hour, end_hour: d.end_hour })) } : {}), ...(p.segment !== undefined ? { axe_include_segment: p.segment } : {}) } } : {}),
     creative_assignments: p.creative_ids.map((creative_id) => ({ creative_id })),
     ext: {
       oohbid: {
@@ -136,6 +138,18 @@ function daypartsOf (overlay: TargetingOverlay | undefined, sale: Sale, buy: Pic
   return dayparts
 }
 
+/**
+ * A package's FEIN signal from AdCP's targeting_overlay.axe_include_segment: its segment and the live audience it
+ * means, for a preferred or auction package (guaranteed spots are booked, and a condition checked play by play could
+ * leave them unplayed: 422 validation_failed); one the seat has not activated is invalid_parameter.
+ */
+function signalOf (call: ToolCall, overlay: TargetingOverlay | undefined, sale: Sale, param: string): Pick<PackageRecord, 'segment' | 'audience'> {
+  const segment = overlay?.axe_include_segment
+  if (segment === undefined) return {}
+  if (sale === 'guaranteed') throw new ApiError('validation_failed', 'Guaranteed spots are booked per screen and day, and a live-audience signal decides play by play: buy the preferred or auction product of this segment to target a signal.', { param: `${param}.axe_include_segment` })
+  return { segment, audience: activatedAudience(call, segment, `${param}.axe_include_segment`) }
+}
+
 /** The flight's days a package can play on: every day, or those a daypart names. */
 function playDays (buy: Pick<MediaBuyRecord, 'start_date' | 'end_date'>, dayparts: Daypart[] | undefined): number {
   const dates = datesBetween(buy.start_date, buy.end_date)
@@ -164,6 +178,7 @@ function openPackage (call: ToolCall, buy: MediaBuyRecord, p: MediaBuyPackageReq
   const price = priceOf(call.store, screens, sale, days(buy), call.now)
   const rate = rateOf(sale, price, p.bid_price, p.product_id, `${at}.bid_price`)
   const dayparts = daypartsOf(p.targeting_overlay, sale, buy, `${at}.targeting_overlay`)
+  const signal = signalOf(call, p.targeting_overlay, sale, `${at}.targeting_overlay`)
   if (p.budget < price.min_spend) throw new ApiError('invalid_budget', `A package on these ${screens.length} screens over ${days(buy)} days is at least $${price.min_spend} (one spot a day on every screen at $${price.cpm} CPM).`, { param: `${at}.budget` })
   const terms = { sale, budget: p.budget, rate, ...(sale === 'auction' ? { floor_price: price.cpm } : {}) }
   const bought = termsOf(call.store, screens, terms, playDays(buy, dayparts), call.now)
@@ -179,6 +194,7 @@ function openPackage (call: ToolCall, buy: MediaBuyRecord, p: MediaBuyPackageReq
     ...terms,
     pacing: p.pacing ?? 'even',
     ...(dayparts !== undefined ? { dayparts } : {}),
+    ...signal,
     screen_ids: screens.map((s) => s.screen_id),
     spots_per_day: bought.spots,
     impressions: bought.impressions,
@@ -224,7 +240,7 @@ function activate (deps: BuyDeps, buy: MediaBuyRecord, now: number): boolean {
     }, now)
     changed = true
     const screens = p.screen_ids.map((id) => deps.store.screens.get(id)).filter((s): s is ScreenRecord => s !== undefined)
-    const line = { line: p.sale, cpm: p.rate, ...(p.sale !== 'guaranteed' ? { pacing: p.pacing } : {}), ...(p.dayparts !== undefined ? { dayparts: p.dayparts } : {}) }
+    const line = { line: p.sale, cpm: p.rate, ...(p.sale !== 'guaranteed' ? { pacing: p.pacing } : {}), ...(p.dayparts !== undefined ? { dayparts: p.dayparts } : {}), ...(p.audience !== undefined ? { audience: p.audience } : {}) }
     const placed = place(deps, buy.seat_id, { creative_id: creative.creative_id, screen_ids: screens.map((s) => s.screen_id), start_date: buy.start_date, end_date: buy.end_date, spots_per_day: p.spots_per_day, campaign_id: campaign.campaign_id, ...line }, screens, now, 'media_buy', false)
     return { ...p, campaign_id: campaign.campaign_id, assignment_id: placed.assignment_id }
   })
@@ -319,16 +335,6 @@ export function attachCreative (call: ToolCall, creativeId: string, ref: string)
   return undefined
 }
 
-/** The seat's media buy by id or buyer_ref; 404 media_buy_not_found when it is unknown or another seat's. */
-export function seatMediaBuy (store: Store, seatId: string, ref: { media_buy_id?: string, buyer_ref?: string }, param = 'media_buy_id'): MediaBuyRecord {
-  const own = (b: MediaBuyRecord | undefined) => b !== undefined && b.seat_id.toLowerCase() === seatId.toLowerCase() ? b : undefined
-  const buy = ref.media_buy_id !== undefined
-    ? own(store.mediaBuys.get(ref.media_buy_id))
-    : ref.buyer_ref !== undefined ? seatMediaBuys(store, seatId).find((b) => b.buyer_ref === ref.buyer_ref) : undefined
-  if (ref.media_buy_id === undefined && ref.buyer_ref === undefined) throw new ApiError('invalid_parameter', 'Name the media buy by media_buy_id or buyer_ref.', { param })
-  if (buy === undefined) throw new ApiError('media_buy_not_found', `No media buy ${ref.media_buy_id ?? ref.buyer_ref} belongs to this seat.`, { param: ref.media_buy_id !== undefined ? param : 'buyer_ref' })
-  return buy
-}
 
 /**
  * The seat's media buys a request names by media_buy_ids and buyer_refs (all of them, newest first, when it names
@@ -352,12 +358,6 @@ export function namedBuys (call: Pick<ToolCall, 'store' | 'seat'>, req: { media_
   return { buys, errors }
 }
 
-/** The seat's media buys, newest first. */
-export function seatMediaBuys (store: Store, seatId: string): MediaBuyRecord[] {
-  const seat = seatId.toLowerCase()
-  return [...store.bySeat.getRange({ start: ['media_buy', seat], end: ['media_buy', seat + '\u0000'] } as never)]
-    .map(({ value }) => store.mediaBuys.get(value as string)).filter((b): b is MediaBuyRecord => b !== undefined)
-}
 
 /** Pauses or resumes what a package became: its campaign (if it may move) and its placement. */
 function pausePackage (call: ToolCall, p: PackageRecord, paused: boolean): void {
@@ -391,9 +391,9 @@ function changePackage (call: ToolCall, buy: MediaBuyRecord, before: PackageReco
   if (change.budget !== undefined && change.budget < spent) throw new ApiError('invalid_budget', `The package has spent $${spent} already.`, { param: `${at}.budget` })
   if (change.budget !== undefined) p = { ...p, budget: change.budget }
   if (change.targeting_overlay !== undefined) {
-    const { dayparts: _dropped, ...rest } = p
+    const { dayparts: _dropped, segment: _segment, audience: _audience, ...rest } = p
     const dayparts = daypartsOf(change.targeting_overlay, p.sale, buy, `${at}.targeting_overlay`)
-    p = dayparts !== undefined ? { ...rest, dayparts } : rest
+    p = { ...rest, ...(dayparts !== undefined ? { dayparts } : {}), ...signalOf(call, change.targeting_overlay, p.sale, `${at}.targeting_overlay`) }
   }
   if (change.pacing !== undefined) p = { ...p, pacing: change.pacing }
   const a = p.assignment_id !== undefined ? call.store.assignments.get(p.assignment_id) : undefined
@@ -410,7 +410,7 @@ function changePackage (call: ToolCall, buy: MediaBuyRecord, before: PackageReco
     }
     p = { ...p, spots_per_day: bought.spots, impressions: bought.impressions }
   }
-  if (a !== undefined && p.sale !== 'guaranteed') setPlacementTerms(call.store, a, { spots_per_day: p.spots_per_day, cpm: p.rate, pacing: p.pacing, dayparts: p.dayparts })
+  if (a !== undefined && p.sale !== 'guaranteed') setPlacementTerms(call.store, a, { spots_per_day: p.spots_per_day, cpm: p.rate, pacing: p.pacing, dayparts: p.dayparts, audience: p.audience })
   if (change.creative_ids !== undefined) {
     if (p.campaign_id !== undefined) throw new ApiError('invalid_transition', `Package ${p.package_id} already plays creative ${campaign?.creative_id ?? ''}; make a new package (or media buy) for another creative.`, { param: `${at}.creative_ids` })
     p = { ...p, ...named(p, change.creative_ids, iso(call.now)) }

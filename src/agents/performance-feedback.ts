@@ -2,7 +2,7 @@ import { iso } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { ProvidePerformanceFeedbackRequest } from '../generated/types.js'
 import { checkAccount, record, type ToolCall } from './call.js'
-import { seatMediaBuy, seatMediaBuys } from './media-buys.js'
+import { seatMediaBuy, seatMediaBuys } from './seat-buys.js'
 import { productKeyOf, type ProductKey } from './products.js'
 import type { FeedbackRecord, MediaBuyRecord, PackageRecord } from './records.js'
 

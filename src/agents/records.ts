@@ -1,5 +1,5 @@
 // Agents' storage shapes: the media buys AI buying agents make over MCP (AdCP). A leaf.
-import type { Daypart } from '../generated/types.js'
+import type { Daypart, LiveAudience } from '../generated/types.js'
 
 /**
  * How a product is sold, the last part of its id: guaranteed (spots booked at a fixed CPM), preferred (not booked,
@@ -32,6 +32,9 @@ export interface PackageRecord {
   impressions: number
   /** The creatives the buyer attached, by the buyer's creative_id. */
   creative_ids: string[]
+  /** Preferred and auction: the activated FEIN signal it targets (its segment id) and the live audience that means. */
+  segment?: string
+  audience?: LiveAudience
   /** When each was attached (ISO), by creative_id; a package kept before this was recorded has none (list_creatives then gives its buy's created_at). */
   assigned_at?: Record<string, string>
   paused: boolean
@@ -69,4 +72,11 @@ export interface MediaBuyRecord {
   feedback?: FeedbackRecord[]
   created_at: string
   updated_at: string
+}
+
+/** A FEIN signal a seat activated (activate_signal): its packages may target it (targeting_overlay.axe_include_segment). */
+export interface SignalActivation {
+  activated_at: string
+  /** The buyer's campaign reference it was activated for, when it gave one. */
+  buyer_campaign_ref?: string
 }

@@ -9,6 +9,7 @@ import { getMediaBuys } from './media-buy-list.js'
 import { createMediaBuy, updateMediaBuy } from './media-buys.js'
 import { provideFeedback } from './performance-feedback.js'
 import { refuseAudiences } from './audiences.js'
+import { activateSignal, getSignals } from './signals.js'
 
 /** An AdCP task offered as an MCP tool: its input schema (in schemas/) and what it answers. */
 export interface Tool {
@@ -22,7 +23,7 @@ export interface Tool {
 export const TOOLS: Tool[] = [
   {
     name: 'get_adcp_capabilities',
-    description: 'What this DOOH sales agent supports: AdCP version, protocols (media_buy, and creative as a library of moderated creatives), pricing (CPM per 1,000 impressions, DOOH multipliers), reporting, creative specs and targeting.',
+    description: 'What this DOOH sales agent supports: AdCP version, protocols (media_buy, signals over the live audience FEIN measures, and creative as a library of moderated creatives), pricing (CPM per 1,000 impressions, DOOH multipliers), reporting, creative specs and targeting.',
     input: 'AdcpCapabilitiesRequest',
     run: (call) => capabilities(call.seat)
   },
@@ -46,7 +47,7 @@ export const TOOLS: Tool[] = [
   },
   {
     name: 'create_media_buy',
-    description: 'Buys products as packages over one flight. Guaranteed packages book spots at once; auction packages need a bid_price; preferred and auction packages may take dayparts (targeting_overlay.daypart_targets). Each package becomes a campaign of the seat and a placement on its screens once it has an approved creative.',
+    description: 'Buys products as packages over one flight. Guaranteed packages book spots at once; auction packages need a bid_price; preferred and auction packages may take dayparts (targeting_overlay.daypart_targets) and an activated FEIN signal (targeting_overlay.axe_include_segment). Each package becomes a campaign of the seat and a placement on its screens once it has an approved creative.',
     input: 'CreateMediaBuyRequest',
     run: createMediaBuy
   },
@@ -85,6 +86,18 @@ export const TOOLS: Tool[] = [
     description: 'The buyer\'s rating of how a media buy, or one package, performed over a period (performance_index, 1.0 as expected): kept with the buy, shown in get_media_buy_delivery, and used to rank this buyer\'s products in get_products.',
     input: 'ProvidePerformanceFeedbackRequest',
     run: provideFeedback
+  },
+  {
+    name: 'get_signals',
+    description: 'Live-audience signals FEIN measures at the screens on sale: crowds of at least N people, attention above a threshold, a dominant emotion, and the segment a signal_spec in words asks for; each with its coverage (screens with sensors, the share in it now) and price (included).',
+    input: 'GetSignalsRequest',
+    run: getSignals
+  },
+  {
+    name: 'activate_signal',
+    description: 'Makes a FEIN signal buyable for this seat on this agent (or, with action deactivate, takes it back): a preferred or auction package may then target it (targeting_overlay.axe_include_segment) and plays on a screen only while the screen\'s live audience is in it.',
+    input: 'ActivateSignalRequest',
+    run: activateSignal
   },
   {
     name: 'sync_audiences',

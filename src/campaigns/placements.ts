@@ -4,13 +4,13 @@ import type { ResolvedConfig } from '../config.js'
 import { ApiError } from '../errors.js'
 import { indexForSeat } from '../accounts/seat-lists.js'
 import type { Outbox } from '../store/outbox.js'
-import type { Daypart } from '../generated/types.js'
+import type { Daypart, LiveAudience } from '../generated/types.js'
 import type { AssignmentRecord, CampaignRecord } from './records.js'
 import type { Store } from '../store/store.js'
 import { give, take } from './screen-bookings.js'
 
 /** How a placement plays and pays beyond its spots (the waterfall line it is; absent: a guaranteed line charging nothing). */
-export type LineTerms = Partial<Pick<AssignmentRecord, 'line' | 'cpm' | 'pacing' | 'dayparts'>>
+export type LineTerms = Partial<Pick<AssignmentRecord, 'line' | 'cpm' | 'pacing' | 'dayparts' | 'audience'>>
 
 /**
  * Places a creative on screens: takes the spots (a guaranteed line, unless the caller booked them already), records
@@ -39,6 +39,7 @@ export function place (deps: { store: Store, outbox: Outbox, config: Pick<Resolv
   if (body.cpm !== undefined) a.cpm = body.cpm
   if (body.pacing !== undefined) a.pacing = body.pacing
   if (body.dayparts !== undefined) a.dayparts = body.dayparts
+  if (body.audience !== undefined) a.audience = body.audience
   store.assignments.putSync(id, a)
   for (const s of a.screen_ids) store.placements.putSync([s, a.start_date, id], id)
   indexForSeat(store, 'assignment', seatId, now, id)
@@ -77,11 +78,11 @@ export function respot (store: Store, a: AssignmentRecord, screens: Parameters<t
  * Changes what a preferred or auction placement may play and pay: nothing is booked for those, so nothing is given
  * back or taken (guaranteed placements change their spots through respot). Call inside Store.write.
  */
-export function setPlacementTerms (store: Store, a: AssignmentRecord, terms: { spots_per_day: number, cpm: number, pacing: 'even' | 'asap', dayparts: Daypart[] | undefined }): AssignmentRecord {
+export function setPlacementTerms (store: Store, a: AssignmentRecord, terms: { spots_per_day: number, cpm: number, pacing: 'even' | 'asap', dayparts: Daypart[] | undefined, audience: LiveAudience | undefined }): AssignmentRecord {
   if ((a.line ?? 'guaranteed') === 'guaranteed') throw new Error(`placement ${a.assignment_id} is guaranteed: its spots change through respot`)
-  const { dayparts, ...rest } = terms
-  const { dayparts: _before, ...kept } = a
-  const next: AssignmentRecord = { ...kept, ...rest, ...(dayparts !== undefined ? { dayparts } : {}) }
+  const { dayparts, audience, ...rest } = terms
+  const { dayparts: _before, audience: _was, ...kept } = a
+  const next: AssignmentRecord = { ...kept, ...rest, ...(dayparts !== undefined ? { dayparts } : {}), ...(audience !== undefined ? { audience } : {}) }
   store.assignments.putSync(a.assignment_id, next)
   return next
 }

@@ -6,7 +6,7 @@ import { ChangeLog, type Change } from './changes.js'
 import type { FunnelEvent, ProofRecord } from '../generated/types.js'
 import type { ChainHead, ProofDay } from '../proof/records.js'
 import type { SeatRecord } from '../accounts/records.js'
-import type { MediaBuyRecord } from '../agents/records.js'
+import type { MediaBuyRecord, SignalActivation } from '../agents/records.js'
 import type { KeyRecord } from '../auth/records.js'
 import type { BookKey, ExpiryKey, HourStats, StoredBid } from '../bidding/records.js'
 import type { AssignmentRecord, CampaignDelivery, CampaignRecord, DealRecord, HeldBudget, ReservationRecord } from '../campaigns/records.js'
@@ -72,6 +72,8 @@ export interface Store {
   deals: CachedTable<DealRecord>
   /** media_buy_id -> the media buy an AI buying agent made (src/agents). */
   mediaBuys: Database<MediaBuyRecord, string>
+  /** [seat_id lower-cased, segment id] -> a FEIN signal the seat activated (src/agents/signals.ts). */
+  signalActivations: Database<SignalActivation, [string, string]>
   /** [kind, seat_id lower-cased, -created ms, id] -> id: a seat's creatives, campaigns, assignments and reservations, newest first. */
   bySeat: Database<string, [string, string, number, string]>
   /** [screen_id, date] -> spots taken by placements, held reservations and guaranteed deals. */
@@ -202,7 +204,7 @@ export interface Store {
  * each node derives from screens (the adslots order, pre-encoded rows, counts) is not replicated: the applier has
  * Inventory derive it where it applies a screen's row.
  */
-export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'webhook_health', 'screens', 'devices', 'embeds', 'players', 'fein', 'status', 'campaigns', 'campaign_delivery', 'assignments', 'placements', 'reservations', 'holds', 'booked', 'deals', 'media_buys', 'bidder_aliases', 'proofs', 'proof_days', 'webhook_deliveries', 'bids', 'stats'] as const
+export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'webhook_health', 'screens', 'devices', 'embeds', 'players', 'fein', 'status', 'campaigns', 'campaign_delivery', 'assignments', 'placements', 'reservations', 'holds', 'booked', 'deals', 'media_buys', 'signal_activations', 'bidder_aliases', 'proofs', 'proof_days', 'webhook_deliveries', 'bids', 'stats'] as const
 
 /**
  * Replicated tables whose writes do not wait for the engine's quorum before the request answers: FEIN measurements
@@ -415,6 +417,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     reservations: db('reservations'),
     deals: cached('deals'),
     mediaBuys: db('media_buys'),
+    signalActivations: db<SignalActivation, [string, string]>('signal_activations', 'ordered-binary'),
     bySeat: root.openDB<string, [string, string, number, string]>('by_seat', { keyEncoding: 'ordered-binary' }),
     booked: db<number, [string, string]>('booked', 'ordered-binary'),
     placements: db<string, [string, string, string]>('placements', 'ordered-binary'),
@@ -470,6 +473,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       if (fd !== undefined) closeSync(fd)
     }
   }
-  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, webhook_health: store.webhookHealth, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status, campaigns: store.campaigns, campaign_delivery: store.campaignDelivery, assignments: store.assignments, placements: store.placements, reservations: store.reservations, holds: store.holds, booked: store.booked, deals: store.deals, media_buys: store.mediaBuys, bidder_aliases: store.aliases, proofs: store.proofs, proof_days: store.proofDays, webhook_deliveries: store.deliveries, bids: store.bids, stats: store.stats }
+  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, webhook_health: store.webhookHealth, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status, campaigns: store.campaigns, campaign_delivery: store.campaignDelivery, assignments: store.assignments, placements: store.placements, reservations: store.reservations, holds: store.holds, booked: store.booked, deals: store.deals, media_buys: store.mediaBuys, signal_activations: store.signalActivations, bidder_aliases: store.aliases, proofs: store.proofs, proof_days: store.proofDays, webhook_deliveries: store.deliveries, bids: store.bids, stats: store.stats }
   return store
 }

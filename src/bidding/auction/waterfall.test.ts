@@ -12,6 +12,8 @@ import type { StoredBid } from '../records.js'
 import type { AssignmentRecord, CampaignRecord, DealRecord } from '../../campaigns/records.js'
 import type { CreativeRecord } from '../../creatives/records.js'
 import { putSetting } from '../../store/settings.js'
+import { applyUpdate, emptyFein } from '../../inventory/fein.js'
+import type { AudienceUpdate } from '../../generated/types.js'
 
 // The waterfall decision for a screen's next spot, on a real LMDB store holding just the records the decision reads
 // (no service, no HTTP): which tier plays, the clearing price, and the loss code every other stored bid comes to.
@@ -191,4 +193,22 @@ t.test('priced placements play only in their dayparts, while their campaign runs
   const paused = world(t)
   pricedLine(paused.store, 'pref', { line: 'preferred', cpm: 6 }, { status: 'paused' })
   t.equal(decide(paused.store, screen, NOW).tier, 'house', 'a paused campaign pays for nothing')
+})
+
+t.test('a placement targeted on a live audience plays only while the screen\'s live signals meet it', async (t) => {
+  const sensed = { ...screen, capabilities: { fein: true } } as ScreenRecord
+  const { store } = world(t)
+  pricedLine(store, 'crowd', { line: 'preferred', cpm: 6, audience: { min_faces: 10, min_attention: 0.5 } })
+  const measure = (faces: number, attention: number, at: number) => store.write(() => store.fein.putSync(sensed.screen_id, applyUpdate(emptyFein(), { device_id: 'd', live_face_count: faces, attention_score: attention } as AudienceUpdate, at)))
+  t.equal(decide(store, sensed, NOW).tier, 'house', 'nothing measured: no audience')
+  measure(12, 0.6, NOW - 1000)
+  t.same([decide(store, sensed, NOW).tier, decide(store, sensed, NOW).assignment?.assignment_id], ['preferred', 'crowd'], 'twelve people paying attention: it plays')
+  measure(12, 0.4, NOW - 1000)
+  t.equal(decide(store, sensed, NOW).tier, 'house', 'every condition must hold: attention too low')
+  measure(3, 0.6, NOW - 1000)
+  t.equal(decide(store, sensed, NOW).tier, 'house', 'three people: not in the audience')
+  measure(12, 0.6, NOW - 11_000)
+  t.equal(decide(store, sensed, NOW).tier, 'house', 'a measurement past its 10 s is no live audience')
+  measure(12, 0.6, NOW - 1000)
+  t.equal(decide(store, screen, NOW).tier, 'house', 'a screen without sensors never meets it')
 })

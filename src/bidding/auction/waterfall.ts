@@ -1,7 +1,8 @@
 import { LOSS } from '../loss-codes.js'
 import { creativeRefusal, dealRuns, declaredRefusals, floorFor, floorRefusal, indexEntryOf } from '../rules.js'
 import { daysWithin, isOpen, localTime, openProgress, type LocalTime } from '../../inventory/local-time.js'
-import { impressionMultiplier } from '../../inventory/fein.js'
+import { impressionMultiplier, liveSignals, type LiveSignals } from '../../inventory/fein.js'
+import { audienceMatches } from '../../inventory/live-audience.js'
 import { datesBetween } from '../../inventory/hours.js'
 import { headroom, ledgerOf, type PaceClock } from '../../campaigns/budget.js'
 import { playCostMicros } from './money.js'
@@ -157,12 +158,16 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
   const lines: Line[] = []
   let multiplier: number | undefined
   const audience = () => (multiplier ??= impressionMultiplier(store.fein.get(screen.screen_id), screen.capabilities.fein, now))
+  let signals: LiveSignals | undefined
+  const live = () => (signals ??= liveSignals(store.fein.get(screen.screen_id), now))
   const preferredLines: Entrant[] = []
   const auctionLines: Entrant[] = []
   for (const { value: id } of store.placements.getRange({ start: [screen.screen_id], end: [screen.screen_id, local.date + '\u0000'] } as never)) {
     const a = store.assignments.get(id)
     if (a === undefined || a.status !== 'active' || a.end_date < local.date || Date.parse(a.effective_at) > now) continue
     if (a.dayparts !== undefined && !isOpen(screen.operating_hours, local, a.dayparts)) continue
+    // A placement targeted on a FEIN signal plays only while the screen's live audience is in it.
+    if (a.audience !== undefined && !(screen.capabilities.fein && audienceMatches(a.audience, live()))) continue
     const creative = store.creatives.get(a.creative_id)
     if (creative === undefined || creativeRefusal(creative, screen) !== undefined) continue
     const line = `asg:${id}`

@@ -1,10 +1,11 @@
 import { ApiError } from '../../errors.js'
-import type { AdslotsQuery, VenueType } from '../../generated/types.js'
+import type { AdslotsQuery, LiveAudience, VenueType } from '../../generated/types.js'
 import { keyPart, NO_VAS, SOURCE_ORDER, SOURCES, tupleMatches, vasOf, type Source, type TupleFilter } from '../adslot-index.js'
 import { compareKeys, currentVersion, entriesAt, type EntryAt } from '../adslot-versions.js'
 import type { FeinState, IndexKey, IndexTuple } from '../records.js'
 import { liveSignals, type LiveSignals } from '../fein.js'
 import { isCountry, stateCode } from '../geo.js'
+import { audienceMatches } from '../live-audience.js'
 import { VENUES } from '../venues.js'
 import type { Store } from '../../store/store.js'
 
@@ -16,7 +17,9 @@ export interface Plan {
   minVas?: number
   /** Fraction 0-1 (the query gives percent). */
   minAttention?: number
-  emotion?: string
+  emotion?: LiveAudience['emotion']
+  /** min_attention and emotion as audienceMatches takes them (set with either). */
+  live?: LiveAudience
   /** Row-by-row refinements: with them, total_count is omitted. */
   refined: boolean
 }
@@ -80,6 +83,7 @@ export function planFrom (q: AdslotsQuery, enabled: Source[]): Plan {
   if (q.min_vas !== undefined) plan.minVas = q.min_vas
   if (q.min_attention !== undefined) plan.minAttention = q.min_attention / 100
   if (q.emotion !== undefined) plan.emotion = q.emotion
+  if (plan.minAttention !== undefined || plan.emotion !== undefined) plan.live = { ...(plan.minAttention !== undefined ? { min_attention: plan.minAttention } : {}), ...(plan.emotion !== undefined ? { emotion: plan.emotion } : {}) }
   return plan
 }
 
@@ -171,12 +175,9 @@ function feinPasses (store: Store, l: Listed, plan: Plan, now: number): boolean 
   if (!hasFeinFilter(plan)) return true
   const vas = vasOf(l.key[2])
   if (plan.minVas !== undefined && (vas === null || vas < plan.minVas)) return false
-  if (plan.minAttention === undefined && plan.emotion === undefined) return l.key[1] < 2
+  if (plan.live === undefined) return l.key[1] < 2
   if (l.key[1] !== 0) return false
-  const live = liveOf(store, l, now)
-  if (plan.minAttention !== undefined && (live.attention_score === null || live.attention_score < plan.minAttention)) return false
-  if (plan.emotion !== undefined && live.dominant_emotion !== plan.emotion) return false
-  return true
+  return audienceMatches(plan.live, liveOf(store, l, now))
 }
 
 /** The current entries of a key range, without their values when nothing needs them (a key-only scan is 3x cheaper). */
