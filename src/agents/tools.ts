@@ -19,7 +19,7 @@ export interface Tool {
   run (call: ToolCall, args: Record<string, unknown>): Record<string, unknown> | Promise<Record<string, unknown>>
 }
 
-/** The AdCP media-buy tasks this sales agent offers, in the order tools/list gives them. */
+/** The AdCP tasks this sales agent offers (media buy, signals, the creative library), in the order tools/list gives them. */
 export const TOOLS: Tool[] = [
   {
     name: 'get_adcp_capabilities',
