@@ -32,6 +32,17 @@ export function seatListApplied (store: Store, table: string, key: string, previ
   }
 }
 
+/** Every item of a kind the seat has, newest first (an id whose record is gone is passed over). */
+export function seatItems<T> (store: Store, kind: string, seatId: string, load: (id: string) => T | undefined): T[] {
+  const seat = seatId.toLowerCase()
+  const items: T[] = []
+  for (const { value } of store.bySeat.getRange({ start: [kind, seat], end: [kind, seat + '\u0000'] } as never)) {
+    const item = load(value)
+    if (item !== undefined) items.push(item)
+  }
+  return items
+}
+
 /** One page of a seat's items of a kind, newest first, optionally by status. */
 export function seatPage<T extends { status: string }, V> (store: Store, kind: string, seatId: string, q: ListQuery, load: (id: string) => T | undefined, view: (item: T) => V): Page<V> {
   const seat = seatId.toLowerCase()

@@ -1,3 +1,4 @@
+import { seatItems } from '../accounts/seat-lists.js'
 import { ApiError } from '../errors.js'
 import type { ListCreativesRequest } from '../generated/types.js'
 import type { CreativeRecord } from '../creatives/records.js'
@@ -17,13 +18,6 @@ interface Assigned { package_id: string, buyer_ref?: string, assigned_date: stri
 
 /** A creative with what list_creatives filters and sorts it by. */
 interface Listed { creative: CreativeRecord, id: string, status: string, assigned: Assigned[] }
-
-/** The seat's creatives, newest first, from its own list. */
-function seatCreatives (call: ToolCall): CreativeRecord[] {
-  const seat = call.seat.seat_id.toLowerCase()
-  return [...call.store.bySeat.getRange({ start: ['creative', seat], end: ['creative', seat + '\u0000'] } as never)]
-    .map(({ value }) => call.store.creatives.get(value as string)).filter((c): c is CreativeRecord => c !== undefined)
-}
 
 /** Every package of the seat's media buys that names each creative, by the buyer's creative_id. */
 function assignmentsOf (buys: MediaBuyRecord[]): Map<string, Assigned[]> {
@@ -91,7 +85,7 @@ export function listCreatives (call: ToolCall, args: Record<string, unknown>): R
   const direction = req.sort?.direction ?? 'desc'
   const assigned = assignmentsOf(seatMediaBuys(call.store, call.seat.seat_id))
   const { applied, matches } = matcher(req.filters ?? {})
-  const all = seatCreatives(call).map((c): Listed => {
+  const all = seatItems(call.store, 'creative', call.seat.seat_id, (id) => call.store.creatives.get(id)).map((c): Listed => {
     const id = c.crid ?? c.creative_id
     return { creative: c, id, status: adcpStatusOf(c.status), assigned: assigned.get(id) ?? [] }
   })

@@ -1,3 +1,4 @@
+import { seatItems } from '../accounts/seat-lists.js'
 import { ApiError } from '../errors.js'
 import type { Store } from '../store/store.js'
 import type { MediaBuyRecord } from './records.js'
@@ -17,7 +18,5 @@ export function seatMediaBuy (store: Store, seatId: string, ref: { media_buy_id?
 
 /** The seat's media buys, newest first. */
 export function seatMediaBuys (store: Store, seatId: string): MediaBuyRecord[] {
-  const seat = seatId.toLowerCase()
-  return [...store.bySeat.getRange({ start: ['media_buy', seat], end: ['media_buy', seat + '\u0000'] } as never)]
-    .map(({ value }) => store.mediaBuys.get(value as string)).filter((b): b is MediaBuyRecord => b !== undefined)
+  return seatItems(store, 'media_buy', seatId, (id) => store.mediaBuys.get(id))
 }

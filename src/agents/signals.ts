@@ -1,13 +1,14 @@
 import { iso } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { ActivateSignalRequest, GetSignalsRequest, LiveAudience } from '../generated/types.js'
-import { liveSignals } from '../inventory/fein.js'
+import { schemas } from '../generated/schemas.js'
+import { liveSignals, type LiveSignals } from '../inventory/fein.js'
 import { audienceMatches } from '../inventory/live-audience.js'
 import { interpret } from '../inventory/nl-query.js'
 import { checkAccount, record, type ToolCall } from './call.js'
 
 type Emotion = NonNullable<LiveAudience['emotion']>
-const EMOTIONS: readonly Emotion[] = ['happy', 'sad', 'angry', 'surprised', 'neutral', 'fear', 'disgust']
+const EMOTIONS: ReadonlySet<string> = new Set(schemas.LiveAudience.properties.emotion.enum)
 
 /** The segments listed when a buyer asks for no audience in particular. */
 const CATALOG: LiveAudience[] = [
@@ -40,7 +41,7 @@ export function audienceOfSegment (id: string): LiveAudience | undefined {
   if (m[1] !== undefined) c.min_faces = Number(m[1])
   if (m[2] !== undefined) c.min_attention = Number(m[2]) / 100
   if (m[3] !== undefined) {
-    if (!EMOTIONS.includes(m[3] as Emotion)) return undefined
+    if (!EMOTIONS.has(m[3])) return undefined
     c.emotion = m[3] as Emotion
   }
   if ((c.min_faces !== undefined && c.min_faces < 1) || (c.min_attention !== undefined && c.min_attention > 1) || segmentIdOf(c) !== id) return undefined
@@ -56,18 +57,16 @@ function nameOf (c: LiveAudience): string {
   return `Live audience: ${parts.join(', ')}`
 }
 
-/** How many of the screens on sale have sensors, and how many of those have a live audience in the segment now. */
-function coverageOf (call: ToolCall, c: LiveAudience, countries: string[] | undefined): { sensors: number, matching: number } {
+/** The live signals of the screens on sale with sensors (in the countries given), read once for every segment's coverage. */
+function sensedScreens (call: ToolCall, countries: string[] | undefined): LiveSignals[] {
   const sources = call.inventory.sourcesEnabled()
-  let sensors = 0
-  let matching = 0
+  const live: LiveSignals[] = []
   for (const { value: s } of call.store.screens.getRange()) {
     if (!s.auction_enabled || !sources.includes(s.source) || !s.capabilities.fein) continue
     if (countries !== undefined && !countries.includes(s.location.country)) continue
-    sensors++
-    if (audienceMatches(c, liveSignals(call.store.fein.get(s.screen_id), call.now))) matching++
+    live.push(liveSignals(call.store.fein.get(s.screen_id), call.now))
   }
-  return { sensors, matching }
+  return live
 }
 
 /** The conditions a buyer's words ask for, if they ask for any the screens measure. */
@@ -77,7 +76,7 @@ function askedFor (words: string | undefined): LiveAudience | undefined {
   const c: LiveAudience = {}
   if (it.min_crowd !== null) c.min_faces = Math.max(1, Math.min(10_000, it.min_crowd))
   if (it.min_attention !== null) c.min_attention = Math.min(100, it.min_attention) / 100
-  if (it.emotion !== null && EMOTIONS.includes(it.emotion as Emotion)) c.emotion = it.emotion as Emotion
+  if (it.emotion !== null && EMOTIONS.has(it.emotion)) c.emotion = it.emotion as Emotion
   return Object.keys(c).length > 0 ? c : undefined
 }
 
@@ -94,12 +93,13 @@ export function getSignals (call: ToolCall, args: Record<string, unknown>): Reco
     ? req.signal_ids.map((s) => audienceOfSegment(s.id)).filter((c): c is LiveAudience => c !== undefined)
     : [...(asked !== undefined ? [asked] : []), ...CATALOG]
   const seen = new Set<string>()
-  const countries = req.countries?.map((c) => c.toUpperCase())
+  const sensed = sensedScreens(call, req.countries?.map((c) => c.toUpperCase()))
   const signals = wanted.flatMap((c) => {
     const id = segmentIdOf(c)
     if (seen.has(id)) return []
     seen.add(id)
-    const { sensors, matching } = coverageOf(call, c, countries)
+    const sensors = sensed.length
+    const matching = sensed.filter((live) => audienceMatches(c, live)).length
     const coverage = sensors === 0 ? 0 : Math.round((matching / sensors) * 1000) / 10
     const type = asked !== undefined && id === segmentIdOf(asked) && !CATALOG.some((k) => segmentIdOf(k) === id) ? 'custom' : 'owned'
     const activated = call.store.signalActivations.get([call.seat.seat_id.toLowerCase(), id])

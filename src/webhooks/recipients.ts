@@ -1,3 +1,4 @@
+import { seatItems } from '../accounts/seat-lists.js'
 import { schemas } from '../generated/schemas.js'
 import type { OutboxEvent } from '../store/records.js'
 import type { WebhookRecord } from './records.js'
@@ -16,13 +17,7 @@ export function subscriptionOf (store: Store, webhookId: string): WebhookRecord 
 
 /** A seat's webhook subscriptions, newest first. */
 export function seatWebhooks (store: Store, seatId: string): WebhookRecord[] {
-  const seat = seatId.toLowerCase()
-  const out: WebhookRecord[] = []
-  for (const { value } of store.bySeat.getRange({ start: ['webhook', seat], end: ['webhook', seat + '\u0000'] } as never)) {
-    const w = subscriptionOf(store, value)
-    if (w !== undefined) out.push(w)
-  }
-  return out
+  return seatItems(store, 'webhook', seatId, (id) => subscriptionOf(store, id))
 }
 
 /** One endpoint an event goes to: a subscription, or the seat's webhook_url (webhookId undefined). */

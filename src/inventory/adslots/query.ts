@@ -15,10 +15,7 @@ export interface Plan {
   sources: Source[]
   tuple: TupleFilter
   minVas?: number
-  /** Fraction 0-1 (the query gives percent). */
-  minAttention?: number
-  emotion?: LiveAudience['emotion']
-  /** min_attention and emotion as audienceMatches takes them (set with either). */
+  /** min_attention (a fraction 0-1: the query gives percent) and emotion, as audienceMatches takes them; set with either. */
   live?: LiveAudience
   /** Row-by-row refinements: with them, total_count is omitted. */
   refined: boolean
@@ -81,15 +78,13 @@ export function planFrom (q: AdslotsQuery, enabled: Source[]): Plan {
     refined: q.orientation !== undefined || q.has_fein !== undefined || q.max_age_rating !== undefined || q.allow_alcohol !== undefined || q.allow_gambling !== undefined
   }
   if (q.min_vas !== undefined) plan.minVas = q.min_vas
-  if (q.min_attention !== undefined) plan.minAttention = q.min_attention / 100
-  if (q.emotion !== undefined) plan.emotion = q.emotion
-  if (plan.minAttention !== undefined || plan.emotion !== undefined) plan.live = { ...(plan.minAttention !== undefined ? { min_attention: plan.minAttention } : {}), ...(plan.emotion !== undefined ? { emotion: plan.emotion } : {}) }
+  if (q.min_attention !== undefined || q.emotion !== undefined) plan.live = { ...(q.min_attention !== undefined ? { min_attention: q.min_attention / 100 } : {}), ...(q.emotion !== undefined ? { emotion: q.emotion } : {}) }
   return plan
 }
 
 /** Whether the plan filters on FEIN (such filters exclude screens without sensors). */
 export function hasFeinFilter (plan: Plan): boolean {
-  return plan.minVas !== undefined || plan.minAttention !== undefined || plan.emotion !== undefined
+  return plan.minVas !== undefined || plan.live !== undefined
 }
 
 /**
@@ -149,7 +144,7 @@ function segments (plan: Plan): Array<{ start: IndexKey | [number] | [number, nu
     const s = SOURCE_ORDER[source]
     if (!hasFeinFilter(plan)) { out.push({ start: [s], end: [s + 1] }); continue }
     // attention and emotion are live signals: only live screens (rank 0) can match; min_vas alone allows historical.
-    const ranks = plan.minAttention !== undefined || plan.emotion !== undefined ? [0] : [0, 1]
+    const ranks = plan.live !== undefined ? [0] : [0, 1]
     for (const r of ranks) out.push({ start: [s, r], end: plan.minVas !== undefined ? [s, r, keyPart(-plan.minVas), '\uffff'] : [s, r, NO_VAS] })
   }
   return out
