@@ -569,8 +569,11 @@ else {
     t.ok(preferred !== undefined, 'a preferred product of the Austin gyms')
     // The least a preferred package on the 31 screens takes for one day: a spot on each at the product's price.
     const budget = 5
+    // A flight over two UTC days would spread the budget over both, so it ends by midnight; in the day's last minutes, it waits for the next.
+    const midnight = () => new Date(new Date().toISOString().slice(0, 10)).getTime() + 86_400_000
+    if (midnight() - Date.now() < 180_000) await new Promise((resolve) => setTimeout(resolve, midnight() - Date.now() + 1000))
     const made = await tool(two.url, 'create_media_buy', {
-      buyer_ref: 'leases', start_time: 'asap', end_time: new Date(Date.now() + 2 * 3_600_000).toISOString(),
+      buyer_ref: 'leases', start_time: 'asap', end_time: new Date(Math.min(Date.now() + 2 * 3_600_000, midnight() - 1000)).toISOString(),
       packages: [{ buyer_ref: 'p', product_id: preferred!.product_id, pricing_option_id: 'cpm_fixed', budget, pacing: 'asap', creatives: [{ creative_id: 'lease-ad', name: 'Lease ad', assets: { primary: { url: 'https://assets.invalid/lease.png' } } }] }]
     })
     t.equal(made.error, false, `a media buy made through node-2 (${JSON.stringify(made.data?.errors ?? '')})`)
