@@ -12,7 +12,7 @@ import { startTestService, type TestService } from './helpers/service.js'
 const run = promisify(execFile)
 const ACCEPT = 'application/json, text/event-stream'
 const DAY = 86_400_000
-const SCENARIOS = ['health_check', 'capability_discovery', 'discovery', 'creative_flow', 'behavior_analysis', 'signals_flow', 'create_media_buy', 'full_sales_flow', 'creative_sync', 'error_handling', 'validation', 'temporal_validation', 'pricing_edge_cases', 'response_consistency']
+const SCENARIOS = ['health_check', 'capability_discovery', 'discovery', 'creative_flow', 'behavior_analysis', 'signals_flow', 'create_media_buy', 'full_sales_flow', 'creative_sync', 'error_handling', 'validation', 'temporal_validation', 'pricing_edge_cases', 'response_consistency', 'creative_inline', 'governance_property_lists', 'governance_content_standards']
 
 async function rpc (svc: TestService, key: string | undefined, message: unknown, headers: Record<string, string> = {}, query = '') {
   return await svc.request('POST', `/mcp${query}`, { ...(key !== undefined ? { key } : {}), headers: { accept: ACCEPT, ...headers }, raw: JSON.stringify(message) })
@@ -499,6 +499,74 @@ t.test('FEIN as AdCP signals: found in words, activated, and a package targeting
   const off = await tool(svc, key, 'activate_signal', { action: 'deactivate', signal_agent_segment_id: 'fein_faces_10' })
   t.match(off.data, { deployments: [{ is_live: false }] }, 'deactivated')
   t.match(await buy('fein_faces_10'), { error: true, data: { errors: [{ code: 'invalid_parameter' }] } }, 'and no new package can target it')
+  t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
+})
+
+t.test('inline creatives rotate by weight on the screens; a creative_id synced with a new asset is a new version, moderated again while the approved one plays', async (t) => {
+  const svc = await startTestService(t, { PICKUP_SECONDS: '5' })
+  // Monday 09:00 in Austin: the gyms are open.
+  svc.clock.set(Date.UTC(2026, 10, 30, 15, 0, 0))
+  const { embedOf, screens } = await market(svc)
+  const { key } = await svc.onboard('rotation_buyer')
+  const preferred = ((await tool(svc, key, 'get_products', { brief: 'gyms in Austin' })).data.products as Array<{ product_id: string }>).find((p) => p.product_id.endsWith(':preferred'))!
+  const pkg = (creatives: unknown[]) => ({ buyer_ref: 'rotating', product_id: preferred.product_id, pricing_option_id: 'cpm_fixed', budget: 2000, pacing: 'asap', creatives })
+  const spotA = { name: 'Spot A', format_id: 'dooh_1920x1080_15s', assets: { primary: { url: 'https://assets.invalid/a.png' } }, weight: 3 }
+  const spotB = { creative_id: 'spot-b', name: 'Spot B', assets: { primary: { url: 'https://assets.invalid/b.png' } } }
+  const flight = { start_time: 'asap', end_time: new Date(svc.clock.now() + 7 * DAY).toISOString() }
+
+  const before = svc.snapshot()
+  t.match(await tool(svc, key, 'create_media_buy', { buyer_ref: 'bad', ...flight, packages: [pkg([spotA, { ...spotB, assets: { primary: { url: 'ftp://assets.invalid/b.png' } } }])] }), { error: true, data: { errors: [{ code: 'invalid_parameter', field: 'packages.0.creatives.1' }] } }, 'one bad inline creative refuses the buy')
+  t.match(await tool(svc, key, 'create_media_buy', { buyer_ref: 'bad', ...flight, packages: [{ ...pkg([spotA]), creative_assignments: [{ creative_id: 'spot-b', weight: -1 }] }] }), { error: true, data: { errors: [{ field: 'packages.0.creative_assignments.0.weight' }] } }, 'a negative weight')
+  t.match(await tool(svc, key, 'sync_creatives', { creatives: [{ name: 'No id', assets: { primary: { url: 'https://assets.invalid/c.png' } } }] }), { error: true, data: { errors: [{ code: 'missing_required_field', field: 'creatives.0.creative_id' }] } }, 'sync_creatives needs the buyer\'s creative_id; only inline creatives may go without')
+  t.same({ ...svc.snapshot(), outbox: 0, audit: 0 }, { ...before, outbox: 0, audit: 0 }, 'refusals write nothing')
+
+  const made = await tool(svc, key, 'create_media_buy', { buyer_ref: 'rotation', ...flight, packages: [pkg([spotA, spotB])] })
+  t.equal(made.error, false, JSON.stringify(made.data))
+  const inlineId = made.data.packages[0].creative_assignments[0].creative_id as string
+  t.match(made.data.packages[0].creative_assignments, [{ creative_id: /^inline_[0-9a-f]{16}$/, weight: 3 }, { creative_id: 'spot-b', weight: 1 }], 'an inline creative without an id gets one; B takes the default weight')
+  const later = { start_time: new Date(svc.clock.now() + 2 * DAY).toISOString(), end_time: flight.end_time }
+  t.same((await tool(svc, key, 'create_media_buy', { buyer_ref: 'rotation-later', ...later, packages: [pkg([spotA])] })).data.packages[0].creative_assignments, [{ creative_id: inlineId, weight: 3 }], 'the same inline creative in another buy is the same creative')
+  t.equal((await tool(svc, key, 'list_creatives', {})).data.creatives.length, 2, 'two creatives registered, not three')
+  t.equal(made.data.status, 'pending_activation', 'the buy waits for moderation')
+
+  // The assets cannot be fetched, so moderation rejects both at once; the operator overturns that.
+  await svc.service.moderator.idle()
+  const platformIds = (await tool(svc, key, 'list_creatives', {})).data.creatives.map((c: { ext: { oohbid: { platform_id: string } } }) => c.ext.oohbid.platform_id) as string[]
+  for (const id of platformIds) await svc.admin('POST', `/admin/v1/creatives/${id}/review`, { decision: 'approved', reason: 'checked for the test' })
+  await svc.service.runJobs()
+  const placement = (await svc.request('GET', '/openrtb/v2/assignments', { key })).body.data.assignments.find((a: { line: string, rotation?: unknown[] }) => a.line === 'preferred' && a.rotation?.length === 2)
+  t.ok(placement !== undefined, 'the placement rotates between the two')
+  svc.clock.advance(10_000)
+  const [idA, idB] = (placement.rotation as Array<{ creative_id: string }>).map((r) => r.creative_id)
+  /** Which creative each of n spots at gym-1 plays. */
+  const plays = async (n: number) => {
+    const got: string[] = []
+    for (let i = 0; i < n; i++) got.push((await svc.request('POST', `${embedOf(screens['gym-1']!)}/spots`, { body: {} })).body.data.creative?.creative_id)
+    return got
+  }
+  const first = await plays(40)
+  const count = (ids: string[], id: string | undefined) => ids.filter((x) => x === id).length
+  t.same([count(first, idA), count(first, idB)], [31, 9], '40 spots at 3:1: A plays 31, B 9')
+  t.ok(first.slice(0, 8).includes(idB!), 'interleaved: B plays within the first eight spots')
+
+  const resynced = await tool(svc, key, 'sync_creatives', { creatives: [{ ...spotB, assets: { primary: { url: 'https://assets.invalid/b-v2.png' } } }] })
+  t.match(resynced.data.creatives, [{ creative_id: 'spot-b', action: 'updated', status: 'pending_review', warnings: [/Version 2 .* version 1 plays until it is approved/] }], 'the new asset is version 2, sent to moderation')
+  const v2 = resynced.data.creatives[0].platform_id as string
+  t.not(v2, idB, 'a creative of its own')
+  await svc.service.moderator.idle()
+  const listed = (await tool(svc, key, 'list_creatives', { filters: { creative_ids: ['spot-b'] } })).data.creatives
+  t.match(listed, [{ creative_id: 'spot-b', status: 'rejected', ext: { oohbid: { platform_id: v2, version: 2, playing_version: 1, playing_platform_id: idB } } }], 'listed once, as version 2: moderation turned it down and version 1 plays on')
+  t.same(count(await plays(8), idB), 2, 'version 1 keeps its share')
+  t.equal((await tool(svc, key, 'sync_creatives', { creatives: [{ ...spotB, assets: { primary: { url: 'https://assets.invalid/b-v2.png' } } }] })).data.creatives[0].action, 'unchanged', 'the same asset again changes nothing')
+  await svc.admin('POST', `/admin/v1/creatives/${v2}/review`, { decision: 'approved', reason: 'checked for the test' })
+  const after = await plays(8)
+  t.same([count(after, v2) + count(after, idA), count(after, idB)], [8, 0], 'approved: version 1 plays no more')
+  t.ok(count(after, v2) > 0, `version 2 plays in its place (${count(after, v2)} of 8 spots)`)
+  t.notOk('playing_version' in (await tool(svc, key, 'list_creatives', { filters: { creative_ids: ['spot-b'] } })).data.creatives[0].ext.oohbid)
+
+  const reweighted = await tool(svc, key, 'update_media_buy', { media_buy_id: made.data.media_buy_id, packages: [{ package_id: 'pkg-0', creative_assignments: [{ creative_id: inlineId, weight: 0 }, { creative_id: 'spot-b', weight: 1 }] }] })
+  t.match(reweighted.data.affected_packages, [{ creative_assignments: [{ creative_id: inlineId, weight: 0 }, { creative_id: 'spot-b', weight: 1 }] }])
+  t.same(count(await plays(10), v2), 10, 'A at weight 0 stays attached and stops playing: B plays every spot')
   t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
 })
 

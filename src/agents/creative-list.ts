@@ -2,6 +2,8 @@ import { seatItems } from '../accounts/seat-lists.js'
 import { ApiError } from '../errors.js'
 import type { ListCreativesRequest } from '../generated/types.js'
 import type { CreativeRecord } from '../creatives/records.js'
+import { creativeIdOfCrid } from '../creatives/register.js'
+import { playingVersion } from '../creatives/versions.js'
 import { checkAccount, type ToolCall } from './call.js'
 import { formatOfSize } from './catalog.js'
 import { adcpStatusOf, rejectionOf } from './creative-upsert.js'
@@ -85,7 +87,8 @@ export function listCreatives (call: ToolCall, args: Record<string, unknown>): R
   const direction = req.sort?.direction ?? 'desc'
   const assigned = assignmentsOf(seatMediaBuys(call.store, call.seat.seat_id))
   const { applied, matches } = matcher(req.filters ?? {})
-  const all = seatItems(call.store, 'creative', call.seat.seat_id, (id) => call.store.creatives.get(id)).map((c): Listed => {
+  // A creative re-synced with another asset is listed once, as its newest version.
+  const all = seatItems(call.store, 'creative', call.seat.seat_id, (id) => call.store.creatives.get(id)).filter((c) => c.next_version === undefined).map((c): Listed => {
     const id = c.crid ?? c.creative_id
     return { creative: c, id, status: adcpStatusOf(c.status), assigned: assigned.get(id) ?? [] }
   })
@@ -120,6 +123,14 @@ function cursorKey (cursor: string): [string | number, string] {
   throw new ApiError('invalid_parameter', 'pagination.cursor is not one this agent gave.', { param: 'pagination.cursor' })
 }
 
+/** A re-synced creative's version, and the earlier version that plays while this one is not approved. */
+function versionOf (call: ToolCall, c: CreativeRecord): Record<string, unknown> {
+  if (c.version === undefined) return {}
+  const first = call.store.creatives.get(creativeIdOfCrid(c.seat_id, c.crid!))
+  const playing = first !== undefined ? playingVersion(call.store, first) : c
+  return { version: c.version, ...(playing.creative_id !== c.creative_id ? { playing_version: playing.version ?? 1, playing_platform_id: playing.creative_id } : {}) }
+}
+
 function view (call: ToolCall, l: Listed, req: ListCreativesRequest): Record<string, unknown> {
   const c = l.creative
   const asset = c.asset
@@ -140,6 +151,6 @@ function view (call: ToolCall, l: Listed, req: ListCreativesRequest): Record<str
     ...(primary !== undefined ? { assets: primary } : {}),
     ...(req.include_assignments !== false ? { assignments: { assignment_count: l.assigned.length, assigned_packages: l.assigned.map(({ package_id: packageId, buyer_ref: ref, assigned_date: date }) => ({ package_id: packageId, ...(ref !== undefined ? { buyer_ref: ref } : {}), assigned_date: date })) } } : {}),
     ...(req.include_snapshot === true ? { snapshot_unavailable_reason: 'SNAPSHOT_UNSUPPORTED' } : {}),
-    ext: { oohbid: { platform_id: c.creative_id, moderation_status: c.status, ...(reason !== undefined ? { rejection_reason: reason } : {}), content_type: c.content_type } }
+    ext: { oohbid: { platform_id: c.creative_id, moderation_status: c.status, ...(reason !== undefined ? { rejection_reason: reason } : {}), content_type: c.content_type, ...versionOf(call, c) } }
   }
 }

@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto'
 import type { CreativeAsset } from '../generated/types.js'
-import { assetUrlProblem, creativeIdOfCrid, registerCreative } from '../creatives/register.js'
+import { assetUrlProblem, creativeIdOfCrid, registerCreative, registerNextVersion } from '../creatives/register.js'
 import { typeByExtension, typeOfExtension } from '../creatives/from-markup.js'
 import type { CreativeRecord } from '../creatives/records.js'
+import { newestVersion, playingVersion } from '../creatives/versions.js'
 import type { ToolCall } from './call.js'
 import { knownFormat } from './catalog.js'
 
@@ -20,18 +22,27 @@ export function rejectionOf (c: CreativeRecord): string | undefined {
 /** What syncing one creative did: the creative (when there is one), AdCP's action, and why it failed or what to know. */
 export interface Upserted {
   creative?: CreativeRecord
-  action: 'created' | 'unchanged' | 'failed'
+  action: 'created' | 'updated' | 'unchanged' | 'failed'
   errors: string[]
   warnings: string[]
 }
 
 /**
- * Registers a buyer's creative (AdCP creative_id = our crid, so a bid with that crid finds the same creative) by
- * the URL of its primary asset, for moderation like POST /creatives in URL mode; a creative_id already registered with
- * that asset is unchanged, and one registered with another asset is refused (creatives are immutable once moderated:
- * sync a new creative_id). Call inside Store.write, and schedule moderation of what was created after it commits.
+ * The creative_id an inline creative that names none is registered by: derived from what it shows, so that a retried
+ * create_media_buy registers it once.
  */
-export function upsertCreative (call: ToolCall, c: CreativeAsset): Upserted {
+export function inlineCreativeId (c: Pick<CreativeAsset, 'name' | 'assets'>): string {
+  return `inline_${createHash('sha256').update(`${c.name}\u0000${c.assets.primary.url}`).digest('hex').slice(0, 16)}`
+}
+
+/**
+ * Registers a buyer's creative (AdCP creative_id = our crid, so a bid with that crid finds the same creative) by
+ * the URL of its primary asset, for moderation like POST /creatives in URL mode. A creative_id already registered with
+ * that asset is unchanged; with another asset, the asset becomes the creative's next version, moderated like a new
+ * creative while the approved version keeps playing (creatives/versions.ts). Call inside Store.write, and schedule
+ * moderation of what was created after it commits.
+ */
+export function upsertCreative (call: ToolCall, c: CreativeAsset, crid = c.creative_id!): Upserted {
   const errors: string[] = []
   const warnings: string[] = []
   const format = typeof c.format_id === 'string' ? c.format_id : c.format_id?.id
@@ -41,17 +52,18 @@ export function upsertCreative (call: ToolCall, c: CreativeAsset): Upserted {
   if (type === undefined) errors.push('The media type of assets.primary is unknown: give assets.primary.format (jpeg, png, webp, gif, mp4 or webm).')
   const problem = assetUrlProblem(primary.url, call.config.allowPrivateAssetUrls)
   if (problem !== undefined) errors.push(`assets.primary.url ${problem}.`)
-  const id = creativeIdOfCrid(call.seat.seat_id, c.creative_id)
-  const existing = call.store.creatives.get(id)
-  if (existing !== undefined) {
-    if (existing.source_url === primary.url) return { creative: existing, action: 'unchanged', errors: [], warnings }
-    errors.push(`creative_id ${c.creative_id} is registered with another asset (${existing.source_url ?? 'an upload'}); a moderated creative does not change: sync the new asset under a new creative_id.`)
-  }
+  const first = call.store.creatives.get(creativeIdOfCrid(call.seat.seat_id, crid))
+  const newest = first !== undefined ? newestVersion(call.store, first) : undefined
+  if (newest !== undefined && newest.source_url === primary.url) return { creative: newest, action: 'unchanged', errors: [], warnings }
   if (errors.length > 0) return { action: 'failed', errors, warnings }
   if (format !== undefined && primary.width !== undefined && primary.height !== undefined) {
     const size = /^dooh_(\d+)x(\d+)_/.exec(format)
     if (size !== null && (Number(size[1]) !== primary.width || Number(size[2]) !== primary.height)) warnings.push(`The asset is ${primary.width}x${primary.height} and format ${format} is ${size[1]}x${size[2]}: screens letterbox it.`)
   }
-  const creative = registerCreative(call, call.seat.seat_id, { name: c.name, content_type: type!, mode: 'url', source_url: primary.url, crid: c.creative_id, ...(c.click_url !== undefined ? { click_url: c.click_url } : {}) }, call.now, id)
-  return { creative, action: 'created', errors, warnings }
+  const body = { name: c.name, content_type: type!, mode: 'url' as const, source_url: primary.url, crid, ...(c.click_url !== undefined ? { click_url: c.click_url } : {}) }
+  if (newest === undefined) return { creative: registerCreative(call, call.seat.seat_id, body, call.now, creativeIdOfCrid(call.seat.seat_id, crid)), action: 'created', errors, warnings }
+  const creative = registerNextVersion(call, newest, body, call.now)
+  const playing = playingVersion(call.store, first!)
+  warnings.push(`Version ${creative.version!} of creative_id ${crid} goes to moderation; ${playing.status === 'approved' && playing.creative_id !== creative.creative_id ? `version ${playing.version ?? 1} plays until it is approved` : 'it plays once approved'}.`)
+  return { creative, action: 'updated', errors, warnings }
 }

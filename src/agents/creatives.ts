@@ -13,17 +13,17 @@ export function syncCreatives (call: ToolCall, args: Record<string, unknown>): R
   checkAccount(call, req.account)
   const dryRun = call.dryRun || req.dry_run === true
   const assignments = Array.isArray(req.assignments)
-    ? req.assignments.map((a) => [a.creative_id, a.package_id] as const)
-    : Object.entries(req.assignments ?? {}).flatMap(([creativeId, refs]) => (refs ?? []).map((ref) => [creativeId, ref] as const))
+    ? req.assignments.map((a) => [a.creative_id, a.package_id, a.weight] as const)
+    : Object.entries(req.assignments ?? {}).flatMap(([creativeId, refs]) => (refs ?? []).map((ref) => [creativeId, ref, undefined] as const))
   const created: string[] = []
   const results = record({ ...call, dryRun }, () => req.creatives.map((c) => {
     const done = upsertCreative(call, c)
-    if (done.action === 'created') created.push(done.creative!.creative_id)
+    if (done.action === 'created' || done.action === 'updated') created.push(done.creative!.creative_id)
     const assigned: string[] = []
     const assignmentErrors: Record<string, string> = {}
     if (done.creative !== undefined) {
-      for (const [, ref] of assignments.filter(([creativeId]) => creativeId === c.creative_id)) {
-        const outcome = attachCreative(call, c.creative_id, ref)
+      for (const [, ref, weight] of assignments.filter(([creativeId]) => creativeId === c.creative_id)) {
+        const outcome = attachCreative(call, c.creative_id!, ref, weight)
         if (outcome === undefined) assigned.push(ref)
         else assignmentErrors[ref] = outcome
       }

@@ -2,14 +2,14 @@ import { randomUUID } from 'node:crypto'
 import { DAY } from '../analytics/reports.js'
 import { iso } from '../clock.js'
 import { ApiError } from '../errors.js'
-import type { CreateMediaBuyRequest, Daypart, MediaBuyPackageRequest, TargetingOverlay, UpdateMediaBuyRequest } from '../generated/types.js'
+import type { CreateMediaBuyRequest, CreativeWeight, Daypart, MediaBuyPackageRequest, TargetingOverlay, UpdateMediaBuyRequest } from '../generated/types.js'
 import { indexForSeat } from '../accounts/seat-lists.js'
 import { createCampaign, moveCampaign, retermCampaign } from '../campaigns/campaigns.js'
 import { checkFlight } from '../campaigns/inputs.js'
 import { deliveredOf } from '../campaigns/delivery.js'
 import { fromMicros } from '../bidding/auction/money.js'
 import { today } from '../campaigns/lifecycle.js'
-import { place, respot, setPlacementPaused, setPlacementTerms } from '../campaigns/placements.js'
+import { place, respot, setPlacementPaused, setPlacementTerms, setRotation } from '../campaigns/placements.js'
 import { give, take } from '../campaigns/screen-bookings.js'
 import { seatCreativeByCrid } from '../creatives/register.js'
 import type { CreativeRecord } from '../creatives/records.js'
@@ -18,7 +18,7 @@ import { daysWithin } from '../inventory/local-time.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
 import { checkAccount, record, type BuyDeps, type ToolCall } from './call.js'
-import { upsertCreative } from './creative-upsert.js'
+import { inlineCreativeId, upsertCreative } from './creative-upsert.js'
 import { activatedAudience } from './signals.js'
 import { seatMediaBuy, seatMediaBuys } from './seat-buys.js'
 import { deliveryTypeOf, freeEveryDay, impressionsPerPlay, maxGuaranteedBudget, PRICING_OPTION, priceOf, productKeyOf, productScreens, type PriceTerms } from './products.js'
@@ -58,7 +58,7 @@ function packageView (p: PackageRecord): Record<string, unknown> {
     impressions: p.impressions,
     paused: p.paused,
     ...(p.dayparts !== undefined || p.segment !== undefined ? { targeting_overlay: { ...(p.dayparts !== undefined ? { daypart_targets: p.dayparts.map((d) => ({ days: d.days.map(dayNameOf), start_hour: d.start_hour, end_hour: d.end_hour })) } : {}), ...(p.segment !== undefined ? { axe_include_segment: p.segment } : {}) } } : {}),
-    creative_assignments: p.creative_ids.map((creative_id) => ({ creative_id })),
+    creative_assignments: p.creative_ids.map((creative_id) => ({ creative_id, weight: p.weights?.[creative_id] ?? 1 })),
     ext: {
       oohbid: {
         delivery_type: deliveryTypeOf(p.sale),
@@ -168,9 +168,9 @@ function checkRoom (call: ToolCall, screens: ScreenRecord[], buy: MediaBuyRecord
 
 /**
  * Opens package i of a new media buy: checks the product, its pricing option, the price and the money, and books
- * its spots when it is guaranteed.
+ * its spots when it is guaranteed (its creatives are the caller's).
  */
-function openPackage (call: ToolCall, buy: MediaBuyRecord, p: MediaBuyPackageRequest, i: number): PackageRecord {
+function openPackage (call: ToolCall, buy: MediaBuyRecord, p: MediaBuyPackageRequest, i: number): Omit<PackageRecord, 'creative_ids' | 'assigned_at' | 'weights'> {
   const at = `packages.${i}`
   const { key, sale } = productKeyOf(p.product_id, `${at}.product_id`)
   if (p.pricing_option_id !== PRICING_OPTION[sale]) throw new ApiError('invalid_parameter', `Product ${p.product_id} is priced by pricing option ${PRICING_OPTION[sale]}, not ${p.pricing_option_id}.`, { param: `${at}.pricing_option_id` })
@@ -198,15 +198,55 @@ function openPackage (call: ToolCall, buy: MediaBuyRecord, p: MediaBuyPackageReq
     screen_ids: screens.map((s) => s.screen_id),
     spots_per_day: bought.spots,
     impressions: bought.impressions,
-    ...named(undefined, p.creative_ids ?? [], iso(call.now)),
     paused: false
   }
 }
 
-/** A package's creatives and when each was first attached: one named again keeps its date. */
-function named (p: Pick<PackageRecord, 'assigned_at'> | undefined, ids: readonly string[], at: string): Pick<PackageRecord, 'creative_ids' | 'assigned_at'> {
-  const creativeIds = [...new Set(ids)]
-  return { creative_ids: creativeIds, assigned_at: Object.fromEntries(creativeIds.map((id) => [id, p?.assigned_at?.[id] ?? at])) }
+/** A creative a request names for a package, by the buyer's creative_id, with the weight it gave (if any). */
+interface Named { id: string, weight?: number | undefined }
+
+/**
+ * A package's creatives, their weights and when each was first attached: one named again keeps its date, and its
+ * weight unless it is given another.
+ */
+function named (p: Pick<PackageRecord, 'assigned_at' | 'weights'> | undefined, entries: readonly Named[], at: string): Pick<PackageRecord, 'creative_ids' | 'assigned_at' | 'weights'> {
+  const creativeIds = [...new Set(entries.map((e) => e.id))]
+  const weights: Record<string, number> = {}
+  for (const id of creativeIds) {
+    const weight = entries.findLast((e) => e.id === id && e.weight !== undefined)?.weight ?? p?.weights?.[id] ?? 1
+    if (weight !== 1) weights[id] = weight
+  }
+  return { creative_ids: creativeIds, assigned_at: Object.fromEntries(creativeIds.map((id) => [id, p?.assigned_at?.[id] ?? at])), weights }
+}
+
+/**
+ * The creatives a package request names (creative_ids, creative_assignments, and inline creatives, synced as
+ * sync_creatives would: all or nothing with the request), adding what it registered to `created` for moderation.
+ */
+function requestedCreatives (call: ToolCall, p: Pick<MediaBuyPackageRequest, 'creative_ids' | 'creative_assignments' | 'creatives'>, at: string, created: string[]): Named[] {
+  const inline = (p.creatives ?? []).map((c, j): Named => {
+    const crid = c.creative_id ?? inlineCreativeId(c)
+    const done = upsertCreative(call, c, crid)
+    if (done.action === 'failed') throw new ApiError('invalid_parameter', done.errors.join(' '), { param: `${at}.creatives.${j}` })
+    if (done.action !== 'unchanged') created.push(done.creative!.creative_id)
+    return { id: crid, weight: c.weight }
+  })
+  return [...(p.creative_ids ?? []).map((id) => ({ id })), ...(p.creative_assignments ?? []).map((a) => ({ id: a.creative_id, weight: a.weight })), ...inline]
+}
+
+/** What a package's placement rotates among: each attached creative the seat has, at its weight (0: not played). */
+function packageRotation (store: Store, buy: MediaBuyRecord, p: PackageRecord): CreativeWeight[] {
+  return p.creative_ids.flatMap((id) => {
+    const creative = seatCreativeByCrid(store, buy.seat_id, id)
+    const weight = p.weights?.[id] ?? 1
+    return creative !== undefined && weight > 0 ? [{ creative_id: creative.creative_id, weight }] : []
+  })
+}
+
+/** A package's creatives changed: an active one's placement rotates among the new set from its next spot. */
+function rotate (store: Store, buy: MediaBuyRecord, p: PackageRecord): void {
+  const a = p.assignment_id !== undefined ? store.assignments.get(p.assignment_id) : undefined
+  if (a !== undefined) setRotation(store, a, packageRotation(store, buy, p))
 }
 
 /** The approved creative a package not yet activated would play, if it can be activated now. */
@@ -217,10 +257,9 @@ function readyCreative (store: Store, buy: MediaBuyRecord, p: PackageRecord, now
 
 /**
  * Turns each package that has an approved creative (the first approved of its creative_ids) into a campaign of the
- * seat and a placement of its booked spots that players pick up within PICKUP_SECONDS. Call inside Store.write;
- * answers whether anything changed.
+ * seat and a placement of its booked spots, rotating among its creatives, that players pick up within
+ * PICKUP_SECONDS. Call inside Store.write; answers whether anything changed.
  */
-
 function activate (deps: BuyDeps, buy: MediaBuyRecord, now: number): boolean {
   let changed = false
   buy.packages = buy.packages.map((p) => {
@@ -240,7 +279,7 @@ function activate (deps: BuyDeps, buy: MediaBuyRecord, now: number): boolean {
     }, now)
     changed = true
     const screens = p.screen_ids.map((id) => deps.store.screens.get(id)).filter((s): s is ScreenRecord => s !== undefined)
-    const line = { line: p.sale, cpm: p.rate, ...(p.sale !== 'guaranteed' ? { pacing: p.pacing } : {}), ...(p.dayparts !== undefined ? { dayparts: p.dayparts } : {}), ...(p.audience !== undefined ? { audience: p.audience } : {}) }
+    const line = { line: p.sale, cpm: p.rate, ...(p.sale !== 'guaranteed' ? { pacing: p.pacing } : {}), ...(p.dayparts !== undefined ? { dayparts: p.dayparts } : {}), ...(p.audience !== undefined ? { audience: p.audience } : {}), rotation: packageRotation(deps.store, buy, p) }
     const placed = place(deps, buy.seat_id, { creative_id: creative.creative_id, screen_ids: screens.map((s) => s.screen_id), start_date: buy.start_date, end_date: buy.end_date, spots_per_day: p.spots_per_day, campaign_id: campaign.campaign_id, ...line }, screens, now, 'media_buy', false)
     return { ...p, campaign_id: campaign.campaign_id, assignment_id: placed.assignment_id }
   })
@@ -288,13 +327,7 @@ export function createMediaBuy (call: ToolCall, args: Record<string, unknown>): 
     if (req.brand?.domain !== undefined) buy.brand_domain = req.brand.domain
     buy.packages = req.packages.map((p, i) => {
       const pkg = openPackage(call, buy, p, i)
-      // Inline creatives are synced as sync_creatives would, all or nothing with the buy.
-      for (const [j, c] of (p.creatives ?? []).entries()) {
-        const done = upsertCreative(call, c)
-        if (done.action === 'failed') throw new ApiError('invalid_parameter', done.errors.join(' '), { param: `packages.${i}.creatives.${j}` })
-        if (done.action === 'created') created.push(done.creative!.creative_id)
-      }
-      return { ...pkg, ...named(pkg, [...pkg.creative_ids, ...(p.creatives ?? []).map((c) => c.creative_id)], stamp) }
+      return { ...pkg, ...named(undefined, requestedCreatives(call, p, `packages.${i}`, created), stamp) }
     })
     activate(call, buy, call.now)
     call.store.mediaBuys.putSync(buy.media_buy_id, buy)
@@ -316,7 +349,7 @@ export function createMediaBuy (call: ToolCall, args: Record<string, unknown>): 
  * package_id unique among the seat's running buys, and activates it when the creative is approved; answers why not,
  * or undefined when attached. Call inside Store.write.
  */
-export function attachCreative (call: ToolCall, creativeId: string, ref: string): string | undefined {
+export function attachCreative (call: ToolCall, creativeId: string, ref: string, weight?: number): string | undefined {
   const slash = ref.lastIndexOf('/')
   const packageId = ref.slice(slash + 1)
   const candidates = slash >= 0
@@ -327,8 +360,8 @@ export function attachCreative (call: ToolCall, creativeId: string, ref: string)
   if (owners.length > 1) return `Package ${packageId} is in ${owners.length} media buys: name it as media_buy_id/package_id.`
   const buy = owners[0]!
   const p = buy.packages.find((x) => x.package_id === packageId || x.buyer_ref === packageId)!
-  if (p.campaign_id !== undefined) return p.creative_ids.includes(creativeId) ? undefined : `Package ${p.package_id} already plays another creative.`
-  Object.assign(p, named(p, [...p.creative_ids, creativeId], iso(call.now)))
+  Object.assign(p, named(p, [...p.creative_ids.map((id) => ({ id })), { id: creativeId, weight }], iso(call.now)))
+  rotate(call.store, buy, p)
   activate(call, buy, call.now)
   buy.updated_at = iso(call.now)
   call.store.mediaBuys.putSync(buy.media_buy_id, buy)
@@ -379,7 +412,7 @@ type PackageChange = NonNullable<UpdateMediaBuyRequest['packages']>[number]
  * (non-guaranteed), creatives (until it plays) and pause, carried to its campaign and placement. Call inside
  * Store.write.
  */
-function changePackage (call: ToolCall, buy: MediaBuyRecord, before: PackageRecord, change: PackageChange, at: string): PackageRecord {
+function changePackage (call: ToolCall, buy: MediaBuyRecord, before: PackageRecord, change: PackageChange, at: string, created: string[]): PackageRecord {
   let p = before
   const campaign = p.campaign_id !== undefined ? call.store.campaigns.get(p.campaign_id) : undefined
   const screens = p.screen_ids.map((id) => call.store.screens.get(id)).filter((s): s is ScreenRecord => s !== undefined)
@@ -411,9 +444,9 @@ function changePackage (call: ToolCall, buy: MediaBuyRecord, before: PackageReco
     p = { ...p, spots_per_day: bought.spots, impressions: bought.impressions }
   }
   if (a !== undefined && p.sale !== 'guaranteed') setPlacementTerms(call.store, a, { spots_per_day: p.spots_per_day, cpm: p.rate, pacing: p.pacing, dayparts: p.dayparts, audience: p.audience })
-  if (change.creative_ids !== undefined) {
-    if (p.campaign_id !== undefined) throw new ApiError('invalid_transition', `Package ${p.package_id} already plays creative ${campaign?.creative_id ?? ''}; make a new package (or media buy) for another creative.`, { param: `${at}.creative_ids` })
-    p = { ...p, ...named(p, change.creative_ids, iso(call.now)) }
+  if (change.creative_ids !== undefined || change.creative_assignments !== undefined || change.creatives !== undefined) {
+    p = { ...p, ...named(p, requestedCreatives(call, change, at, created), iso(call.now)) }
+    rotate(call.store, buy, p)
   }
   if (change.paused !== undefined && change.paused !== p.paused) {
     if (!buy.paused) pausePackage(call, p, change.paused)
@@ -430,7 +463,8 @@ function changePackage (call: ToolCall, buy: MediaBuyRecord, before: PackageReco
 /** update_media_buy: every change applied, or none (a refusal rolls the whole update back). */
 export function updateMediaBuy (call: ToolCall, args: Record<string, unknown>): Record<string, unknown> {
   const req = args as unknown as UpdateMediaBuyRequest
-  return record(call, () => {
+  const created: string[] = []
+  const answer = record(call, () => {
     const buy = seatMediaBuy(call.store, call.seat.seat_id, req)
     if (statusOf(buy, call.now) === 'completed') throw new ApiError('invalid_transition', `Media buy ${buy.media_buy_id} ended at ${buy.end_time}.`, { status: 'completed' })
     const affected = new Set<string>()
@@ -442,7 +476,7 @@ export function updateMediaBuy (call: ToolCall, args: Record<string, unknown>): 
       const at = `packages.${i}`
       const index = buy.packages.findIndex((p) => (change.package_id !== undefined ? p.package_id === change.package_id : change.buyer_ref !== undefined && p.buyer_ref === change.buyer_ref))
       if (index < 0) throw new ApiError('package_not_found', `Media buy ${buy.media_buy_id} has no package ${change.package_id ?? change.buyer_ref ?? '(name it by package_id or buyer_ref)'}.`, { param: `${at}.package_id` })
-      const p = changePackage(call, buy, buy.packages[index]!, change, at)
+      const p = changePackage(call, buy, buy.packages[index]!, change, at, created)
       buy.packages[index] = p
       affected.add(p.package_id)
     }
@@ -458,4 +492,6 @@ export function updateMediaBuy (call: ToolCall, args: Record<string, unknown>): 
       sandbox: call.seat.status === 'sandbox'
     }
   })
+  if (!call.dryRun) for (const id of created) call.moderator.schedule(id)
+  return answer
 }

@@ -32,6 +32,8 @@ export interface PackageRecord {
   impressions: number
   /** The creatives the buyer attached, by the buyer's creative_id. */
   creative_ids: string[]
+  /** Each creative's share of the spots, by creative_id, where the buyer gave one other than 1. */
+  weights?: Record<string, number>
   /** Preferred and auction: the activated FEIN signal it targets (its segment id) and the live audience that means. */
   segment?: string
   audience?: LiveAudience

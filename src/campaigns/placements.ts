@@ -4,13 +4,13 @@ import type { ResolvedConfig } from '../config.js'
 import { ApiError } from '../errors.js'
 import { indexForSeat } from '../accounts/seat-lists.js'
 import type { Outbox } from '../store/outbox.js'
-import type { Daypart, LiveAudience } from '../generated/types.js'
+import type { CreativeWeight, Daypart, LiveAudience } from '../generated/types.js'
 import type { AssignmentRecord, CampaignRecord } from './records.js'
 import type { Store } from '../store/store.js'
 import { give, take } from './screen-bookings.js'
 
 /** How a placement plays and pays beyond its spots (the waterfall line it is; absent: a guaranteed line charging nothing). */
-export type LineTerms = Partial<Pick<AssignmentRecord, 'line' | 'cpm' | 'pacing' | 'dayparts' | 'audience'>>
+export type LineTerms = Partial<Pick<AssignmentRecord, 'line' | 'cpm' | 'pacing' | 'dayparts' | 'audience' | 'rotation'>>
 
 /**
  * Places a creative on screens: takes the spots (a guaranteed line, unless the caller booked them already), records
@@ -40,6 +40,7 @@ export function place (deps: { store: Store, outbox: Outbox, config: Pick<Resolv
   if (body.pacing !== undefined) a.pacing = body.pacing
   if (body.dayparts !== undefined) a.dayparts = body.dayparts
   if (body.audience !== undefined) a.audience = body.audience
+  if (body.rotation !== undefined) a.rotation = body.rotation
   store.assignments.putSync(id, a)
   for (const s of a.screen_ids) store.placements.putSync([s, a.start_date, id], id)
   indexForSeat(store, 'assignment', seatId, now, id)
@@ -52,6 +53,13 @@ export function seatCampaign (store: Store, seatId: string, id: string): Campaig
   const c = store.campaigns.get(id)
   if (c === undefined || c.seat_id.toLowerCase() !== seatId.toLowerCase()) throw new ApiError('campaign_not_found', `No campaign ${id} belongs to this seat.`, { param: 'id' })
   return c
+}
+
+/** Sets the creatives a placement rotates among, from its next spot on. Call inside Store.write. */
+export function setRotation (store: Store, a: AssignmentRecord, rotation: CreativeWeight[]): AssignmentRecord {
+  const next: AssignmentRecord = { ...a, rotation }
+  store.assignments.putSync(a.assignment_id, next)
+  return next
 }
 
 /** Pauses or resumes a placement: a paused one keeps its spots and does not play. Call inside Store.write. */

@@ -4,6 +4,7 @@ import { indexForSeat } from '../accounts/seat-lists.js'
 import { callbackUrlProblem } from '../net/url-guard.js'
 import type { Outbox } from '../store/outbox.js'
 import type { CreativeRecord } from './records.js'
+import { playingVersion } from './versions.js'
 import type { Store } from '../store/store.js'
 
 /** The media types a screen's player can show. */
@@ -28,20 +29,25 @@ export function creativeRecord (creativeId: string): string {
 
 /** What a new creative is made of, from POST /creatives or from a bid's markup (content_type: a PLAYABLE type). */
 export type NewCreative = Pick<CreativeRecord, 'name' | 'content_type' | 'mode'> &
-  Partial<Pick<CreativeRecord, 'source_url' | 'advertiser_domain' | 'click_url' | 'declared_categories' | 'crid' | 'upload_expires_at'>>
+  Partial<Pick<CreativeRecord, 'source_url' | 'advertiser_domain' | 'click_url' | 'declared_categories' | 'crid' | 'upload_expires_at' | 'version' | 'previous_version'>>
 
 /**
- * The creative id a seat's crid registers as: derived from both, so that the next bid with that crid finds it
- * without an index, and two seats' equal crids never meet.
+ * The creative id a seat's crid registers as (its first version; later ones add their number): derived from both, so
+ * that the next bid with that crid finds it without an index, and two seats' equal crids never meet.
  */
-export function creativeIdOfCrid (seatId: string, crid: string): string {
-  return `cr_${createHash('sha256').update(`${seatId.toLowerCase()}\u0000${crid}`).digest('hex').slice(0, 32)}`
+export function creativeIdOfCrid (seatId: string, crid: string, version = 1): string {
+  const named = version === 1 ? `${seatId.toLowerCase()}\u0000${crid}` : `${seatId.toLowerCase()}\u0000${crid}\u0000${version}`
+  return `cr_${createHash('sha256').update(named).digest('hex').slice(0, 32)}`
 }
 
-/** The seat's creative a bid's crid names: its creative_id, or the crid a bid registered it from. */
+/**
+ * The seat's creative a bid's crid names (its creative_id, or the crid it was registered by), at the version that
+ * plays (creatives/versions.ts).
+ */
 export function seatCreativeByCrid (store: Store, seatId: string, crid: string): CreativeRecord | undefined {
   const own = (c: CreativeRecord | undefined) => c !== undefined && c.seat_id.toLowerCase() === seatId.toLowerCase() ? c : undefined
-  return own(store.creatives.get(crid)) ?? own(store.creatives.get(creativeIdOfCrid(seatId, crid)))
+  const named = own(store.creatives.get(crid)) ?? own(store.creatives.get(creativeIdOfCrid(seatId, crid)))
+  return named !== undefined ? playingVersion(store, named) : undefined
 }
 
 /**
@@ -58,3 +64,13 @@ export function registerCreative ({ store, outbox }: { store: Store, outbox: Out
   return creative
 }
 
+/**
+ * Records a seat's new asset for a crid it registered as the creative's next version (pending_moderation, like a new
+ * URL-mode creative), linked to the version it follows. Call inside Store.write; schedule its moderation after.
+ */
+export function registerNextVersion (deps: { store: Store, outbox: Outbox }, newest: CreativeRecord, c: NewCreative & { crid: string }, now: number): CreativeRecord {
+  const version = (newest.version ?? 1) + 1
+  const creative = registerCreative(deps, newest.seat_id, { ...c, version, previous_version: newest.creative_id }, now, creativeIdOfCrid(newest.seat_id, c.crid, version))
+  deps.store.creatives.putSync(newest.creative_id, { ...newest, next_version: creative.creative_id, updated_at: creative.created_at })
+  return creative
+}

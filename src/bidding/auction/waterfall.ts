@@ -6,6 +6,8 @@ import { audienceMatches } from '../../inventory/live-audience.js'
 import { datesBetween } from '../../inventory/hours.js'
 import { headroom, ledgerOf, type PaceClock } from '../../campaigns/budget.js'
 import { playCostMicros } from './money.js'
+import { rotationOf, rotationSlot } from '../../campaigns/rotation.js'
+import { playingVersion } from '../../creatives/versions.js'
 import type { BookKey, StoredBid } from '../records.js'
 import type { AssignmentRecord, DealRecord } from '../../campaigns/records.js'
 import type { CreativeRecord } from '../../creatives/records.js'
@@ -79,6 +81,8 @@ interface Line {
   /** How far behind its even pace the line is: plays due by now minus plays made. */
   behind: number
   assignment?: AssignmentRecord
+  /** A placement's creative for this spot: its rotation's pick, at the version that plays. */
+  creative?: CreativeRecord
   candidate?: Candidate
   created: number
 }
@@ -120,6 +124,23 @@ function campaignPays (store: Store, a: AssignmentRecord, screen: ScreenRecord, 
   const cost = playCostMicros(a.cpm, audience())
   const ledger = ledgerOf(store, c.campaign_id, now, cost)
   return headroom(c, ledger, now, a.dayparts !== undefined ? daypartPace(a, screen, local, c.end_date) : undefined) >= cost
+}
+
+/**
+ * The creative a placement plays in its spot number `played` of the day on a screen: its rotation's pick among the
+ * creatives that may play there (each at its playing version), or undefined when none may.
+ */
+function placementCreative (store: Store, a: AssignmentRecord, screen: ScreenRecord, played: number): CreativeRecord | undefined {
+  const playable: CreativeRecord[] = []
+  const weights: number[] = []
+  for (const { creative_id: id, weight } of rotationOf(a)) {
+    const named = store.creatives.get(id)
+    const creative = named !== undefined ? playingVersion(store, named) : undefined
+    if (creative === undefined || creativeRefusal(creative, screen) !== undefined) continue
+    playable.push(creative)
+    weights.push(weight)
+  }
+  return playable.length <= 1 ? playable[0] : playable[rotationSlot(weights, played)]
 }
 
 /**
@@ -168,12 +189,12 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
     if (a.dayparts !== undefined && !isOpen(screen.operating_hours, local, a.dayparts)) continue
     // A placement targeted on a FEIN signal plays only while the screen's live audience is in it.
     if (a.audience !== undefined && !(screen.capabilities.fein && audienceMatches(a.audience, live()))) continue
-    const creative = store.creatives.get(a.creative_id)
-    if (creative === undefined || creativeRefusal(creative, screen) !== undefined) continue
     const line = `asg:${id}`
     const played = store.plays.get([screen.screen_id, local.date, line]) ?? 0
-    if (played >= a.spots_per_day || !campaignPays(store, a, screen, local, now, audience)) continue
-    const l: Line = { line, played, perDay: a.spots_per_day, behind: pace(a.spots_per_day) - played, assignment: a, created: Date.parse(a.created_at) }
+    if (played >= a.spots_per_day) continue
+    const creative = placementCreative(store, a, screen, played)
+    if (creative === undefined || !campaignPays(store, a, screen, local, now, audience)) continue
+    const l: Line = { line, played, perDay: a.spots_per_day, behind: pace(a.spots_per_day) - played, assignment: a, creative, created: Date.parse(a.created_at) }
     const entrant: Entrant = { price: a.cpm ?? 0, seat: a.seat_id.toLowerCase(), at: l.created, line: l }
     if (a.line === 'preferred') preferredLines.push(entrant)
     else if (a.line !== 'auction') lines.push(l)
@@ -201,7 +222,7 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
   /** A placement that won its tier: it plays its creative and is charged `cpm` (none for an unpriced placement). */
   const placed = (tier: Tier, line: Line, cpm: number | undefined): Decision => {
     const a = line.assignment!
-    const d: Decision = { tier, local, line: line.line, assignment: a, creative: store.creatives.get(a.creative_id)!, losses }
+    const d: Decision = { tier, local, line: line.line, assignment: a, creative: line.creative!, losses }
     if (cpm !== undefined) d.cpm = cpm
     return d
   }

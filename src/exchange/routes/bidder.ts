@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { playingVersion } from '../../creatives/versions.js'
 import { blockedCategory, blockedDomain, creativeCategories } from '../../bidding/rules.js'
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
@@ -101,7 +102,8 @@ export function bidderRoutes (deps: Deps): RouteDef[] {
         const multiplier = imp.qty?.multiplier ?? 1
         let best: { c: CampaignRecord, creative: CreativeRecord, price: number, mtype: 1 | 2, w?: number, h?: number, cost: number } | undefined
         for (const c of campaigns) {
-          const creative = store.creatives.get(c.creative_id)
+          const named = store.creatives.get(c.creative_id)
+          const creative = named !== undefined ? playingVersion(store, named) : undefined
           if (creative === undefined || creative.status !== 'approved') continue
           const price = priceFor(c, floor)
           if (price === undefined || (best !== undefined && price <= best.price)) continue
