@@ -19,10 +19,15 @@ import type { Metrics } from './http/metrics.js'
 import type { Journal } from './store/journal.js'
 import type { HotEntry } from './hot/journal.js'
 import type { ScreenClaims } from './bidding/auction/claims.js'
+import type { ModerationReply } from './moderation/types.js'
 
-/** Where a route hands a creative for moderation: the supervisor's moderator, reached from a hot thread by message. */
+/**
+ * Where a route hands a creative for moderation, and has an asset analyzed by the same models (content standards'
+ * calibration): the supervisor's moderator, reached from a hot thread by message.
+ */
 export interface ModerationQueue {
   schedule (creativeId: string): void
+  analyze (url: string, declaredType: string): Promise<ModerationReply>
 }
 
 /** What route modules (hot and control) are built from. */

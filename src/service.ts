@@ -17,7 +17,8 @@ import { resolveAdminToken } from './admin/token.js'
 import { ProofSigner } from './proof/signer.js'
 import { allRoutes } from './routes.js'
 import { ImpIds } from './inventory/adslots/imp-ids.js'
-import { activateMediaBuys, mediaBuysDue } from './agents/media-buys.js'
+import { activateMediaBuys, indexWaitingBuys, mediaBuysDue } from './agents/media-buys.js'
+import { queueDueReports, reportKind, reportsDue } from './agents/delivery-reports.js'
 import { budgetBook } from './campaigns/budget.js'
 import { catalogRecord } from './campaigns/catalog-lock.js'
 import { campaignJobsDue, runCampaignJobs } from './campaigns/lifecycle.js'
@@ -139,7 +140,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   tagBookKeys(store)
   const recovered = recoverHotJournals(intake, config.dataDir)
   if (recovered > 0) log.info('hot journals replayed', { entries: recovered })
-  const kinds = { ...biddingKinds(store, sealer, config.noticeTimeoutMs), webhook: webhookKind({ store, sealer, notices, outbox, log: deliveries }, config.webhookTimeoutMs) }
+  const kinds = { ...biddingKinds(store, sealer, config.noticeTimeoutMs), webhook: webhookKind({ store, sealer, notices, outbox, log: deliveries }, config.webhookTimeoutMs), report: reportKind({ store, sealer }, config.webhookTimeoutMs) }
   const sender = new NoticeSender({ store, notices, clock, log, metrics, kinds }, { allowPrivate: config.allowPrivateCallbackUrls, dnsServers: config.dnsServers })
   const webhooks = new WebhookDispatcher({ store, outbox, notices, deliveries, clock, log })
   const analytics = new Analytics({
@@ -193,6 +194,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     budget: (campaignId: string, wantMicros: number) => cluster?.leaseBudget(campaignId, wantMicros),
     log: (line: string) => log.write(line),
     moderate: (id: string) => moderator.schedule(id),
+    analyze: async (url: string, declaredType: string) => await moderator.analyze(url, declaredType),
     outbox: () => webhooks.kick(),
     notices: (due: Array<[string, number]>) => {
       for (const [origin, at] of due) notices.noted(origin, at)
@@ -251,6 +253,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     threads.notify('analytics', state)
   }
   moderator.resume()
+  indexWaitingBuys(store)
   sender.start()
   webhooks.start()
   analytics.start()
@@ -258,17 +261,19 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const flushed = () => threads.call('flushed')
   const catalogJobs = (now: number) => ({
     ...runCampaignJobs(store, outbox, now),
-    activatedMediaBuys: activateMediaBuys({ store, outbox, inventory, config }, now)
+    activatedMediaBuys: activateMediaBuys({ store, outbox, inventory, config }, now),
+    queuedReports: queueDueReports({ store, notices }, now)
   })
-  const nothingMoved = { expiredHolds: 0, campaignMoves: 0, expiredDeals: 0, activatedMediaBuys: 0 }
+  const nothingMoved = { expiredHolds: 0, campaignMoves: 0, expiredDeals: 0, activatedMediaBuys: 0, queuedReports: 0 }
   const node = cluster
   const locked = node !== undefined ? new LockedJobs({ node, store, shipped: replicated, nodeId: config.cluster!.nodeId, ackTimeoutMs: config.cluster!.ackTimeoutMs, log }) : undefined
   /**
-   * The jobs this thread runs: campaign moves, expired holds and deals, media buys whose creative was approved (on a
-   * cluster node under the catalog's lock, once cluster-wide), bids their imps outlived (this node's own).
+   * The jobs this thread runs: campaign moves, expired holds and deals, media buys whose creative was approved, media
+   * buys' due delivery reports (on a cluster node under the catalog's lock, once cluster-wide), bids their imps outlived
+   * (this node's own).
    */
   const ownJobs = async () => {
-    const catalog = locked === undefined ? catalogJobs(clock.now()) : await locked.run(catalogRecord(), () => campaignJobsDue(store, clock.now()) || mediaBuysDue(store, clock.now()), () => catalogJobs(clock.now()))
+    const catalog = locked === undefined ? catalogJobs(clock.now()) : await locked.run(catalogRecord(), () => campaignJobsDue(store, clock.now()) || mediaBuysDue(store, clock.now()) || reportsDue(store, clock.now()), () => catalogJobs(clock.now()))
     return {
       ...(catalog ?? nothingMoved),
       expiredBids: expireBids({ store, notices, claims }, clock.now()),

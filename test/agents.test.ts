@@ -1,8 +1,12 @@
 import { execFile } from 'node:child_process'
+import { createHmac } from 'node:crypto'
 import { promisify } from 'node:util'
-import { ActivateSignalResponseSchema, GetMediaBuysResponseSchema, GetSignalsResponseSchema, ListCreativesResponseSchema, ProvidePerformanceFeedbackResponseSchema } from '@adcp/client'
+import { ActivateSignalResponseSchema, CalibrateContentResponseSchema, CreatePropertyListResponseSchema, DeletePropertyListResponseSchema, GetContentStandardsResponseSchema, GetMediaBuyDeliveryResponseSchema, GetMediaBuysResponseSchema, GetPropertyListResponseSchema, GetSignalsResponseSchema, ListContentStandardsResponseSchema, ListCreativesResponseSchema, ListPropertyListsResponseSchema, ProvidePerformanceFeedbackResponseSchema, UpdatePropertyListResponseSchema, ValidateContentDeliveryResponseSchema } from '@adcp/client'
 import t from 'tap'
-import { approvedCreative, unapprovedCreative } from './helpers/creatives.js'
+import { assetServer } from './helpers/asset-server.js'
+import { approvedCreative, unapprovedCreative, uploadedCreative } from './helpers/creatives.js'
+import { adImage } from './helpers/media.js'
+import { startReceiver } from './helpers/receiver.js'
 import { deviceBody, registerDevices, registerPartner, sendAudience } from './helpers/fleet.js'
 import { startTestService, type TestService } from './helpers/service.js'
 
@@ -52,12 +56,12 @@ t.test('tools/list and get_adcp_capabilities for a seat key with mcp:tools, each
   const list = await rpc(svc, key, { jsonrpc: '2.0', id: 1, method: 'tools/list' })
   t.equal(list.status, 200)
   t.match(list.headers.get('content-type'), /application\/json/)
-  t.same(list.body.result.tools.map((tool: { name: string }) => tool.name), ['get_adcp_capabilities', 'get_products', 'list_creative_formats', 'list_authorized_properties', 'create_media_buy', 'update_media_buy', 'sync_creatives', 'list_creatives', 'get_media_buys', 'get_media_buy_delivery', 'provide_performance_feedback', 'get_signals', 'activate_signal', 'sync_audiences'])
+  t.same(list.body.result.tools.map((tool: { name: string }) => tool.name), ['get_adcp_capabilities', 'get_products', 'list_creative_formats', 'list_authorized_properties', 'create_media_buy', 'update_media_buy', 'sync_creatives', 'list_creatives', 'get_media_buys', 'get_media_buy_delivery', 'provide_performance_feedback', 'get_signals', 'activate_signal', 'create_property_list', 'get_property_list', 'update_property_list', 'list_property_lists', 'delete_property_list', 'list_content_standards', 'get_content_standards', 'calibrate_content', 'validate_content_delivery', 'sync_audiences'])
   t.ok(list.body.result.tools.every((tool: { inputSchema: { type: string } }) => tool.inputSchema.type === 'object'), 'input schemas come from schemas/')
   t.match(list.body.result.tools.find((tool: { name: string }) => tool.name === 'create_media_buy').inputSchema, { required: ['buyer_ref', 'packages', 'start_time', 'end_time'] })
   const caps = await rpc(svc, key, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'get_adcp_capabilities', arguments: { context: { trace: 't-1' } } } })
   t.equal(caps.status, 200)
-  t.match(caps.body.result.structuredContent, { adcp: { major_versions: [3] }, supported_protocols: ['media_buy', 'signals', 'creative'], account: { sandbox: true }, media_buy: { supported_pricing_models: ['cpm'], features: { inline_creative_management: true } }, context: { trace: 't-1' } })
+  t.match(caps.body.result.structuredContent, { adcp: { major_versions: [3] }, supported_protocols: ['media_buy', 'signals', 'creative', 'governance'], account: { sandbox: true }, media_buy: { supported_pricing_models: ['cpm'], features: { inline_creative_management: true, property_list_filtering: true, content_standards: true } }, governance: { property_features: [{ feature_id: 'fein', type: 'binary' }, { feature_id: 'video' }, { feature_id: 'audio' }, { feature_id: 'touch' }, { feature_id: 'floor_cpm', type: 'quantitative' }] }, context: { trace: 't-1' } })
   t.same(JSON.parse(caps.body.result.content[0].text), caps.body.result.structuredContent, 'the same answer as text')
   const audit = await svc.admin('GET', '/admin/v1/audit')
   t.match(audit.body.data.events.find((e: { type: string }) => e.type === 'audit.agent.tool_called'), { actor: 'agent', subject: 'seat:agent_buyer', data: { tool: 'get_adcp_capabilities', key_id: String } })
@@ -87,7 +91,7 @@ t.test('refused: no key, a key without mcp:tools, bad arguments, unknown tools, 
   t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
 })
 
-t.test('the AdCP conformance runner passes its media-buy, creative and capability scenarios', async (t) => {
+t.test('the AdCP conformance runner passes its media-buy, creative, signals, governance and capability scenarios', async (t) => {
   const svc = await startTestService(t)
   await market(svc)
   // Two seats: a stateless MCP client makes about three requests a tool call, and the scenarios together make more
@@ -211,7 +215,6 @@ t.test('preferred and auction packages compete in the screens\' own waterfall, i
     ['a bid below the floor ($14, the top floor among the gyms)', { ...auction, bid_price: 13.99 }, 'invalid_parameter', 'packages.0.bid_price'],
     ['a bid on the preferred fixed price', { ...preferred, bid_price: 20 }, 'invalid_parameter', 'packages.0.bid_price'],
     ['the auction pricing option on a preferred product', { ...preferred, pricing_option_id: 'cpm_auction' }, 'invalid_parameter', 'packages.0.pricing_option_id'],
-    ['dayparts on a guaranteed product', { ...preferred, product_id: productOf('guaranteed'), targeting_overlay: afternoons }, 'validation_failed', 'packages.0.targeting_overlay.daypart_targets'],
     ['a daypart that ends before it starts', { ...auction, targeting_overlay: { daypart_targets: [{ days: ['monday'], start_hour: 17, end_hour: 13 }] } }, 'invalid_parameter', 'packages.0.targeting_overlay.daypart_targets.0.end_hour'],
     ['a weekday AdCP does not name', { ...auction, targeting_overlay: { daypart_targets: [{ days: ['mon'], start_hour: 13, end_hour: 17 }] } }, 'invalid_parameter', 'packages.0.targeting_overlay.daypart_targets.0.days.0'],
     ['targeting other than dayparts', { ...auction, targeting_overlay: { geo_countries: ['US'] } }, 'invalid_parameter', 'packages.0.targeting_overlay']
@@ -502,6 +505,129 @@ t.test('FEIN as AdCP signals: found in words, activated, and a package targeting
   t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
 })
 
+t.test('an OpenRTB bid naming an activated FEIN signal plays only while the screen\'s live audience is in it', async (t) => {
+  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
+  // Monday 09:00 in Austin: the gyms are open.
+  svc.clock.set(Date.UTC(2026, 10, 30, 15, 0, 0))
+  const { partner, screens, embedOf } = await market(svc)
+  const rx = await startReceiver(t)
+  const { key } = await svc.onboard('signal_bidder')
+  await svc.admin('POST', '/admin/v1/seats/signal_bidder/approve', { reason: 'test' })
+  t.equal((await tool(svc, key, 'activate_signal', { signal_agent_segment_id: 'fein_faces_10' })).error, false)
+  const crid = await approvedCreative(svc, key, 'Crowd bid')
+  const requests = (await svc.request('GET', '/openrtb/v2/adslots?format=openrtb&limit=10', { key })).body.data.bid_requests as any[]
+  const impOf = (device: string) => requests.find((r) => r.ext.trb.screen_id === screens[device]).imp[0].id as string
+  const bid = async (id: string, device: string, segment: string) => await svc.request('POST', '/openrtb/v2/bid', { key, body: { id, seatbid: [{ bid: [{ id, impid: impOf(device), price: 20, crid, adm: '<div>crowd</div>', adomain: ['crowd.example'], nurl: `${rx.url}/win?bid=${id}`, lurl: `${rx.url}/loss?bid=${id}&code=\${AUCTION_LOSS}`, ext: { oohbid: { segment } } }] }] } })
+
+  const refused = await bid('b-0', 'gym-1', 'fein_faces_20')
+  t.match(refused.body.data, { accepted: 0, rejected: 1, results: [{ status: 'rejected', reason: 'invalid_segment', detail: /not a FEIN signal this seat activated/, stored: false }] }, 'a segment the seat has not activated rejects the bid')
+
+  t.match((await bid('b-1', 'gym-1', 'fein_faces_10')).body.data, { accepted: 1, results: [{ stored: true }] })
+  t.match((await bid('b-2', 'gym-2', 'fein_faces_10')).body.data, { accepted: 1 })
+  await sendAudience(svc, partner, [{ device_id: 'gym-1', live_face_count: 3, attention_score: 0.6 }, { device_id: 'gym-2', live_face_count: 12, attention_score: 0.6 }])
+  t.match((await svc.request('POST', `${embedOf(screens['gym-1']!)}/spots`, { body: {} })).body.data, { tier: 'house' }, 'three people at gym-1: the bid does not play')
+  t.match((await svc.request('POST', `${embedOf(screens['gym-2']!)}/spots`, { body: {} })).body.data, { tier: 'open_auction', creative: { creative_id: crid } }, 'twelve at gym-2: it wins')
+  for (let i = 0; i < 50 && rx.received.length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+  t.same(rx.received.map((r) => [r.path, r.query.get('bid'), r.query.get('code')]).sort(), [['/loss', 'b-0', '3'], ['/loss', 'b-1', '1000'], ['/win', 'b-2', null]], 'gym-1\'s bid loses with code 1000 (live audience not in its segment); gym-2\'s wins; the refused bid had its lurl at intake (3, invalid bid response)')
+  t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
+})
+
+t.test('reporting webhooks: a media buy\'s delivery sent at its cadence, signed with the buyer\'s credentials, until a final report', async (t) => {
+  const svc = await startTestService(t, { PICKUP_SECONDS: '5', ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
+  // Monday 09:00 in Austin (15:00 UTC): the gyms are open.
+  svc.clock.set(Date.UTC(2026, 10, 30, 15, 0, 0))
+  const { embedOf, screens } = await market(svc)
+  const rx = await startReceiver(t, true)
+  const { key } = await svc.onboard('reporting_buyer')
+  const credentials = 'c'.repeat(16) + 'r'.repeat(16) + '-secret'
+  const preferred = ((await tool(svc, key, 'get_products', { brief: 'gyms in Austin' })).data.products as Array<{ product_id: string }>).find((p) => p.product_id.endsWith(':preferred'))!
+  const hook = { url: `${rx.url}/reports`, token: 'tok-1', authentication: { schemes: ['HMAC-SHA256'], credentials }, reporting_frequency: 'hourly' }
+  const request = (reporting: Record<string, unknown>) => ({ buyer_ref: 'reported', start_time: 'asap', end_time: new Date(Date.UTC(2026, 10, 30, 17, 30)).toISOString(), reporting_webhook: reporting, packages: [{ product_id: preferred.product_id, pricing_option_id: 'cpm_fixed', budget: 100, pacing: 'asap', creatives: [{ creative_id: 'reported-ad', name: 'Reported ad', assets: { primary: { url: 'https://assets.invalid/reported.png' } } }] }] })
+
+  const before = svc.snapshot()
+  t.match(await tool(svc, key, 'create_media_buy', request({ ...hook, url: `http://127.0.0.1:${new URL(rx.url).port}/reports` })), { error: true, data: { errors: [{ code: 'invalid_parameter', field: 'reporting_webhook.url', message: /https/ }] } }, 'https only')
+  t.match(await tool(svc, key, 'create_media_buy', request({ ...hook, authentication: { schemes: ['HMAC-SHA256'], credentials: 'short' } })), { error: true, data: { errors: [{ field: 'reporting_webhook.authentication.credentials' }] } }, 'credentials of at least 32 characters')
+  t.match(await tool(svc, key, 'create_media_buy', request({ ...hook, reporting_frequency: 'weekly' })), { error: true, data: { errors: [{ field: 'reporting_webhook.reporting_frequency' }] } })
+  t.same({ ...svc.snapshot(), outbox: 0, audit: 0 }, { ...before, outbox: 0, audit: 0 }, 'refusals write nothing')
+
+  const made = await tool(svc, key, 'create_media_buy', request(hook))
+  t.equal(made.error, false, JSON.stringify(made.data))
+  t.match(await tool(svc, key, 'update_media_buy', { media_buy_id: made.data.media_buy_id, reporting_webhook: { ...hook, url: 'ftp://reports.example/in' } }), { error: true, data: { errors: [{ code: 'invalid_parameter', field: 'reporting_webhook.url' }] } }, 'update_media_buy checks a new webhook the same way')
+  await svc.service.moderator.idle()
+  const creative = (await tool(svc, key, 'list_creatives', {})).data.creatives[0].ext.oohbid.platform_id as string
+  await svc.admin('POST', `/admin/v1/creatives/${creative}/review`, { decision: 'approved', reason: 'checked for the test' })
+  await svc.service.runJobs()
+  svc.clock.advance(10_000)
+  const embed = embedOf(screens['gym-1']!)
+  for (let i = 0; i < 3; i++) {
+    const spot = (await svc.request('POST', `${embed}/spots`, { body: {} })).body.data
+    await svc.request('POST', `${embed}/spots/${spot.spot_id as string}/events`, { body: { event: 'render_started' } })
+    await svc.request('POST', `${embed}/spots/${spot.spot_id as string}/events`, { body: { event: 'play_completed', duration_ms: 15_000 } })
+  }
+
+  /** The reports received once the jobs ran at a time, waiting for the sender. */
+  const reportsAt = async (ms: number, count: number) => {
+    svc.clock.set(ms)
+    await svc.service.runJobs()
+    for (let i = 0; i < 100 && rx.received.length < count; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    return rx.received.map((r) => JSON.parse(r.body))
+  }
+  t.equal((await reportsAt(Date.UTC(2026, 10, 30, 15, 59, 59), 0)).length, 0, 'nothing before the hour')
+  const [first] = await reportsAt(Date.UTC(2026, 10, 30, 16, 0, 1), 1)
+  t.ok(GetMediaBuyDeliveryResponseSchema.safeParse(first).success, 'a report is AdCP\'s get_media_buy_delivery answer')
+  t.match(first, { notification_type: 'scheduled', sequence_number: 1, next_expected_at: '2026-11-30T17:00:00.000Z', token: 'tok-1', reporting_period: { end: '2026-11-30T16:00:00.000Z' }, media_buy_deliveries: [{ media_buy_id: made.data.media_buy_id, by_package: [{ package_id: 'pkg-0' }] }] })
+  t.ok(first.media_buy_deliveries[0].totals.impressions > 0, `with what it delivered (${first.media_buy_deliveries[0].totals.impressions as number} impressions, $${first.media_buy_deliveries[0].totals.spend as number})`)
+  const got = rx.received[0]!
+  const signature = Object.fromEntries(String(got.headers['x-service-signature']).split(',').map((p) => p.split('=') as [string, string]))
+  t.equal(got.headers['x-service-event'], 'media_buy.delivery_report')
+  t.equal(signature.v1, createHmac('sha256', credentials).update(`${got.headers['x-service-timestamp'] as string}.${got.body}`).digest('hex'), 'signed with the buyer\'s credentials over "<t>.<body>"')
+  t.equal(signature.v0, createHmac('sha256', credentials).update(`${got.headers['x-service-timestamp'] as string}.${got.headers['x-service-delivery-id'] as string}.${got.body}`).digest('hex'), 'v0 binds the delivery id too')
+  t.match((await reportsAt(Date.UTC(2026, 10, 30, 17, 0, 1), 2))[1], { notification_type: 'scheduled', sequence_number: 2, next_expected_at: '2026-11-30T17:30:00.000Z' }, 'the next hour; the next is the flight\'s end')
+  const last = (await reportsAt(Date.UTC(2026, 10, 30, 17, 30, 1), 3))[2]
+  t.match(last, { notification_type: 'final', sequence_number: 3, reporting_period: { end: '2026-11-30T17:30:00.000Z' } }, 'a final report at the end')
+  t.notOk('next_expected_at' in last)
+  t.equal((await reportsAt(Date.UTC(2026, 10, 30, 19, 0, 1), 4)).length, 3, 'and nothing after it')
+  t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
+})
+
+t.test('guaranteed packages with dayparts book each hour\'s spots: an hour without the room is refused, and the placement plays in its hours', async (t) => {
+  const svc = await startTestService(t, { PICKUP_SECONDS: '5' })
+  // Monday 09:00 in Austin (15:00 UTC). Two-minute slots: each screen plays 30 spots an hour.
+  svc.clock.set(Date.UTC(2026, 10, 30, 15, 0, 0))
+  const partner = await registerPartner(svc)
+  await registerDevices(svc, partner, ['slow-1', 'slow-2'].map((id) => deviceBody(id, { floor_price_cpm: 10, slot_duration_seconds: 120 })))
+  await sendAudience(svc, partner, ['slow-1', 'slow-2'].map((id) => ({ device_id: id, live_face_count: 8, attention_score: 0.6 })))
+  const devices = (await svc.request('GET', '/v1/partner/devices', { key: partner.key })).body.data.devices as Array<{ device_id: string, embed_url: string }>
+  const embed = new URL(devices.find((d) => d.device_id === 'slow-1')!.embed_url).pathname
+  const { key } = await svc.onboard('evening_buyer')
+  const guaranteed = ((await tool(svc, key, 'get_products', { brief: 'gyms in Austin' })).data.products as Array<{ product_id: string }>).find((p) => p.product_id.endsWith(':guaranteed'))!
+  const evenings = (start: number, end: number) => ({ daypart_targets: [{ days: ['monday'], start_hour: start, end_hour: end }] })
+  // $12 CPM (1.2x the floor), 8 people a play, 2 screens, the 2 Mondays of the flight: $15.36 buys 40 spots a Monday on each.
+  const buy = async (ref: string, budget: number, overlay?: Record<string, unknown>) => await tool(svc, key, 'create_media_buy', { buyer_ref: ref, start_time: 'asap', end_time: new Date(svc.clock.now() + 7 * DAY).toISOString(), packages: [{ product_id: guaranteed.product_id, pricing_option_id: 'cpm_fixed', budget, ...(overlay !== undefined ? { targeting_overlay: overlay } : {}), creatives: [{ creative_id: `${ref}-ad`, name: ref, assets: { primary: { url: `https://assets.invalid/${ref}.png` } } }] }] })
+
+  const early = await buy('early-evening', 15.36, evenings(17, 19))
+  t.equal(early.error, false, JSON.stringify(early.data))
+  t.match(early.data.packages[0], { targeting_overlay: { daypart_targets: [{ days: ['monday'], start_hour: 17, end_hour: 19 }] }, ext: { oohbid: { spots_per_day: 40 } } }, '40 spots a Monday: 20 in each of its two hours')
+  const before = svc.snapshot()
+  t.match(await buy('late-evening', 4.608, evenings(18, 19)), { error: true, data: { errors: [{ code: 'capacity_unavailable', message: /10 free spots from 18:00 to 19:00 on 2026-11-30; 12 were asked/ }] } }, '12 more from 18:00 do not fit the 10 that hour has left')
+  t.same({ ...svc.snapshot(), outbox: 0, audit: 0 }, { ...before, outbox: 0, audit: 0 }, 'and nothing is booked')
+  t.equal((await buy('late-fits', 3.84, evenings(18, 19))).error, false, '10 fit')
+  t.match(await buy('late-full', 1.6, evenings(18, 19)), { error: true, data: { errors: [{ code: 'capacity_unavailable', message: /0 free spots from 18:00/ }] } }, 'the hour is full now')
+  t.equal((await buy('all-day', 153.6)).error, false, 'a whole-day line still fits the day around them')
+  t.match(await tool(svc, key, 'update_media_buy', { media_buy_id: early.data.media_buy_id, packages: [{ package_id: 'pkg-0', targeting_overlay: evenings(19, 21) }] }), { error: true, data: { errors: [{ code: 'validation_failed', field: 'packages.0.targeting_overlay.daypart_targets' }] } }, 'a guaranteed package keeps the hours it booked')
+
+  await svc.service.moderator.idle()
+  const ids = (await tool(svc, key, 'list_creatives', {})).data.creatives as Array<{ creative_id: string, ext: { oohbid: { platform_id: string } } }>
+  const earlyAd = ids.find((c) => c.creative_id === 'early-evening-ad')!.ext.oohbid.platform_id
+  await svc.admin('POST', `/admin/v1/creatives/${earlyAd}/review`, { decision: 'approved', reason: 'checked for the test' })
+  await svc.service.runJobs()
+  svc.clock.advance(10_000)
+  t.not((await svc.request('POST', `${embed}/spots`, { body: {} })).body.data.creative?.creative_id, earlyAd, 'at 09:00 the evening line does not play')
+  svc.clock.set(Date.UTC(2026, 10, 30, 23, 0, 30))
+  t.match((await svc.request('POST', `${embed}/spots`, { body: {} })).body.data, { tier: 'guaranteed', creative: { creative_id: earlyAd } }, 'at 17:00 it is behind its pace and plays')
+  t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
+})
+
 t.test('inline creatives rotate by weight on the screens; a creative_id synced with a new asset is a new version, moderated again while the approved one plays', async (t) => {
   const svc = await startTestService(t, { PICKUP_SECONDS: '5' })
   // Monday 09:00 in Austin: the gyms are open.
@@ -567,6 +693,129 @@ t.test('inline creatives rotate by weight on the screens; a creative_id synced w
   const reweighted = await tool(svc, key, 'update_media_buy', { media_buy_id: made.data.media_buy_id, packages: [{ package_id: 'pkg-0', creative_assignments: [{ creative_id: inlineId, weight: 0 }, { creative_id: 'spot-b', weight: 1 }] }] })
   t.match(reweighted.data.affected_packages, [{ creative_assignments: [{ creative_id: inlineId, weight: 0 }, { creative_id: 'spot-b', weight: 1 }] }])
   t.same(count(await plays(10), v2), 10, 'A at weight 0 stays attached and stops playing: B plays every spot')
+  t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
+})
+
+t.test('property lists: kept per seat, resolved to screens, narrowing products and packages; shared by auth_token; refused inputs write nothing', async (t) => {
+  const svc = await startTestService(t)
+  const { partner, screens } = await market(svc)
+  const { key } = await svc.onboard('list_owner')
+  const { key: other } = await svc.onboard('list_guest')
+  const agentUrl = `${svc.url}/mcp`
+  const domain = `${partner.slug}.example`
+
+  const before = svc.snapshot()
+  t.match(await tool(svc, key, 'create_property_list', { description: 'no name' }), { error: true, data: { errors: [{ code: 'missing_required_field', field: 'name' }] } })
+  t.match(await tool(svc, key, 'create_property_list', { name: 'x', base_properties: [{ selection_type: 'by_magic' }] }), { error: true, data: { errors: [{ field: /^base_properties/ }] } }, 'an unknown selection_type')
+  t.match(await tool(svc, key, 'get_property_list', { list_id: 'pl_nope' }), { error: true, data: { errors: [{ code: 'property_list_not_found', field: 'list_id' }] } })
+  t.match(await tool(svc, key, 'get_products', { brief: 'gyms in Austin', property_list: { agent_url: 'https://governance.example/mcp', list_id: 'pl_1' } }), { error: true, data: { errors: [{ code: 'unsupported_feature', field: 'property_list.agent_url' }] } }, 'another agent\'s list is not fetched')
+  t.same({ ...svc.snapshot(), outbox: 0, audit: 0 }, { ...before, outbox: 0, audit: 0 }, 'refusals write nothing')
+
+  // Austin's screens with a floor of $11 or more (gym-3 to gym-6 and the airport), gym-4 kept out by its operator's id; a web filter kept as given.
+  const made = await tool(svc, key, 'create_property_list', {
+    name: 'Premium Austin gyms',
+    base_properties: [{ selection_type: 'publisher_tags', publisher_domain: domain, tags: ['austin'] }],
+    filters: { countries_all: ['US'], exclude_identifiers: [{ type: 'venue_id', value: 'gym-4' }], feature_requirements: [{ feature_id: 'floor_cpm', min_value: 11 }], garm_categories: { exclude: ['adult'] } },
+    brand: { domain: 'acme.example' },
+    context: { trace: 'pl-1' }
+  })
+  t.equal(made.error, false, JSON.stringify(made.data))
+  t.ok(CreatePropertyListResponseSchema.safeParse(made.data).success, 'create_property_list answers AdCP\'s schema')
+  const listId = made.data.list.list_id as string
+  t.match(made.data, { list: { list_id: /^pl_/, name: 'Premium Austin gyms', principal: 'list_owner' }, auth_token: /^plt_/, context: { trace: 'pl-1' } })
+  const ref = { agent_url: agentUrl, list_id: listId }
+
+  const resolved = await tool(svc, key, 'get_property_list', { list_id: listId, pagination: { max_results: 2 } })
+  t.ok(GetPropertyListResponseSchema.safeParse(resolved.data).success, 'get_property_list answers AdCP\'s schema')
+  const gyms = ['gym-3', 'gym-5', 'gym-6'].map((d) => screens[d]!).sort()
+  const kept = [...gyms, screens['airport-1']!].sort()
+  t.match(resolved.data, { list: { property_count: 4, filters: { garm_categories: { exclude: ['adult'] } } }, pagination: { has_more: true, total_count: 4, cursor: String }, ext: { oohbid: { filters_not_applied: ['garm_categories'] } } })
+  const rest = await tool(svc, key, 'get_property_list', { list_id: listId, pagination: { max_results: 2, cursor: resolved.data.pagination.cursor } })
+  t.same([...resolved.data.identifiers, ...rest.data.identifiers], kept.map((id) => ({ type: 'screen_id', value: id })), 'two pages: the four screens it keeps, by screen_id')
+  t.equal(rest.data.pagination.has_more, false)
+  const gaps = await tool(svc, key, 'create_property_list', { name: 'With gaps', base_properties: [{ selection_type: 'identifiers', identifiers: [{ type: 'screen_id', value: screens['airport-1'] }, { type: 'domain', value: 'example.com' }, { type: 'ios_bundle', value: 'com.example' }] }] })
+  t.match((await tool(svc, key, 'get_property_list', { list_id: gaps.data.list.list_id })).data, { list: { property_count: 1 }, coverage_gaps: { domain: [{ value: 'example.com' }], ios_bundle: [{ value: 'com.example' }] } }, 'identifiers naming no screen here are coverage gaps')
+  const legacy = await tool(svc, key, 'create_property_list', { name: 'AdCP 2 form', base_properties: { include: [{ identifier_type: 'openooh_venue_type', identifier_value: 'gym' }], exclude: [{ identifier_type: 'venue_id', identifier_value: 'gym-dallas' }] } })
+  t.match(legacy.data.list, { base_properties: [{ selection_type: 'identifiers', identifiers: [{ type: 'openooh_venue_type', value: 'gym' }] }], filters: { exclude_identifiers: [{ type: 'venue_id', value: 'gym-dallas' }] } }, 'AdCP 2\'s {include, exclude} read as a source and exclusions')
+  t.equal((await tool(svc, key, 'get_property_list', { list_id: legacy.data.list.list_id, resolve: true })).data.list.property_count, 6, 'every gym but Dallas\'s')
+
+  const products = async (k: string, list?: Record<string, unknown>) => (await tool(svc, k, 'get_products', { brief: 'gyms in Austin', ...(list !== undefined ? { property_list: list } : {}) })).data
+  t.same((await products(key)).products.map((p: { ext: { oohbid: { screens: number } } }) => p.ext.oohbid.screens), [6, 6, 6])
+  const narrowed = await products(key, ref)
+  t.same(narrowed.products.map((p: { ext: { oohbid: { screens: number } } }) => p.ext.oohbid.screens), [3, 3, 3], 'with the list each product shows only its three screens')
+  t.equal(narrowed.property_list_applied, true)
+  t.same(narrowed.products[0].publisher_properties[0].property_ids.sort(), gyms)
+
+  const buy = async (k: string, overlay: Record<string, unknown>, product = narrowed.products[1].product_id) => await tool(svc, k, 'create_media_buy', { buyer_ref: `listed-${Math.random()}`, start_time: 'asap', end_time: new Date(svc.clock.now() + 7 * DAY).toISOString(), packages: [{ product_id: product, pricing_option_id: 'cpm_fixed', budget: 500, targeting_overlay: overlay }] })
+  const bought = await buy(key, { property_list: ref })
+  t.equal(bought.error, false, JSON.stringify(bought.data))
+  t.match(bought.data.packages[0], { targeting_overlay: { property_list: ref }, ext: { oohbid: { screens: 3 } } }, 'the package plays only on the list\'s screens')
+  const none = await tool(svc, key, 'create_property_list', { name: 'Airports only', base_properties: [{ selection_type: 'identifiers', identifiers: [{ type: 'openooh_venue_type', value: 'airport' }] }] })
+  const mid = svc.snapshot()
+  t.match(await buy(key, { property_list: { agent_url: agentUrl, list_id: none.data.list.list_id } }), { error: true, data: { errors: [{ code: 'validation_failed', field: 'packages.0.targeting_overlay.property_list' }] } }, 'a list that keeps none of the product\'s screens')
+  t.same({ ...svc.snapshot(), outbox: 0, audit: 0 }, { ...mid, outbox: 0, audit: 0 }, 'and nothing is bought')
+
+  // Another seat uses the list only with its auth_token, and cannot change it.
+  t.match(await tool(svc, other, 'get_property_list', { list_id: listId }), { error: true, data: { errors: [{ code: 'property_list_not_found' }] } }, 'another seat\'s list without its token')
+  t.equal((await tool(svc, other, 'get_property_list', { list_id: listId, auth_token: made.data.auth_token })).data.list.property_count, 4, 'shared by its token')
+  t.same((await products(other, { ...ref, auth_token: made.data.auth_token })).products.map((p: { ext: { oohbid: { screens: number } } }) => p.ext.oohbid.screens), [3, 3, 3], 'and used in get_products')
+  t.match(await tool(svc, other, 'update_property_list', { list_id: listId, auth_token: made.data.auth_token, name: 'mine now' }), { error: true, data: { errors: [{ code: 'not_authorized' }] } }, 'but not changed')
+  t.match(await tool(svc, key, 'get_property_list', { list_id: listId, auth_token: 'plt_wrong' }), { error: true, data: { errors: [{ code: 'not_authorized', field: 'auth_token' }] } }, 'a wrong token is refused even for the owner')
+
+  const updated = await tool(svc, key, 'update_property_list', { list_id: listId, auth_token: made.data.auth_token, filters: { feature_requirements: [{ feature_id: 'floor_cpm', min_value: 13 }] } })
+  t.ok(UpdatePropertyListResponseSchema.safeParse(updated.data).success)
+  t.match(updated.data.list, { name: 'Premium Austin gyms', filters: { feature_requirements: [{ min_value: 13 }] } })
+  t.equal((await tool(svc, key, 'get_property_list', { list_id: listId })).data.list.property_count, 2, 'gym-5 and gym-6 now')
+  const listed = await tool(svc, key, 'list_property_lists', { name_contains: 'premium' })
+  t.ok(ListPropertyListsResponseSchema.safeParse(listed.data).success)
+  t.same(listed.data.lists.map((l: { list_id: string }) => l.list_id), [listId])
+  t.equal((await tool(svc, key, 'list_property_lists', {})).data.lists.length, 4)
+  t.equal((await tool(svc, other, 'list_property_lists', {})).data.lists.length, 0, 'each seat lists its own')
+
+  const deleted = await tool(svc, key, 'delete_property_list', { list_id: listId })
+  t.ok(DeletePropertyListResponseSchema.safeParse(deleted.data).success)
+  t.same(deleted.data, { deleted: true, list_id: listId })
+  t.match(await tool(svc, key, 'get_property_list', { list_id: listId }), { error: true, data: { errors: [{ code: 'property_list_not_found' }] } }, 'gone')
+  t.match((await tool(svc, key, 'get_media_buys', { media_buy_ids: [bought.data.media_buy_id] })).data.media_buys[0].packages[0], { ext: { oohbid: { screens: 3 } } }, 'the package bought on it keeps its screens')
+  t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
+})
+
+t.test('content standards: the moderation policy, and calibration answered by the classifiers that moderate creatives', async (t) => {
+  const svc = await startTestService(t, { ALLOW_PRIVATE_ASSET_URLS: 'true' })
+  const { key } = await svc.onboard('standards_reader')
+  const listed = await tool(svc, key, 'list_content_standards', { channels: ['dooh'] })
+  t.ok(ListContentStandardsResponseSchema.safeParse(listed.data).success, 'list_content_standards answers AdCP\'s schema')
+  t.match(listed.data.standards, [{ standards_id: 'oohbid_creative_policy', channels_any: ['dooh'], policy: /Rejected: adult content .* Held for human review: .* Allowed and flagged: alcohol/ }])
+  t.same((await tool(svc, key, 'list_content_standards', { channels: ['podcast'] })).data.standards, [], 'none for podcasts')
+  const got = await tool(svc, key, 'get_content_standards', { standards_id: 'oohbid_creative_policy' })
+  t.ok(GetContentStandardsResponseSchema.safeParse(got.data).success)
+  t.match(await tool(svc, key, 'get_content_standards', { standards_id: 'brand_x' }), { error: true, data: { errors: [{ code: 'content_standards_not_found', field: 'standards_id' }] } })
+  t.match(await tool(svc, key, 'calibrate_content', { standards_id: 'oohbid_creative_policy' }), { error: true, data: { errors: [{ code: 'missing_required_field', field: 'artifact' }] } })
+
+  const calibrate = async (artifact: Record<string, unknown>) => (await tool(svc, key, 'calibrate_content', { standards_id: 'oohbid_creative_policy', artifact: { property_id: { type: 'domain', value: 'example.com' }, ...artifact } })).data
+  const beer = await calibrate({ artifact_id: 'beer', assets: [{ type: 'text', role: 'title', content: 'Ice cold beer at happy hour' }] })
+  t.ok(CalibrateContentResponseSchema.safeParse(beer).success, 'calibrate_content answers AdCP\'s schema')
+  t.match(beer, { verdict: 'pass', features: [{ feature_id: 'adult_content', status: 'passed' }] }, 'alcohol passes')
+  t.match(beer.features.find((f: { feature_id: string }) => f.feature_id === 'alcohol'), { status: 'warning', explanation: /allowed and flagged/ }, 'flagged, as moderation flags it')
+  t.match(await calibrate({ artifact_id: 'vote', assets: [{ type: 'text', content: 'Vote for Smith for mayor' }] }), { verdict: 'fail', explanation: /held for human review: political content/ })
+  const violent = await calibrate({ artifact_id: 'war', assets: [{ type: 'video', url: 'https://assets.invalid/war.mp4', transcript: 'a bloody massacre' }] })
+  t.match(violent, { verdict: 'fail', explanation: /Would be rejected: violence.*could not be fetched/ }, 'a transcript is read; an asset that cannot be fetched is said so')
+
+  // The same image as a creative and as content: moderation's decision and calibration's verdict agree.
+  const png = await adImage('Fresh Coffee', 'Every Morning')
+  const base = await assetServer(t, { '/coffee.png': { body: png, type: 'image/png' } })
+  const creative = await uploadedCreative(svc, key, png, 'Coffee')
+  const judged = await calibrate({ artifact_id: 'coffee', assets: [{ type: 'image', url: `${base}/coffee.png` }] })
+  t.equal(creative.status, 'approved', 'moderation approves the image as a creative')
+  t.match(judged, { verdict: 'pass', confidence: Number }, 'and calibration passes it')
+  t.ok(judged.confidence > 0.5, `with the image models' confidence (${judged.confidence})`)
+
+  const validated = await tool(svc, key, 'validate_content_delivery', { standards_id: 'oohbid_creative_policy', records: [{ record_id: 'r-1', artifact: { artifact_id: 'a', assets: [{ type: 'text', content: 'Fresh coffee' }] } }, { record_id: 'r-2', artifact: { artifact_id: 'b', assets: [{ type: 'text', content: 'xxx porn' }] } }], feature_ids: ['adult_content'] })
+  t.ok(ValidateContentDeliveryResponseSchema.safeParse(validated.data).success, 'validate_content_delivery answers AdCP\'s schema')
+  t.same(validated.data.summary, { total_records: 2, passed_records: 1, failed_records: 1 })
+  t.match(validated.data.results, [{ record_id: 'r-1', verdict: 'pass', features: [{ feature_id: 'adult_content', status: 'passed' }] }, { record_id: 'r-2', verdict: 'fail', features: [{ feature_id: 'adult_content', status: 'failed' }] }])
+  t.equal(validated.data.results[0].features.length, 1, 'only the features asked for')
+  t.equal((await tool(svc, key, 'validate_content_delivery', { records: [{ record_id: 'r-1', artifact: { artifact_id: 'a', title: 'Fresh coffee' } }], include_passed: false })).data.results.length, 0, 'passed records left out when asked')
   t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
 })
 

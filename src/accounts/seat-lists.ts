@@ -15,7 +15,7 @@ export function unindexForSeat (store: Store, kind: string, seatId: string, crea
 }
 
 /** The replicated tables whose rows are listed per seat, and the kind each is listed as. */
-const LISTED: Record<string, string> = { creatives: 'creative', webhooks: 'webhook', campaigns: 'campaign', assignments: 'assignment', reservations: 'reservation', media_buys: 'media_buy' }
+const LISTED: Record<string, string> = { creatives: 'creative', webhooks: 'webhook', campaigns: 'campaign', assignments: 'assignment', reservations: 'reservation', media_buys: 'media_buy', property_lists: 'property_list' }
 
 /**
  * A cluster node: keeps its seat lists (each node's own by_seat index) in step with a row another node made or

@@ -1,4 +1,5 @@
 import type { SeatRecord } from '../accounts/records.js'
+import type { KeySealer } from '../auth/sealed-keys.js'
 import { ApiError } from '../errors.js'
 import type { AccountReference } from '../generated/types.js'
 import type { Reports } from '../analytics/reports.js'
@@ -7,17 +8,20 @@ import type { ResolvedConfig } from '../config.js'
 import type { Inventory } from '../inventory/inventory.js'
 import type { Outbox } from '../store/outbox.js'
 import type { Store } from '../store/store.js'
+import type { ModerationReply } from '../moderation/types.js'
 
 /** What a tool call runs with: the calling seat and key, the clock reading of the request, and the service's parts. */
 export interface ToolCall {
   store: Store
   outbox: Outbox
   inventory: Inventory
-  /** Where a synced creative goes for moderation. */
-  moderator: { schedule (creativeId: string): void }
+  /** Where a synced creative goes for moderation, and what calibrates content against the same models. */
+  moderator: { schedule (creativeId: string): void, analyze (url: string, declaredType: string): Promise<ModerationReply> }
   reports: Reports
   results: ResultCache
-  config: Pick<ResolvedConfig, 'baseUrl' | 'operator' | 'pickupSeconds' | 'allowPrivateAssetUrls'>
+  config: Pick<ResolvedConfig, 'baseUrl' | 'operator' | 'pickupSeconds' | 'allowPrivateAssetUrls' | 'allowPrivateCallbackUrls'>
+  /** Seals a reporting webhook's credentials. */
+  sealer: KeySealer
   seat: SeatRecord
   keyId: string
   now: number

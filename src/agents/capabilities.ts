@@ -1,3 +1,4 @@
+import { SCREEN_FEATURES } from './property-list-match.js'
 import type { SeatRecord } from '../accounts/records.js'
 
 /** The AdCP major version this sales agent speaks. */
@@ -16,18 +17,21 @@ export function capabilities (seat: SeatRecord): Record<string, unknown> {
     // The creative protocol as a creative library: formats (list_creative_formats) and the seat's creatives with their
     // moderation (list_creatives); no generation or transformation.
     // Signals: FEIN's live audience at the screens, activated on this agent only (get_signals, activate_signal).
-    supported_protocols: ['media_buy', 'signals', 'creative'],
+    // Governance: property lists of screens, applied to products and packages; the moderation policy as content standards.
+    supported_protocols: ['media_buy', 'signals', 'creative', 'governance'],
     account: { supported_billing: ['operator'], sandbox: seat.status === 'sandbox' },
     media_buy: {
       supported_pricing_models: ['cpm'],
-      // Delivery is per media buy and package over a date range (get_media_buy_delivery); no daily rows, no webhooks yet.
-      reporting: { supports_date_range: true, supports_daily_breakdown: false, supports_webhooks: false, available_dimensions: [] },
-      features: { inline_creative_management: true, property_list_filtering: false, content_standards: false, conversion_tracking: false, audience_targeting: false, catalog_management: false },
+      // Delivery is per media buy and package over a date range (get_media_buy_delivery), or sent at a cadence
+      // (reporting_webhook); no daily rows.
+      reporting: { supports_date_range: true, supports_daily_breakdown: false, supports_webhooks: true, available_dimensions: [] },
+      features: { inline_creative_management: true, property_list_filtering: true, content_standards: true, conversion_tracking: false, audience_targeting: false, catalog_management: false },
       execution: {
         creative_specs: { vast_versions: ['4.2'] },
         targeting: { geo_countries: true, geo_regions: true }
       }
     },
-    creative: { has_creative_library: true, supports_compliance: true, supports_generation: false, supports_transformation: false }
+    creative: { has_creative_library: true, supports_compliance: true, supports_generation: false, supports_transformation: false },
+    governance: { property_features: SCREEN_FEATURES.map((f) => ({ ...f, ...(f.type === 'quantitative' ? { range: { min: 0, max: 1000 } } : {}) })) }
   }
 }

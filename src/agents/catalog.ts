@@ -1,4 +1,5 @@
 import { DAY } from '../analytics/reports.js'
+import { referencedList, screenTest } from './property-lists.js'
 import { iso } from '../clock.js'
 import type { CpmBenchmarks, GetProductsRequest, VenueType } from '../generated/types.js'
 import { discover } from '../inventory/discover.js'
@@ -77,6 +78,7 @@ export async function products (call: ToolCall, args: Record<string, unknown>): 
   const request = args as GetProductsRequest
   checkAccount(call, request.account)
   const sales = wanted(request)
+  const keeps = request.property_list !== undefined ? screenTest(call, referencedList(call, request.property_list, 'property_list')) : undefined
   // This buyer's ratings of what it bought (provide_performance_feedback) move the segments it rated above 1 ahead of
   // the ones it did not rate, and those it rated below 1 after them; otherwise the brief's best match comes first.
   const rating = segmentRatings(call)
@@ -87,7 +89,9 @@ export async function products (call: ToolCall, args: Record<string, unknown>): 
   const market = segments.length > 0 ? await call.results.settle<CpmBenchmarks>(`agents|cpm|${MARKET_DAYS}`, () => call.reports.cpmBenchmarks({ from: call.now - MARKET_DAYS * DAY, to: call.now }, {}, 0)) : undefined
   const out = segments.flatMap((segment) => {
     const k = segment.key
-    const screens = productScreens(call.store, call.inventory, k)
+    const all = productScreens(call.store, call.inventory, k)
+    const screens = keeps !== undefined ? all.filter(keeps) : all
+    if (screens.length === 0) return []
     const perPlay = impressionsPerPlay(call.store, screens, call.now)
     const booked = openSpots(call.store, screens, start, end) * perPlay
     const byDomain = new Map<string, string[]>()
@@ -144,7 +148,7 @@ export async function products (call: ToolCall, args: Record<string, unknown>): 
     })
   })
   const incomplete = market !== undefined && market.state !== 'ready' ? [{ scope: 'pricing', description: `Market CPMs (ext.oohbid.market_cpm, auction products' price_guidance) are ${market.state === 'pending' ? 'still being computed' : 'unavailable'}; ask again shortly.` }] : []
-  return { products: out, ...(incomplete.length > 0 ? { incomplete } : {}), sandbox: call.seat.status === 'sandbox' }
+  return { products: out, ...(keeps !== undefined ? { property_list_applied: true } : {}), ...(incomplete.length > 0 ? { incomplete } : {}), sandbox: call.seat.status === 'sandbox' }
 }
 
 /** The formats of the screens on sale by id, worked out again only when screens or enabled sources change. */

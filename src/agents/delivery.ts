@@ -7,7 +7,7 @@ import { deliveredOf } from '../campaigns/delivery.js'
 import { fromMicros } from '../bidding/auction/money.js'
 import type { Store } from '../store/store.js'
 import type { ToolCall } from './call.js'
-import { namedBuys, statusOf } from './media-buys.js'
+import { namedBuys, statusOf } from './seat-buys.js'
 import { packageFeedback } from './performance-feedback.js'
 import type { MediaBuyRecord, PackageRecord } from './records.js'
 
@@ -51,6 +51,35 @@ export function packageFigures (store: Store, buy: MediaBuyRecord, p: PackageRec
   }
 }
 
+/** ClickHouse's plays, screens and proofs of play of a creative, as delivery adds them when it has them. */
+type Plays = Awaited<ReturnType<ToolCall['reports']['creativeDelivery']>>[number]
+
+/**
+ * One media buy's delivery, per package: the campaign's impressions, spend, pace and status, the rate it paid, and
+ * ClickHouse's plays and proofs where `plays` has them (null otherwise). get_media_buy_delivery and the scheduled
+ * reports (delivery-reports.ts) both answer this.
+ */
+export function buyDelivery (store: Store, buy: MediaBuyRecord, now: number, figures = new Map<PackageRecord, ReturnType<typeof packageFigures>>(), plays = new Map<string, Plays>()) {
+  const packages = buy.packages.map((p) => {
+    const { campaign, ...f } = figures.get(p) ?? packageFigures(store, buy, p, now)
+    const played = campaign !== undefined ? plays.get(campaign.creative_id) : undefined
+    return {
+      package_id: p.package_id,
+      ...(p.buyer_ref !== undefined ? { buyer_ref: p.buyer_ref } : {}),
+      ...f,
+      pricing_model: 'cpm',
+      // An auction package's rate is what it paid on average so far (its bid until it has played).
+      rate: p.sale === 'auction' && f.impressions > 0 ? round((f.spend / f.impressions) * 1000) : p.rate,
+      currency: 'USD',
+      paused: p.paused || buy.paused,
+      ext: { oohbid: { campaign_id: p.campaign_id ?? null, plays: played?.plays ?? null, screens: played?.screens ?? null, proofs: played?.proofs ?? null, givt_passed: played?.givt_passed ?? null, performance_feedback: packageFeedback(buy, p) } }
+    }
+  })
+  const impressions = packages.reduce((s, p) => s + p.impressions, 0)
+  const spend = round(packages.reduce((s, p) => s + p.spend, 0))
+  return { media_buy_id: buy.media_buy_id, buyer_ref: buy.buyer_ref, status: statusOf(buy, now), pricing_model: 'cpm', totals: { impressions, spend }, by_package: packages }
+}
+
 /**
  * get_media_buy_delivery: per media buy and package, the campaign's own impressions and spend (each play charged at
  * the package's fixed CPM or the auction's clearing price), and from ClickHouse the completed
@@ -68,29 +97,8 @@ export async function mediaBuyDelivery (call: ToolCall, args: Record<string, unk
   const key = `agents|delivery|${call.seat.seat_id.toLowerCase()}|${creatives.join(',')}|${Math.floor(from / 60_000)}|${Math.floor(to / 60_000)}`
   const played = creatives.length > 0 ? await call.results.settle(key, () => call.reports.creativeDelivery(call.seat.seat_id, creatives, { from, to })) : { state: 'ready' as const, data: [], computedAt: call.now, stale: false }
   const byCreative = new Map(played.state === 'ready' ? played.data.map((r) => [r.creative_id, r]) : [])
-  const totals = { impressions: 0, spend: 0, media_buy_count: buys.length }
-  const deliveries = buys.map((buy) => {
-    const packages = buy.packages.map((p) => {
-      const { campaign, ...f } = figures.get(p)!
-      const plays = campaign !== undefined ? byCreative.get(campaign.creative_id) : undefined
-      return {
-        package_id: p.package_id,
-        ...(p.buyer_ref !== undefined ? { buyer_ref: p.buyer_ref } : {}),
-        ...f,
-        pricing_model: 'cpm',
-        // An auction package's rate is what it paid on average so far (its bid until it has played).
-        rate: p.sale === 'auction' && f.impressions > 0 ? round((f.spend / f.impressions) * 1000) : p.rate,
-        currency: 'USD',
-        paused: p.paused || buy.paused,
-        ext: { oohbid: { campaign_id: p.campaign_id ?? null, plays: plays?.plays ?? null, screens: plays?.screens ?? null, proofs: plays?.proofs ?? null, givt_passed: plays?.givt_passed ?? null, performance_feedback: packageFeedback(buy, p) } }
-      }
-    })
-    const impressions = packages.reduce((s, p) => s + p.impressions, 0)
-    const spend = round(packages.reduce((s, p) => s + p.spend, 0))
-    totals.impressions += impressions
-    totals.spend = round(totals.spend + spend)
-    return { media_buy_id: buy.media_buy_id, buyer_ref: buy.buyer_ref, status: statusOf(buy, call.now), pricing_model: 'cpm', totals: { impressions, spend }, by_package: packages }
-  })
+  const deliveries = buys.map((buy) => buyDelivery(call.store, buy, call.now, figures, byCreative))
+  const totals = { impressions: deliveries.reduce((s, d) => s + d.totals.impressions, 0), spend: round(deliveries.reduce((s, d) => s + d.totals.spend, 0)), media_buy_count: buys.length }
   return {
     reporting_period: { start: iso(from), end: iso(to) },
     currency: 'USD',

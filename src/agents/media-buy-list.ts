@@ -5,7 +5,7 @@ import { seatCreativeByCrid } from '../creatives/register.js'
 import { checkAccount, type ToolCall } from './call.js'
 import { adcpStatusOf, rejectionOf } from './creative-upsert.js'
 import { packageFigures } from './delivery.js'
-import { namedBuys, statusOf } from './media-buys.js'
+import { namedBuys, statusOf } from './seat-buys.js'
 
 const PAGE = 50
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { DAY } from '../analytics/reports.js'
 import { iso } from '../clock.js'
 import { ApiError } from '../errors.js'
-import type { CreateMediaBuyRequest, CreativeWeight, Daypart, MediaBuyPackageRequest, TargetingOverlay, UpdateMediaBuyRequest } from '../generated/types.js'
+import type { CreateMediaBuyRequest, CreativeWeight, Daypart, PropertyListReference, MediaBuyPackageRequest, TargetingOverlay, UpdateMediaBuyRequest } from '../generated/types.js'
 import { indexForSeat } from '../accounts/seat-lists.js'
 import { createCampaign, moveCampaign, retermCampaign } from '../campaigns/campaigns.js'
 import { checkFlight } from '../campaigns/inputs.js'
@@ -20,7 +20,9 @@ import type { Store } from '../store/store.js'
 import { checkAccount, record, type BuyDeps, type ToolCall } from './call.js'
 import { inlineCreativeId, upsertCreative } from './creative-upsert.js'
 import { activatedAudience } from './signals.js'
-import { seatMediaBuy, seatMediaBuys } from './seat-buys.js'
+import { reportingOf, scheduleReports } from './delivery-reports.js'
+import { referencedList, screenTest } from './property-lists.js'
+import { saveBuy, seatMediaBuy, seatMediaBuys, statusOf, waits } from './seat-buys.js'
 import { deliveryTypeOf, freeEveryDay, impressionsPerPlay, maxGuaranteedBudget, PRICING_OPTION, priceOf, productKeyOf, productScreens, type PriceTerms } from './products.js'
 import type { MediaBuyRecord, PackageRecord, Sale } from './records.js'
 
@@ -32,21 +34,11 @@ const START_SKEW_MS = 5 * 60_000
  */
 const SPREAD = 2
 
-type MediaBuyStatus = 'pending_activation' | 'active' | 'paused' | 'completed'
-
-/** The AdCP status of a media buy: paused by the buyer, over, waiting for its start or a creative, or running. */
-export function statusOf (buy: MediaBuyRecord, now: number): MediaBuyStatus {
-  if (buy.paused) return 'paused'
-  if (now >= Date.parse(buy.end_time)) return 'completed'
-  if (now < Date.parse(buy.start_time) || buy.packages.every((p) => p.campaign_id === undefined)) return 'pending_activation'
-  return 'active'
-}
-
 const DAY_NAMES = { monday: 'mon', tuesday: 'tue', wednesday: 'wed', thursday: 'thu', friday: 'fri', saturday: 'sat', sunday: 'sun' } as const
 type DayName = keyof typeof DAY_NAMES
 const dayNameOf = (day: Daypart['days'][number]): DayName => (Object.keys(DAY_NAMES) as DayName[]).find((name) => DAY_NAMES[name] === day)!
 
-function packageView (p: PackageRecord): Record<string, unknown> {
+function packageView (p: PackageRecord, agentUrl: string): Record<string, unknown> {
   return {
     package_id: p.package_id,
     ...(p.buyer_ref !== undefined ? { buyer_ref: p.buyer_ref } : {}),
@@ -57,7 +49,7 @@ function packageView (p: PackageRecord): Record<string, unknown> {
     pacing: p.pacing,
     impressions: p.impressions,
     paused: p.paused,
-    ...(p.dayparts !== undefined || p.segment !== undefined ? { targeting_overlay: { ...(p.dayparts !== undefined ? { daypart_targets: p.dayparts.map((d) => ({ days: d.days.map(dayNameOf), start_hour: d.start_hour, end_hour: d.end_hour })) } : {}), ...(p.segment !== undefined ? { axe_include_segment: p.segment } : {}) } } : {}),
+    ...(p.dayparts !== undefined || p.segment !== undefined || p.property_list !== undefined ? { targeting_overlay: { ...(p.dayparts !== undefined ? { daypart_targets: p.dayparts.map((d) => ({ days: d.days.map(dayNameOf), start_hour: d.start_hour, end_hour: d.end_hour })) } : {}), ...(p.segment !== undefined ? { axe_include_segment: p.segment } : {}), ...(p.property_list !== undefined ? { property_list: { agent_url: agentUrl, list_id: p.property_list } } : {}) } } : {}),
     creative_assignments: p.creative_ids.map((creative_id) => ({ creative_id, weight: p.weights?.[creative_id] ?? 1 })),
     ext: {
       oohbid: {
@@ -73,8 +65,8 @@ function packageView (p: PackageRecord): Record<string, unknown> {
   }
 }
 
-function buyView (buy: MediaBuyRecord, now: number): Record<string, unknown> {
-  return { media_buy_id: buy.media_buy_id, buyer_ref: buy.buyer_ref, status: statusOf(buy, now), packages: buy.packages.map(packageView) }
+function buyView (buy: MediaBuyRecord, now: number, agentUrl: string): Record<string, unknown> {
+  return { media_buy_id: buy.media_buy_id, buyer_ref: buy.buyer_ref, status: statusOf(buy, now), packages: buy.packages.map((p) => packageView(p, agentUrl)) }
 }
 
 /** The flight an AdCP request names: 'asap' or a time not in the past, ending after it, as instants and as UTC dates. */
@@ -126,10 +118,9 @@ function rateOf (sale: Sale, price: PriceTerms, bid: number | undefined, product
  * guaranteed spots are booked per screen and day, so dayparts are for non-guaranteed packages (422
  * validation_failed); a window must end after it starts and some day of the flight must have one.
  */
-function daypartsOf (overlay: TargetingOverlay | undefined, sale: Sale, buy: Pick<MediaBuyRecord, 'start_date' | 'end_date'>, param: string): Daypart[] | undefined {
+function daypartsOf (overlay: TargetingOverlay | undefined, buy: Pick<MediaBuyRecord, 'start_date' | 'end_date'>, param: string): Daypart[] | undefined {
   const targets = overlay?.daypart_targets ?? []
   if (targets.length === 0) return undefined
-  if (sale === 'guaranteed') throw new ApiError('validation_failed', 'Guaranteed spots are booked per screen and day, not per daypart: buy the preferred or auction product of this segment to play in dayparts.', { param: `${param}.daypart_targets` })
   const dayparts = targets.map((t, j): Daypart => {
     if (t.end_hour <= t.start_hour) throw new ApiError('invalid_parameter', `end_hour ${t.end_hour} must be after start_hour ${t.start_hour}.`, { param: `${param}.daypart_targets.${j}.end_hour` })
     return { days: t.days.map((d) => DAY_NAMES[d]) as Daypart['days'], start_hour: t.start_hour, end_hour: t.end_hour }
@@ -148,6 +139,15 @@ function signalOf (call: ToolCall, overlay: TargetingOverlay | undefined, sale: 
   if (segment === undefined) return {}
   if (sale === 'guaranteed') throw new ApiError('validation_failed', 'Guaranteed spots are booked per screen and day, and a live-audience signal decides play by play: buy the preferred or auction product of this segment to target a signal.', { param: `${param}.axe_include_segment` })
   return { segment, audience: activatedAudience(call, segment, `${param}.axe_include_segment`) }
+}
+
+/** A product's screens that a package's property list keeps (all without one); none left is validation_failed. */
+function listedScreens (call: ToolCall, screens: ScreenRecord[], ref: PropertyListReference | undefined, param: string): ScreenRecord[] {
+  if (ref === undefined) return screens
+  const list = referencedList(call, ref, param)
+  const kept = screens.filter(screenTest(call, list))
+  if (kept.length === 0) throw new ApiError('validation_failed', `Property list ${list.list_id} (${list.name}) keeps none of this product's ${screens.length} screens.`, { param })
+  return kept
 }
 
 /** The flight's days a package can play on: every day, or those a daypart names. */
@@ -174,17 +174,18 @@ function openPackage (call: ToolCall, buy: MediaBuyRecord, p: MediaBuyPackageReq
   const at = `packages.${i}`
   const { key, sale } = productKeyOf(p.product_id, `${at}.product_id`)
   if (p.pricing_option_id !== PRICING_OPTION[sale]) throw new ApiError('invalid_parameter', `Product ${p.product_id} is priced by pricing option ${PRICING_OPTION[sale]}, not ${p.pricing_option_id}.`, { param: `${at}.pricing_option_id` })
-  const screens = productScreens(call.store, call.inventory, key, `${at}.product_id`)
+  const screens = listedScreens(call, productScreens(call.store, call.inventory, key, `${at}.product_id`), p.targeting_overlay?.property_list, `${at}.targeting_overlay.property_list`)
   const price = priceOf(call.store, screens, sale, days(buy), call.now)
   const rate = rateOf(sale, price, p.bid_price, p.product_id, `${at}.bid_price`)
-  const dayparts = daypartsOf(p.targeting_overlay, sale, buy, `${at}.targeting_overlay`)
+  const dayparts = daypartsOf(p.targeting_overlay, buy, `${at}.targeting_overlay`)
   const signal = signalOf(call, p.targeting_overlay, sale, `${at}.targeting_overlay`)
   if (p.budget < price.min_spend) throw new ApiError('invalid_budget', `A package on these ${screens.length} screens over ${days(buy)} days is at least $${price.min_spend} (one spot a day on every screen at $${price.cpm} CPM).`, { param: `${at}.budget` })
   const terms = { sale, budget: p.budget, rate, ...(sale === 'auction' ? { floor_price: price.cpm } : {}) }
   const bought = termsOf(call.store, screens, terms, playDays(buy, dayparts), call.now)
   if (sale === 'guaranteed') {
-    checkRoom(call, screens, buy, bought.spots, 0, rate, p.budget, `${at}.budget`)
-    take(call.store, screens, buy.start_date, buy.end_date, bought.spots, `${at}.budget`)
+    // A daypart line is checked hour by hour as take books it, which names the short screen, day and hour.
+    if (dayparts === undefined) checkRoom(call, screens, buy, bought.spots, 0, rate, p.budget, `${at}.budget`)
+    take(call.store, screens, buy.start_date, buy.end_date, bought.spots, `${at}.budget`, dayparts)
   }
   return {
     package_id: `pkg-${i}`,
@@ -195,6 +196,7 @@ function openPackage (call: ToolCall, buy: MediaBuyRecord, p: MediaBuyPackageReq
     pacing: p.pacing ?? 'even',
     ...(dayparts !== undefined ? { dayparts } : {}),
     ...signal,
+    ...(p.targeting_overlay?.property_list !== undefined ? { property_list: p.targeting_overlay.property_list.list_id } : {}),
     screen_ids: screens.map((s) => s.screen_id),
     spots_per_day: bought.spots,
     impressions: bought.impressions,
@@ -286,9 +288,31 @@ function activate (deps: BuyDeps, buy: MediaBuyRecord, now: number): boolean {
   return changed
 }
 
-/** Media buys with a package waiting for its creative's approval. */
+/** Media buys with a package waiting for its creative's approval, from the index; ended ones are passed over. */
 function waitingBuys (store: Store, now: number): Array<{ key: string, value: MediaBuyRecord }> {
-  return [...store.mediaBuys.getRange()].filter(({ value }) => value.packages.some((p) => p.campaign_id === undefined && p.creative_ids.length > 0) && now < Date.parse(value.end_time))
+  const waiting: Array<{ key: string, value: MediaBuyRecord }> = []
+  for (const { key, value: end } of store.mediaBuysWaiting.getRange()) {
+    const buy = end > now ? store.mediaBuys.get(key) : undefined
+    if (buy !== undefined) waiting.push({ key, value: buy })
+  }
+  return waiting
+}
+
+/**
+ * Indexes the waiting buys of a store kept before media_buys_waiting existed: run once at start, it finds nothing to
+ * do once the index has been written.
+ */
+export function indexWaitingBuys (store: Store): number {
+  if (store.mediaBuysWaiting.getKeysCount() > 0) return 0
+  let indexed = 0
+  store.write(() => {
+    for (const { key, value } of store.mediaBuys.getRange()) {
+      if (!waits(value)) continue
+      store.mediaBuysWaiting.putSync(key, Date.parse(value.end_time))
+      indexed++
+    }
+  })
+  return indexed
 }
 
 /** Whether activateMediaBuys has a package to activate now: a cluster node takes the catalog lock only then. */
@@ -298,17 +322,20 @@ export function mediaBuysDue (store: Store, now: number): boolean {
 
 /**
  * Activates the packages of every media buy whose creative moderation has approved since (the supervisor runs it every
- * second; on a cluster node under the catalog lock, so that a package becomes one campaign).
+ * second; on a cluster node under the catalog lock, so that a package becomes one campaign). It reads only the buys
+ * media_buys_waiting indexes, and writes only those with a package to activate; ended buys leave the index.
  */
 export function activateMediaBuys (deps: BuyDeps, now: number): number {
-  const waiting = waitingBuys(deps.store, now)
+  const ended = [...deps.store.mediaBuysWaiting.getRange()].filter(({ value: end }) => end <= now)
+  if (ended.length > 0) deps.store.write(() => { for (const { key } of ended) deps.store.mediaBuysWaiting.removeSync(key) })
   let activated = 0
-  for (const { key } of waiting) {
+  for (const { key, value } of waitingBuys(deps.store, now)) {
+    if (!value.packages.some((p) => readyCreative(deps.store, value, p, now) !== undefined)) continue
     deps.store.write(() => {
       const buy = deps.store.mediaBuys.get(key)
       if (buy === undefined || !activate(deps, buy, now)) return
       buy.updated_at = iso(now)
-      deps.store.mediaBuys.putSync(key, buy)
+      saveBuy(deps.store, buy)
       activated++
     })
   }
@@ -325,16 +352,17 @@ export function createMediaBuy (call: ToolCall, args: Record<string, unknown>): 
     const stamp = iso(call.now)
     const buy: MediaBuyRecord = { media_buy_id: `mb_${randomUUID().replace(/-/g, '')}`, seat_id: call.seat.seat_id, buyer_ref: req.buyer_ref, ...flight, paused: false, packages: [], created_at: stamp, updated_at: stamp }
     if (req.brand?.domain !== undefined) buy.brand_domain = req.brand.domain
+    if (req.reporting_webhook !== undefined) scheduleReports(call.store, buy, reportingOf(call, req.reporting_webhook, buy, call.now))
     buy.packages = req.packages.map((p, i) => {
       const pkg = openPackage(call, buy, p, i)
       return { ...pkg, ...named(undefined, requestedCreatives(call, p, `packages.${i}`, created), stamp) }
     })
     activate(call, buy, call.now)
-    call.store.mediaBuys.putSync(buy.media_buy_id, buy)
+    saveBuy(call.store, buy)
     indexForSeat(call.store, 'media_buy', call.seat.seat_id, call.now, buy.media_buy_id)
     const pending = buy.packages.filter((p) => p.campaign_id === undefined).length
     return {
-      ...buyView(buy, call.now),
+      ...buyView(buy, call.now, `${call.config.baseUrl}/mcp`),
       creative_deadline: buy.start_time,
       sandbox: call.seat.status === 'sandbox',
       ...(pending > 0 ? { message: `${pending} package(s) wait for an approved creative: sync_creatives with assignments attaches one; each plays from its approval.` } : {})
@@ -364,31 +392,8 @@ export function attachCreative (call: ToolCall, creativeId: string, ref: string,
   rotate(call.store, buy, p)
   activate(call, buy, call.now)
   buy.updated_at = iso(call.now)
-  call.store.mediaBuys.putSync(buy.media_buy_id, buy)
+  saveBuy(call.store, buy)
   return undefined
-}
-
-
-/**
- * The seat's media buys a request names by media_buy_ids and buyer_refs (all of them, newest first, when it names
- * none), and an AdCP error for each name that is unknown or another seat's; 404 media_buy_not_found when it named
- * only such.
- */
-export function namedBuys (call: Pick<ToolCall, 'store' | 'seat'>, req: { media_buy_ids?: string[], buyer_refs?: string[] }): { buys: MediaBuyRecord[], errors: Array<{ code: string, message: string, field: string }> } {
-  if (req.media_buy_ids === undefined && req.buyer_refs === undefined) return { buys: seatMediaBuys(call.store, call.seat.seat_id), errors: [] }
-  const refs = [...(req.media_buy_ids ?? []).map((id, i) => ({ ref: { media_buy_id: id }, field: `media_buy_ids.${i}` })), ...(req.buyer_refs ?? []).map((r, i) => ({ ref: { buyer_ref: r }, field: `buyer_refs.${i}` }))]
-  const buys: MediaBuyRecord[] = []
-  const errors: Array<{ code: string, message: string, field: string }> = []
-  for (const { ref, field } of refs) {
-    try {
-      buys.push(seatMediaBuy(call.store, call.seat.seat_id, ref, field))
-    } catch (err) {
-      if (!(err instanceof ApiError)) throw err
-      errors.push({ code: err.code, message: err.message, field })
-    }
-  }
-  if (buys.length === 0) throw new ApiError('media_buy_not_found', errors.map((e) => e.message).join(' ') || 'No media buy was named.', { param: errors[0]?.field ?? 'media_buy_ids' })
-  return { buys, errors }
 }
 
 
@@ -425,7 +430,8 @@ function changePackage (call: ToolCall, buy: MediaBuyRecord, before: PackageReco
   if (change.budget !== undefined) p = { ...p, budget: change.budget }
   if (change.targeting_overlay !== undefined) {
     const { dayparts: _dropped, segment: _segment, audience: _audience, ...rest } = p
-    const dayparts = daypartsOf(change.targeting_overlay, p.sale, buy, `${at}.targeting_overlay`)
+    const dayparts = daypartsOf(change.targeting_overlay, buy, `${at}.targeting_overlay`)
+    if (p.sale === 'guaranteed' && JSON.stringify(dayparts) !== JSON.stringify(before.dayparts)) throw new ApiError('validation_failed', `Package ${p.package_id} is guaranteed: its spots are booked in its dayparts' hours. Change its budget, or buy another package for other hours.`, { param: `${at}.targeting_overlay.daypart_targets` })
     p = { ...rest, ...(dayparts !== undefined ? { dayparts } : {}), ...signalOf(call, change.targeting_overlay, p.sale, `${at}.targeting_overlay`) }
   }
   if (change.pacing !== undefined) p = { ...p, pacing: change.pacing }
@@ -434,11 +440,11 @@ function changePackage (call: ToolCall, buy: MediaBuyRecord, before: PackageReco
   if (change.budget !== undefined || change.bid_price !== undefined || change.targeting_overlay !== undefined) {
     const bought = termsOf(call.store, screens, p, playDays(buy, p.dayparts), call.now)
     if (p.sale === 'guaranteed' && bought.spots !== before.spots_per_day) {
-      checkRoom(call, screens, buy, bought.spots, before.spots_per_day, p.rate, p.budget, `${at}.budget`)
+      if (p.dayparts === undefined) checkRoom(call, screens, buy, bought.spots, before.spots_per_day, p.rate, p.budget, `${at}.budget`)
       if (a !== undefined) respot(call.store, a, screens, bought.spots, `${at}.budget`)
       else {
-        give(call.store, p.screen_ids, buy.start_date, buy.end_date, before.spots_per_day)
-        take(call.store, screens, buy.start_date, buy.end_date, bought.spots, `${at}.budget`)
+        give(call.store, p.screen_ids, buy.start_date, buy.end_date, before.spots_per_day, p.dayparts)
+        take(call.store, screens, buy.start_date, buy.end_date, bought.spots, `${at}.budget`, p.dayparts)
       }
     }
     p = { ...p, spots_per_day: bought.spots, impressions: bought.impressions }
@@ -468,6 +474,7 @@ export function updateMediaBuy (call: ToolCall, args: Record<string, unknown>): 
     const buy = seatMediaBuy(call.store, call.seat.seat_id, req)
     if (statusOf(buy, call.now) === 'completed') throw new ApiError('invalid_transition', `Media buy ${buy.media_buy_id} ended at ${buy.end_time}.`, { status: 'completed' })
     const affected = new Set<string>()
+    if (req.reporting_webhook !== undefined) scheduleReports(call.store, buy, reportingOf(call, req.reporting_webhook, buy, call.now, buy.reporting))
     if (req.paused !== undefined && req.paused !== buy.paused) {
       buy.paused = req.paused
       for (const p of buy.packages) if (!p.paused) { pausePackage(call, p, req.paused); affected.add(p.package_id) }
@@ -482,13 +489,13 @@ export function updateMediaBuy (call: ToolCall, args: Record<string, unknown>): 
     }
     activate(call, buy, call.now)
     buy.updated_at = iso(call.now)
-    call.store.mediaBuys.putSync(buy.media_buy_id, buy)
+    saveBuy(call.store, buy)
     return {
       media_buy_id: buy.media_buy_id,
       buyer_ref: buy.buyer_ref,
       status: statusOf(buy, call.now),
       implementation_date: iso(call.now),
-      affected_packages: buy.packages.filter((p) => affected.has(p.package_id)).map(packageView),
+      affected_packages: buy.packages.filter((p) => affected.has(p.package_id)).map((p) => packageView(p, `${call.config.baseUrl}/mcp`)),
       sandbox: call.seat.status === 'sandbox'
     }
   })

@@ -1,5 +1,5 @@
 // Agents' storage shapes: the media buys AI buying agents make over MCP (AdCP). A leaf.
-import type { Daypart, LiveAudience } from '../generated/types.js'
+import type { Daypart, LiveAudience, PropertyIdentifier } from '../generated/types.js'
 
 /**
  * How a product is sold, the last part of its id: guaranteed (spots booked at a fixed CPM), preferred (not booked,
@@ -37,6 +37,8 @@ export interface PackageRecord {
   /** Preferred and auction: the activated FEIN signal it targets (its segment id) and the live audience that means. */
   segment?: string
   audience?: LiveAudience
+  /** The property list (list_id) its screens were narrowed to when it was bought. */
+  property_list?: string
   /** When each was attached (ISO), by creative_id; a package kept before this was recorded has none (list_creatives then gives its buy's created_at). */
   assigned_at?: Record<string, string>
   paused: boolean
@@ -72,8 +74,25 @@ export interface MediaBuyRecord {
   packages: PackageRecord[]
   /** The buyer's feedback, oldest first, the last FEEDBACK_KEPT (src/agents/performance-feedback.ts). */
   feedback?: FeedbackRecord[]
+  /** Its reporting webhook (src/agents/delivery-reports.ts). */
+  reporting?: MediaBuyReporting
   created_at: string
   updated_at: string
+}
+
+/** Where and how often a media buy's delivery is sent (AdCP reporting_webhook), and how far it has got. */
+export interface MediaBuyReporting {
+  url: string
+  frequency: 'hourly' | 'daily' | 'monthly'
+  metrics?: string[]
+  token?: string
+  scheme?: 'HMAC-SHA256' | 'Bearer'
+  /** The buyer's credentials, sealed (auth/sealed-keys.ts) under report:<media_buy_id>. */
+  credentials_sealed?: string
+  /** Reports queued so far. */
+  sequence: number
+  /** When the next report is due (ms); after the final one, when that was. */
+  next_at: number
 }
 
 /** A FEIN signal a seat activated (activate_signal): its packages may target it (targeting_overlay.axe_include_segment). */
@@ -81,4 +100,47 @@ export interface SignalActivation {
   activated_at: string
   /** The buyer's campaign reference it was activated for, when it gave one. */
   buyer_campaign_ref?: string
+}
+
+/** A buyer's governance list of screens (create_property_list), kept per seat. */
+export interface PropertyListRecord {
+  list_id: string
+  seat_id: string
+  name: string
+  description?: string
+  /** AdCP 3's sources; absent: every screen on sale. */
+  base_properties?: PropertySource[]
+  /** As given: those that apply to screens (SCREEN_FILTERS) and any others, returned unchanged. */
+  filters?: ScreenFilters & Record<string, unknown>
+  brand?: Record<string, unknown>
+  /** The digest of the auth_token create_property_list answered once. */
+  token_sha256: string
+  created_at: string
+  updated_at: string
+}
+
+/** A base_properties source in AdCP 3's form (property-list-sources.json). */
+export interface PropertySource {
+  selection_type: 'identifiers' | 'publisher_ids' | 'publisher_tags'
+  identifiers?: PropertyIdentifier[]
+  publisher_domain?: string
+  property_ids?: string[]
+  tags?: string[]
+}
+
+export interface FeatureRequirement {
+  feature_id: string
+  min_value?: number
+  max_value?: number
+  allowed_values?: unknown[]
+  if_not_covered?: 'exclude' | 'include'
+}
+
+/** The filters a property list applies to screens; others it keeps as given. */
+export interface ScreenFilters {
+  countries_all?: string[]
+  channels_any?: string[]
+  property_types?: string[]
+  exclude_identifiers?: PropertyIdentifier[]
+  feature_requirements?: FeatureRequirement[]
 }

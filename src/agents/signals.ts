@@ -1,14 +1,11 @@
 import { iso } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { ActivateSignalRequest, GetSignalsRequest, LiveAudience } from '../generated/types.js'
-import { schemas } from '../generated/schemas.js'
 import { liveSignals, type LiveSignals } from '../inventory/fein.js'
 import { audienceMatches } from '../inventory/live-audience.js'
 import { interpret } from '../inventory/nl-query.js'
 import { checkAccount, record, type ToolCall } from './call.js'
-
-type Emotion = NonNullable<LiveAudience['emotion']>
-const EMOTIONS: ReadonlySet<string> = new Set(schemas.LiveAudience.properties.emotion.enum)
+import { audienceOfSegment, emotionNamed, seatSegmentAudience, segmentIdOf } from './segments.js'
 
 /** The segments listed when a buyer asks for no audience in particular. */
 const CATALOG: LiveAudience[] = [
@@ -24,29 +21,6 @@ const CATALOG: LiveAudience[] = [
 
 /** FEIN signals are the seller's own measurement, sold with its screens: no data fee. */
 const PRICING = [{ pricing_option_id: 'included', model: 'cpm', cpm: 0, currency: 'USD' }]
-
-/**
- * A segment's id, which is its definition (`fein_faces_5_attention_50_happy`): like a product id, nothing is stored
- * for a segment, and any node or later request reads the same conditions from it.
- */
-export function segmentIdOf (c: LiveAudience): string {
-  return ['fein', ...(c.min_faces !== undefined ? [`faces_${c.min_faces}`] : []), ...(c.min_attention !== undefined ? [`attention_${Math.round(c.min_attention * 100)}`] : []), ...(c.emotion !== undefined ? [c.emotion] : [])].join('_')
-}
-
-/** The conditions a segment id names; undefined for an id that is not one of ours. */
-export function audienceOfSegment (id: string): LiveAudience | undefined {
-  const m = /^fein(?:_faces_(\d{1,5}))?(?:_attention_(\d{1,3}))?(?:_([a-z]+))?$/.exec(id)
-  if (m === null || (m[1] === undefined && m[2] === undefined && m[3] === undefined)) return undefined
-  const c: LiveAudience = {}
-  if (m[1] !== undefined) c.min_faces = Number(m[1])
-  if (m[2] !== undefined) c.min_attention = Number(m[2]) / 100
-  if (m[3] !== undefined) {
-    if (!EMOTIONS.has(m[3])) return undefined
-    c.emotion = m[3] as Emotion
-  }
-  if ((c.min_faces !== undefined && c.min_faces < 1) || (c.min_attention !== undefined && c.min_attention > 1) || segmentIdOf(c) !== id) return undefined
-  return c
-}
 
 function nameOf (c: LiveAudience): string {
   const parts = [
@@ -76,7 +50,8 @@ function askedFor (words: string | undefined): LiveAudience | undefined {
   const c: LiveAudience = {}
   if (it.min_crowd !== null) c.min_faces = Math.max(1, Math.min(10_000, it.min_crowd))
   if (it.min_attention !== null) c.min_attention = Math.min(100, it.min_attention) / 100
-  if (it.emotion !== null && EMOTIONS.has(it.emotion)) c.emotion = it.emotion as Emotion
+  const emotion = it.emotion !== null ? emotionNamed(it.emotion) : undefined
+  if (emotion !== undefined) c.emotion = emotion
   return Object.keys(c).length > 0 ? c : undefined
 }
 
@@ -161,9 +136,7 @@ export function activateSignal (call: ToolCall, args: Record<string, unknown>): 
  * has not activated (or that is not ours).
  */
 export function activatedAudience (call: Pick<ToolCall, 'store' | 'seat'>, segmentId: string, param: string): LiveAudience {
-  const c = audienceOfSegment(segmentId)
-  if (c === undefined || call.store.signalActivations.get([call.seat.seat_id.toLowerCase(), segmentId]) === undefined) {
-    throw new ApiError('invalid_parameter', `Signal ${segmentId} is not activated for this seat: find it with get_signals and activate it with activate_signal first.`, { param })
-  }
+  const c = seatSegmentAudience(call.store, call.seat.seat_id, segmentId)
+  if (c === undefined) throw new ApiError('invalid_parameter', `Signal ${segmentId} is not activated for this seat: find it with get_signals and activate it with activate_signal first.`, { param })
   return c
 }

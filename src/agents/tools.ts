@@ -10,6 +10,8 @@ import { createMediaBuy, updateMediaBuy } from './media-buys.js'
 import { provideFeedback } from './performance-feedback.js'
 import { refuseAudiences } from './audiences.js'
 import { activateSignal, getSignals } from './signals.js'
+import { calibrateContent, getContentStandards, listContentStandards, validateContentDelivery } from './content-standards.js'
+import { createPropertyList, deletePropertyList, getPropertyList, listPropertyLists, updatePropertyList } from './property-lists.js'
 
 /** An AdCP task offered as an MCP tool: its input schema (in schemas/) and what it answers. */
 export interface Tool {
@@ -19,7 +21,7 @@ export interface Tool {
   run (call: ToolCall, args: Record<string, unknown>): Record<string, unknown> | Promise<Record<string, unknown>>
 }
 
-/** The AdCP tasks this sales agent offers (media buy, signals, the creative library), in the order tools/list gives them. */
+/** The AdCP tasks this sales agent offers (media buy, signals, the creative library, governance), in the order tools/list gives them. */
 export const TOOLS: Tool[] = [
   {
     name: 'get_adcp_capabilities',
@@ -98,6 +100,60 @@ export const TOOLS: Tool[] = [
     description: 'Makes a FEIN signal buyable for this seat on this agent (or, with action deactivate, takes it back): a preferred or auction package may then target it (targeting_overlay.axe_include_segment) and plays on a screen only while the screen\'s live audience is in it.',
     input: 'ActivateSignalRequest',
     run: activateSignal
+  },
+  {
+    name: 'create_property_list',
+    description: 'Keeps a named list of screens (governance): by screen or venue id, venue type, publisher, publisher screen ids or tags, narrowed by country, features (fein, video, floor_cpm...) and exclusions. Include it in get_products (property_list) and packages (targeting_overlay.property_list). Answers the list and an auth_token that lets another seat of this agent use it.',
+    input: 'CreatePropertyListRequest',
+    run: createPropertyList
+  },
+  {
+    name: 'get_property_list',
+    description: 'A property list, and the screens it keeps now (resolve, the default) as screen_id identifiers, paged; identifiers that name no screen here are coverage_gaps.',
+    input: 'GetPropertyListRequest',
+    run: getPropertyList
+  },
+  {
+    name: 'update_property_list',
+    description: 'Changes a property list\'s name, description, sources, filters or brand; packages already bought keep their screens.',
+    input: 'UpdatePropertyListRequest',
+    run: updatePropertyList
+  },
+  {
+    name: 'list_property_lists',
+    description: 'The seat\'s property lists, newest first, by name, paged.',
+    input: 'ListPropertyListsRequest',
+    run: listPropertyLists
+  },
+  {
+    name: 'delete_property_list',
+    description: 'Deletes a property list; packages bought on it keep their screens.',
+    input: 'DeletePropertyListRequest',
+    run: deletePropertyList
+  },
+  {
+    name: 'list_content_standards',
+    description: 'The content standards this agent applies: its creative moderation policy (what rejects a creative, what a reviewer decides, what is allowed and flagged), for dooh.',
+    input: 'ListContentStandardsRequest',
+    run: listContentStandards
+  },
+  {
+    name: 'get_content_standards',
+    description: 'One content standards by standards_id: its policy in words and the features calibration reports on.',
+    input: 'GetContentStandardsRequest',
+    run: getContentStandards
+  },
+  {
+    name: 'calibrate_content',
+    description: 'Judges content against the standards with the classifiers that moderate creatives: text through the word lists, images and videos (up to 5 a call) through the image models and OCR; a verdict, a confidence and each policy feature. Nothing is kept.',
+    input: 'CalibrateContentRequest',
+    run: calibrateContent
+  },
+  {
+    name: 'validate_content_delivery',
+    description: 'Judges delivery records\' artifacts as calibrate_content does, with a summary of passed and failed records.',
+    input: 'ValidateContentDeliveryRequest',
+    run: validateContentDelivery
   },
   {
     name: 'sync_audiences',

@@ -13,7 +13,9 @@ export const LOSS = {
   creativePending: 201,
   creativeDisapproved: 202,
   advertiserExcluded: 205,
-  categoryExcluded: 209
+  categoryExcluded: 209,
+  /** Exchange-specific (500+): the bid named a FEIN segment the screen's live audience was not in at the decision. */
+  audienceNotInSegment: 1000
 } as const
 
 /** Words for each loss code, as legacy notifications and logs give them. */
@@ -31,5 +33,6 @@ export const LOSS_TEXT: Record<number, string> = {
   201: 'creative filtered: pending approval',
   202: 'creative filtered: disapproved',
   205: 'creative filtered: advertiser exclusions',
-  209: 'creative filtered: category exclusions'
+  209: 'creative filtered: category exclusions',
+  1000: 'live audience not in the bid\'s segment'
 }

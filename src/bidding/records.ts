@@ -1,3 +1,4 @@
+import type { LiveAudience } from '../generated/types.js'
 // Bidding's storage shapes: bids received and a seat's hourly counters. A leaf.
 
 /** A production bid waiting for its screen's next spot (the open auction of the waterfall). */
@@ -26,6 +27,8 @@ export interface StoredBid {
   adid?: string
   /** On a cluster, the node that took it: the one that settles it should its imp expire first (expiry.ts). */
   node?: string
+  /** The live audience of the FEIN segment it named (ext.oohbid.segment): it plays only while the screen's is in it. */
+  audience?: LiveAudience
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { BidResult, OrtbBid } from '../generated/types.js'
+import type { BidResult, LiveAudience, OrtbBid } from '../generated/types.js'
 import { LOSS } from './loss-codes.js'
 import { creativeRefusal, dealRuns, declaredRefusals, floorFor, floorRefusal, indexEntryOf, screenDate } from './rules.js'
 import type { DealRecord } from '../campaigns/records.js'
@@ -6,6 +6,7 @@ import type { ScreenRecord } from '../inventory/records.js'
 import { assetInMarkup } from '../creatives/from-markup.js'
 import { assetUrlProblem, creativeIdOfCrid, seatCreativeByCrid, type NewCreative } from '../creatives/register.js'
 import type { Store } from '../store/store.js'
+import { seatSegmentAudience } from '../agents/segments.js'
 import type { ImpIds, IssuedImp } from '../inventory/adslots/imp-ids.js'
 
 export type Outcome = BidResult['results'][number]
@@ -59,6 +60,8 @@ export interface Scored {
    * (then moderation).
    */
   register?: NewCreative
+  /** The live audience of the segment it named: stored with it, for the waterfall to check. */
+  audience?: LiveAudience
 }
 
 /**
@@ -96,7 +99,8 @@ function creativeProblems (bid: OrtbBid, screen: ScreenRecord, c: ScoreContext):
 
 /**
  * Scores one bid, in the order a buyer would want to be told. What makes the bid unreadable stops scoring at once:
- * currency, the imp (issued to this seat, not expired), adm or nurl, notice URLs that can be called, the deal. Then
+ * currency, the imp (issued to this seat, not expired), adm or nurl, notice URLs that can be called, the deal, the
+ * FEIN segment it names (activated by the seat). Then
  * every reason it cannot play is reported by the bidding rules (src/bidding/rules.ts), the floor first (the deal's
  * price when a deal is named, else the screen's in force), then the creative (registered, approved, allowed on the
  * screen; adomain and cat against the screen's blocks); reason, detail and the loss code are the first one's.
@@ -116,6 +120,9 @@ export function scoreBid (bid: OrtbBid, c: ScoreContext): Scored {
   if (bid.dealid !== undefined && (deal === undefined || !dealRuns(deal, screenDate(screen, c.now), indexEntryOf(c.store, imp.screenId)))) {
     return { outcome: reject(bid, 'invalid_deal', `dealid ${bid.dealid} is not an active deal for this seat on this screen.`, at), imp, loss: LOSS.invalidDeal }
   }
+  const segment = bid.ext?.oohbid?.segment
+  const audience = segment !== undefined ? seatSegmentAudience(c.store, c.seatId, segment) : undefined
+  if (segment !== undefined && audience === undefined) return { outcome: reject(bid, 'invalid_segment', `ext.oohbid.segment ${segment} is not a FEIN signal this seat activated: find it with get_signals and activate it with activate_signal (POST /mcp).`, at), imp, loss: LOSS.invalidResponse }
   const floor = floorFor(deal, imp.floor, screen)
   const problems: Problem[] = []
   const belowFloor = floorRefusal(bid.price, floor, deal !== undefined)
@@ -125,6 +132,7 @@ export function scoreBid (bid: OrtbBid, c: ScoreContext): Scored {
   const scored: Scored = { outcome: { bid_id: bid.id, impid: bid.impid, screen_id: imp.screenId, status: 'accepted', price: bid.price, floor, stored: false }, imp }
   if (creativeId !== undefined) scored.creativeId = creativeId
   if (register !== undefined) scored.register = register
+  if (audience !== undefined) scored.audience = audience
   const [first] = problems
   if (first !== undefined) {
     scored.outcome = reject(bid, first.reason, first.detail, { ...at, price: bid.price, floor, reasons: problems })

@@ -19,7 +19,7 @@ export type LineTerms = Partial<Pick<AssignmentRecord, 'line' | 'cpm' | 'pacing'
 export function place (deps: { store: Store, outbox: Outbox, config: Pick<ResolvedConfig, 'pickupSeconds'> }, seatId: string, body: { creative_id: string, screen_ids: string[], start_date: string, end_date: string, spots_per_day: number, campaign_id?: string } & LineTerms, screens: Parameters<typeof take>[1], now: number, source: string, takeSpots = true): AssignmentRecord {
   const { store, outbox, config } = deps
   const spots = body.spots_per_day
-  if (takeSpots && (body.line ?? 'guaranteed') === 'guaranteed') take(store, screens, body.start_date, body.end_date, spots)
+  if (takeSpots && (body.line ?? 'guaranteed') === 'guaranteed') take(store, screens, body.start_date, body.end_date, spots, undefined, body.dayparts)
   const id = `as_${randomUUID().replace(/-/g, '')}`
   const a: AssignmentRecord = {
     assignment_id: id,
@@ -75,8 +75,8 @@ export function setPlacementPaused (store: Store, a: AssignmentRecord, paused: b
  * (409 capacity_unavailable, nothing changed, when a screen cannot take them). Call inside Store.write.
  */
 export function respot (store: Store, a: AssignmentRecord, screens: Parameters<typeof take>[1], spots: number, param?: string): AssignmentRecord {
-  give(store, a.screen_ids, a.start_date, a.end_date, a.spots_per_day)
-  take(store, screens, a.start_date, a.end_date, spots, param)
+  give(store, a.screen_ids, a.start_date, a.end_date, a.spots_per_day, a.dayparts)
+  take(store, screens, a.start_date, a.end_date, spots, param, a.dayparts)
   const next: AssignmentRecord = { ...a, spots_per_day: spots }
   store.assignments.putSync(a.assignment_id, next)
   return next

@@ -1,4 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads'
+import type { ModerationReply } from '../moderation/types.js'
 import { ResultCache, type Outcome } from '../analytics/results.js'
 import { Authenticator } from '../auth/authenticate.js'
 import { KeySealer } from '../auth/sealed-keys.js'
@@ -95,7 +96,7 @@ const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, co
 shared.on('report', (key, value) => reports.received(key, value as Outcome))
 const funnel = new FunnelLog(store, memory.funnel, (event) => metrics.recorded(event))
 // Handed over once committed: the supervisor's moderator reads the creative the moment the message lands.
-const moderator = { schedule: (id: string) => store.afterCommit(() => rpc.notify('moderate', id)) }
+const moderator = { schedule: (id: string) => store.afterCommit(() => rpc.notify('moderate', id)), analyze: async (url: string, declaredType: string) => await rpc.call('analyze', url, declaredType) as ModerationReply }
 const claims = new ScreenClaims(thread, memory.claims)
 const journal = openHotJournal({ store, outbox, notices, funnel, moderator, metrics, claims }, config.dataDir, config.durability, `thread-${thread}`)
 // A thread that died held claims until its turn's writes committed; they are in LMDB now, replayed from its journal.

@@ -132,6 +132,18 @@ export function minutesUntilOpen (hours: OperatingHours | undefined, t: LocalTim
   return undefined
 }
 
+/** Open minutes in each hour (0-23) of a local date within the dayparts and the hours: hour -> minutes, hours with none left out. */
+export function openMinutesByHour (hours: OperatingHours | undefined, date: string, dayparts: Daypart[]): Array<[number, number]> {
+  const byHour = new Map<number, number>()
+  for (const [open, close] of intervals(hours, startOf(date).weekday, dayparts)) {
+    for (let h = Math.floor(open / 60); h * 60 < close; h++) {
+      const minutes = Math.min(close, (h + 1) * 60) - Math.max(open, h * 60)
+      if (minutes > 0) byHour.set(h, (byHour.get(h) ?? 0) + minutes)
+    }
+  }
+  return [...byHour].sort((a, b) => a[0] - b[0])
+}
+
 /** How many of the dates (YYYY-MM-DD) have open minutes within the dayparts (and the hours, when given). */
 export function daysWithin (hours: OperatingHours | undefined, dates: string[], dayparts: Daypart[]): number {
   return dates.filter((date) => openProgress(hours, startOf(date), dayparts).total > 0).length

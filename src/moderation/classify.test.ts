@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ageRating, classifyText, decide, RULES, type ImageClasses } from './classify.js'
+import { ageRating, classifyText, decide, policyFeatures, RULES, type ImageClasses } from './classify.js'
 
 const SAFE: ImageClasses = { Neutral: 0.9, Drawing: 0.08, Sexy: 0.01, Porn: 0.005, Hentai: 0.005 }
 
@@ -33,4 +33,18 @@ t.test('decision rules', async (t) => {
   t.equal(ageRating(new Set(['tobacco']), SAFE), 'R')
   t.equal(ageRating(new Set(['adult_content']), SAFE), 'NC-17')
   t.equal(ageRating(new Set(['political']), SAFE), 'PG')
+})
+
+t.test('policy features agree with the decision they explain', async (t) => {
+  const status = (flags: string[], classes: ImageClasses | undefined, seconds?: number) => Object.fromEntries(policyFeatures(new Set(flags) as Set<never>, classes, seconds).map((f) => [f.feature_id, f.status]))
+  t.match(status([], SAFE), { adult_content: 'passed', profanity: 'passed', violence: 'passed', political: 'passed', alcohol: 'passed', video_length: 'passed' })
+  t.match(status(['violence', 'alcohol'], undefined), { violence: 'failed', alcohol: 'warning' }, 'rejected for violence; alcohol allowed and flagged')
+  t.match(status(['political', 'firearms'], SAFE), { political: 'warning', firearms: 'warning' }, 'what a reviewer decides is a warning')
+  t.match(status([], { ...SAFE, Sexy: 0.3 }), { adult_content: 'warning' }, 'borderline imagery')
+  t.match(status([], { ...SAFE, Porn: RULES.adultReject }), { adult_content: 'failed' })
+  t.match(status([], SAFE, RULES.maxVideoSeconds + 1), { video_length: 'failed' })
+  for (const [flags, classes] of [[['profanity'], SAFE], [['gambling'], SAFE], [[], { ...SAFE, Sexy: 0.85 }]] as Array<[string[], ImageClasses]>) {
+    const failed = Object.values(status(flags, classes)).includes('failed')
+    t.equal(failed, decide(new Set(flags) as Set<never>, classes, 0.9, undefined).decision === 'rejected', `${flags.join(',') || 'imagery'}: a failed feature exactly when moderation rejects`)
+  }
 })

@@ -80,6 +80,29 @@ export function decide (flags: Set<FlagName>, classes: ImageClasses, confidence:
   return { decision: 'approved', reasons: notes.length > 0 ? notes : ['no policy concerns found'] }
 }
 
+/** One policy check of a decision, as AdCP content standards report a feature: passed, failed (rejects) or warning (held for review, or flagged). */
+export interface PolicyFeature { feature_id: string, status: 'passed' | 'failed' | 'warning', explanation: string }
+
+/**
+ * The policy checks decide() makes, feature by feature, for content standards (calibrate_content,
+ * validate_content_delivery): the same thresholds and flags, so that a calibration answers what moderation would.
+ * classes is undefined for text alone (no imagery to judge).
+ */
+export function policyFeatures (flags: Set<FlagName>, classes: ImageClasses | undefined, durationSeconds: number | undefined): PolicyFeature[] {
+  const explicit = classes !== undefined ? classes.Porn + classes.Hentai : 0
+  const sexy = classes?.Sexy ?? 0
+  const check = (feature: string, failed: boolean, warned: boolean, why: string): PolicyFeature => ({ feature_id: feature, status: failed ? 'failed' : warned ? 'warning' : 'passed', explanation: why })
+  return [
+    check('adult_content', explicit >= RULES.adultReject || sexy >= RULES.sexyReject || flags.has('adult_content'), classes !== undefined && explicit + sexy >= RULES.borderline, classes !== undefined ? `explicit imagery ${explicit.toFixed(2)} (rejects at ${RULES.adultReject}), suggestive ${sexy.toFixed(2)} (rejects at ${RULES.sexyReject}, review from ${RULES.borderline} together)${flags.has('adult_content') ? '; adult words' : ''}` : flags.has('adult_content') ? 'adult words' : 'no adult words'),
+    check('profanity', flags.has('profanity'), false, flags.has('profanity') ? 'profane words' : 'no profanity'),
+    check('violence', flags.has('violence'), false, flags.has('violence') ? 'violent words' : 'no violent words'),
+    check('political', false, flags.has('political'), flags.has('political') ? 'political words: held for human review' : 'no political words'),
+    check('firearms', false, flags.has('firearms'), flags.has('firearms') ? 'firearms: held for human review' : 'no firearms words'),
+    ...(['alcohol', 'tobacco', 'gambling'] as const).map((f) => check(f, false, flags.has(f), flags.has(f) ? `${f} is allowed and flagged: screens that block its category do not show it` : `no ${f} words`)),
+    check('video_length', durationSeconds !== undefined && durationSeconds > RULES.maxVideoSeconds, false, durationSeconds !== undefined ? `${durationSeconds} s (at most ${RULES.maxVideoSeconds} s)` : 'not a video')
+  ]
+}
+
 /** Categories with their names, most confident first. */
 export function namedCategories (categories: Map<string, number>): Moderation['iab_categories'] {
   return [...categories].sort((a, b) => b[1] - a[1]).map(([id, confidence]) => ({ id, name: NAMES[id] ?? id, confidence }))

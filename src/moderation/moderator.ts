@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Piscina } from 'piscina'
 import type { Clock } from '../clock.js'
 import { iso } from '../clock.js'
@@ -143,8 +146,7 @@ export class Moderator {
       this.#later(id)
       return
     }
-    this.#pool ??= new Piscina<ModerationTask, ModerationReply>({ filename: new URL('./worker.js', import.meta.url).href, workerData: { logLevel: this.#log.level }, minThreads: 0, maxThreads: 1, idleTimeout: 60_000 })
-    const reply = await this.#pool.run({ path: this.#objects.path(creative.object!), declaredType: creative.content_type })
+    const reply = await this.#worker().run({ path: this.#objects.path(creative.object!), declaredType: creative.content_type })
     if (!reply.ok) {
       this.#finish(id, 'rejected', { failure: `The asset could not be read: ${reply.failure}.` })
       return
@@ -157,6 +159,37 @@ export class Moderator {
       return
     }
     this.#finish(id, reply.moderation.decision, { moderation: reply.moderation, asset: { ...creative.asset, ...reply.asset } })
+  }
+
+  #worker (): Piscina<ModerationTask, ModerationReply> {
+    this.#pool ??= new Piscina<ModerationTask, ModerationReply>({ filename: new URL('./worker.js', import.meta.url).href, workerData: { logLevel: this.#log.level }, minThreads: 0, maxThreads: 1, idleTimeout: 60_000 })
+    return this.#pool
+  }
+
+  /**
+   * Runs moderation's models over an asset at a URL and keeps nothing (content standards' calibration): the same fetch
+   * guard, worker and slots as a creative's moderation.
+   */
+  async analyze (url: string, declaredType: string): Promise<ModerationReply> {
+    await this.#turn()
+    try {
+      let bytes: Buffer
+      try {
+        ({ bytes } = await fetchAsset(url, this.#fetch))
+      } catch (err) {
+        if (!(err instanceof FetchError)) throw err
+        return { ok: false, failure: `the asset could not be fetched: ${err.message}` }
+      }
+      const dir = await mkdtemp(join(tmpdir(), 'oohbid-analyze-'))
+      try {
+        await writeFile(join(dir, 'asset'), bytes)
+        return await this.#worker().run({ path: join(dir, 'asset'), declaredType })
+      } finally {
+        await rm(dir, { recursive: true, force: true })
+      }
+    } finally {
+      this.#release()
+    }
   }
 
   #update (id: string, change: (c: CreativeRecord) => CreativeRecord): CreativeRecord | undefined {

@@ -1,12 +1,12 @@
 // Notices' storage shape: a win, loss or billing notice or legacy notification waiting to be sent. A leaf.
 
 /**
- * An outbound notice: an OpenRTB nurl, lurl or burl (GET), a legacy win/loss notification or a webhook delivery
- * (signed POSTs). A webhook delivery's id is its delivery id (del_...).
+ * An outbound notice: an OpenRTB nurl, lurl or burl (GET), a legacy win/loss notification, a webhook delivery or a
+ * media buy's delivery report (signed POSTs). A webhook delivery's id is its delivery id (del_...).
  */
 export interface NoticeRecord {
   id: string
-  kind: 'nurl' | 'lurl' | 'burl' | 'legacy' | 'webhook'
+  kind: 'nurl' | 'lurl' | 'burl' | 'legacy' | 'webhook' | 'report'
   url: string
   seat_id?: string
   /** legacy and webhook: the event name. */
@@ -17,6 +17,8 @@ export interface NoticeRecord {
   key_id?: string
   /** webhook: the subscription; absent for a delivery to the seat's webhook_url (signed with the seat's API key). */
   webhook_id?: string
+  /** report: the media buy whose reporting webhook it goes to (its credentials sign it). */
+  media_buy_id?: string
   attempts: number
   created_at: number
 }

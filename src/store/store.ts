@@ -6,7 +6,7 @@ import { ChangeLog, type Change } from './changes.js'
 import type { FunnelEvent, ProofRecord } from '../generated/types.js'
 import type { ChainHead, ProofDay } from '../proof/records.js'
 import type { SeatRecord } from '../accounts/records.js'
-import type { MediaBuyRecord, SignalActivation } from '../agents/records.js'
+import type { MediaBuyRecord, PropertyListRecord, SignalActivation } from '../agents/records.js'
 import type { KeyRecord } from '../auth/records.js'
 import type { BookKey, ExpiryKey, HourStats, StoredBid } from '../bidding/records.js'
 import type { AssignmentRecord, CampaignDelivery, CampaignRecord, DealRecord, HeldBudget, ReservationRecord } from '../campaigns/records.js'
@@ -74,10 +74,18 @@ export interface Store {
   mediaBuys: Database<MediaBuyRecord, string>
   /** [seat_id lower-cased, segment id] -> a FEIN signal the seat activated (src/agents/signals.ts). */
   signalActivations: Database<SignalActivation, [string, string]>
+  /** media_buy_id -> its end (ms), while a package of it waits for a creative's approval (src/agents/media-buys.ts). */
+  mediaBuysWaiting: Database<number, string>
+  /** [due ms, media_buy_id] -> 1: the next delivery report of each buy with a reporting webhook (src/agents/delivery-reports.ts). */
+  mediaBuyReports: Database<number, [number, string]>
+  /** list_id -> a buyer's governance list of screens (src/agents/property-lists.ts). */
+  propertyLists: Database<PropertyListRecord, string>
   /** [kind, seat_id lower-cased, -created ms, id] -> id: a seat's creatives, campaigns, assignments and reservations, newest first. */
   bySeat: Database<string, [string, string, number, string]>
   /** [screen_id, date] -> spots taken by placements, held reservations and guaranteed deals. */
   booked: Database<number, [string, string]>
+  /** [screen_id, date, hour] -> spots of that day booked in that hour by guaranteed lines with dayparts. */
+  bookedHours: Database<number, [string, string, number]>
   /** [screen_id, start_date, assignment_id] -> assignment_id: what each screen plays (the player feed reads it). */
   placements: Database<string, [string, string, string]>
   /** [screen_id, imp id's tag, seat_id] (src/bidding/book.ts) -> the seat's latest bid on that spot. */
@@ -204,7 +212,7 @@ export interface Store {
  * each node derives from screens (the adslots order, pre-encoded rows, counts) is not replicated: the applier has
  * Inventory derive it where it applies a screen's row.
  */
-export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'webhook_health', 'screens', 'devices', 'embeds', 'players', 'fein', 'status', 'campaigns', 'campaign_delivery', 'assignments', 'placements', 'reservations', 'holds', 'booked', 'deals', 'media_buys', 'signal_activations', 'bidder_aliases', 'proofs', 'proof_days', 'webhook_deliveries', 'bids', 'stats'] as const
+export const REPLICATED_TABLES = ['seats', 'keys', 'key_digests', 'seat_keys', 'partners', 'partner_slugs', 'idempotency', 'settings', 'objects', 'creatives', 'webhooks', 'webhook_health', 'screens', 'devices', 'embeds', 'players', 'fein', 'status', 'campaigns', 'campaign_delivery', 'assignments', 'placements', 'reservations', 'holds', 'booked', 'booked_hours', 'deals', 'media_buys', 'media_buys_waiting', 'media_buy_reports', 'signal_activations', 'property_lists', 'bidder_aliases', 'proofs', 'proof_days', 'webhook_deliveries', 'bids', 'stats'] as const
 
 /**
  * Replicated tables whose writes do not wait for the engine's quorum before the request answers: FEIN measurements
@@ -418,8 +426,12 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     deals: cached('deals'),
     mediaBuys: db('media_buys'),
     signalActivations: db<SignalActivation, [string, string]>('signal_activations', 'ordered-binary'),
+    mediaBuysWaiting: db('media_buys_waiting'),
+    mediaBuyReports: db<number, [number, string]>('media_buy_reports', 'ordered-binary'),
+    propertyLists: db('property_lists'),
     bySeat: root.openDB<string, [string, string, number, string]>('by_seat', { keyEncoding: 'ordered-binary' }),
     booked: db<number, [string, string]>('booked', 'ordered-binary'),
+    bookedHours: db<number, [string, string, number]>('booked_hours', 'ordered-binary'),
     placements: db<string, [string, string, string]>('placements', 'ordered-binary'),
     holds: db<string, [number, string]>('holds', 'ordered-binary'),
     campaignDelivery: db<CampaignDelivery, [string, string]>('campaign_delivery', 'ordered-binary'),
@@ -473,6 +485,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
       if (fd !== undefined) closeSync(fd)
     }
   }
-  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, webhook_health: store.webhookHealth, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status, campaigns: store.campaigns, campaign_delivery: store.campaignDelivery, assignments: store.assignments, placements: store.placements, reservations: store.reservations, holds: store.holds, booked: store.booked, deals: store.deals, media_buys: store.mediaBuys, signal_activations: store.signalActivations, bidder_aliases: store.aliases, proofs: store.proofs, proof_days: store.proofDays, webhook_deliveries: store.deliveries, bids: store.bids, stats: store.stats }
+  const tables: Record<typeof REPLICATED_TABLES[number], unknown> = { seats: store.seats, keys: store.keys, key_digests: store.keyDigests, seat_keys: store.seatKeys, partners: store.partners, partner_slugs: store.partnerSlugs, idempotency: store.idempotency, settings: store.settings, objects: store.objects, creatives: store.creatives, webhooks: store.webhooks, webhook_health: store.webhookHealth, screens: store.screens, devices: store.devices, embeds: store.embeds, players: store.players, fein: store.fein, status: store.status, campaigns: store.campaigns, campaign_delivery: store.campaignDelivery, assignments: store.assignments, placements: store.placements, reservations: store.reservations, holds: store.holds, booked: store.booked, booked_hours: store.bookedHours, deals: store.deals, media_buys: store.mediaBuys, media_buys_waiting: store.mediaBuysWaiting, media_buy_reports: store.mediaBuyReports, signal_activations: store.signalActivations, property_lists: store.propertyLists, bidder_aliases: store.aliases, proofs: store.proofs, proof_days: store.proofDays, webhook_deliveries: store.deliveries, bids: store.bids, stats: store.stats }
   return store
 }

@@ -2,6 +2,7 @@ import type { KeySealer } from '../auth/sealed-keys.js'
 import { iso } from '../clock.js'
 import type { Notices } from '../notify/notices.js'
 import { seatSigningKey } from '../notify/seat-key.js'
+import type { NoticeRecord } from '../notify/records.js'
 import type { NoticeKind } from '../notify/sender.js'
 import type { Outbox } from '../store/outbox.js'
 import type { Store } from '../store/store.js'
@@ -21,6 +22,36 @@ export function retrySchedule (): string {
   return WEBHOOK_RETRIES.map((s) => s < 60 ? `${s} s` : s < 3600 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`).join(', ')
 }
 
+/** What every signed webhook POST shares: https only, the webhook retry schedule, any 2xx acknowledges. */
+export const SIGNED_POST = {
+  method: 'POST',
+  schemes: ['https:'],
+  retries: WEBHOOK_RETRIES,
+  jitter: 0.2,
+  delivered: (status: number) => status >= 200 && status < 300,
+  finalOn4xx: false
+} as const
+
+/**
+ * One attempt of a signed POST: the service's headers (event, delivery id, attempt, timestamp) and X-Service-Signature
+ * with `secret` over the body `bodyAt` makes for the attempt's time (a webhook's envelope carries it).
+ */
+export function signedAttempt (notice: NoticeRecord, nowMs: number, secret: string, bodyAt: (t: number) => string, extra: Record<string, string>): { headers: Record<string, string>, body: string } {
+  const t = Math.floor(nowMs / 1000)
+  const body = bodyAt(t)
+  const headers: Record<string, string> = {
+    'user-agent': 'oohbid-webhooks/1.0',
+    'content-type': 'application/json',
+    'x-service-event': notice.event!,
+    'x-service-delivery-id': notice.id,
+    'x-service-attempt': String(notice.attempts + 1),
+    ...extra,
+    'x-service-timestamp': String(t),
+    'x-service-signature': webhookSignature(secret, t, notice.id, body)
+  }
+  return { headers, body }
+}
+
 /**
  * Webhook deliveries (spec, Events: Delivery): an https POST of {event, delivered_at, data}, signed per attempt. A
  * subscription's deliveries are signed with its whsec_ secret (unsealed for the moment of signing); deliveries to a
@@ -29,40 +60,25 @@ export function retrySchedule (): string {
  */
 export function webhookKind ({ store, sealer, notices, outbox, log }: { store: Store, sealer: KeySealer, notices: Notices, outbox: Outbox, log: DeliveryLog }, timeoutMs: number): NoticeKind {
   return {
-    method: 'POST',
-    schemes: ['https:'],
+    ...SIGNED_POST,
     timeoutMs,
-    retries: WEBHOOK_RETRIES,
-    jitter: 0.2,
-    delivered: (status) => status >= 200 && status < 300,
-    finalOn4xx: false,
     prepare (notice, nowMs) {
-      const headers: Record<string, string> = {
-        'user-agent': 'oohbid-webhooks/1.0',
-        'content-type': 'application/json',
-        'x-service-event': notice.event!,
-        'x-service-delivery-id': notice.id,
-        'x-service-attempt': String(notice.attempts + 1)
-      }
+      const extra: Record<string, string> = {}
       let secret: string | undefined
       if (notice.webhook_id !== undefined) {
         const w = subscriptionOf(store, notice.webhook_id)
         if (w === undefined) return { cancel: 'the subscription was deleted' }
         if (w.status !== 'active') return { cancel: 'the subscription is disabled' }
         secret = sealer.open(w.webhook_id, w.secret_sealed)
-        headers['x-service-webhook-id'] = w.webhook_id
+        extra['x-service-webhook-id'] = w.webhook_id
       } else {
         const signing = seatSigningKey(store, sealer, notice.seat_id, undefined, nowMs)
         if (signing === undefined) return { cancel: 'the seat has no live API key to sign with' }
         secret = signing.key
-        headers['x-service-key-prefix'] = signing.record.prefix
+        extra['x-service-key-prefix'] = signing.record.prefix
       }
       if (secret === undefined) return { cancel: 'the signing secret cannot be unsealed' }
-      const t = Math.floor(nowMs / 1000)
-      const body = `{"event":${JSON.stringify(notice.event)},"delivered_at":"${iso(t * 1000)}","data":${notice.body!}}`
-      headers['x-service-timestamp'] = String(t)
-      headers['x-service-signature'] = webhookSignature(secret, t, notice.id, body)
-      return { headers, body }
+      return signedAttempt(notice, nowMs, secret, (t) => `{"event":${JSON.stringify(notice.event)},"delivered_at":"${iso(t * 1000)}","data":${notice.body!}}`, extra)
     },
     recorded (notice, attempt) {
       log.attempted(notice, attempt)

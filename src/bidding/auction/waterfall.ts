@@ -13,6 +13,7 @@ import type { AssignmentRecord, DealRecord } from '../../campaigns/records.js'
 import type { CreativeRecord } from '../../creatives/records.js'
 import type { ScreenRecord } from '../../inventory/records.js'
 import type { Tier } from '../../player/records.js'
+import type { Daypart } from '../../generated/types.js'
 import type { Store } from '../../store/store.js'
 import { setting } from '../../store/settings.js'
 
@@ -51,9 +52,11 @@ export interface Decision {
 const round6 = (n: number) => Math.round(n * 1e6) / 1e6
 
 /** The loss code that keeps a stored bid out of the auction now, or undefined when it may compete. */
-function filter (c: Candidate, screen: ScreenRecord, store: Store, now: number, local: LocalTime): number | undefined {
+function filter (c: Candidate, screen: ScreenRecord, store: Store, now: number, local: LocalTime, live: () => LiveSignals): number | undefined {
   const { bid } = c
   if (bid.expires_at <= now || !screen.auction_enabled) return LOSS.expired
+  // A bid naming a FEIN segment plays only while the screen's live audience is in it, as a placement targeted on one.
+  if (bid.audience !== undefined && !(screen.capabilities.fein && audienceMatches(bid.audience, live()))) return LOSS.audienceNotInSegment
   const seat = store.seats.get(bid.seat_id.toLowerCase())
   if (seat === undefined || seat.status !== 'approved') return LOSS.seatBlocked
   const creative = c.creative
@@ -157,6 +160,8 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
   if (!isOpen(screen.operating_hours, local)) return { tier: 'closed', local, losses: [] }
   const losses: Loss[] = []
   const buckets: Record<'guaranteed' | 'preferred' | 'pmp' | 'open_auction', Candidate[]> = { guaranteed: [], preferred: [], pmp: [], open_auction: [] }
+  let signals: LiveSignals | undefined
+  const live = () => (signals ??= liveSignals(store.fein.get(screen.screen_id), now))
   for (const { key, value } of store.bids.getRange({ start: [screen.screen_id], end: [screen.screen_id + '\u0000'] } as never)) {
     const c: Candidate = { key, bid: value }
     const creative = store.creatives.get(value.creative_id)
@@ -165,22 +170,20 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
       const deal = store.deals.get(value.dealid)
       if (deal !== undefined) c.deal = deal
     }
-    const code = filter(c, screen, store, now, local)
+    const code = filter(c, screen, store, now, local, live)
     if (code !== undefined) losses.push({ candidate: c, code })
     else buckets[tierOf(c) as keyof typeof buckets].push(c)
   }
 
-  // Only a screen with lines to pace needs the day's progress.
+  // Only a screen with lines to pace needs the day's progress; a line with dayparts paces over their hours.
   let progress: { elapsed: number, total: number } | undefined
-  const pace = (perDay: number) => {
-    progress ??= openProgress(screen.operating_hours, local)
-    return Math.ceil((perDay * progress.elapsed) / Math.max(1, progress.total))
+  const pace = (perDay: number, dayparts?: Daypart[]) => {
+    const p = dayparts !== undefined ? openProgress(screen.operating_hours, local, dayparts) : (progress ??= openProgress(screen.operating_hours, local))
+    return Math.ceil((perDay * p.elapsed) / Math.max(1, p.total))
   }
   const lines: Line[] = []
   let multiplier: number | undefined
   const audience = () => (multiplier ??= impressionMultiplier(store.fein.get(screen.screen_id), screen.capabilities.fein, now))
-  let signals: LiveSignals | undefined
-  const live = () => (signals ??= liveSignals(store.fein.get(screen.screen_id), now))
   const preferredLines: Entrant[] = []
   const auctionLines: Entrant[] = []
   for (const { value: id } of store.placements.getRange({ start: [screen.screen_id], end: [screen.screen_id, local.date + '\u0000'] } as never)) {
@@ -194,7 +197,7 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
     if (played >= a.spots_per_day) continue
     const creative = placementCreative(store, a, screen, played)
     if (creative === undefined || !campaignPays(store, a, screen, local, now, audience)) continue
-    const l: Line = { line, played, perDay: a.spots_per_day, behind: pace(a.spots_per_day) - played, assignment: a, creative, created: Date.parse(a.created_at) }
+    const l: Line = { line, played, perDay: a.spots_per_day, behind: pace(a.spots_per_day, a.dayparts) - played, assignment: a, creative, created: Date.parse(a.created_at) }
     const entrant: Entrant = { price: a.cpm ?? 0, seat: a.seat_id.toLowerCase(), at: l.created, line: l }
     if (a.line === 'preferred') preferredLines.push(entrant)
     else if (a.line !== 'auction') lines.push(l)
