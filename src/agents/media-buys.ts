@@ -304,15 +304,9 @@ function waitingBuys (store: Store, now: number): Array<{ key: string, value: Me
  */
 export function indexWaitingBuys (store: Store): number {
   if (store.mediaBuysWaiting.getKeysCount() > 0) return 0
-  let indexed = 0
-  store.write(() => {
-    for (const { key, value } of store.mediaBuys.getRange()) {
-      if (!waits(value)) continue
-      store.mediaBuysWaiting.putSync(key, Date.parse(value.end_time))
-      indexed++
-    }
-  })
-  return indexed
+  const waiting = [...store.mediaBuys.getRange()].filter(({ value }) => waits(value))
+  if (waiting.length > 0) store.write(() => { for (const { key, value } of waiting) store.mediaBuysWaiting.putSync(key, Date.parse(value.end_time)) })
+  return waiting.length
 }
 
 /** Whether activateMediaBuys has a package to activate now: a cluster node takes the catalog lock only then. */
