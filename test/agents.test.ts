@@ -628,6 +628,27 @@ t.test('guaranteed packages with dayparts book each hour\'s spots: an hour witho
   t.equal((await svc.request('GET', '/healthz')).status, 200, 'still serving')
 })
 
+t.test('a media buy plays from its start_time to its end_time on every screen, whatever the screen\'s local date', async (t) => {
+  const svc = await startTestService(t, { PICKUP_SECONDS: '5' })
+  // 02:00 UTC on December 1st is still Monday, November 30th, 20:00 in Austin.
+  svc.clock.set(Date.UTC(2026, 11, 1, 2, 0, 0))
+  const { embedOf, screens } = await market(svc)
+  const { key } = await svc.onboard('late_buyer')
+  const preferred = ((await tool(svc, key, 'get_products', { brief: 'gyms in Austin' })).data.products as Array<{ product_id: string }>).find((p) => p.product_id.endsWith(':preferred'))!
+  const made = await tool(svc, key, 'create_media_buy', { buyer_ref: 'late', start_time: 'asap', end_time: new Date(Date.UTC(2026, 11, 1, 3, 0, 0)).toISOString(), packages: [{ product_id: preferred.product_id, pricing_option_id: 'cpm_fixed', budget: 50, pacing: 'asap', creatives: [{ creative_id: 'late-ad', name: 'Late ad', assets: { primary: { url: 'https://assets.invalid/late.png' } } }] }] })
+  t.equal(made.error, false, JSON.stringify(made.data))
+  await svc.service.moderator.idle()
+  const creative = (await tool(svc, key, 'list_creatives', {})).data.creatives[0].ext.oohbid.platform_id as string
+  await svc.admin('POST', `/admin/v1/creatives/${creative}/review`, { decision: 'approved', reason: 'checked for the test' })
+  await svc.service.runJobs()
+  t.match((await svc.request('GET', '/openrtb/v2/assignments', { key })).body.data.assignments, [{ start_date: '2026-12-01', effective_at: String, ends_at: '2026-12-01T03:00:00.000Z' }], 'the placement starts on UTC\'s December 1st and ends at the buy\'s end_time')
+  svc.clock.advance(10_000)
+  const embed = embedOf(screens['gym-1']!)
+  t.match((await svc.request('POST', `${embed}/spots`, { body: {} })).body.data, { tier: 'preferred', creative: { creative_id: creative } }, 'it plays in Austin at once, where it is still November 30th')
+  svc.clock.set(Date.UTC(2026, 11, 1, 3, 0, 1))
+  t.not((await svc.request('POST', `${embed}/spots`, { body: {} })).body.data.creative?.creative_id, creative, 'and stops at its end_time, before Austin\'s day ends')
+})
+
 t.test('inline creatives rotate by weight on the screens; a creative_id synced with a new asset is a new version, moderated again while the approved one plays', async (t) => {
   const svc = await startTestService(t, { PICKUP_SECONDS: '5' })
   // Monday 09:00 in Austin: the gyms are open.

@@ -87,7 +87,8 @@ else {
    */
   const assetOn = async (base: string, creativeId: string): Promise<Buffer> => {
     let res = await fetch(`${base}/assets/${creativeId}`)
-    for (let i = 0; i < 100 && res.status !== 200; i++) {
+    // A node that just joined fetches the bytes from the engine in the background: under a loaded suite, seconds.
+    for (let i = 0; i < 400 && res.status !== 200; i++) {
       await new Promise((resolve) => setTimeout(resolve, 50))
       res = await fetch(`${base}/assets/${creativeId}`)
     }

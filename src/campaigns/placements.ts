@@ -14,9 +14,10 @@ export type LineTerms = Partial<Pick<AssignmentRecord, 'line' | 'cpm' | 'pacing'
 
 /**
  * Places a creative on screens: takes the spots (a guaranteed line, unless the caller booked them already), records
- * the placements the player feed reads. Call inside Store.write.
+ * the placements the player feed reads. A flight (a media buy's instants) makes it play from its start to its end on
+ * every screen, whatever the screen's local date. Call inside Store.write.
  */
-export function place (deps: { store: Store, outbox: Outbox, config: Pick<ResolvedConfig, 'pickupSeconds'> }, seatId: string, body: { creative_id: string, screen_ids: string[], start_date: string, end_date: string, spots_per_day: number, campaign_id?: string } & LineTerms, screens: Parameters<typeof take>[1], now: number, source: string, takeSpots = true): AssignmentRecord {
+export function place (deps: { store: Store, outbox: Outbox, config: Pick<ResolvedConfig, 'pickupSeconds'> }, seatId: string, body: { creative_id: string, screen_ids: string[], start_date: string, end_date: string, spots_per_day: number, campaign_id?: string, flight?: { start: number, end: number } } & LineTerms, screens: Parameters<typeof take>[1], now: number, source: string, takeSpots = true): AssignmentRecord {
   const { store, outbox, config } = deps
   const spots = body.spots_per_day
   if (takeSpots && (body.line ?? 'guaranteed') === 'guaranteed') take(store, screens, body.start_date, body.end_date, spots, undefined, body.dayparts)
@@ -30,7 +31,7 @@ export function place (deps: { store: Store, outbox: Outbox, config: Pick<Resolv
     end_date: body.end_date,
     spots_per_day: spots,
     status: 'active',
-    effective_at: iso(now + config.pickupSeconds * 1000),
+    effective_at: iso(Math.max(now + config.pickupSeconds * 1000, body.flight?.start ?? 0)),
     source,
     created_at: iso(now)
   }
@@ -41,6 +42,7 @@ export function place (deps: { store: Store, outbox: Outbox, config: Pick<Resolv
   if (body.dayparts !== undefined) a.dayparts = body.dayparts
   if (body.audience !== undefined) a.audience = body.audience
   if (body.rotation !== undefined) a.rotation = body.rotation
+  if (body.flight !== undefined) a.ends_at = iso(body.flight.end)
   store.assignments.putSync(id, a)
   for (const s of a.screen_ids) store.placements.putSync([s, a.start_date, id], id)
   indexForSeat(store, 'assignment', seatId, now, id)

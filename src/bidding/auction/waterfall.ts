@@ -129,6 +129,13 @@ function campaignPays (store: Store, a: AssignmentRecord, screen: ScreenRecord, 
   return headroom(c, ledger, now, a.dayparts !== undefined ? daypartPace(a, screen, local, c.end_date) : undefined) >= cost
 }
 
+/** The date after a YYYY-MM-DD date; the last one asked is kept, as every decision of a day asks the same. */
+let lastDay: [string, string] = ['', '']
+function dayAfter (date: string): string {
+  if (lastDay[0] !== date) lastDay = [date, new Date(Date.parse(`${date}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10)]
+  return lastDay[1]
+}
+
 /**
  * The creative a placement plays in its spot number `played` of the day on a screen: its rotation's pick among the
  * creatives that may play there (each at its playing version), or undefined when none may.
@@ -186,9 +193,12 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
   const audience = () => (multiplier ??= impressionMultiplier(store.fein.get(screen.screen_id), screen.capabilities.fein, now))
   const preferredLines: Entrant[] = []
   const auctionLines: Entrant[] = []
-  for (const { value: id } of store.placements.getRange({ start: [screen.screen_id], end: [screen.screen_id, local.date + '\u0000'] } as never)) {
+  // Up to tomorrow's date: a media buy's placement, bounded by instants, may start on a UTC date the screen's local
+  // day has not reached.
+  for (const { value: id } of store.placements.getRange({ start: [screen.screen_id], end: [screen.screen_id, dayAfter(local.date) + '\u0000'] } as never)) {
     const a = store.assignments.get(id)
-    if (a === undefined || a.status !== 'active' || a.end_date < local.date || Date.parse(a.effective_at) > now) continue
+    if (a === undefined || a.status !== 'active' || Date.parse(a.effective_at) > now) continue
+    if (a.ends_at !== undefined ? now >= Date.parse(a.ends_at) : a.start_date > local.date || a.end_date < local.date) continue
     if (a.dayparts !== undefined && !isOpen(screen.operating_hours, local, a.dayparts)) continue
     // A placement targeted on a FEIN signal plays only while the screen's live audience is in it.
     if (a.audience !== undefined && !(screen.capabilities.fein && audienceMatches(a.audience, live()))) continue
