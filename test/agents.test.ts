@@ -50,6 +50,25 @@ async function market (svc: TestService) {
   return { partner, screens, embedOf }
 }
 
+/** The product of the Austin gyms sold one way (guaranteed, preferred or auction). */
+async function gymProduct (svc: TestService, key: string, sale: string): Promise<string> {
+  return ((await tool(svc, key, 'get_products', { brief: 'gyms in Austin' })).data.products as Array<{ product_id: string }>).find((p) => p.product_id.endsWith(`:${sale}`))!.product_id
+}
+
+/**
+ * Approves the seat's synced creatives (all, or those the buyer's creative_ids name) as an operator would once
+ * moderation, unable to fetch the test assets, turned them down; then the jobs activate their packages. Answers their
+ * platform ids, in list_creatives' order.
+ */
+async function approveSynced (svc: TestService, key: string, creativeIds?: string[]): Promise<string[]> {
+  await svc.service.moderator.idle()
+  const listed = (await tool(svc, key, 'list_creatives', {})).data.creatives as Array<{ creative_id: string, ext: { oohbid: { platform_id: string } } }>
+  const ids = listed.filter((c) => creativeIds === undefined || creativeIds.includes(c.creative_id)).map((c) => c.ext.oohbid.platform_id)
+  for (const id of ids) await svc.admin('POST', `/admin/v1/creatives/${id}/review`, { decision: 'approved', reason: 'checked for the test' })
+  await svc.service.runJobs()
+  return ids
+}
+
 t.test('tools/list and get_adcp_capabilities for a seat key with mcp:tools, each call audited', async (t) => {
   const svc = await startTestService(t)
   const { key } = await svc.onboard('agent_buyer')
@@ -540,9 +559,9 @@ t.test('reporting webhooks: a media buy\'s delivery sent at its cadence, signed 
   const rx = await startReceiver(t, true)
   const { key } = await svc.onboard('reporting_buyer')
   const credentials = 'c'.repeat(16) + 'r'.repeat(16) + '-secret'
-  const preferred = ((await tool(svc, key, 'get_products', { brief: 'gyms in Austin' })).data.products as Array<{ product_id: string }>).find((p) => p.product_id.endsWith(':preferred'))!
+  const preferred = await gymProduct(svc, key, 'preferred')
   const hook = { url: `${rx.url}/reports`, token: 'tok-1', authentication: { schemes: ['HMAC-SHA256'], credentials }, reporting_frequency: 'hourly' }
-  const request = (reporting: Record<string, unknown>) => ({ buyer_ref: 'reported', start_time: 'asap', end_time: new Date(Date.UTC(2026, 10, 30, 17, 30)).toISOString(), reporting_webhook: reporting, packages: [{ product_id: preferred.product_id, pricing_option_id: 'cpm_fixed', budget: 100, pacing: 'asap', creatives: [{ creative_id: 'reported-ad', name: 'Reported ad', assets: { primary: { url: 'https://assets.invalid/reported.png' } } }] }] })
+  const request = (reporting: Record<string, unknown>) => ({ buyer_ref: 'reported', start_time: 'asap', end_time: new Date(Date.UTC(2026, 10, 30, 17, 30)).toISOString(), reporting_webhook: reporting, packages: [{ product_id: preferred, pricing_option_id: 'cpm_fixed', budget: 100, pacing: 'asap', creatives: [{ creative_id: 'reported-ad', name: 'Reported ad', assets: { primary: { url: 'https://assets.invalid/reported.png' } } }] }] })
 
   const before = svc.snapshot()
   t.match(await tool(svc, key, 'create_media_buy', request({ ...hook, url: `http://127.0.0.1:${new URL(rx.url).port}/reports` })), { error: true, data: { errors: [{ code: 'invalid_parameter', field: 'reporting_webhook.url', message: /https/ }] } }, 'https only')
@@ -553,10 +572,7 @@ t.test('reporting webhooks: a media buy\'s delivery sent at its cadence, signed 
   const made = await tool(svc, key, 'create_media_buy', request(hook))
   t.equal(made.error, false, JSON.stringify(made.data))
   t.match(await tool(svc, key, 'update_media_buy', { media_buy_id: made.data.media_buy_id, reporting_webhook: { ...hook, url: 'ftp://reports.example/in' } }), { error: true, data: { errors: [{ code: 'invalid_parameter', field: 'reporting_webhook.url' }] } }, 'update_media_buy checks a new webhook the same way')
-  await svc.service.moderator.idle()
-  const creative = (await tool(svc, key, 'list_creatives', {})).data.creatives[0].ext.oohbid.platform_id as string
-  await svc.admin('POST', `/admin/v1/creatives/${creative}/review`, { decision: 'approved', reason: 'checked for the test' })
-  await svc.service.runJobs()
+  await approveSynced(svc, key)
   svc.clock.advance(10_000)
   const embed = embedOf(screens['gym-1']!)
   for (let i = 0; i < 3; i++) {
@@ -600,10 +616,10 @@ t.test('guaranteed packages with dayparts book each hour\'s spots: an hour witho
   const devices = (await svc.request('GET', '/v1/partner/devices', { key: partner.key })).body.data.devices as Array<{ device_id: string, embed_url: string }>
   const embed = new URL(devices.find((d) => d.device_id === 'slow-1')!.embed_url).pathname
   const { key } = await svc.onboard('evening_buyer')
-  const guaranteed = ((await tool(svc, key, 'get_products', { brief: 'gyms in Austin' })).data.products as Array<{ product_id: string }>).find((p) => p.product_id.endsWith(':guaranteed'))!
+  const guaranteed = await gymProduct(svc, key, 'guaranteed')
   const evenings = (start: number, end: number) => ({ daypart_targets: [{ days: ['monday'], start_hour: start, end_hour: end }] })
   // $12 CPM (1.2x the floor), 8 people a play, 2 screens, the 2 Mondays of the flight: $15.36 buys 40 spots a Monday on each.
-  const buy = async (ref: string, budget: number, overlay?: Record<string, unknown>) => await tool(svc, key, 'create_media_buy', { buyer_ref: ref, start_time: 'asap', end_time: new Date(svc.clock.now() + 7 * DAY).toISOString(), packages: [{ product_id: guaranteed.product_id, pricing_option_id: 'cpm_fixed', budget, ...(overlay !== undefined ? { targeting_overlay: overlay } : {}), creatives: [{ creative_id: `${ref}-ad`, name: ref, assets: { primary: { url: `https://assets.invalid/${ref}.png` } } }] }] })
+  const buy = async (ref: string, budget: number, overlay?: Record<string, unknown>) => await tool(svc, key, 'create_media_buy', { buyer_ref: ref, start_time: 'asap', end_time: new Date(svc.clock.now() + 7 * DAY).toISOString(), packages: [{ product_id: guaranteed, pricing_option_id: 'cpm_fixed', budget, ...(overlay !== undefined ? { targeting_overlay: overlay } : {}), creatives: [{ creative_id: `${ref}-ad`, name: ref, assets: { primary: { url: `https://assets.invalid/${ref}.png` } } }] }] })
 
   const early = await buy('early-evening', 15.36, evenings(17, 19))
   t.equal(early.error, false, JSON.stringify(early.data))
@@ -616,11 +632,7 @@ t.test('guaranteed packages with dayparts book each hour\'s spots: an hour witho
   t.equal((await buy('all-day', 153.6)).error, false, 'a whole-day line still fits the day around them')
   t.match(await tool(svc, key, 'update_media_buy', { media_buy_id: early.data.media_buy_id, packages: [{ package_id: 'pkg-0', targeting_overlay: evenings(19, 21) }] }), { error: true, data: { errors: [{ code: 'validation_failed', field: 'packages.0.targeting_overlay.daypart_targets' }] } }, 'a guaranteed package keeps the hours it booked')
 
-  await svc.service.moderator.idle()
-  const ids = (await tool(svc, key, 'list_creatives', {})).data.creatives as Array<{ creative_id: string, ext: { oohbid: { platform_id: string } } }>
-  const earlyAd = ids.find((c) => c.creative_id === 'early-evening-ad')!.ext.oohbid.platform_id
-  await svc.admin('POST', `/admin/v1/creatives/${earlyAd}/review`, { decision: 'approved', reason: 'checked for the test' })
-  await svc.service.runJobs()
+  const [earlyAd] = await approveSynced(svc, key, ['early-evening-ad'])
   svc.clock.advance(10_000)
   t.not((await svc.request('POST', `${embed}/spots`, { body: {} })).body.data.creative?.creative_id, earlyAd, 'at 09:00 the evening line does not play')
   svc.clock.set(Date.UTC(2026, 10, 30, 23, 0, 30))
@@ -634,13 +646,10 @@ t.test('a media buy plays from its start_time to its end_time on every screen, w
   svc.clock.set(Date.UTC(2026, 11, 1, 2, 0, 0))
   const { embedOf, screens } = await market(svc)
   const { key } = await svc.onboard('late_buyer')
-  const preferred = ((await tool(svc, key, 'get_products', { brief: 'gyms in Austin' })).data.products as Array<{ product_id: string }>).find((p) => p.product_id.endsWith(':preferred'))!
-  const made = await tool(svc, key, 'create_media_buy', { buyer_ref: 'late', start_time: 'asap', end_time: new Date(Date.UTC(2026, 11, 1, 3, 0, 0)).toISOString(), packages: [{ product_id: preferred.product_id, pricing_option_id: 'cpm_fixed', budget: 50, pacing: 'asap', creatives: [{ creative_id: 'late-ad', name: 'Late ad', assets: { primary: { url: 'https://assets.invalid/late.png' } } }] }] })
+  const preferred = await gymProduct(svc, key, 'preferred')
+  const made = await tool(svc, key, 'create_media_buy', { buyer_ref: 'late', start_time: 'asap', end_time: new Date(Date.UTC(2026, 11, 1, 3, 0, 0)).toISOString(), packages: [{ product_id: preferred, pricing_option_id: 'cpm_fixed', budget: 50, pacing: 'asap', creatives: [{ creative_id: 'late-ad', name: 'Late ad', assets: { primary: { url: 'https://assets.invalid/late.png' } } }] }] })
   t.equal(made.error, false, JSON.stringify(made.data))
-  await svc.service.moderator.idle()
-  const creative = (await tool(svc, key, 'list_creatives', {})).data.creatives[0].ext.oohbid.platform_id as string
-  await svc.admin('POST', `/admin/v1/creatives/${creative}/review`, { decision: 'approved', reason: 'checked for the test' })
-  await svc.service.runJobs()
+  const [creative] = await approveSynced(svc, key)
   t.match((await svc.request('GET', '/openrtb/v2/assignments', { key })).body.data.assignments, [{ start_date: '2026-12-01', effective_at: String, ends_at: '2026-12-01T03:00:00.000Z' }], 'the placement starts on UTC\'s December 1st and ends at the buy\'s end_time')
   svc.clock.advance(10_000)
   const embed = embedOf(screens['gym-1']!)
@@ -655,8 +664,8 @@ t.test('inline creatives rotate by weight on the screens; a creative_id synced w
   svc.clock.set(Date.UTC(2026, 10, 30, 15, 0, 0))
   const { embedOf, screens } = await market(svc)
   const { key } = await svc.onboard('rotation_buyer')
-  const preferred = ((await tool(svc, key, 'get_products', { brief: 'gyms in Austin' })).data.products as Array<{ product_id: string }>).find((p) => p.product_id.endsWith(':preferred'))!
-  const pkg = (creatives: unknown[]) => ({ buyer_ref: 'rotating', product_id: preferred.product_id, pricing_option_id: 'cpm_fixed', budget: 2000, pacing: 'asap', creatives })
+  const preferred = await gymProduct(svc, key, 'preferred')
+  const pkg = (creatives: unknown[]) => ({ buyer_ref: 'rotating', product_id: preferred, pricing_option_id: 'cpm_fixed', budget: 2000, pacing: 'asap', creatives })
   const spotA = { name: 'Spot A', format_id: 'dooh_1920x1080_15s', assets: { primary: { url: 'https://assets.invalid/a.png' } }, weight: 3 }
   const spotB = { creative_id: 'spot-b', name: 'Spot B', assets: { primary: { url: 'https://assets.invalid/b.png' } } }
   const flight = { start_time: 'asap', end_time: new Date(svc.clock.now() + 7 * DAY).toISOString() }
@@ -677,10 +686,7 @@ t.test('inline creatives rotate by weight on the screens; a creative_id synced w
   t.equal(made.data.status, 'pending_activation', 'the buy waits for moderation')
 
   // The assets cannot be fetched, so moderation rejects both at once; the operator overturns that.
-  await svc.service.moderator.idle()
-  const platformIds = (await tool(svc, key, 'list_creatives', {})).data.creatives.map((c: { ext: { oohbid: { platform_id: string } } }) => c.ext.oohbid.platform_id) as string[]
-  for (const id of platformIds) await svc.admin('POST', `/admin/v1/creatives/${id}/review`, { decision: 'approved', reason: 'checked for the test' })
-  await svc.service.runJobs()
+  await approveSynced(svc, key)
   const placement = (await svc.request('GET', '/openrtb/v2/assignments', { key })).body.data.assignments.find((a: { line: string, rotation?: unknown[] }) => a.line === 'preferred' && a.rotation?.length === 2)
   t.ok(placement !== undefined, 'the placement rotates between the two')
   svc.clock.advance(10_000)

@@ -29,6 +29,11 @@ export interface ToolCall {
   dryRun: boolean
 }
 
+/** This agent's own URL (its MCP endpoint), as AdCP names agents: in format ids, signal deployments, property lists. */
+export function agentUrl (call: Pick<ToolCall, 'config'>): string {
+  return `${call.config.baseUrl}/mcp`
+}
+
 /** What media buys are kept and played with, in a tool call or in the supervisor's activation job. */
 export type BuyDeps = Pick<ToolCall, 'store' | 'outbox' | 'inventory' | 'config'>
 

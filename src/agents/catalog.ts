@@ -7,7 +7,7 @@ import type { ScreenRecord } from '../inventory/records.js'
 import { publisherDomainOf, sellers } from '../inventory/sellers.js'
 import { deliveryTypeOf, formatIdOf, guidanceOf, impressionsPerPlay, maxGuaranteedBudget, openSpots, PRICING_OPTION, priceOf, productIdOf, productScreens, QUOTE_DAYS, SALES, segmentIdOf, type ProductKey } from './products.js'
 import type { Sale } from './records.js'
-import { checkAccount, type ToolCall } from './call.js'
+import { agentUrl, checkAccount, type ToolCall } from './call.js'
 import { segmentRatings } from './performance-feedback.js'
 
 /** Budgets each product's forecast is given at, in USD. */
@@ -17,7 +17,7 @@ const MARKET_DAYS = 7
 
 /** An AdCP format id: this agent's MCP URL and the format's name, with its size and length. */
 function formatId (call: ToolCall, screen: ScreenRecord): Record<string, unknown> {
-  return { agent_url: `${call.config.baseUrl}/mcp`, id: formatIdOf(screen), width: screen.display.width, height: screen.display.height, duration_ms: screen.slot_duration_seconds * 1000 }
+  return { agent_url: agentUrl(call), id: formatIdOf(screen), width: screen.display.width, height: screen.display.height, duration_ms: screen.slot_duration_seconds * 1000 }
 }
 
 /** The distinct formats of screens, in their order. */
@@ -184,13 +184,12 @@ export function knownFormat (call: ToolCall, id: string): boolean {
  * size alone (it plays letterboxed), else, before its asset is read, the id `dooh` (any screen).
  */
 export function formatOfSize (call: ToolCall, width: number | undefined, height: number | undefined): Record<string, unknown> {
-  const agentUrl = `${call.config.baseUrl}/mcp`
-  if (width === undefined || height === undefined) return { agent_url: agentUrl, id: 'dooh' }
+  if (width === undefined || height === undefined) return { agent_url: agentUrl(call), id: 'dooh' }
   for (const f of formatTable(call).values()) {
     const id = f.format_id as { width: number, height: number }
     if (id.width === width && id.height === height) return f.format_id as Record<string, unknown>
   }
-  return { agent_url: agentUrl, id: `dooh_${width}x${height}`, width, height }
+  return { agent_url: agentUrl(call), id: `dooh_${width}x${height}`, width, height }
 }
 
 /** list_creative_formats: one format per display size and slot length among the screens on sale. */

@@ -1,6 +1,6 @@
 import { ApiError } from '../errors.js'
 import type { CalibrateContentRequest, ContentArtifact, GetContentStandardsRequest, ListContentStandardsRequest, ValidateContentDeliveryRequest } from '../generated/types.js'
-import { classifyText, decide, policyFeatures, RULES, type ImageClasses, type PolicyFeature } from '../moderation/classify.js'
+import { classifyText, decide, MODELS, policyFeatures, RULES, type ImageClasses, type PolicyFeature } from '../moderation/classify.js'
 import type { FlagName } from '../moderation/lexicons.js'
 import { checkAccount, type ToolCall } from './call.js'
 
@@ -28,7 +28,7 @@ function standardsView (): Record<string, unknown> {
     languages_any: ['en'],
     policy: policyText(),
     pricing_options: [{ pricing_option_id: 'included', pricing_model: 'cpm', currency: 'USD', fixed_price: 0 }],
-    ext: { oohbid: { features: policyFeatures(new Set(), undefined, undefined).map((f) => f.feature_id), models: { image: 'nsfwjs MobileNetV2', ocr: 'tesseract.js', text: 'oohbid lexicons + obscenity' } } }
+    ext: { oohbid: { features: policyFeatures(new Set(), undefined, undefined).map((f) => f.feature_id), models: MODELS } }
   }
 }
 

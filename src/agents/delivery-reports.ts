@@ -27,6 +27,9 @@ export function nextReportAt (after: number, frequency: MediaBuyReporting['frequ
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)
 }
 
+/** When a buy's next report is due after one at `after`: the next boundary, or the flight's end if that comes first. */
+const nextDue = (after: number, frequency: MediaBuyReporting['frequency'], end: string) => Math.min(nextReportAt(after, frequency), Date.parse(end))
+
 /**
  * A buy's reporting from AdCP's reporting_webhook: an https URL on a public host (invalid_parameter otherwise), the
  * credentials sealed. The first report is due at the first cadence boundary after the flight starts (or after now,
@@ -44,7 +47,7 @@ export function reportingOf (deps: { sealer: KeySealer, config: { allowPrivateCa
     ...(hook.token !== undefined ? { token: hook.token } : {}),
     ...(scheme !== undefined ? { scheme, credentials_sealed: deps.sealer.seal(sealId(buy.media_buy_id), hook.authentication!.credentials) } : {}),
     sequence: before?.sequence ?? 0,
-    next_at: Math.min(nextReportAt(start, hook.reporting_frequency), Date.parse(buy.end_time))
+    next_at: nextDue(start, hook.reporting_frequency, buy.end_time)
   }
 }
 
@@ -81,7 +84,7 @@ export function queueDueReports ({ store, notices }: { store: Store, notices: No
       if (buy === undefined || r === undefined || r.next_at !== at) return
       const end = Date.parse(buy.end_time)
       const final = at >= end
-      const next = final ? undefined : Math.min(nextReportAt(at, r.frequency), end)
+      const next = final ? undefined : nextDue(at, r.frequency, buy.end_time)
       const report = {
         notification_type: final ? 'final' : 'scheduled',
         sequence_number: r.sequence + 1,

@@ -17,7 +17,7 @@ import { datesBetween } from '../inventory/hours.js'
 import { daysWithin } from '../inventory/local-time.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
-import { checkAccount, record, type BuyDeps, type ToolCall } from './call.js'
+import { agentUrl, checkAccount, record, type BuyDeps, type ToolCall } from './call.js'
 import { inlineCreativeId, upsertCreative } from './creative-upsert.js'
 import { activatedAudience } from './signals.js'
 import { reportingOf, scheduleReports } from './delivery-reports.js'
@@ -115,8 +115,7 @@ function rateOf (sale: Sale, price: PriceTerms, bid: number | undefined, product
 
 /**
  * A package's dayparts from AdCP's targeting_overlay.daypart_targets (none: undefined), checked against the flight:
- * guaranteed spots are booked per screen and day, so dayparts are for non-guaranteed packages (422
- * validation_failed); a window must end after it starts and some day of the flight must have one.
+ * a window must end after it starts and some day of the flight must have one.
  */
 function daypartsOf (overlay: TargetingOverlay | undefined, buy: Pick<MediaBuyRecord, 'start_date' | 'end_date'>, param: string): Daypart[] | undefined {
   const targets = overlay?.daypart_targets ?? []
@@ -289,15 +288,22 @@ function activate (deps: BuyDeps, buy: MediaBuyRecord, now: number): boolean {
   return changed
 }
 
-/** Media buys with a package waiting for its creative's approval, from the index; ended ones are passed over. */
-function waitingBuys (store: Store, now: number): Array<{ key: string, value: MediaBuyRecord }> {
-  const waiting: Array<{ key: string, value: MediaBuyRecord }> = []
+/** Media buys with a package waiting for its creative's approval, from the index, and the indexed ones that ended. */
+function waitingBuys (store: Store, now: number): { waiting: MediaBuyRecord[], ended: string[] } {
+  const waiting: MediaBuyRecord[] = []
+  const ended: string[] = []
   for (const { key, value: end } of store.mediaBuysWaiting.getRange()) {
-    const buy = end > now ? store.mediaBuys.get(key) : undefined
-    if (buy !== undefined) waiting.push({ key, value: buy })
+    if (end <= now) ended.push(key)
+    else {
+      const buy = store.mediaBuys.get(key)
+      if (buy !== undefined) waiting.push(buy)
+    }
   }
-  return waiting
+  return { waiting, ended }
 }
+
+/** Whether a waiting buy has a package whose creative is approved now. */
+const ready = (store: Store, buy: MediaBuyRecord, now: number) => buy.packages.some((p) => readyCreative(store, buy, p, now) !== undefined)
 
 /**
  * Indexes the waiting buys of a store kept before media_buys_waiting existed: run once at start, it finds nothing to
@@ -312,7 +318,7 @@ export function indexWaitingBuys (store: Store): number {
 
 /** Whether activateMediaBuys has a package to activate now: a cluster node takes the catalog lock only then. */
 export function mediaBuysDue (store: Store, now: number): boolean {
-  return waitingBuys(store, now).some(({ value }) => value.packages.some((p) => readyCreative(store, value, p, now) !== undefined))
+  return waitingBuys(store, now).waiting.some((buy) => ready(store, buy, now))
 }
 
 /**
@@ -321,11 +327,10 @@ export function mediaBuysDue (store: Store, now: number): boolean {
  * media_buys_waiting indexes, and writes only those with a package to activate; ended buys leave the index.
  */
 export function activateMediaBuys (deps: BuyDeps, now: number): number {
-  const ended = [...deps.store.mediaBuysWaiting.getRange()].filter(({ value: end }) => end <= now)
-  if (ended.length > 0) deps.store.write(() => { for (const { key } of ended) deps.store.mediaBuysWaiting.removeSync(key) })
+  const { waiting, ended } = waitingBuys(deps.store, now)
+  if (ended.length > 0) deps.store.write(() => { for (const key of ended) deps.store.mediaBuysWaiting.removeSync(key) })
   let activated = 0
-  for (const { key, value } of waitingBuys(deps.store, now)) {
-    if (!value.packages.some((p) => readyCreative(deps.store, value, p, now) !== undefined)) continue
+  for (const { media_buy_id: key } of waiting.filter((buy) => ready(deps.store, buy, now))) {
     deps.store.write(() => {
       const buy = deps.store.mediaBuys.get(key)
       if (buy === undefined || !activate(deps, buy, now)) return
@@ -357,7 +362,7 @@ export function createMediaBuy (call: ToolCall, args: Record<string, unknown>): 
     indexForSeat(call.store, 'media_buy', call.seat.seat_id, call.now, buy.media_buy_id)
     const pending = buy.packages.filter((p) => p.campaign_id === undefined).length
     return {
-      ...buyView(buy, call.now, `${call.config.baseUrl}/mcp`),
+      ...buyView(buy, call.now, agentUrl(call)),
       creative_deadline: buy.start_time,
       sandbox: call.seat.status === 'sandbox',
       ...(pending > 0 ? { message: `${pending} package(s) wait for an approved creative: sync_creatives with assignments attaches one; each plays from its approval.` } : {})
@@ -391,7 +396,6 @@ export function attachCreative (call: ToolCall, creativeId: string, ref: string,
   return undefined
 }
 
-
 /** Pauses or resumes what a package became: its campaign (if it may move) and its placement. */
 function pausePackage (call: ToolCall, p: PackageRecord, paused: boolean): void {
   if (p.campaign_id !== undefined) {
@@ -408,9 +412,9 @@ function pausePackage (call: ToolCall, p: PackageRecord, paused: boolean): void 
 type PackageChange = NonNullable<UpdateMediaBuyRequest['packages']>[number]
 
 /**
- * One package's changes: its bid (auction), budget (a guaranteed package's spots booked again), pacing, dayparts
- * (non-guaranteed), creatives (until it plays) and pause, carried to its campaign and placement. Call inside
- * Store.write.
+ * One package's changes: its bid (auction), budget (a guaranteed package's spots booked again, in its dayparts'
+ * hours), pacing, dayparts and signal (non-guaranteed), creatives and their weights (its placement's rotation) and
+ * pause, carried to its campaign and placement. Call inside Store.write.
  */
 function changePackage (call: ToolCall, buy: MediaBuyRecord, before: PackageRecord, change: PackageChange, at: string, created: string[]): PackageRecord {
   let p = before
@@ -490,7 +494,7 @@ export function updateMediaBuy (call: ToolCall, args: Record<string, unknown>): 
       buyer_ref: buy.buyer_ref,
       status: statusOf(buy, call.now),
       implementation_date: iso(call.now),
-      affected_packages: buy.packages.filter((p) => affected.has(p.package_id)).map((p) => packageView(p, `${call.config.baseUrl}/mcp`)),
+      affected_packages: buy.packages.filter((p) => affected.has(p.package_id)).map((p) => packageView(p, agentUrl(call))),
       sandbox: call.seat.status === 'sandbox'
     }
   })

@@ -1,19 +1,18 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { indexForSeat, seatItems, unindexForSeat } from '../accounts/seat-lists.js'
+import { digestKey } from '../auth/keys.js'
 import { matchingScreens } from '../campaigns/targeting.js'
 import { iso } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { CreatePropertyListRequest, DeletePropertyListRequest, GetPropertyListRequest, ListPropertyListsRequest, PropertyListReference, PropertyListSources, UpdatePropertyListRequest } from '../generated/types.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import { publisherDomainOf } from '../inventory/sellers.js'
-import { checkAccount, record, type ToolCall } from './call.js'
+import { agentUrl, checkAccount, record, type ToolCall } from './call.js'
 import { coverageGaps, listTest, SCREEN_FILTERS, Seen, type ScreenFacts } from './property-list-match.js'
 import type { PropertyListRecord, PropertySource, ScreenFilters } from './records.js'
 
 const PAGE = 100
 const LISTS_PAGE = 50
-
-const digest = (token: string) => createHash('sha256').update(token).digest('hex')
 
 /** base_properties and filters in AdCP 3's form: an AdCP 2 {include, exclude} becomes an identifiers source and exclusions. */
 function normalized (base: PropertyListSources | undefined, filters: ScreenFilters & Record<string, unknown> | undefined): Pick<PropertyListRecord, 'base_properties' | 'filters'> {
@@ -54,8 +53,9 @@ function screensOnSale (call: ToolCall): ScreenRecord[] {
 function namedList (call: Pick<ToolCall, 'store' | 'seat'>, listId: string, token: string | undefined, param: string): PropertyListRecord {
   const list = call.store.propertyLists.get(listId)
   const own = list !== undefined && list.seat_id.toLowerCase() === call.seat.seat_id.toLowerCase()
-  if (list === undefined || (!own && (token === undefined || digest(token) !== list.token_sha256))) throw new ApiError('property_list_not_found', `No property list ${listId}${list !== undefined ? ' of this seat (another seat\'s list needs its auth_token)' : ''}.`, { param })
-  if (token !== undefined && digest(token) !== list.token_sha256) throw new ApiError('not_authorized', `auth_token is not list ${listId}'s.`, { param: 'auth_token' })
+  const tokenFits = token !== undefined && digestKey(token) === list?.token_sha256
+  if (list === undefined || (!own && !tokenFits)) throw new ApiError('property_list_not_found', `No property list ${listId}${list !== undefined ? ' of this seat (another seat\'s list needs its auth_token)' : ''}.`, { param })
+  if (token !== undefined && !tokenFits) throw new ApiError('not_authorized', `auth_token is not list ${listId}'s.`, { param: 'auth_token' })
   return list
 }
 
@@ -64,7 +64,8 @@ function namedList (call: Pick<ToolCall, 'store' | 'seat'>, listId: string, toke
  * auth_token. A list of another governance agent is not fetched (unsupported_feature).
  */
 export function referencedList (call: ToolCall, ref: PropertyListReference, param: string): PropertyListRecord {
-  if (ref.agent_url !== undefined && ref.agent_url.replace(/\/+$/, '') !== `${call.config.baseUrl}/mcp`) throw new ApiError('unsupported_feature', `Property lists of other agents are not supported: ${ref.agent_url} is not this agent (${call.config.baseUrl}/mcp); create the list here with create_property_list.`, { param: `${param}.agent_url` })
+  const ours = agentUrl(call)
+  if (ref.agent_url !== undefined && ref.agent_url.replace(/\/+$/, '') !== ours) throw new ApiError('unsupported_feature', `Property lists of other agents are not supported: ${ref.agent_url} is not this agent (${ours}); create the list here with create_property_list.`, { param: `${param}.agent_url` })
   return namedList(call, ref.list_id, ref.auth_token, `${param}.list_id`)
 }
 
@@ -100,7 +101,7 @@ export function createPropertyList (call: ToolCall, args: Record<string, unknown
     ...(req.description !== undefined ? { description: req.description } : {}),
     ...normalized(req.base_properties, req.filters as PropertyListRecord['filters']),
     ...(brand !== undefined ? { brand } : {}),
-    token_sha256: digest(token),
+    token_sha256: digestKey(token),
     created_at: stamp,
     updated_at: stamp
   }

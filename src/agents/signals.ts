@@ -4,7 +4,7 @@ import type { ActivateSignalRequest, GetSignalsRequest, LiveAudience } from '../
 import { liveSignals, type LiveSignals } from '../inventory/fein.js'
 import { audienceMatches } from '../inventory/live-audience.js'
 import { interpret } from '../inventory/nl-query.js'
-import { checkAccount, record, type ToolCall } from './call.js'
+import { agentUrl, checkAccount, record, type ToolCall } from './call.js'
 import { audienceOfSegment, emotionNamed, seatSegmentAudience, segmentIdOf } from './segments.js'
 
 /** The segments listed when a buyer asks for no audience in particular. */
@@ -62,7 +62,7 @@ function askedFor (words: string | undefined): LiveAudience | undefined {
 export function getSignals (call: ToolCall, args: Record<string, unknown>): Record<string, unknown> {
   const req = args as GetSignalsRequest
   checkAccount(call, req.account)
-  const agentUrl = `${call.config.baseUrl}/mcp`
+  const url = agentUrl(call)
   const asked = askedFor(req.signal_spec ?? req.brief)
   const wanted = req.signal_ids !== undefined
     ? req.signal_ids.map((s) => audienceOfSegment(s.id)).filter((c): c is LiveAudience => c !== undefined)
@@ -79,7 +79,7 @@ export function getSignals (call: ToolCall, args: Record<string, unknown>): Reco
     const type = asked !== undefined && id === segmentIdOf(asked) && !CATALOG.some((k) => segmentIdOf(k) === id) ? 'custom' : 'owned'
     const activated = call.store.signalActivations.get([call.seat.seat_id.toLowerCase(), id])
     return [{
-      signal_id: { source: 'agent', agent_url: agentUrl, id },
+      signal_id: { source: 'agent', agent_url: url, id },
       signal_agent_segment_id: id,
       name: nameOf(c),
       description: `Screens whose FEIN sensors measure this audience in front of them now (${[c.min_faces !== undefined ? `live_face_count >= ${c.min_faces}` : '', c.min_attention !== undefined ? `attention_score >= ${c.min_attention}` : '', c.emotion !== undefined ? `dominant_emotion ${c.emotion}` : ''].filter((x) => x !== '').join(', ')}; a signal older than 10 s meets none). Activated, a package targeting it plays on a screen only while the screen's audience is in it.`,
@@ -87,7 +87,7 @@ export function getSignals (call: ToolCall, args: Record<string, unknown>): Reco
       signal_type: type,
       data_provider: call.config.operator.name,
       coverage_percentage: coverage,
-      deployments: [{ type: 'agent', agent_url: agentUrl, account: call.seat.seat_id, is_live: activated !== undefined, activation_key: { type: 'segment_id', segment_id: id }, ...(activated !== undefined ? { deployed_at: activated.activated_at } : { estimated_activation_duration_minutes: 0 }) }],
+      deployments: [{ type: 'agent', agent_url: url, account: call.seat.seat_id, is_live: activated !== undefined, activation_key: { type: 'segment_id', segment_id: id }, ...(activated !== undefined ? { deployed_at: activated.activated_at } : { estimated_activation_duration_minutes: 0 }) }],
       pricing_options: PRICING,
       ext: { oohbid: { conditions: c, screens_with_sensors: sensors, screens_in_segment_now: matching } }
     }]
@@ -107,15 +107,15 @@ export function getSignals (call: ToolCall, args: Record<string, unknown>): Reco
 export function activateSignal (call: ToolCall, args: Record<string, unknown>): Record<string, unknown> {
   const req = args as ActivateSignalRequest
   checkAccount(call, req.account)
-  const agentUrl = `${call.config.baseUrl}/mcp`
+  const url = agentUrl(call)
   const id = req.signal_agent_segment_id ?? (typeof req.signal_id === 'string' ? req.signal_id : req.signal_id?.id)
   if (id === undefined) throw new ApiError('missing_required_field', 'Name the signal: signal_agent_segment_id, as get_signals lists it.', { param: 'signal_agent_segment_id' })
   const param = req.signal_agent_segment_id !== undefined ? 'signal_agent_segment_id' : 'signal_id'
   if (audienceOfSegment(id) === undefined) throw new ApiError('invalid_parameter', `No signal ${id}: get_signals lists this agent's FEIN signals.`, { param })
   const destinations = [...(req.destinations ?? []), ...(req.destination !== undefined ? [req.destination as { type?: string, platform?: string, agent_url?: string }] : [])]
   for (const [i, d] of destinations.entries()) {
-    const ours = d.type === 'agent' && d.agent_url === agentUrl
-    if (!ours) throw new ApiError('invalid_parameter', `Destination ${d.platform ?? d.agent_url ?? 'given'} is not supported: FEIN signals are measured live at the screen and activate only on this sales agent ({"type": "agent", "agent_url": "${agentUrl}"}), where each screen's spot is decided.`, { param: req.destination !== undefined && i === destinations.length - 1 ? 'destination' : `destinations.${i}` })
+    const ours = d.type === 'agent' && d.agent_url === url
+    if (!ours) throw new ApiError('invalid_parameter', `Destination ${d.platform ?? d.agent_url ?? 'given'} is not supported: FEIN signals are measured live at the screen and activate only on this sales agent ({"type": "agent", "agent_url": "${url}"}), where each screen's spot is decided.`, { param: req.destination !== undefined && i === destinations.length - 1 ? 'destination' : `destinations.${i}` })
   }
   const key: [string, string] = [call.seat.seat_id.toLowerCase(), id]
   const deactivate = req.action === 'deactivate'
@@ -126,7 +126,7 @@ export function activateSignal (call: ToolCall, args: Record<string, unknown>): 
   })
   const activated = call.store.signalActivations.get(key)
   return {
-    deployments: [{ type: 'agent', agent_url: agentUrl, account: call.seat.seat_id, is_live: !deactivate, activation_key: { type: 'segment_id', segment_id: id }, ...(!deactivate ? { deployed_at: activated?.activated_at ?? at } : {}) }],
+    deployments: [{ type: 'agent', agent_url: url, account: call.seat.seat_id, is_live: !deactivate, activation_key: { type: 'segment_id', segment_id: id }, ...(!deactivate ? { deployed_at: activated?.activated_at ?? at } : {}) }],
     sandbox: call.seat.status === 'sandbox'
   }
 }

@@ -53,29 +53,26 @@ export function hourShares (screen: ScreenRecord, date: string, dayparts: Daypar
  */
 export function take (store: Store, screens: ScreenRecord[], start: string, end: string, spots: number, param = 'screen_ids', dayparts?: Daypart[]): number {
   const days = datesBetween(start, end)
-  let taken = 0
+  // Each screen and day that books, with its hours for a daypart line: worked out once, checked, then written.
+  const plan: Array<{ screen: ScreenRecord, date: string, hours: Array<[number, number, number]> }> = []
   screens.forEach((screen, i) => {
     for (const date of days) {
-      const hours = dayparts !== undefined ? hourShares(screen, date, dayparts, spots) : undefined
-      if (hours?.length === 0) continue
+      const hours = dayparts !== undefined ? hourShares(screen, date, dayparts, spots) : []
+      if (dayparts !== undefined && hours.length === 0) continue
       const free = freeOn(store, screen, date)
       if (free < spots) throw new ApiError('capacity_unavailable', `Screen ${screen.screen_id} has ${Math.max(0, free)} free spots on ${date}; ${spots} were asked.`, { param: `${param}.${i}` })
-      for (const [hour, share, capacity] of hours ?? []) {
+      for (const [hour, share, capacity] of hours) {
         const left = capacity - bookedInHour(store, screen.screen_id, date, hour)
         if (left < share) throw new ApiError('capacity_unavailable', `Screen ${screen.screen_id} has ${Math.max(0, left)} free spots from ${hour}:00 to ${hour + 1}:00 on ${date}; ${share} were asked in that hour.`, { param: `${param}.${i}` })
       }
+      plan.push({ screen, date, hours })
     }
   })
-  for (const screen of screens) {
-    for (const date of days) {
-      const hours = dayparts !== undefined ? hourShares(screen, date, dayparts, spots) : undefined
-      if (hours?.length === 0) continue
-      store.booked.putSync([screen.screen_id, date], bookedOn(store, screen.screen_id, date) + spots)
-      for (const [hour, share] of hours ?? []) if (share > 0) store.bookedHours.putSync([screen.screen_id, date, hour], bookedInHour(store, screen.screen_id, date, hour) + share)
-      taken += spots
-    }
+  for (const { screen, date, hours } of plan) {
+    store.booked.putSync([screen.screen_id, date], bookedOn(store, screen.screen_id, date) + spots)
+    for (const [hour, share] of hours) if (share > 0) store.bookedHours.putSync([screen.screen_id, date, hour], bookedInHour(store, screen.screen_id, date, hour) + share)
   }
-  return taken
+  return plan.length * spots
 }
 
 /** Gives spots back (a released or expired hold, a line booked again), hour by hour for a daypart line. */

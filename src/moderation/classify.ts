@@ -10,6 +10,9 @@ const STOPWORDS = new Set(['the', 'and', 'for', 'with', 'you', 'your', 'our', 'n
 /** nsfwjs class probabilities. */
 export type ImageClasses = Record<'Neutral' | 'Drawing' | 'Sexy' | 'Porn' | 'Hentai', number>
 
+/** The models behind a moderation, as a creative's moderation and the content standards name them. */
+export const MODELS = { image: 'nsfwjs MobileNetV2', ocr: 'tesseract.js eng 4.0.0_best_int', text: 'oohbid lexicons + obscenity' }
+
 /** Thresholds of the decision rules, in one place so that the docs can quote them. */
 export const RULES = {
   /** Porn + Hentai at or above this rejects as adult content. */

@@ -14,7 +14,7 @@ import * as nsfwjs from 'nsfwjs'
 import sharp from 'sharp'
 import { createWorker, type Worker as OcrWorker } from 'tesseract.js'
 import { FFMPEG, FFPROBE } from './media-tools.js'
-import { ageRating, classifyText, decide, namedCategories, type ImageClasses } from './classify.js'
+import { ageRating, classifyText, decide, MODELS, namedCategories, type ImageClasses } from './classify.js'
 import type { ModerationReply, ModerationTask } from './types.js'
 import { createLogger, type Level } from '../log.js'
 
@@ -162,7 +162,7 @@ export default async function moderate (task: ModerationTask): Promise<Moderatio
       image_classes: Object.fromEntries(Object.entries(classes).map(([k, v]) => [k, Math.round(v * 1000) / 1000])),
       frames_analyzed: p.frames.length,
       duration_ms: Math.round(performance.now() - started),
-      models: { image: 'nsfwjs MobileNetV2', ocr: 'tesseract.js eng 4.0.0_best_int', text: 'oohbid lexicons + obscenity' }
+      models: MODELS
     }
   }
 }

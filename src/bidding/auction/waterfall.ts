@@ -13,7 +13,7 @@ import type { AssignmentRecord, DealRecord } from '../../campaigns/records.js'
 import type { CreativeRecord } from '../../creatives/records.js'
 import type { ScreenRecord } from '../../inventory/records.js'
 import type { Tier } from '../../player/records.js'
-import type { Daypart } from '../../generated/types.js'
+import type { Daypart, LiveAudience } from '../../generated/types.js'
 import type { Store } from '../../store/store.js'
 import { setting } from '../../store/settings.js'
 
@@ -52,11 +52,11 @@ export interface Decision {
 const round6 = (n: number) => Math.round(n * 1e6) / 1e6
 
 /** The loss code that keeps a stored bid out of the auction now, or undefined when it may compete. */
-function filter (c: Candidate, screen: ScreenRecord, store: Store, now: number, local: LocalTime, live: () => LiveSignals): number | undefined {
+function filter (c: Candidate, screen: ScreenRecord, store: Store, now: number, local: LocalTime, inAudience: (a: LiveAudience) => boolean): number | undefined {
   const { bid } = c
   if (bid.expires_at <= now || !screen.auction_enabled) return LOSS.expired
   // A bid naming a FEIN segment plays only while the screen's live audience is in it, as a placement targeted on one.
-  if (bid.audience !== undefined && !(screen.capabilities.fein && audienceMatches(bid.audience, live()))) return LOSS.audienceNotInSegment
+  if (bid.audience !== undefined && !inAudience(bid.audience)) return LOSS.audienceNotInSegment
   const seat = store.seats.get(bid.seat_id.toLowerCase())
   if (seat === undefined || seat.status !== 'approved') return LOSS.seatBlocked
   const creative = c.creative
@@ -167,8 +167,9 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
   if (!isOpen(screen.operating_hours, local)) return { tier: 'closed', local, losses: [] }
   const losses: Loss[] = []
   const buckets: Record<'guaranteed' | 'preferred' | 'pmp' | 'open_auction', Candidate[]> = { guaranteed: [], preferred: [], pmp: [], open_auction: [] }
+  // The screen's live signals, read once a decision and only when a bid or placement names an audience.
   let signals: LiveSignals | undefined
-  const live = () => (signals ??= liveSignals(store.fein.get(screen.screen_id), now))
+  const inAudience = (a: LiveAudience) => screen.capabilities.fein && audienceMatches(a, (signals ??= liveSignals(store.fein.get(screen.screen_id), now)))
   for (const { key, value } of store.bids.getRange({ start: [screen.screen_id], end: [screen.screen_id + '\u0000'] } as never)) {
     const c: Candidate = { key, bid: value }
     const creative = store.creatives.get(value.creative_id)
@@ -177,7 +178,7 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
       const deal = store.deals.get(value.dealid)
       if (deal !== undefined) c.deal = deal
     }
-    const code = filter(c, screen, store, now, local, live)
+    const code = filter(c, screen, store, now, local, inAudience)
     if (code !== undefined) losses.push({ candidate: c, code })
     else buckets[tierOf(c) as keyof typeof buckets].push(c)
   }
@@ -201,7 +202,7 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
     if (a.ends_at !== undefined ? now >= Date.parse(a.ends_at) : a.start_date > local.date || a.end_date < local.date) continue
     if (a.dayparts !== undefined && !isOpen(screen.operating_hours, local, a.dayparts)) continue
     // A placement targeted on a FEIN signal plays only while the screen's live audience is in it.
-    if (a.audience !== undefined && !(screen.capabilities.fein && audienceMatches(a.audience, live()))) continue
+    if (a.audience !== undefined && !inAudience(a.audience)) continue
     const line = `asg:${id}`
     const played = store.plays.get([screen.screen_id, local.date, line]) ?? 0
     if (played >= a.spots_per_day) continue
