@@ -44,7 +44,7 @@ import type { RouteDef } from './http/route.js'
 
 /** Every route of the service, hot paths first. The OpenAPI document describes exactly this list. */
 export function allRoutes (deps: Deps): RouteDef[] {
-  let openapi = ''
+  let openapi: string | undefined
   const routes: RouteDef[] = [
     bidRoute(deps),
     statsRoute(deps),
@@ -86,8 +86,8 @@ export function allRoutes (deps: Deps): RouteDef[] {
     adminAuditRoute(deps),
     ...mcpRoutes(deps),
     ...publicFileRoutes(deps),
-    ...opsRoutes(deps, () => openapi)
+    // Built when first asked for: every thread builds the routes, and the document costs 50-70 ms of each start.
+    ...opsRoutes(deps, () => openapi ??= JSON.stringify(buildOpenApi(routes, deps.config.baseUrl)))
   ]
-  openapi = JSON.stringify(buildOpenApi(routes, deps.config.baseUrl))
   return routes
 }

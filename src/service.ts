@@ -22,7 +22,6 @@ import { queueDueReports, reportKind, reportsDue } from './agents/delivery-repor
 import { budgetBook } from './campaigns/budget.js'
 import { catalogRecord } from './campaigns/catalog-lock.js'
 import { campaignJobsDue, runCampaignJobs } from './campaigns/lifecycle.js'
-import { LockedJobs } from './cluster/locked-jobs.js'
 import { bookApplied, tagBookKeys } from './bidding/book.js'
 import type { BookKey } from './bidding/records.js'
 import { adoptLegacyBindings, Inventory, inventoryOptions } from './inventory/inventory.js'
@@ -38,7 +37,7 @@ import type { RouteDef } from './http/route.js'
 import { claimPort } from './http/server.js'
 import { broadcast } from './hot/broadcast.js'
 import { Supervisor } from './control/supervisor.js'
-import { joinCluster, type ClusterNode } from './cluster/node.js'
+import type { ClusterNode } from './cluster/node.js'
 import { shareSecrets } from './store/secrets.js'
 import { adoptMetaSettings } from './store/settings.js'
 import { adoptCampaignDelivery } from './campaigns/delivery.js'
@@ -222,6 +221,8 @@ export async function startService ({ config: given, clock = systemClock, log = 
   try {
     // A cluster node serves only once it holds what the cluster acknowledged while it was away.
     if (config.cluster !== undefined) {
+      // The engine's client (nats) loads only on a cluster node: a node alone starts without it.
+      const { joinCluster } = await import('./cluster/node.js')
       cluster = await joinCluster({ cluster: config.cluster, store, objects, shipped: replicated, limiter, budgets: budgetBook(store, () => clock.now()), log, onShipped: () => threads.notify('shipped'), onGranted: () => threads.notify('granted'), onApplied: (table, key, previous) => {
           inventory.applied(table, key as string)
           seatListApplied(store, table, key as string, previous)
@@ -266,7 +267,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   })
   const nothingMoved = { expiredHolds: 0, campaignMoves: 0, expiredDeals: 0, activatedMediaBuys: 0, queuedReports: 0 }
   const node = cluster
-  const locked = node !== undefined ? new LockedJobs({ node, store, shipped: replicated, nodeId: config.cluster!.nodeId, ackTimeoutMs: config.cluster!.ackTimeoutMs, log }) : undefined
+  const locked = node !== undefined ? new (await import('./cluster/locked-jobs.js')).LockedJobs({ node, store, shipped: replicated, nodeId: config.cluster!.nodeId, ackTimeoutMs: config.cluster!.ackTimeoutMs, log }) : undefined
   /**
    * The jobs this thread runs: campaign moves, expired holds and deals, media buys whose creative was approved, media
    * buys' due delivery reports (on a cluster node under the catalog's lock, once cluster-wide), bids their imps outlived

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { eventually } from './helpers/eventually.js'
 import { AnalyticsError } from '../src/analytics/client.js'
 import { startTestService } from './helpers/service.js'
 
@@ -17,7 +18,8 @@ t.test('a query sent to an analytics process that has just died is refused; the 
   for (const until = Date.now() + 300; Date.now() < until;);
   const late = await analytics.query('SELECT 1 AS one').then(() => 'answered', (err: unknown) => err)
   t.type(late, AnalyticsError, 'refused with an AnalyticsError')
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  // The service has heard of the exit by now, and is restarting the process.
+  await eventually(t, 'the restart counted', async () => (await svc.request('GET', '/metrics')).text, { until: (m) => /^oohbid_analytics_restarts_total 1$/m.test(m) })
   t.equal((await svc.request('GET', '/healthz')).status, 200, 'the service serves on')
   await analytics.ready()
   t.not(analytics.pid, pid, 'a new analytics process')

@@ -14,7 +14,6 @@ const MONDAY_NOON_AUSTIN = Date.UTC(2026, 10, 23, 18, 0, 0)
 type SeatName = 'alpha' | 'bravo' | 'charlie'
 
 async function market (t: { teardown (fn: () => unknown): void }, svc: TestService) {
-  svc.clock.set(MONDAY_NOON_AUSTIN)
   const rx = await startReceiver(t)
   const legacy = await startReceiver(t, true)
   const p = await registerPartner(svc)
@@ -80,7 +79,7 @@ async function market (t: { teardown (fn: () => unknown): void }, svc: TestServi
 const bySeat = (list: Received[], path: string): Record<string, Record<string, string>> => Object.fromEntries(list.filter((r) => r.path === path).map((r) => [r.query.get('seat'), Object.fromEntries(r.query)]))
 
 t.test('the open auction: second price plus a cent, nurl and lurl with their macros, billing at play time', async (t) => {
-  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
+  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' }, { at: MONDAY_NOON_AUSTIN })
   const m = await market(t, svc)
   await m.threeBids()
   t.equal(svc.service.store.bids.getCount(), 3, 'three bids wait in the book')
@@ -122,7 +121,7 @@ t.test('the open auction: second price plus a cent, nurl and lurl with their mac
 })
 
 t.test('legacy win/loss notifications are signed with the seat\'s API key', async (t) => {
-  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
+  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' }, { at: MONDAY_NOON_AUSTIN })
   const m = await market(t, svc)
   await m.bid('alpha', 3)
   await m.bid('bravo', 4)
@@ -161,7 +160,7 @@ t.test('legacy win/loss notifications are signed with the seat\'s API key', asyn
 })
 
 t.test('the waterfall order: placements, Preferred, PMP, the open auction, then the house', async (t) => {
-  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
+  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' }, { at: MONDAY_NOON_AUSTIN })
   const m = await market(t, svc)
   const today = '2026-11-23'
   const deal = async (seat: SeatName, body: Record<string, unknown>) => {
@@ -222,7 +221,7 @@ t.test('the waterfall order: placements, Preferred, PMP, the open auction, then 
 })
 
 t.test('bids that cannot play lose with their OpenRTB loss codes; expired bids get code 2', async (t) => {
-  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
+  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' }, { at: MONDAY_NOON_AUSTIN })
   const m = await market(t, svc)
   await m.bid('alpha', 5)
   await svc.request('PATCH', `/v1/partner/screens/${m.screenId}`, { key: m.p.key, body: { floor_price_cpm: 6 } })
@@ -248,7 +247,7 @@ t.test('bids that cannot play lose with their OpenRTB loss codes; expired bids g
 })
 
 t.test('sandbox bids never reach the auction; closed screens play nothing; dry runs settle nothing', async (t) => {
-  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
+  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' }, { at: MONDAY_NOON_AUSTIN })
   const m = await market(t, svc)
   const { key } = await svc.onboard('sandy')
   const creative = await approvedCreative(svc, key, 'sandbox ad')
@@ -276,7 +275,7 @@ t.test('sandbox bids never reach the auction; closed screens play nothing; dry r
 })
 
 t.test('players asking for one screen at once: one decision settles its bids, the others follow it', async (t) => {
-  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
+  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' }, { at: MONDAY_NOON_AUSTIN })
   const m = await market(t, svc)
   await m.threeBids()
   // Twelve at once, on as many connections, which the kernel spreads over the hot threads.
@@ -291,7 +290,7 @@ t.test('players asking for one screen at once: one decision settles its bids, th
 })
 
 t.test('a decision that meets another\'s on its screen waits for it to be recorded; one that cannot wait is 409 spot_in_progress', async (t) => {
-  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
+  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' }, { at: MONDAY_NOON_AUSTIN })
   const m = await market(t, svc)
   await m.bid('alpha', 5)
   // A decision of another hot thread whose writes are not applied yet holds the screen's claim.
@@ -317,7 +316,7 @@ t.test('a decision that meets another\'s on its screen waits for it to be record
 })
 
 t.test('a failing nurl receiver is retried on schedule, then given up', async (t) => {
-  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
+  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' }, { at: MONDAY_NOON_AUSTIN })
   const m = await market(t, svc)
   m.rx.failNext(100, 503)
   await m.bid('bravo', 5)
@@ -340,7 +339,7 @@ t.test('a failing nurl receiver is retried on schedule, then given up', async (t
 })
 
 t.test('production bids refused at intake get their lurl at once with the matching loss code', async (t) => {
-  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' })
+  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: 'true' }, { at: MONDAY_NOON_AUSTIN })
   const m = await market(t, svc)
   const deal = await svc.request('POST', '/openrtb/v2/deals/propose', { key: m.seats.alpha.key, body: { deal_id: 'pmp-floor', type: 'PMP', floor_cpm: 6, start_date: '2026-11-23', end_date: '2026-11-23', targeting: { screen_ids: [m.screenId] } } })
   await svc.admin('POST', `/admin/v1/deals/${deal.body.data.deal_id}/approve`, {})

@@ -54,8 +54,7 @@ const notice = (svc: TestService, url: string, macros: Record<string, string>, i
 }
 
 t.test('an exchange is admitted by alias, allowlist and signature, and gets OpenRTB bids from live campaigns', async (t) => {
-  const svc = await startTestService(t)
-  svc.clock.set(NOON_UTC)
+  const svc = await startTestService(t, {}, { at: NOON_UTC })
   const { signing_secret: secret, endpoint } = await exchange(svc)
   t.match(secret, /^xsec_/)
   t.match(endpoint, /\/openrtb\/bidder\/adx\/bid$/)
@@ -108,8 +107,7 @@ t.test('an exchange is admitted by alias, allowlist and signature, and gets Open
 })
 
 t.test('no-bid is 204: floors, geography, blocks, seat lists, creative fit', async (t) => {
-  const svc = await startTestService(t)
-  svc.clock.set(NOON_UTC)
+  const svc = await startTestService(t, {}, { at: NOON_UTC })
   const { signing_secret: secret } = await exchange(svc)
   await buyerWithCampaign(svc, 'brandco')
   const noBid = async (body: unknown, what: string) => {
@@ -129,8 +127,7 @@ t.test('no-bid is 204: floors, geography, blocks, seat lists, creative fit', asy
 })
 
 t.test('tmax: a request whose time budget ran out before it could be answered gets 204', async (t) => {
-  const svc = await startTestService(t)
-  svc.clock.set(NOON_UTC)
+  const svc = await startTestService(t, {}, { at: NOON_UTC })
   await exchange(svc, 'slow', { require_signature: false, ip_allowlist: ['127.0.0.1'] })
   await buyerWithCampaign(svc, 'brandco')
   const body = JSON.stringify(request({ tmax: 100 }))
@@ -155,8 +152,7 @@ t.test('tmax: a request whose time budget ran out before it could be answered ge
 })
 
 t.test('budgets hold while notices are in flight; win, loss and billing notices reconcile them', async (t) => {
-  const svc = await startTestService(t)
-  svc.clock.set(NOON_UTC)
+  const svc = await startTestService(t, {}, { at: NOON_UTC })
   const { signing_secret: secret } = await exchange(svc)
   // 5 CPM x 100 impressions per play: 0.50 USD a play against a 1.20 USD budget.
   const b = await buyerWithCampaign(svc, 'brandco', { budget_usd: 1.2 })
@@ -209,8 +205,7 @@ t.test('budgets hold while notices are in flight; win, loss and billing notices 
 })
 
 t.test('even pacing, test requests, our own screens and per-alias rate limits', async (t) => {
-  const svc = await startTestService(t)
-  svc.clock.set(Date.UTC(2026, 10, 23, 0, 30, 0))
+  const svc = await startTestService(t, {}, { at: NOON_UTC - 11.5 * 3_600_000 })
   const { signing_secret: secret } = await exchange(svc)
   // Even pacing at 00:30 UTC lets (0.5 h + 1 h lead) / 24 h of the day's 24 USD out: 1.50 USD, three 0.50 plays.
   await buyerWithCampaign(svc, 'steady', { budget_usd: 24, pacing: 'even' })

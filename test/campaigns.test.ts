@@ -81,9 +81,8 @@ t.test('campaigns: creation rules, matching screens, states over the flight, eve
 })
 
 t.test('a request with only the spec\'s fields succeeds, its defaults shown in the answer and named in warnings', async (t) => {
-  const svc = await startTestService(t)
-  // 18:00 UTC: the Austin test screens are on the same calendar day as UTC.
-  svc.clock.set(Math.floor(Date.now() / DAY) * DAY + 18 * 3_600_000)
+  // 18:00 UTC today: the Austin test screens are on the same calendar day as UTC.
+  const svc = await startTestService(t, {}, { at: Math.floor(Date.now() / DAY) * DAY + 18 * 3_600_000 })
   const { ids, key, creative } = await setup(svc)
   const today = date(svc.clock.now())
   const end = date(svc.clock.now() + 29 * DAY)

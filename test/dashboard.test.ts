@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
+import sharp from 'sharp'
 import t, { type Test } from 'tap'
 import { startBrowser } from './helpers/browser.js'
 import { approvedCreative } from './helpers/creatives.js'
@@ -57,7 +58,7 @@ t.test('the dashboard page draws the numbers in the browser and refreshes', asyn
   const response = await page.goto(`${svc.url}/admin/dashboard`)
   t.equal(response?.status(), 200)
   await page.waitForSelector('#login:not([hidden])')
-  t.pass('without a token the page asks for one, and shows no numbers')
+  t.same(await page.evaluate(() => ({ login: (globalThis as any).document.getElementById('login').hidden, cards: (globalThis as any).document.getElementById('cards').hidden })), { login: false, cards: true }, 'without a token the page asks for one, and shows no numbers')
   await page.goto(`${svc.url}/admin/dashboard#token=${svc.adminToken}`)
   await page.waitForFunction(() => Number((globalThis as any).document.body.dataset.polls ?? 0) >= 2, undefined, { timeout: 15_000 })
   t.notMatch(page.url(), /token/, 'the token leaves the address bar')
@@ -69,5 +70,6 @@ t.test('the dashboard page draws the numbers in the browser and refreshes', asyn
   mkdirSync(ARTIFACTS, { recursive: true })
   const shot = join(ARTIFACTS, 'dashboard.png')
   await page.screenshot({ path: shot, fullPage: true })
-  t.pass(`screenshot saved: ${shot}`)
+  const { width, height } = await sharp(shot).metadata()
+  t.ok(width === 1200 && height! >= 760, `screenshot saved: ${shot} (${width} x ${height})`)
 })

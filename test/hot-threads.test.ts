@@ -1,5 +1,6 @@
 import { request } from 'node:http'
 import t from 'tap'
+import { eventually } from './helpers/eventually.js'
 import { startTestService, type TestService } from './helpers/service.js'
 
 // HOT_THREADS=2: two uWS apps on one port. Each request here opens its own connection, so the kernel (SO_REUSEPORT)
@@ -59,9 +60,8 @@ t.test('a hot thread that dies of an error nothing caught is replaced; the other
   const during: number[] = []
   for (let i = 0; i < 20; i++) during.push(await once(svc, 'GET', '/healthz'))
   t.same(during, Array(20).fill(200), 'every request answered while one thread was down')
-  // A new thread starts in about half a second here, several on a loaded CI machine: wait for it, not for a deadline.
-  for (let i = 0; i < 1200 && svc.service.threads.workers.length < 2; i++) await new Promise((r) => setTimeout(r, 50))
-  t.equal(svc.service.threads.workers.length, 2, 'the thread was restarted')
+  // A new thread starts in about half a second here, several on a loaded CI machine.
+  t.equal(await eventually(t, 'a second hot thread again', () => svc.service.threads.workers.length, { within: 60_000, until: (n) => n === 2 }), 2, 'the thread was restarted')
   t.ok(svc.logs.some((l) => /hot thread fatal error/.test(l) && /TypeError/.test(l)), 'with the error logged')
   t.ok(svc.logs.some((l) => /hot thread stopped; restarting it/.test(l)), 'and the restart')
   for (let i = 0; i < 60; i++) await once(svc, 'GET', '/healthz')
@@ -80,9 +80,10 @@ t.test('the operator ends a hot thread through the API: answered first, audited,
   t.equal(svc.service.threads.workers.length, 2, 'nothing was ended by a dry run or a refusal')
   const ended = await svc.admin('POST', '/admin/v1/hot-threads/2/end')
   t.match(ended, { status: 200, body: { success: true, data: { thread: 2, ended_at: /Z$/ } } }, 'the answer arrives, whichever thread wrote it')
-  t.equal(await Promise.race([exits[1]!, new Promise((resolve) => setTimeout(() => resolve('alive'), 5000))]), 1, 'thread 2 ended')
-  for (let i = 0; i < 1200 && svc.service.threads.workers.length < 2; i++) await new Promise((r) => setTimeout(r, 50))
-  t.equal(svc.service.threads.workers.length, 2, 'and was restarted')
+  let code: number | undefined
+  void exits[1]!.then((c) => { code = c })
+  t.equal(await eventually(t, 'thread 2 exited', () => code), 1, 'thread 2 ended')
+  t.equal(await eventually(t, 'a second hot thread again', () => svc.service.threads.workers.length, { within: 60_000, until: (n) => n === 2 }), 2, 'and was restarted')
   const audit = (await svc.admin('GET', '/admin/v1/audit')).body.data
   t.ok(JSON.stringify(audit).includes('audit.hot_thread.ended'), 'audited')
   t.equal((await once(svc, 'GET', '/healthz')), 200, 'serving')

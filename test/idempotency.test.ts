@@ -1,4 +1,5 @@
 import t from 'tap'
+import { pause } from './helpers/eventually.js'
 import { freshIp, parseResponses, rawExchange, startTestService } from './helpers/service.js'
 
 t.test('the first response to an Idempotency-Key is replayed, nothing is done twice', async (t) => {
@@ -68,8 +69,9 @@ t.test('a key whose first request is still arriving is 409 idempotency_key_in_us
   const { key } = await svc.onboard('slow')
   const body = JSON.stringify({ label: 'slow' })
   const head = `POST /openrtb/v2/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nIdempotency-Key: slow-1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`
+  // The request's first bytes, and its last 400 ms later: the second request comes in between.
   const slow = rawExchange(svc.port, [head + body.slice(0, 5), body.slice(5)], 2000, 400)
-  await new Promise((r) => setTimeout(r, 150))
+  await pause(150)
   const concurrent = await svc.request('POST', '/openrtb/v2/keys', { key, body: { label: 'slow' }, headers: { 'idempotency-key': 'slow-1' } })
   t.equal(concurrent.status, 409)
   t.equal(concurrent.body.error_code, 'idempotency_key_in_use')

@@ -59,7 +59,7 @@ t.test('the socket-file lock (platforms without abstract sockets) refuses a live
   await new Promise((resolve) => dead.once('exit', resolve))
   t.ok(existsSync(join(dataDir, '.owner.sock')), 'the dead owner left its file')
   const taken = await lockDataDir(dataDir, false)
-  t.pass('a stale socket file is replaced')
+  await t.rejects(lockDataDir(dataDir, false), { name: 'StartRefused' }, 'a stale socket file is replaced: the new owner holds the lock')
   await taken.release()
 
   const linux = await lockDataDir(dataDir)

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { uploadedCreative } from './helpers/creatives.js'
+import { eventually } from './helpers/eventually.js'
 import { adImage, adVideo } from './helpers/media.js'
 import { screenWithPlayer, type PlayerEvent } from './helpers/player.js'
 import { startTestService } from './helpers/service.js'
@@ -24,11 +25,12 @@ t.test('video plays too, muted and inline, for its slot', async (t) => {
   await s.page.waitForFunction((id) => (globalThis as any).__events.some((e: PlayerEvent) => e.name === 'service:ad_started' && e.detail.creative_id === id), creative.id, { timeout: 20_000 })
   const started = (await s.events()).find((e) => e.name === 'service:ad_started' && e.detail.creative_id === creative.id)!
   t.match(started.detail, { type: 'video', tier: 'guaranteed' })
-  await new Promise((r) => setTimeout(r, 1500))
-  const video = await s.page.evaluate(() => { const v = (globalThis as any).document.querySelector('#stage video'); return v === null ? null : { time: v.currentTime, paused: v.paused, muted: v.muted } })
+  const playing = () => s.page.evaluate(() => { const v = (globalThis as any).document.querySelector('#stage video'); return v === null ? null : { time: v.currentTime as number, paused: v.paused as boolean, muted: v.muted as boolean } })
+  const video = await eventually(t, 'the video half a second in', playing, { until: (v) => v !== null && v.time > 0.5 })
   t.ok(video !== null && video.time > 0.5 && !video.paused && video.muted, `the video is playing (${JSON.stringify(video)})`)
-  await s.page.waitForFunction((id) => (globalThis as any).__events.some((e: PlayerEvent) => e.name === 'service:ad_ended' && e.detail.creative_id === id && e.detail.completed), creative.id, { timeout: 15_000 })
-  t.pass('and ends with its slot, completed')
+  await s.page.waitForFunction((id) => (globalThis as any).__events.some((e: PlayerEvent) => e.name === 'service:ad_ended' && e.detail.creative_id === id), creative.id, { timeout: 15_000 })
+  const ended = (await s.events()).find((e) => e.name === 'service:ad_ended' && e.detail.creative_id === creative.id)!
+  t.match(ended.detail, { spot_id: started.detail.spot_id, completed: true }, 'and ends with its slot, completed')
 })
 
 t.test('outside its operating hours the screen stays dark and says closed', async (t) => {

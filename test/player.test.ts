@@ -2,15 +2,14 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import sharp from 'sharp'
 import t from 'tap'
-import { startBrowser } from './helpers/browser.js'
-import { deviceBody, registerDevices, registerPartner } from './helpers/fleet.js'
-import { startReceiver } from './helpers/receiver.js'
 import { uploadedCreative } from './helpers/creatives.js'
+import { eventually, pause } from './helpers/eventually.js'
 import { adImage } from './helpers/media.js'
-import { PICKUP_SECONDS, RECORD, screenWithPlayer, SLOT_SECONDS, type PlayerEvent } from './helpers/player.js'
+import { PICKUP_SECONDS, screenWithPlayer, SLOT_SECONDS, type PlayerEvent } from './helpers/player.js'
 import { startTestService } from './helpers/service.js'
 
-// The screen player as a screen runs it: the page at embed_url in headless Chromium, against the real service.
+// The screen player as a screen runs it: the page at embed_url in headless Chromium, against the real service
+// (test/player-serving.test.ts has it as buyers see it, test/player-video.test.ts video and closed hours).
 
 const ARTIFACTS = join(process.cwd(), 'artifacts')
 
@@ -29,8 +28,7 @@ t.test('the player page plays an assigned creative within the pickup window, wit
   await s.page.waitForFunction(() => (globalThis as any).oohbid.status().online === true)
   const device = async () => (await svc.request('GET', '/v1/partner/devices', { key: s.partner.key })).body.data.devices[0]
   // The page asks for its first spot and sends its first heartbeat at once; status().online says the feed answered.
-  for (let i = 0; i < 50 && (await device()).status !== 'online'; i++) await new Promise((r) => setTimeout(r, 100))
-  t.match(await device(), { status: 'online', player_bound: true }, 'the page\'s heartbeat brought the screen online and bound it to its fp')
+  t.match(await eventually(t, 'the screen online', device, { until: (d) => d.status === 'online' }), { status: 'online', player_bound: true }, 'the page\'s heartbeat brought the screen online and bound it to its fp')
 
   // No dates: the placement starts on the screen's own calendar day, which at 02:00 UTC is still yesterday in Austin.
   const assigned = await svc.request('POST', '/openrtb/v2/campaigns/assign', { key, body: { creative_id: creative.id, screen_ids: [s.screenId], spots_per_day: 5000 } })
@@ -65,11 +63,7 @@ t.test('the player page plays an assigned creative within the pickup window, wit
   t.match(click?.detail, { creative_id: creative.id, click_url: 'https://brand.example/spring', spot_id: /^spt_/ })
 
   // Impressions: each completed play has a proof of play that verifies.
-  let proofs: any[] = []
-  for (let i = 0; i < 50 && proofs.length === 0; i++) {
-    proofs = (await svc.request('GET', `/v1/advertiser/proof/proofs?screen_id=${s.screenId}`, { key })).body.data.proofs
-    if (proofs.length === 0) await new Promise((r) => setTimeout(r, 100))
-  }
+  const proofs: any[] = await eventually(t, 'a proof of the play listed', async () => (await svc.request('GET', `/v1/advertiser/proof/proofs?screen_id=${s.screenId}`, { key })).body.data.proofs, { until: (p) => p.length > 0 })
   t.match(proofs[0], { adId: creative.id, screenId: s.screenId, verification_tier: 'signed', completed: true, givt: { passed: true } }, 'the play has a signed proof')
   t.ok(Math.abs(proofs[0].duration_ms - SLOT_SECONDS * 1000) < 500, 'with the duration the page reported')
   const { signature, timestamp, adId, impressionId, screenId, deviceId } = proofs[0]
@@ -82,11 +76,11 @@ t.test('the player page plays an assigned creative within the pickup window, wit
   t.equal(await s.page.evaluate(() => (globalThis as any).getComputedStyle((globalThis as any).document.getElementById('stage')).display), 'none', 'the stage is hidden')
   const cut = (await s.events()).slice(before)
   t.ok(cut.every((e) => e.name === 'service:ad_ended' && e.detail.completed === false), 'a spot cut short ends, not completed')
-  await new Promise((r) => setTimeout(r, (SLOT_SECONDS + 1) * 1000))
+  await pause((SLOT_SECONDS + 1) * 1000)
   t.equal((await s.events()).filter((e, i) => i >= before && e.name === 'service:ad_started').length, 0, 'nothing started while hidden')
   await s.page.evaluate(() => (globalThis as any).oohbid.show())
   await s.page.waitForFunction((n) => (globalThis as any).__events.slice(n).some((e: PlayerEvent) => e.name === 'service:ad_started'), before, { timeout: 5_000 })
-  t.pass('show() resumes at once')
+  t.equal((await s.status()).state, 'playing', 'show() resumes at once')
 
   // A feed outage: the page keeps playing what it has, unbilled, and is back on the feed when it returns.
   await s.page.route('**/spots', (route) => route.abort('internetdisconnected'))
@@ -105,79 +99,7 @@ t.test('the player page plays an assigned creative within the pickup window, wit
   const other = await svc.request('POST', `${new URL(s.device.embed_url).pathname}/spots`, { body: { fp: 'copied-elsewhere' } })
   t.match(other, { status: 409, body: { error_code: 'device_mismatch', param: 'fp' } })
   await s.page.goto('about:blank')
-  let state = ''
-  for (let i = 0; i < 50 && state !== 'offline'; i++) {
-    state = (await device()).status
-    if (state !== 'offline') await new Promise((r) => setTimeout(r, 100))
-  }
-  t.equal(state, 'offline', 'leaving the page took the screen offline (no heartbeat timeout waited for)')
+  t.equal((await eventually(t, 'the screen offline', device, { until: (d) => d.status === 'offline' })).status, 'offline', 'leaving the page took the screen offline (no heartbeat timeout waited for)')
   const offline = svc.service.outbox.read('test', 1000).filter((e) => e.type === 'screen.offline' && e.data.screen_id === s.screenId)
   t.equal(offline.length, 1, 'with one screen.offline event')
-})
-
-t.test('a bid the page plays is billed: nurl at the auction, burl with the price once the page reports the play, whatever the screen\'s clock says', async (t) => {
-  const receiver = await startReceiver(t)
-  const svc = await startTestService(t, { ALLOW_PRIVATE_CALLBACK_URLS: '1' }, { running: true })
-  // This screen's clock is ten minutes behind the service's: its reports must still land.
-  svc.clock.advance(10 * 60_000)
-  const { key } = await svc.onboard('player_bidder')
-  await svc.admin('POST', '/admin/v1/seats/player_bidder/approve')
-  const creative = await uploadedCreative(svc, key, await adImage('COFFEE', 'Two for one until noon', '#630'), 'Coffee')
-  if (creative.status !== 'approved') await svc.admin('POST', `/admin/v1/creatives/${creative.id}/review`, { decision: 'approved', reason: 'checked for the player test' })
-  const partner = await registerPartner(svc)
-  await registerDevices(svc, partner, [deviceBody('bid-screen', { slot_duration_seconds: SLOT_SECONDS, floor_price_cpm: 4 })])
-  const request = (await svc.request('GET', '/openrtb/v2/adslots?format=openrtb&limit=1', { key })).body.data.bid_requests[0]
-  const bid = { id: 'b-1', impid: request.imp[0].id, price: 9, crid: creative.id, adm: '<b>coffee</b>', nurl: `${receiver.url}/win?p=\${AUCTION_PRICE}`, burl: `${receiver.url}/bill?p=\${AUCTION_PRICE}&ts=\${AUCTION_IMP_TS}` }
-  t.match((await svc.request('POST', '/openrtb/v2/bid', { key, body: { id: request.id, seatbid: [{ bid: [bid] }] } })).body.data, { accepted: 1 })
-  const device = (await svc.request('GET', '/v1/partner/devices', { key: partner.key })).body.data.devices[0]
-  const browser = await startBrowser(t)
-  const page = await browser.newPage()
-  await page.addInitScript(RECORD)
-  await page.goto(`${device.embed_url}?fp=bid-screen-fp`)
-  await page.waitForFunction((id) => (globalThis as any).__events.some((e: PlayerEvent) => e.name === 'service:ad_ended' && e.detail.creative_id === id && e.detail.completed), creative.id, { timeout: 20_000 })
-  // The page fires ad_ended as it sends its report: the play is billed once that report has landed.
-  for (let i = 0; i < 50 && !receiver.received.some((r) => r.path === '/bill'); i++) {
-    await svc.service.sender.idle()
-    if (!receiver.received.some((r) => r.path === '/bill')) await new Promise((r) => setTimeout(r, 100))
-  }
-  const win = receiver.received.find((r) => r.path === '/win')
-  const bill = receiver.received.find((r) => r.path === '/bill')
-  t.equal(win?.query.get('p'), '4.01', 'the win notice carries the clearing price (second price: the floor plus 0.01)')
-  t.equal(bill?.query.get('p'), '4.01', 'the billing notice fires once the page reported the completed play')
-  t.ok(Number(bill?.query.get('ts')) > 0, 'with the play time')
-})
-
-t.test('zero to serving, end to end: onboard, browse, upload, moderation, campaign, assign, play', async (t) => {
-  const svc = await startTestService(t, { PICKUP_SECONDS: String(PICKUP_SECONDS) }, { running: true })
-  // A screen operator's device is up, its player page open.
-  const s = await screenWithPlayer(t, svc, 'lobby-screen-fp')
-  await s.page.waitForFunction(() => (globalThis as any).oohbid.status().online === true)
-  // A buyer onboards and browses inventory.
-  const { reply, key } = await svc.onboard('zero_to_serving')
-  t.equal(reply.status, 201)
-  const slots = (await svc.request('GET', '/openrtb/v2/adslots?limit=50', { key })).body.data
-  t.ok(slots.screens.some((x: any) => x.screen_id === s.screenId), 'the screen is in /adslots')
-  // Uploads a creative, which the models moderate.
-  const creative = await uploadedCreative(svc, key, await adImage('FRESH BREAD', 'Baked daily on Main St', '#a52'), 'Bakery')
-  t.equal(creative.status, 'approved', 'moderation approved the creative on its own')
-  // Creates a campaign and assigns the creative to the screen.
-  const today = new Date().toISOString().slice(0, 10)
-  const campaign = await svc.request('POST', '/openrtb/v2/campaigns', { key, body: { creative_id: creative.id, name: 'Bakery launch', budget_usd: 50, start_date: today, end_date: today } })
-  t.equal(campaign.status, 201)
-  const assign = await svc.request('POST', '/openrtb/v2/campaigns/assign', { key, body: { creative_id: creative.id, campaign_id: campaign.body.data.campaign_id, screen_ids: [s.screenId], spots_per_day: 2000 } })
-  t.equal(assign.status, 201)
-  const assignedAt = Date.now()
-  // The screen plays it within the pickup window, and the play counts for the campaign.
-  await s.page.waitForFunction((id) => (globalThis as any).__events.some((e: PlayerEvent) => e.name === 'service:ad_ended' && e.detail.creative_id === id && e.detail.completed), creative.id, { timeout: 30_000 })
-  const started = (await s.events()).find((e) => e.name === 'service:ad_started' && e.detail.creative_id === creative.id)!
-  t.ok((started.at - assignedAt) / 1000 <= PICKUP_SECONDS + SLOT_SECONDS + 2, `playing ${((started.at - assignedAt) / 1000).toFixed(1)} s after the assignment`)
-  let impressions = 0
-  for (let i = 0; i < 50 && impressions === 0; i++) {
-    impressions = (await svc.request('GET', `/openrtb/v2/campaigns/${campaign.body.data.campaign_id}`, { key })).body.data.impressions
-    if (impressions === 0) await new Promise((r) => setTimeout(r, 100))
-  }
-  t.ok(impressions >= 1, 'the campaign counts the play')
-  const proofs = (await svc.request('GET', `/v1/advertiser/proof/proofs?screen_id=${s.screenId}`, { key })).body.data.proofs
-  t.match(proofs[0], { adId: creative.id, verification_tier: 'signed', completed: true }, 'with its proof of play')
-  t.ok(svc.service.outbox.read('test', 1000).some((e) => e.type === 'campaign.started' && e.data.campaign_id === campaign.body.data.campaign_id), 'campaign.started')
 })

@@ -5,10 +5,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { eventually } from './helpers/eventually.js'
+import { required } from './helpers/required.js'
 
 // When the process dies anyway (an abort in native code, the OOM killer), the service is back without a person: the
 // supervisors deploy/ ships restart it. PM2 runs here as it runs in production (its daemon, the shipped config); the
-// systemd unit is checked by systemd itself where systemd-analyze is installed, since no systemd runs as PID 1 here.
+// systemd unit is checked by systemd itself where systemd-analyze is installed (no systemd runs as PID 1 here), and
+// skipped, saying so, where it is not.
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const pm2 = join(root, 'node_modules', '.bin', 'pm2')
@@ -42,19 +45,12 @@ t.test('PM2 with deploy/pm2.config.cjs starts oohbid again after kill -9 of its 
   })
   run('start', join(root, 'deploy', 'pm2.config.cjs'))
   const app = () => (JSON.parse(run('jlist')) as Array<{ name: string, pid: number, pm2_env: { restart_time: number, status: string } }>).find((a) => a.name === 'oohbid')!
-  const waitUntil = async (what: string, ok: () => Promise<boolean>) => {
-    for (let i = 0; i < 600; i++) {
-      if (await ok()) return
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-    t.fail(`${what} within 60 s`)
-  }
-  await waitUntil('oohbid answered /healthz under PM2', () => healthy(url))
+  await eventually(t, 'oohbid answered /healthz under PM2', () => healthy(url), { within: 60_000, every: 100 })
   const first = app()
   t.match(first, { pid: Number, pm2_env: { status: 'online', restart_time: 0 } })
 
   process.kill(first.pid, 'SIGKILL')
-  await waitUntil('PM2 started oohbid again', async () => app().pid !== first.pid && app().pid > 0 && await healthy(url))
+  await eventually(t, 'PM2 started oohbid again', async () => app().pid !== first.pid && app().pid > 0 && await healthy(url), { within: 60_000, every: 100 })
   const second = app()
   t.not(second.pid, first.pid, 'a new main process')
   t.equal(second.pm2_env.restart_time, 1, 'PM2 counted one restart')
@@ -63,15 +59,18 @@ t.test('PM2 with deploy/pm2.config.cjs starts oohbid again after kill -9 of its 
   t.equal(ready.data.checks.store, 'ok')
 })
 
-t.test('the systemd unit restarts always and passes systemd-analyze verify; the image checks liveness', async (t) => {
+t.test('the systemd unit restarts always; the image checks liveness', async (t) => {
   const unit = readFileSync(join(root, 'deploy', 'oohbid.service'), 'utf8')
   t.match(unit, /^Restart=always$/m)
   t.match(unit, /^StartLimitIntervalSec=0$/m, 'never stops restarting')
   t.match(unit, /^ExecStart=\/usr\/bin\/node dist\/src\/main\.js$/m)
-  const analyze = spawnSync('systemd-analyze', ['verify', join(root, 'deploy', 'oohbid.service')], { encoding: 'utf8' })
-  if (analyze.error === undefined) t.equal(analyze.status, 0, `systemd-analyze verify: ${analyze.stderr}`)
-  else t.comment('systemd-analyze is not installed; the unit was read only')
   const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8')
   t.match(dockerfile, /^HEALTHCHECK .*\/healthz/m, 'the image probes /healthz')
   t.match(readFileSync(join(root, 'deploy', 'docker-compose.yml'), 'utf8'), /^\s+restart: unless-stopped$/m, 'and compose restarts it')
+})
+
+const analyzer = spawnSync('systemd-analyze', ['--version']).error === undefined
+t.test('systemd itself accepts the unit (systemd-analyze verify)', { skip: analyzer || required('systemd') ? false : 'systemd-analyze is not installed (apt-get install systemd)' }, async (t) => {
+  const analyze = spawnSync('systemd-analyze', ['verify', join(root, 'deploy', 'oohbid.service')], { encoding: 'utf8' })
+  t.equal(analyze.status, 0, `systemd-analyze verify: ${analyze.error?.message ?? analyze.stderr}`)
 })

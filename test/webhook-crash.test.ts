@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Stripe from 'stripe'
 import t from 'tap'
+import { eventually } from './helpers/eventually.js'
 import { startProcess } from './helpers/process.js'
 import { startReceiver } from './helpers/receiver.js'
 
@@ -56,8 +57,8 @@ t.test('kill -9 mid-delivery loses no event, and repeats only what was in flight
   const second = await startProcess(dataDir, env)
   t.teardown(() => { second.child.kill('SIGKILL') })
   const delivered = () => new Set(receiver.received.map((r) => JSON.parse(r.body).data.object.creative_id as string))
-  for (let waited = 0; acknowledged.some((id) => !delivered().has(id)) && waited < 30_000; waited += 100) await new Promise((r) => setTimeout(r, 100))
-  t.same(acknowledged.filter((id) => !delivered().has(id)), [], 'every acknowledged creative\'s moderation result was delivered')
+  const undelivered = await eventually(t, 'every acknowledged creative\'s moderation result delivered', () => acknowledged.filter((id) => !delivered().has(id)), { within: 30_000, every: 100, until: (ids) => ids.length === 0 })
+  t.same(undelivered, [], 'every acknowledged creative\'s moderation result was delivered')
 
   const idsByEvent = new Map<string, Set<string>>()
   const copies = new Map<string, number>()
@@ -74,8 +75,7 @@ t.test('kill -9 mid-delivery loses no event, and repeats only what was in flight
 
   const logged = async () => (await call(second.url, 'GET', '/openrtb/v2/webhooks/deliveries?limit=200', key)).body.data.deliveries as Array<{ status: string }>
   // The last answers may still be on their way to the log.
-  for (let waited = 0; (await logged()).some((d) => d.status !== 'succeeded') && waited < 5000; waited += 100) await new Promise((r) => setTimeout(r, 100))
-  const log = await logged()
+  const log = await eventually(t, 'every delivery logged succeeded', logged, { every: 100, until: (l) => l.every((d) => d.status === 'succeeded') })
   t.equal(log.length, idsByEvent.size, 'the log has one entry per event')
   t.ok(log.every((d) => d.status === 'succeeded'), 'all succeeded')
   const stop = new Promise((r) => second.child.once('exit', r))

@@ -167,6 +167,8 @@ export class Analytics {
   /** Stops the analytics process; what it has not shipped waits in LMDB for the next start. */
   async close (): Promise<void> {
     this.#closing = true
+    // A request still waiting for the process to be ready fails now, rather than holding the shutdown for its timeout.
+    for (const f of this.#onReady.splice(0)) f()
     const child = this.#child
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
     const exited = new Promise((resolve) => child.once('exit', resolve))

@@ -1,7 +1,7 @@
 // The analytics process: forked by the service, it owns ClickHouse (embedded chDB must run in the main thread of a
 // process of its own) and the shipper that drains the LMDB funnel log into it. The service talks to it over IPC:
 // queries in, rows out. It dies with its parent.
-import { connectFunnel, type FunnelStream } from '../cluster/funnel-stream.js'
+import type { FunnelStream } from '../cluster/funnel-stream.js'
 import { retryWithBackoff } from '../cluster/retry.js'
 import { countLogged } from '../events/funnel.js'
 import { createLogger } from '../log.js'
@@ -11,8 +11,7 @@ import { ClickHouseSink } from './load.js'
 import type { AnalyticsRequest, AnalyticsReply, ProcessConfig } from './protocol.js'
 import { ddl, upgrades } from './schema.js'
 import { Shipper } from './shipper.js'
-import { StreamLoader } from './stream-loader.js'
-import { StreamSink } from './stream-sink.js'
+import type { StreamLoader } from './stream-loader.js'
 
 const config = JSON.parse(process.env.OOHBID_ANALYTICS_CONFIG ?? '{}') as ProcessConfig
 const log = createLogger(config.logLevel)
@@ -63,6 +62,8 @@ async function ship (b: Backend): Promise<void> {
     void shipper.run()
     return
   }
+  // The engine's client and the stream's modules load only on a cluster node: a node alone starts without them.
+  const [{ connectFunnel }, { StreamLoader }, { StreamSink }] = await Promise.all([import('../cluster/funnel-stream.js'), import('./stream-loader.js'), import('./stream-sink.js')])
   const shared = config.url !== undefined
   stream = await connectFunnel(engine, shared ? 'analytics' : `analytics_${engine.nodeId}`, log, () => stopping)
   if (stream === undefined) return

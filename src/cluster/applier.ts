@@ -7,10 +7,8 @@ import { EVENTUAL_TABLES, type Store } from '../store/store.js'
 import { BOOK_STREAM, SIGNALS_STREAM, untilAnswered, type Engine } from './engine.js'
 import { SNAPSHOT_MS } from './shipper.js'
 import { MarkWaiters } from './mark-waiters.js'
+import { APPLIED, appliedRevision } from './applied-revision.js'
 import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
-
-/** meta key: the state bucket's last revision this node applied, where it resumes after a restart. */
-const APPLIED = 'cluster:applied'
 
 /**
  * A stream of rows the applier follows in the stream's order (src/cluster/shipper.ts): the signals (FEIN, heartbeats)
@@ -47,11 +45,6 @@ export type AppliedHook = (table: string, key: Key, previous: unknown) => void
 
 /** How often a node looks whether its watch of the state bucket has stalled. */
 const WATCHDOG_MS = 2000
-
-/** The state bucket's revision this node has applied through (/readyz shows it). */
-export function appliedRevision (store: Pick<Store, 'meta'>): number {
-  return (store.meta.get(APPLIED) as number | undefined) ?? 0
-}
 
 /** The bucket's newest revision, which is the last value of its row: a watch delivers it whatever it skips. */
 async function bucketRevision (engine: Engine): Promise<number> {

@@ -1,9 +1,15 @@
 import { ApiError } from '../errors.js'
 import type { WindowAsk } from '../http/rate-limit.js'
 import { MarkWaiters } from './mark-waiters.js'
-import { LOCAL_GRANT_MS } from './rate-leases.js'
 import type { ShippedChanges } from './shipped.js'
 import type { UniqueNames } from './unique-names.js'
+
+/**
+ * How long a node waits for the engine's grant before granting itself one: the engine cannot answer while the
+ * bucket's stream elects a leader (4-9 s), and a key's requests must not stop for that long. Long enough that a
+ * busy machine's slow answer is not taken for an absent one.
+ */
+export const LOCAL_GRANT_MS = 2000
 
 /** What a cluster node's requests need of the cluster, reached from a hot thread through its supervisor. */
 export interface NodeLink {

@@ -1,14 +1,9 @@
 import type { KV } from 'nats'
 import type { Logger } from '../log.js'
 import { chunkFor, type RateLimiter, type WindowAsk, type WindowGrant } from '../http/rate-limit.js'
+import { LOCAL_GRANT_MS } from './node-link.js'
 import { takeGrant, type GrantRun } from './numbered-keys.js'
 
-/**
- * How long a node waits for the engine's grant before granting itself one: the engine cannot answer while the
- * bucket's stream elects a leader (4-9 s), and a key's requests must not stop for that long. Long enough that a
- * busy machine's slow answer is not taken for an absent one.
- */
-export const LOCAL_GRANT_MS = 2000
 
 /** A window's grants' key prefix in the rates bucket (grant n is `<prefix>.<n>`): letters, digits and `-_=.` only. */
 function windowBase (ask: Pick<WindowAsk, 'group' | 'subject' | 'start'>): string {

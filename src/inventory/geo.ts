@@ -1,12 +1,14 @@
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import tzlookup from '@photostructure/tz-lookup'
-import countries from 'i18n-iso-countries'
 
 // The package's index also loads its 60 MB city list; the state and country modules alone are small.
 const require = createRequire(import.meta.url)
 const State = (require('country-state-city/lib/cjs/state.js') as { default: typeof import('country-state-city').State }).default
 const Country = (require('country-state-city/lib/cjs/country.js') as { default: typeof import('country-state-city').Country }).default
+// Loaded when first asked (every thread imports this module; few of them convert country names): 80 ms of each start.
+let isoCountries: typeof import('i18n-iso-countries') | undefined
+const countries = () => isoCountries ??= require('i18n-iso-countries') as typeof import('i18n-iso-countries')
 
 /** A place resolved from coordinates or names (GeoNames data shipped in country-state-city; nothing is fetched). */
 export interface Place {
@@ -93,7 +95,7 @@ export function citiesNamed (name: string): Place[] {
 
 /** ISO 3166-1 alpha-3 for an alpha-2 code (OpenRTB device.geo.country), or undefined. */
 export function alpha3 (alpha2: string): string | undefined {
-  return countries.alpha2ToAlpha3(alpha2.toUpperCase())
+  return countries().alpha2ToAlpha3(alpha2.toUpperCase())
 }
 
 /** Whether an alpha-2 code names a country. */
@@ -105,8 +107,8 @@ export function isCountry (alpha2: string): boolean {
 export function countryCode (text: string): string | undefined {
   const t = text.trim()
   if (/^[A-Za-z]{2}$/.test(t) && isCountry(t)) return t.toUpperCase()
-  if (/^[A-Za-z]{3}$/.test(t)) return countries.alpha3ToAlpha2(t.toUpperCase()) || undefined
-  return countries.getAlpha2Code(t, 'en') || undefined
+  if (/^[A-Za-z]{3}$/.test(t)) return countries().alpha3ToAlpha2(t.toUpperCase()) || undefined
+  return countries().getAlpha2Code(t, 'en') || undefined
 }
 
 /** The subdivision code of a state named or coded in a country (e.g. Texas or TX -> TX). */

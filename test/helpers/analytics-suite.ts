@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { createClient } from '@clickhouse/client'
 import type { Test } from 'tap'
 import { approvedCreative } from './creatives.js'
+import { eventually } from './eventually.js'
 import { deviceBody, registerDevices, registerPartner, sendAudience } from './fleet.js'
 import { startTcpProxy } from './tcp-proxy.js'
 import { startTestService, type Reply, type TestService } from './service.js'
@@ -287,8 +288,7 @@ export function analyticsSuite (t: Test, v: Variant): void {
       // The next round starts once the service has seen this exit: until then ready() still answers for the dead
       // process, and a kill sent to its pid before it is reaped would end nothing (CI once counted 2 restarts of 3).
       const restarts = `oohbid_analytics_restarts_total ${round + 1}`
-      const deadline = Date.now() + 10_000
-      while (!(await svc.request('GET', '/metrics')).text.includes(restarts) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+      await eventually(t, `${restarts} in /metrics`, async () => (await svc.request('GET', '/metrics')).text.includes(restarts), { every: 20 })
     }
     await svc.service.analytics.drain()
     const summary = (await report(svc, '/openrtb/v2/reports/summary', { key })).body.data
@@ -309,9 +309,8 @@ export function analyticsSuite (t: Test, v: Variant): void {
       await proxy.down()
       const pages = 30
       for (let i = 0; i < pages; i++) await svc.request('GET', '/openrtb/v2/adslots?format=openrtb&limit=200', { key })
-      await new Promise((resolve) => setTimeout(resolve, 700))
       const gauge = async () => Number(/^oohbid_funnel_pending_events (\d+)/m.exec((await svc.request('GET', '/metrics')).text)?.[1])
-      t.equal(await gauge(), pages, 'the events (one per bid request) wait in LMDB while ClickHouse is unreachable, and /metrics says how many')
+      t.equal(await eventually(t, `${pages} events pending in /metrics`, gauge, { until: (n) => n === pages }), pages, 'the events (one per bid request) wait in LMDB while ClickHouse is unreachable, and /metrics says how many')
       t.equal((await svc.service.analytics.status()).pending, pages)
       const failing = await svc.request('GET', '/openrtb/v2/reports/summary', { key })
       t.match(failing, { status: 503, body: { error_code: 'service_unavailable' } }, 'asked while ClickHouse is down: 503 with Retry-After')

@@ -59,3 +59,10 @@ export function reason (r: Refusal): string {
   const [line] = r.lines
   return r.lines.length === 1 && line?.level === 'error' && line.event === 'start_refused' ? String(line.msg) : `not one start_refused JSON line: ${r.stderr}`
 }
+
+/** Stops a service started with startProcess with SIGTERM, which must exit 0. */
+export async function stopsCleanly (t: { equal (a: unknown, b: unknown, message: string): void }, service: { child: ChildProcess }): Promise<void> {
+  const stop = new Promise((resolve) => service.child.once('exit', resolve))
+  service.child.kill('SIGTERM')
+  t.equal(await stop, 0, 'SIGTERM exits cleanly')
+}

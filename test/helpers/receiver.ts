@@ -38,6 +38,9 @@ const TLS = join(process.cwd(), 'test', 'fixtures', 'tls')
  * NODE_EXTRA_CA_CERTS, as npm test sets it). Records every request; closed at teardown.
  */
 export async function startReceiver (t: { teardown (fn: () => unknown): void }, tls = false, options: ReceiverOptions = {}): Promise<Receiver> {
+  // The service trusts the test CA only when the process started with it (tap's test-env in package.json sets it):
+  // without it every delivery to an https receiver fails its handshake, and a test would wait for nothing.
+  if (tls && process.env.NODE_EXTRA_CA_CERTS === undefined) throw new Error('An https receiver needs NODE_EXTRA_CA_CERTS=test/fixtures/tls/ca.pem: run the file through tap (npx tap <file>), which sets it')
   const received: Received[] = []
   let failing = 0
   let failStatus = 500

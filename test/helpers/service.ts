@@ -48,15 +48,26 @@ export function freshIp (): string {
   return `198.51.${(ipCounter >> 8) & 255}.${ipCounter & 255}`
 }
 
+export interface TestServiceOptions {
+  /** The clock runs with real time (a browser test's player keeps real time) instead of standing still. */
+  running?: boolean
+  /**
+   * Where the clock starts (ms), instead of now: a test that plays at a given hour starts there, so that nothing the
+   * service does at its start reads another time, whatever day the suite runs on.
+   */
+  at?: number
+}
+
 /**
  * Starts the real service on a free loopback port over a fresh LMDB in a temp dir; stopped at teardown. Its clock
- * stands still unless moved, or with running: true runs with real time (a browser test's player keeps real time).
+ * stands still unless moved (or running), at now unless told otherwise.
  */
-export async function startTestService (t: { teardown (fn: () => unknown): void }, env: Record<string, string> = {}, options: { running?: boolean } = {}): Promise<TestService> {
+export async function startTestService (t: { teardown (fn: () => unknown): void }, env: Record<string, string> = {}, options: TestServiceOptions = {}): Promise<TestService> {
   const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-test-'))
   // Two hot threads unless HOT_THREADS says otherwise (CI runs the suite with 1 too): a request may reach either.
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'error', TRUST_PROXY: '127.0.0.1', ADMIN_TOKEN: 'test-admin-token', HOT_THREADS: process.env.HOT_THREADS ?? '2', ...env })
-  const clock = options.running === true ? new RunningClock() : new ManualClock(Date.now())
+  const clock = options.running === true ? new RunningClock() : new ManualClock(options.at ?? Date.now())
+  if (options.running === true && options.at !== undefined) clock.set(options.at)
   const logs: string[] = []
   const service = await startService({ config, clock, log: createLogger('error', (line) => { logs.push(line) }) })
   // Tests read the events they caused from the outbox: their own consumer keeps them from being compacted.
@@ -150,12 +161,10 @@ export function rawExchange (port: number, payload: string | string[], ms = 1000
     socket.on('data', (d) => { out += d.toString('latin1') })
     socket.on('close', () => { clearTimeout(timer); resolve(out) })
     socket.on('error', () => {})
-    socket.on('connect', async () => {
+    // Each part gapMs after the one before: a request that arrives in pieces, as over a slow link.
+    socket.on('connect', () => {
       const parts = typeof payload === 'string' ? [payload] : payload
-      for (const p of parts) {
-        socket.write(p)
-        if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs))
-      }
+      parts.forEach((p, i) => setTimeout(() => socket.write(p), i * gapMs))
     })
   })
 }

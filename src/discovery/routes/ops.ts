@@ -2,7 +2,7 @@ import { errorTable } from '../../errors.js'
 import { held, ok, raw, route, type RouteDef } from '../../http/route.js'
 import type { Deps } from '../../deps.js'
 import { VERSION } from '../../version.js'
-import { appliedRevision } from '../../cluster/applier.js'
+import { appliedRevision } from '../../cluster/applied-revision.js'
 
 function escapeHtml (s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
