@@ -19,7 +19,7 @@ interface Followed {
   /** meta key: the stream's last message this node applied, where it resumes after a restart. */
   meta: string
   /** Where a node that has applied none of it starts. */
-  start: () => Partial<ConsumerConfig>
+  start: (engine: Engine) => Promise<Partial<ConsumerConfig>>
   /**
    * Whether a message holds this node's own rows, already written here in their order and skipped: the book's own bid
    * coming back after the spot that settled it had shipped would stand again until the settlement came too. Own means
@@ -82,7 +82,12 @@ export class ChangeApplier {
   readonly #signals: Followed = {
     stream: SIGNALS_STREAM,
     meta: 'cluster:signals',
-    start: () => ({ deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Date.now() - 2 * SNAPSHOT_MS).toISOString() }),
+    // Two snapshots back from the newest signal, by the engine's clock: a node whose own clock runs ahead would start
+    // past the signals it needs. A stream with none yet starts at sequence 1 (see the book's start below).
+    start: async (engine) => {
+      const { state } = await engine.jsm.streams.info(SIGNALS_STREAM)
+      return state.messages === 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: 1 } : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Date.parse(state.last_ts) - 2 * SNAPSHOT_MS).toISOString() }
+    },
     lastChecked: -1
   }
 
@@ -111,7 +116,7 @@ export class ChangeApplier {
     // A node that never followed the book reads all of it: the stream keeps bids only as long as they can win. (From
     // sequence 1, the first message kept or after: nats.js's ordered consumer with DeliverPolicy.All on an empty
     // stream never starts consuming.)
-    this.#book = { stream: BOOK_STREAM, meta: 'cluster:book', start: () => ({ deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: 1 }), own: (m) => m.headers?.get('Nats-Msg-Id').startsWith(`${deps.incarnation}.`) === true, lastChecked: -1 }
+    this.#book = { stream: BOOK_STREAM, meta: 'cluster:book', start: async () => ({ deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: 1 }), own: (m) => m.headers?.get('Nats-Msg-Id').startsWith(`${deps.incarnation}.`) === true, lastChecked: -1 }
   }
 
   /** The bucket revision this node has applied through. */
@@ -147,7 +152,7 @@ export class ChangeApplier {
    */
   async #follow (engine: Engine, followed: Followed): Promise<void> {
     const from = this.#appliedOf(followed)
-    const consumer = await engine.js.consumers.get(followed.stream, from > 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 } : followed.start())
+    const consumer = await engine.js.consumers.get(followed.stream, from > 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 } : await followed.start(engine))
     const messages = followed.messages = await consumer.consume()
     void (async () => {
       for await (const m of messages) this.#arrive({ followed, seq: m.seq, rows: followed.own?.(m) === true ? [] : unpackValue(m.data) as Change[] })
