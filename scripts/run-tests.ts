@@ -34,6 +34,7 @@ const jobs = Number(process.env.TEST_JOBS ?? tap.jobs)
 const limitMs = tap.timeout * 1000
 const verbose = process.env.TEST_VERBOSE === '1'
 const timesFile = join(root, 'dist', 'test-times.json')
+const seedFile = join(root, 'test', 'durations.json')
 const resultsFile = join(root, 'dist', 'test-results.json')
 
 /** The test files under each path given (a file, or a folder walked for *.test.js). */
@@ -54,11 +55,18 @@ function testFiles (paths: string[]): string[] {
   return [...new Set(found)].sort()
 }
 
-/** Longest first, by the last run's times (by size on a first run), so that no long file starts last. */
+/** Times in ms by file, as a times file holds them; none where it is missing. */
+function readTimes (path: string): Record<string, number> {
+  try { return JSON.parse(readFileSync(path, 'utf8')) } catch { return {} }
+}
+
+/**
+ * Longest first, so that no long file starts last: by this checkout's last run of each file, or on a fresh clone by
+ * the times committed in test/durations.json. A file neither knows goes first (the larger first): it may be long.
+ */
 function ordered (files: string[]): string[] {
-  let times: Record<string, number> = {}
-  try { times = JSON.parse(readFileSync(timesFile, 'utf8')) } catch {}
-  const weight = (f: string) => times[f] ?? statSync(f).size
+  const times = { ...readTimes(seedFile), ...readTimes(timesFile) }
+  const weight = (f: string) => times[f] ?? 1e9 + statSync(f).size
   return [...files].sort((a, b) => weight(b) - weight(a))
 }
 
@@ -186,7 +194,7 @@ process.stdout.write('\n# slowest files\n')
 for (const r of [...results].sort((a, b) => b.ms - a.ms).slice(0, 15)) process.stdout.write(`#   ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${r.cpu !== undefined ? `(${r.cpu.toFixed(1).padStart(5)} s CPU)  ` : ''}${r.file}\n`)
 const cpu = results.reduce((s, r) => s + (r.cpu ?? 0), 0)
 if (cpu > 0) process.stdout.write(`# CPU of the test files and what they started: ${(cpu / 60).toFixed(1)} min\n`)
-writeFileSync(timesFile, JSON.stringify(Object.fromEntries(results.map((r) => [r.file, Math.round(r.ms)])), null, 1))
+writeFileSync(timesFile, JSON.stringify({ ...readTimes(timesFile), ...Object.fromEntries(results.map((r) => [r.file, Math.round(r.ms)])) }, null, 1))
 writeFileSync(resultsFile, JSON.stringify(results.map(({ output: _, ...r }) => ({ ...r, ms: Math.round(r.ms) })), null, 1))
 process.stdout.write(`# { total: ${total}, pass: ${sum('pass')}, fail: ${sum('fail')}, skip: ${sum('skip')}${sum('todo') > 0 ? `, todo: ${sum('todo')}` : ''} }\n`)
 process.stdout.write(`# time=${ms.toFixed(0)}ms\n`)

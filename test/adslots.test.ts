@@ -118,7 +118,9 @@ t.test('sources: owned, partner and all, behind the partner-display switch; curs
   await fleet(svc)
   const key = await buyer(svc)
   const q = async (query: string) => (await svc.request('GET', `/openrtb/v2/adslots?${query}`, { key }))
-  t.same((await q('source=partner')).body.data.screens, [], 'switch off: partner lists nothing')
+  const off = await q('source=partner')
+  t.equal(off.status, 200, 'switch off: partner answers', { body: off.body })
+  t.same(off.body.data?.screens, [], 'switch off: partner lists nothing')
   t.equal((await q('source=all')).body.data.total, 24, 'switch off: all lists owned only')
   await svc.admin('PUT', '/admin/v1/settings', { partner_display: true })
   const partner = (await q('source=partner')).body.data
