@@ -147,10 +147,11 @@ function runFile (file: string): Promise<FileResult> {
       parser.end()
       const r = parser.results!
       const ms = performance.now() - started
-      const skipped = r.plan.skipAll ? r.plan.skipReason || 'skipped' : undefined
+      const failed = !r.ok || code !== 0 || timedOut
+      // A file ended before its first assertion parses as "no tests found": a skip only when it ended by itself.
+      const skipped = r.plan.skipAll && !failed ? r.plan.skipReason || 'skipped' : undefined
       // A file skipped whole counts as one skip, as in tap's summary.
       if (skipped !== undefined && counts.pass + counts.fail + counts.skip === 0) counts.skip = 1
-      const failed = !r.ok || code !== 0 || timedOut
       if (timedOut) output += `\nnot ok - timeout! ${file} ran past its ${tap.timeout} s\n`
       else if (code !== 0 && r.ok) output += `\nnot ok - ${file} exited with ${signal ?? code}\n`
       resolve({ file, ok: !failed, ms, ...(cpu !== undefined ? { cpu } : {}), ...counts, fail: Math.max(counts.fail, failed ? 1 : 0), ...(skipped !== undefined ? { skipped } : {}), skips, output })

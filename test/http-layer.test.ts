@@ -107,8 +107,9 @@ t.test('autocannon -p 10 gets a correct answer to every request on every route t
   const embed = new URL(device.body.data.devices[0].embed_url).pathname
   // Another screen's page and heartbeat bind it to a device: spots asked without that device's fp go to the first.
   const bound = new URL(device.body.data.devices[1].embed_url).pathname
-  // Spots for one screen are decided one after another, and a pipelined request that meets another's decision cannot
-  // wait for it (409 spot_in_progress): the VAST route, which decides spots too, asks for a third screen's.
+  // A screen's spots are decided one after another: a decision waits up to 250 ms for another hot thread's on the same
+  // screen, then answers 409 spot_in_progress (with Retry-After), which a machine this busy can reach. The routes that
+  // decide spots ask on one connection each (one hot thread), and VAST for another screen than spots.
   const vast = new URL(device.body.data.devices[2].embed_url).pathname
   const creative = await approvedCreative(svc, key)
   const imp = (await svc.request('GET', '/openrtb/v2/adslots?format=openrtb&limit=1', { key })).body.data.bid_requests[0].imp[0].id
@@ -137,9 +138,9 @@ t.test('autocannon -p 10 gets a correct answer to every request on every route t
     ['GET healthz', { url: `${svc.url}/healthz` }],
     ['POST bid', { url: `${svc.url}/openrtb/v2/bid`, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: bid }],
     ['GET stats', { url: `${svc.url}/openrtb/v2/stats`, headers: { authorization: `Bearer ${key}` } }],
-    ['POST player spots', { url: `${svc.url}${embed}/spots`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }],
+    ['POST player spots', { url: `${svc.url}${embed}/spots`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}', connections: 1 }],
     ['POST exchange bid', { url: `${svc.url}/openrtb/bidder/cannon-x/bid`, method: 'POST', headers: { 'content-type': 'application/json' }, body: ortb }],
-    ['GET player VAST', { url: `${svc.url}${vast}/vast` }],
+    ['GET player VAST', { url: `${svc.url}${vast}/vast`, connections: 1 }],
     // The player group is limited per address (6000 a minute): these two come from other screens' addresses.
     ['GET player page', { url: `${svc.url}${bound}?fp=cannon-fp`, headers: { 'x-forwarded-for': '192.0.2.80' } }],
     ['POST player heartbeat', { url: `${svc.url}${bound}/heartbeat`, method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '192.0.2.81' }, body: '{"fp":"cannon-fp"}' }],
