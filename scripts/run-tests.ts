@@ -153,7 +153,7 @@ function runFile (file: string): Promise<FileResult> {
       // A file skipped whole counts as one skip, as in tap's summary.
       if (skipped !== undefined && counts.pass + counts.fail + counts.skip === 0) counts.skip = 1
       if (timedOut) output += `\nnot ok - timeout! ${file} ran past its ${tap.timeout} s\n`
-      else if (code !== 0 && r.ok) output += `\nnot ok - ${file} exited with ${signal ?? code}\n`
+      else if (code !== 0) output += `\nnot ok - ${file} exited with ${signal ?? code}\n`
       resolve({ file, ok: !failed, ms, ...(cpu !== undefined ? { cpu } : {}), ...counts, fail: Math.max(counts.fail, failed ? 1 : 0), ...(skipped !== undefined ? { skipped } : {}), skips, output })
     })
   })

@@ -3,7 +3,7 @@ import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { eventually, pause } from './helpers/eventually.js'
+import { eventually } from './helpers/eventually.js'
 import { startProcess, stopsCleanly } from './helpers/process.js'
 import { parseResponses, rawExchange, startTestService } from './helpers/service.js'
 
@@ -15,9 +15,11 @@ t.test('graceful shutdown: stop accepting, finish in-flight requests, then close
   const { key } = await svc.onboard('draining')
   const body = JSON.stringify({ label: 'in flight' })
   const head = `POST /openrtb/v2/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`
-  // The request's first bytes, then 400 ms before the rest: the service closes while it is in flight.
-  const inFlight = rawExchange(svc.port, [head + body.slice(0, 4), body.slice(4)], 3000, 400)
-  await pause(150)
+  // The request's first bytes, then 1.5 s before the rest: the service closes once it has the request in flight (the
+  // gauge counts the scrape that reads it too).
+  const inFlight = rawExchange(svc.port, [head + body.slice(0, 4), body.slice(4)], 5000, 1500)
+  const gauge = async () => Number(/^oohbid_http_requests_in_flight (\d+)$/m.exec((await svc.request('GET', '/metrics')).text)?.[1])
+  t.ok(await eventually(t, 'the request in flight', gauge, { until: (n) => n >= 2 }), 'the request is in flight')
   const closed = svc.service.close()
   // Each hot thread closes its listen socket when the supervisor's message reaches it.
   const connecting = () => new Promise((resolve) => {
