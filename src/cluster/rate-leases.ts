@@ -4,7 +4,6 @@ import { chunkFor, type RateLimiter, type WindowAsk, type WindowGrant } from '..
 import { LOCAL_GRANT_MS } from './node-link.js'
 import { takeGrant, type GrantRun } from './numbered-keys.js'
 
-
 /** A window's grants' key prefix in the rates bucket (grant n is `<prefix>.<n>`): letters, digits and `-_=.` only. */
 function windowBase (ask: Pick<WindowAsk, 'group' | 'subject' | 'start'>): string {
   return `w.${ask.group}.${Buffer.from(ask.subject).toString('base64url')}.${ask.start}`
