@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { eventually } from './helpers/eventually.js'
 import { AnalyticsError } from '../src/analytics/client.js'
@@ -13,6 +14,7 @@ t.test('a query sent to an analytics process that has just died is refused; the 
   await analytics.ready()
   t.same(await analytics.query('SELECT 1 AS one'), [{ one: 1 }])
   const pid = analytics.pid!
+  t.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8'), /^oohbid-analytics\0/, 'ps names the process oohbid-analytics')
   process.kill(pid, 'SIGKILL')
   // Block until it is surely gone, so the channel's other end is closed before this process hears of the exit.
   for (const until = Date.now() + 300; Date.now() < until;);

@@ -1,4 +1,4 @@
-import { fork, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import type { Logger } from '../log.js'
 import type { AnalyticsReply, AnalyticsRequest, ProcessConfig } from './protocol.js'
@@ -6,6 +6,12 @@ import type { Params } from './sql.js'
 
 const ENTRY = fileURLToPath(new URL('./process.js', import.meta.url))
 const QUERY_TIMEOUT_MS = 60_000
+/**
+ * The analytics process's name (argv[0]): what `ps` and `top` show for ClickHouse's process, and what
+ * FAKETIME_SKIP_CMDS names to leave it on the real clock (README, Tests: chDB reads the real time whatever libfaketime
+ * says, and slows to a crawl under it).
+ */
+const ANALYTICS_PROCESS_NAME = 'oohbid-analytics'
 
 /** A request before it has its id (Omit distributed over the union). */
 type Unsent = AnalyticsRequest extends infer R ? R extends AnalyticsRequest ? Omit<R, 'id'> : never : never
@@ -49,7 +55,12 @@ export class Analytics {
   }
 
   start (): void {
-    const child = fork(ENTRY, [], { env: { ...process.env, OOHBID_ANALYTICS_CONFIG: JSON.stringify(this.#config) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+    // fork() with a name of its own: the same node, flags and IPC channel.
+    const child = spawn(process.execPath, [...process.execArgv, ENTRY], {
+      argv0: ANALYTICS_PROCESS_NAME,
+      env: { ...process.env, OOHBID_ANALYTICS_CONFIG: JSON.stringify(this.#config) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc']
+    })
     this.#child = child
     child.on('message', (m: AnalyticsReply) => this.#receive(m))
     // A failed kill or IPC write; its exit, if it dies, is handled below.

@@ -130,7 +130,7 @@ export async function assetOn (t: Test, base: string, creativeId: string): Promi
 /** The analytics process a node forked (tests kill it to show no funnel event is lost or doubled). */
 export function analyticsPidOf (nodePid: number): number | undefined {
   for (const child of readFileSync(`/proc/${nodePid}/task/${nodePid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)) {
-    if (readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('analytics/process.js')) return child
+    if (readFileSync(`/proc/${child}/cmdline`, 'utf8').startsWith('oohbid-analytics\0')) return child
   }
   return undefined
 }

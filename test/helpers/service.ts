@@ -35,7 +35,10 @@ export interface TestService {
   logs: string[]
   request (method: string, path: string, opts?: RequestOptions): Promise<Reply>
   admin (method: string, path: string, body?: unknown): Promise<Reply>
-  /** Onboards a seat from its own client address (X-Forwarded-For through the trusted loopback proxy). */
+  /**
+   * Onboards a seat from its own client address (X-Forwarded-For through the trusted loopback proxy). Reading `key`
+   * throws, with the reply, when the onboarding minted none.
+   */
   onboard (seatId: string, extra?: Record<string, unknown>, key?: string): Promise<{ reply: Reply, key: string }>
   /** Counts of every store table and the outbox, to show that a refused request wrote nothing. */
   snapshot (): Record<string, number>
@@ -112,7 +115,15 @@ export async function startTestService (t: { teardown (fn: () => unknown): void 
         headers: { 'x-forwarded-for': freshIp() },
         ...(key !== undefined ? { key } : {})
       })
-      return { reply, key: reply.body?.data?.api_key?.key }
+      return {
+        reply,
+        // A test that goes on with the key of an onboarding that failed would only see 401s later: say why here.
+        get key (): string {
+          const minted = (reply.body as { data?: { api_key?: { key?: string } } })?.data?.api_key?.key
+          if (reply.status !== 201 || minted === undefined) throw new Error(`onboarding ${seatId} gave no key: ${reply.status} ${reply.text}`)
+          return minted
+        }
+      }
     },
     snapshot () {
       const s = service.store
