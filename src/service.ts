@@ -34,7 +34,7 @@ import { dashboardOf } from './admin/dashboard.js'
 import type { Dashboard } from './generated/types.js'
 import { RateLimiter, type WindowAsk } from './http/rate-limit.js'
 import type { RouteDef } from './http/route.js'
-import { claimPort } from './http/server.js'
+import { claimPort, type ClaimedPort } from './http/server.js'
 import { broadcast } from './hot/broadcast.js'
 import { Supervisor } from './control/supervisor.js'
 import type { ClusterNode } from './cluster/node.js'
@@ -104,13 +104,14 @@ export interface ServiceOptions {
  */
 export async function startService ({ config: given, clock = systemClock, log = createLogger(given.logLevel) }: ServiceOptions): Promise<Service> {
   const lock = await lockDataDir(given.dataDir)
-  let port: number
+  let claimed: ClaimedPort
   try {
-    port = await claimPort(given.host, given.port)
+    claimed = await claimPort(given.host, given.port)
   } catch (err) {
     await lock.release()
     throw err
   }
+  const port = claimed.port
   const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs }, undefined, { replicate: given.cluster !== undefined, node: given.cluster?.nodeId })
   const admin = resolveAdminToken(given.adminToken, given.dataDir)
   if (admin.generatedAt !== undefined) log.info('operator token', { path: admin.generatedAt })
@@ -238,7 +239,9 @@ export async function startService ({ config: given, clock = systemClock, log = 
       moderator.claimWith({ claim: (id) => node.claim(`moderation:${id}`, config.cluster!.nodeId), release: (id) => node.release(`moderation:${id}`, config.cluster!.nodeId) })
     }
     await threads.start(config.hotThreads)
+    claimed.release()
   } catch (err) {
+    claimed.release()
     await threads.close().catch(() => 0)
     await cluster?.close().catch(() => {})
     await store.close()

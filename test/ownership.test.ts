@@ -1,8 +1,10 @@
 import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
+import { claimPort } from '../src/http/server.js'
 import { lockDataDir } from '../src/store/data-dir-lock.js'
 import { reason, refusedStart, startProcess } from './helpers/process.js'
 
@@ -65,4 +67,20 @@ t.test('the socket-file lock (platforms without abstract sockets) refuses a live
   const linux = await lockDataDir(dataDir)
   await t.rejects(lockDataDir(join(dataDir, '.'), true), { name: 'StartRefused' }, 'another spelling of the same directory is the same lock')
   await linux.release()
+})
+
+t.test('a port is held from the moment it is taken: no other service can be handed it while the hot threads start', async (t) => {
+  const claimed = await claimPort('127.0.0.1', 0)
+  const bind = () => new Promise<string>((resolve) => {
+    const probe = createServer()
+    probe.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'))
+    probe.listen({ host: '127.0.0.1', port: claimed.port, exclusive: true }, () => probe.close(() => resolve('bound')))
+  })
+  t.equal(await bind(), 'EADDRINUSE', 'another bind of the port fails while it is held')
+  const early = await fetch(`http://127.0.0.1:${claimed.port}/healthz`)
+  t.equal(early.status, 503, 'a client that connects meanwhile is told to retry')
+  t.equal(early.headers.get('retry-after'), '1')
+  t.match(await early.json(), { error_code: 'service_unavailable' })
+  claimed.release()
+  t.equal(await bind(), 'bound', 'let go, the port is free again')
 })

@@ -62,12 +62,53 @@ function mount (app: uWS.TemplatedApp, routes: RouteDef[], deps: HttpDeps): void
   })
 }
 
+/** Closes every connection an app holds (uWS's App.close, which its types do not declare). */
+function closeConnections (app: uWS.TemplatedApp): void {
+  (app as unknown as { close?: () => void }).close?.()
+}
+
+/** A port taken for the hot threads: held by this thread until they listen on it too. */
+export interface ClaimedPort {
+  port: number
+  /** Lets go of this thread's hold (once the hot threads listen, or when the start fails). */
+  release (): void
+}
+
 /**
- * The port the hot threads will share, refused when another process listens on it. uWS listens with SO_REUSEPORT,
- * so a second service on the same port would quietly share its traffic; a plain bind, without that option, fails
- * while anyone else holds the port. PORT=0 takes a free port here, so that every thread listens on the same one.
+ * The port the hot threads will share, refused when another process listens on it, and held until they listen on it.
+ * uWS listens with SO_REUSEPORT, so a second service on the same port would quietly share its traffic: a plain bind,
+ * without that option, fails while anyone else holds the port (PORT=0 takes a free one that way). A port only probed
+ * and let go could be handed to another service starting with PORT=0 while the hot threads started (the test suite
+ * starts hundreds side by side), and the two would then split each other's connections. So this thread holds the port
+ * at once with a uWS socket of its own, which the hot threads join; the kernel hands no port in use to a bind for
+ * port 0. A client that connects meanwhile is answered 503 with Retry-After.
  */
-export function claimPort (host: string, port: number): Promise<number> {
+export async function claimPort (host: string, port: number): Promise<ClaimedPort> {
+  for (let attempt = 1; ; attempt++) {
+    const free = await probePort(host, port)
+    const app = uWS.App().any('/*', (res) => {
+      res.writeStatus('503 Service Unavailable').writeHeader('Retry-After', '1').writeHeader('Content-Type', 'application/json')
+        .end(JSON.stringify({ success: false, error: 'The service is starting; retry shortly.', error_code: 'service_unavailable' }))
+    })
+    const socket = await new Promise<uWS.us_listen_socket | false>((resolve) => app.listen(host, free, resolve))
+    if (socket) {
+      return {
+        port: free,
+        release () {
+          uWS.us_listen_socket_close(socket)
+          // Connections it took while the hot threads started: they go, and their clients reconnect to a hot thread.
+          closeConnections(app)
+        }
+      }
+    }
+    closeConnections(app)
+    // Taken in the moment between the probe and the hold: a free port is asked for again; a given one is refused.
+    if (port !== 0 || attempt === 3) throw new StartRefused(`Port ${free} on ${host} is in use by another process; stop it first, or set PORT to a free port.`)
+  }
+}
+
+/** A plain bind of the port (a free one for 0), let go at once: refused when any socket holds it. */
+function probePort (host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer()
     probe.once('error', (err: NodeJS.ErrnoException) => {
@@ -95,7 +136,7 @@ export async function listen (host: string, port: number): Promise<HttpServer> {
           listening = null
         },
         closeAll () {
-          (app as unknown as { close?: () => void }).close?.()
+          closeConnections(app)
         }
       })
     })

@@ -65,7 +65,7 @@ export interface TestServiceOptions {
  * Starts the real service on a free loopback port over a fresh LMDB in a temp dir; stopped at teardown. Its clock
  * stands still unless moved (or running), at now unless told otherwise.
  */
-export async function startTestService (t: { teardown (fn: () => unknown): void }, env: Record<string, string> = {}, options: TestServiceOptions = {}): Promise<TestService> {
+export async function startTestService (t: { teardown (fn: () => unknown): void, passing?: () => boolean }, env: Record<string, string> = {}, options: TestServiceOptions = {}): Promise<TestService> {
   const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-test-'))
   // Two hot threads unless HOT_THREADS says otherwise (CI runs the suite with 1 too): a request may reach either.
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'error', TRUST_PROXY: '127.0.0.1', ADMIN_TOKEN: 'test-admin-token', HOT_THREADS: process.env.HOT_THREADS ?? '2', ...env })
@@ -76,6 +76,9 @@ export async function startTestService (t: { teardown (fn: () => unknown): void 
   // Tests read the events they caused from the outbox: their own consumer keeps them from being compacted.
   service.outbox.register('test')
   t.teardown(async () => {
+    // What the service logged (errors only) says why a request of a failed test got a 500: the runner prints a failed
+    // file's stderr.
+    if (t.passing?.() === false && logs.length > 0) process.stderr.write(`the service logged:\n${logs.join('\n')}\n`)
     await service.close()
     rmSync(dataDir, { recursive: true, force: true })
   })
