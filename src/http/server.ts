@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto'
 import { createServer } from 'node:net'
 import uWS from 'uWebSockets.js'
 import { ApiError } from '../errors.js'
 import { StartRefused } from '../start-refused.js'
+import { flatError, statusLine } from './envelope.js'
 import { RequestCycle, type HttpDeps } from './request-cycle.js'
 import type { Method, RouteDef } from './route.js'
 
@@ -87,8 +89,9 @@ export async function claimPort (host: string, port: number): Promise<ClaimedPor
   for (let attempt = 1; ; attempt++) {
     const free = await probePort(host, port)
     const app = uWS.App().any('/*', (res) => {
-      res.writeStatus('503 Service Unavailable').writeHeader('Retry-After', '1').writeHeader('Content-Type', 'application/json')
-        .end(JSON.stringify({ success: false, error: 'The service is starting; retry shortly.', error_code: 'service_unavailable' }))
+      const err = new ApiError('service_unavailable', 'The service is starting; retry shortly.', { retry_after_seconds: 1 })
+      res.writeStatus(statusLine(err.status)).writeHeader('Retry-After', '1').writeHeader('Content-Type', 'application/json')
+        .end(flatError(err, `req_${randomUUID()}`))
     })
     const socket = await new Promise<uWS.us_listen_socket | false>((resolve) => app.listen(host, free, resolve))
     if (socket) {
@@ -103,8 +106,13 @@ export async function claimPort (host: string, port: number): Promise<ClaimedPor
     }
     closeConnections(app)
     // Taken in the moment between the probe and the hold: a free port is asked for again; a given one is refused.
-    if (port !== 0 || attempt === 3) throw new StartRefused(`Port ${free} on ${host} is in use by another process; stop it first, or set PORT to a free port.`)
+    if (port !== 0 || attempt === 3) throw portInUse(host, free)
   }
+}
+
+/** The refusal when the port is taken: a probe's, or a hold's that lost the port in the moment after it. */
+function portInUse (host: string, port: number): StartRefused {
+  return new StartRefused(`Port ${port} on ${host} is in use by another process; stop it first, or set PORT to a free port.`)
 }
 
 /** A plain bind of the port (a free one for 0), let go at once: refused when any socket holds it. */
@@ -112,7 +120,7 @@ function probePort (host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer()
     probe.once('error', (err: NodeJS.ErrnoException) => {
-      reject(err.code === 'EADDRINUSE' ? new StartRefused(`Port ${port} on ${host} is in use by another process; stop it first, or set PORT to a free port.`) : err)
+      reject(err.code === 'EADDRINUSE' ? portInUse(host, port) : err)
     })
     probe.listen({ host, port, exclusive: true }, () => {
       const taken = (probe.address() as { port: number }).port
