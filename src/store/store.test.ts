@@ -67,3 +67,31 @@ process.stdout.write('written')`
   t.teardown(() => reader.close())
   t.same([...reader.funnel.getRange()].map(({ key, value }) => [key, value]), [[[2, 1], [{ stage: 'auction', at: 1764000000000, screens: ['scr_1'], spot_id: 'spt_2', tier: 'house', competitors: 0 }]]])
 })
+
+t.test('every opener maps the environment at its full size from the start, so no thread remaps it while others read', async (t) => {
+  // Before the fix the map started at 128 KB and a thread remapped it, unlocked, whenever another process had grown
+  // the file: two threads doing so at once left a map smaller than its recorded size, and the process segfaulted or
+  // failed every write with MDB_BAD_TXN (environmentOptions). Here another process grows the file by 64 MB.
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-store-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const { open } = await import('lmdb')
+  const { environmentOptions, MAP_SIZE } = await import('./store.js')
+  const path = join(dir, 'oohbid.lmdb')
+  const root = open({ path, ...environmentOptions({ mode: 'os', syncIntervalMs: 0 }) })
+  t.teardown(() => root.close())
+  const table = root.openDB<string, number>('t', { keyEncoding: 'uint32' })
+  const mapSize = () => (root.getStats() as { mapSize: number }).mapSize
+  t.equal(mapSize(), MAP_SIZE, 'mapped at full size when opened')
+  const script = `import { open } from ${JSON.stringify(lmdb)}
+import { environmentOptions } from ${JSON.stringify(store)}
+const root = open({ path: ${JSON.stringify(path)}, ...environmentOptions({ mode: 'os', syncIntervalMs: 0 }) })
+const table = root.openDB('t', { keyEncoding: 'uint32' })
+for (let batch = 0; batch < 64; batch++) root.transactionSync(() => { for (let i = 0; i < 16; i++) table.putSync(batch * 16 + i, 'x'.repeat(64 * 1024)) })
+await root.close()
+process.stdout.write('grown')`
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 })
+  t.equal(run.stdout, 'grown', 'another process grew the file by 64 MB', { stderr: run.stderr })
+  root.resetReadTxn()
+  t.equal(table.get(1023)?.length, 64 * 1024, 'the last value written there reads back whole')
+  t.equal(mapSize(), MAP_SIZE, 'and the map was not resized to read it')
+})

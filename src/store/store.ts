@@ -252,6 +252,9 @@ export interface Durability {
   syncIntervalMs: number
 }
 
+/** The address space every opener maps the environment with (environmentOptions says why it is fixed). */
+export const MAP_SIZE = 2 ** 40
+
 /**
  * The options every process and thread opens the environment with (the service's hot threads and supervisor, the
  * analytics process, and the benchmarks' durable floors, which must pay what the service pays).
@@ -265,9 +268,17 @@ export interface Durability {
  * pwrite instead of storing into the map: one put costs 14-20 us of CPU instead of 8, a bid 20-40 us more (bench/bid).
  *
  * With noSync, a commit is in the operating system's page cache when it returns; the file is fsynced on a timer.
+ *
+ * The map is sized once, at 1 TiB of address space (the file grows only as pages are written). Left to lmdb-js's
+ * default it starts at 128 KB, and a thread that begins a transaction on a file another process has grown past its
+ * map remaps it on the spot, with no lock: two threads of one process doing that at once can leave the environment
+ * with the smaller map and the larger size, and every later read past the map's end lands elsewhere. On a new data
+ * directory under load, where the map doubles many times in the first seconds, that is a segfault, or a process
+ * whose every write fails with MDB_BAD_TXN "mdb_page_touch no parent" (src/store/store.test.ts). With the map at
+ * full size from the start, no thread ever remaps.
  */
 export function environmentOptions (durability: Durability): RootDatabaseOptions {
-  return { maxDbs: 96, ...(durability.mode === 'os' ? { noSync: true } : {}) }
+  return { maxDbs: 96, mapSize: MAP_SIZE, ...(durability.mode === 'os' ? { noSync: true } : {}) }
 }
 
 /** Opens (creating if needed) the environment under dataDir. */
