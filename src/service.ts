@@ -27,6 +27,7 @@ import type { BookKey } from './bidding/records.js'
 import { adoptLegacyBindings, Inventory, inventoryOptions } from './inventory/inventory.js'
 import { adoptSeatKeyLists } from './auth/keys.js'
 import { Moderator } from './moderation/moderator.js'
+import { JournalTurns } from './store/journal-turns.js'
 import { ObjectStore } from './store/objects.js'
 import { Idempotency } from './http/idempotency.js'
 import { Metrics, renderMetrics, type MetricsSnapshot } from './http/metrics.js'
@@ -136,6 +137,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   // What the hot threads acknowledged and a crash kept from LMDB, before any thread serves or a job reads bids.
   // The supervisor's claims are thread 0's: the expiry job skips a screen a hot thread is deciding.
   const claims = new ScreenClaims(0)
+  const journals = JournalTurns.memory(config.hotThreads)
   const intake = { store, outbox, notices, funnel, moderator, metrics, claims }
   tagBookKeys(store)
   const recovered = recoverHotJournals(intake, config.dataDir)
@@ -176,7 +178,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   let cluster: ClusterNode | undefined
   const threads: Supervisor = new Supervisor({
     config,
-    shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer, claims: { buffer: claims.buffer, counters: claims.counters }, shipped: replicated.buffer }
+    shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer, claims: { buffer: claims.buffer, counters: claims.counters }, shipped: replicated.buffer, journals }
   }, {
     replicate: () => cluster?.kick(),
     claim: async (name: string, owner: string, takeOverAfterMs?: number) => {
@@ -218,7 +220,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     })
   }, log, () => store.refresh())
   // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.
-  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), objects, moderator, sealer, proofSigner: ProofSigner.forService(config), notices, deliveries, funnel, journal: openHotJournal(intake, config.dataDir, config.durability, 'supervisor'), claims, analytics, reports, metrics, scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}) })
+  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), objects, moderator, sealer, proofSigner: ProofSigner.forService(config), notices, deliveries, funnel, journal: openHotJournal(intake, config.dataDir, config.durability, 'supervisor', new JournalTurns(journals, 0)), claims, analytics, reports, metrics, scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}) })
   try {
     // A cluster node serves only once it holds what the cluster acknowledged while it was away.
     if (config.cluster !== undefined) {

@@ -3,9 +3,10 @@ import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { ProofSigner } from '../src/proof/signer.js'
 import { approvedCreative } from './helpers/creatives.js'
+import { eventually } from './helpers/eventually.js'
 import { deviceBody, registerDevices, registerPartner } from './helpers/fleet.js'
 import { startTestService, type TestService } from './helpers/service.js'
 
@@ -34,13 +35,20 @@ async function setup (svc: TestService) {
   const { key } = await svc.onboard('prover')
   await svc.admin('POST', '/admin/v1/seats/prover/approve')
   const creative = await approvedCreative(svc, key, 'proof ad')
-  /** Bids, takes the spot, renders and completes it (duration_ms as the player reports it); the event's answer. */
-  const play = async (durationMs = 15_000) => {
+  /**
+   * Bids, takes the spot, renders and completes it (duration_ms as the player reports it), as the player page does:
+   * a 409 spot_in_progress is asked again after its Retry-After. The completion's answer.
+   */
+  const play = async (t: Test, durationMs = 15_000) => {
     const req = (await svc.request('GET', '/openrtb/v2/adslots?format=openrtb&limit=1', { key })).body.data.bid_requests[0]
-    await svc.request('POST', '/openrtb/v2/bid', { key, body: { id: req.id, seatbid: [{ bid: [{ id: `b-${req.imp[0].id}`, impid: req.imp[0].id, price: 9, crid: creative, adm: '<b>ad</b>' }] }] } })
-    const spot = (await svc.request('POST', `${embed}/spots`, { body: {} })).body.data
-    await svc.request('POST', `${embed}/spots/${spot.spot_id}/events`, { body: { event: 'render_started' } })
-    return (await svc.request('POST', `${embed}/spots/${spot.spot_id}/events`, { body: { event: 'play_completed', duration_ms: durationMs } })).body.data
+    const bid = await svc.request('POST', '/openrtb/v2/bid', { key, body: { id: req.id, seatbid: [{ bid: [{ id: `b-${req.imp[0].id}`, impid: req.imp[0].id, price: 9, crid: creative, adm: '<b>ad</b>' }] }] } })
+    t.match(bid, { status: 200, body: { data: { accepted: 1 } } }, 'the bid is stored')
+    const asked = (path: string, body: unknown) => eventually(t, `POST ${path} answered`, () => svc.request('POST', path, { body }), { every: 1000, until: (r) => r.status !== 409 })
+    const spot = (await asked(`${embed}/spots`, {})).body.data
+    t.equal((await asked(`${embed}/spots/${spot.spot_id}/events`, { event: 'render_started' })).status, 200, 'render_started recorded')
+    const completed = await asked(`${embed}/spots/${spot.spot_id}/events`, { event: 'play_completed', duration_ms: durationMs })
+    t.equal(completed.status, 200, 'play_completed recorded')
+    return completed.body.data
   }
   return { key, screenId: screenId!, creative, play, partner: p }
 }
@@ -55,7 +63,7 @@ t.test('every completed play is signed, verifiable with Node crypto, and chained
 
   const proofs: Proof[] = []
   for (let i = 0; i < 3; i++) {
-    const event = await s.play()
+    const event = await s.play(t)
     t.match(event, { status: 'completed', billed: true, proof_id: /^prf_[0-9a-f]{24}$/ })
     const r = await svc.request('GET', `/v1/advertiser/proof/proofs/${event.proof_id}`, { key: s.key })
     t.equal(r.status, 200)
@@ -97,7 +105,7 @@ t.test('every completed play is signed, verifiable with Node crypto, and chained
 t.test('verify-proof: valid for a real proof, false for anything tampered or malformed, 400 without the fields', async (t) => {
   const svc = await startTestService(t)
   const s = await setup(svc)
-  const event = await s.play()
+  const event = await s.play(t)
   const p = (await svc.request('GET', `/v1/advertiser/proof/proofs/${event.proof_id}`, { key: s.key })).body.data as Proof
   const fields = { signature: p.signature, timestamp: p.timestamp, adId: p.adId, impressionId: p.impressionId, screenId: p.screenId, deviceId: p.deviceId }
   const check = (body: unknown) => svc.request('POST', '/v1/advertiser/proof/verify-proof', { body })
@@ -128,7 +136,7 @@ t.test('GIVT: plays longer than the slot, impossibly short, or faster than the s
   const svc = await startTestService(t)
   const s = await setup(svc)
   const givt = async (durationMs: number) => {
-    const event = await s.play(durationMs)
+    const event = await s.play(t, durationMs)
     return (await svc.request('GET', `/v1/advertiser/proof/proofs/${event.proof_id}`, { key: s.key })).body.data.givt
   }
   t.same(await givt(15_000), { passed: true, reasons: [] }, 'a full 15 s slot')
@@ -143,7 +151,7 @@ t.test('GIVT: plays longer than the slot, impossibly short, or faster than the s
 t.test('proofs belong to their seat: another seat gets 404 and an empty list; a bad tier is 400', async (t) => {
   const svc = await startTestService(t)
   const s = await setup(svc)
-  const event = await s.play()
+  const event = await s.play(t)
   const other = await svc.onboard('snoop')
   t.match(await svc.request('GET', `/v1/advertiser/proof/proofs/${event.proof_id}`, { key: other.key }), { status: 404, body: { error: { code: 'PROOF_NOT_FOUND' } } })
   t.equal((await svc.request('GET', '/v1/advertiser/proof/proofs', { key: other.key })).body.data.proofs.length, 0)
@@ -267,11 +275,12 @@ t.test('a campaign\'s proof export verifies offline with scripts/verify-proofs, 
   const rivalCreative = await approvedCreative(svc, rival.key, 'rival ad')
   const rivalBids = async () => {
     const req = (await svc.request('GET', '/openrtb/v2/adslots?format=openrtb&limit=1', { key: rival.key })).body.data.bid_requests[0]
-    await svc.request('POST', '/openrtb/v2/bid', { key: rival.key, body: { id: req.id, seatbid: [{ bid: [{ id: `r-${req.imp[0].id}`, impid: req.imp[0].id, price: 20, crid: rivalCreative, adm: '<b>r</b>' }] }] } })
+    const bid = await svc.request('POST', '/openrtb/v2/bid', { key: rival.key, body: { id: req.id, seatbid: [{ bid: [{ id: `r-${req.imp[0].id}`, impid: req.imp[0].id, price: 20, crid: rivalCreative, adm: '<b>r</b>' }] }] } })
+    t.match(bid, { status: 200, body: { data: { accepted: 1 } } }, 'the rival\'s bid is stored')
   }
   for (let i = 0; i < 5; i++) {
     if (i % 2 === 1) await rivalBids()
-    await s.play()
+    await s.play(t)
     svc.clock.advance(15_000)
   }
   const r = await svc.request('GET', `/openrtb/v2/campaigns/${campaign.body.data.campaign_id}/proofs`, { key: s.key })
@@ -310,7 +319,7 @@ t.test('a campaign\'s proof export verifies offline with scripts/verify-proofs, 
 t.test('a partner\'s callback for a play the player already proved reconciles once: impression.delivered, reconciled', async (t) => {
   const svc = await startTestService(t)
   const s = await setup(svc)
-  const event = await s.play()
+  const event = await s.play(t)
   const proof = (await svc.request('GET', `/v1/advertiser/proof/proofs/${event.proof_id}`, { key: s.key })).body.data as Proof
   const callback = { adId: s.creative, impressionId: proof.impressionId, deviceId: 'proof-1', duration: 15, completed: true, timestamp: proof.timestamp }
   const send = () => svc.request('POST', '/v1/partner/impressions', { key: s.partner.key, body: { impressions: [callback] } })

@@ -19,6 +19,8 @@ export interface HotShared {
   claims: { buffer: SharedArrayBuffer, counters: SharedArrayBuffer }
   /** ShippedChanges: how far a cluster node's changes are held by the engine. */
   shipped: SharedArrayBuffer
+  /** JournalTurns: which threads hold journaled writes not applied yet, and their turns applied. */
+  journals: SharedArrayBuffer
 }
 
 /** What a hot thread starts from (workerData). */

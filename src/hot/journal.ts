@@ -3,6 +3,7 @@ import type { ScreenClaims } from '../bidding/auction/claims.js'
 import { applyIntakes, type BidIntake, type IntakeDeps } from '../bidding/intake.js'
 import { applySpots, type SpotWrite } from '../player/feed.js'
 import { Journal, recoverJournals } from '../store/journal.js'
+import type { JournalTurns } from '../store/journal-turns.js'
 
 /**
  * What a hot thread's journal holds (src/store/journal.ts): a bid response's intake, or the writes of a spot decision
@@ -33,10 +34,11 @@ function journalDir (dataDir: string): string {
 }
 
 /** A hot thread's journal (owner names its files), after replaying what a thread before it left unapplied. */
-export function openHotJournal (deps: HotJournalDeps, dataDir: string, durability: 'os' | 'fsync', owner: string): Journal<HotEntry> {
+export function openHotJournal (deps: HotJournalDeps, dataDir: string, durability: 'os' | 'fsync', owner: string, turns: JournalTurns): Journal<HotEntry> {
   recoverHotJournals(deps, dataDir, owner)
   return new Journal<HotEntry>({
     store: deps.store,
+    turns,
     dir: journalDir(dataDir),
     owner,
     apply: (entries) => applyEntries(deps, entries, false),

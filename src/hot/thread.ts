@@ -21,6 +21,7 @@ import { onNextTurn } from '../next-turn.js'
 import { Notices } from '../notify/notices.js'
 import { ProofSigner } from '../proof/signer.js'
 import { allRoutes } from '../routes.js'
+import { JournalTurns } from '../store/journal-turns.js'
 import { ObjectStore } from '../store/objects.js'
 import { Outbox } from '../store/outbox.js'
 import { openStore } from '../store/store.js'
@@ -98,9 +99,12 @@ const funnel = new FunnelLog(store, memory.funnel, (event) => metrics.recorded(e
 // Handed over once committed: the supervisor's moderator reads the creative the moment the message lands.
 const moderator = { schedule: (id: string) => store.afterCommit(() => rpc.notify('moderate', id)), analyze: async (url: string, declaredType: string) => await rpc.call('analyze', url, declaredType) as ModerationReply }
 const claims = new ScreenClaims(thread, memory.claims)
-const journal = openHotJournal({ store, outbox, notices, funnel, moderator, metrics, claims }, config.dataDir, config.durability, `thread-${thread}`)
-// A thread that died held claims until its turn's writes committed; they are in LMDB now, replayed from its journal.
+const turns = new JournalTurns(memory.journals, thread)
+const journal = openHotJournal({ store, outbox, notices, funnel, moderator, metrics, claims }, config.dataDir, config.durability, `thread-${thread}`, turns)
+// A thread that died held claims until its turn's writes committed, and other threads wait for those writes; they are
+// in LMDB now, replayed from its journal.
 claims.releaseAll(thread)
+turns.applied()
 const routes = allRoutes({
   config,
   clock,

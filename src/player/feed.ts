@@ -60,25 +60,53 @@ export interface SpotDeps {
   metrics: Metrics
   /** One decision per screen at a time, across hot threads. */
   claims: ScreenClaims
-  /** The hot thread's journal: makes a decision's writes durable, applied in a transaction now or with its turn. */
-  journal: { record (entry: { spot: SpotWrite }): void, flush (): void }
+  /**
+   * The hot thread's journal: makes a decision's writes durable, applied in a transaction now or with its turn, and
+   * waits for what other threads' journals hold (Journal.awaitOthers).
+   */
+  journal: { record (entry: { spot: SpotWrite }): void, flush (): void, awaitOthers (deadline: number): boolean }
 }
 
 /** How long a decision waits for another hot thread's decision on the same screen to be applied, at most. */
 const CLAIM_WAIT_MS = 250
 
-const inProgress = () => new ApiError('spot_in_progress', 'Another spot decision for this screen is being recorded; ask again in a moment.', { retry_after_seconds: 1 }, { 'Retry-After': '1' })
+export const spotInProgress = (): ApiError => new ApiError('spot_in_progress', 'Another spot decision for this screen is being recorded; ask again in a moment.', { retry_after_seconds: 1 }, { 'Retry-After': '1' })
+
+/**
+ * Waits, as long as a decision waits for a claim at most, until what every thread answered before now (bids stored,
+ * spots decided) is in LMDB; false if a thread's turn had not committed by then. Call outside a write transaction.
+ */
+export function awaitAnswered (journal: SpotDeps['journal']): boolean {
+  return journal.awaitOthers(performance.now() + CLAIM_WAIT_MS)
+}
+
+/**
+ * The spot given to the screen, for its reports. One another thread decided a moment ago may not be in LMDB yet (its
+ * turn commits after the answer): outside a write transaction it is waited for here; inside one, the route's prepare
+ * waited with awaitAnswered, and waited says whether that ended in time.
+ */
+export function givenSpot ({ store, journal }: SpotDeps, screen: ScreenRecord, spotId: string, waited = true): SpotRecord {
+  let spot = store.spots.get(spotId)
+  if (spot === undefined && !store.inTransaction) {
+    waited = awaitAnswered(journal)
+    store.refresh()
+    spot = store.spots.get(spotId)
+  }
+  if (spot === undefined && !waited) throw spotInProgress()
+  if (spot === undefined || spot.screen_id !== screen.screen_id) throw new ApiError('spot_not_found', `No spot ${spotId} was given to this screen.`, { param: 'spot_id' })
+  return spot
+}
 
 /**
  * Claims the screen for this thread's decision (ScreenClaims), and reads what every decision on it before has
- * written. A decision of this thread's own, journaled and not yet applied, is applied first; another thread's is
+ * written and every bid a thread acknowledged before it (JournalTurns). A decision of this thread's own, journaled and not yet applied, is applied first; another thread's is
  * waited for, after this thread's journal is applied, so that no two threads wait on each other. Inside a write
  * transaction (an Idempotency-Key, a dry run) nothing can be applied or waited for without the writer lock this
  * request holds: a screen claimed there is 409 spot_in_progress, and the claim ends with the transaction.
  */
 function claimScreen ({ store, claims, journal }: SpotDeps, screenId: string): void {
   if (store.inTransaction) {
-    if (claims.take(screenId) !== 'taken') throw inProgress()
+    if (claims.take(screenId) !== 'taken') throw spotInProgress()
     store.afterEnd(() => claims.release(screenId))
     return
   }
@@ -92,9 +120,14 @@ function claimScreen ({ store, claims, journal }: SpotDeps, screenId: string): v
   const deadline = performance.now() + CLAIM_WAIT_MS
   while (held === 'other') {
     journal.flush()
-    if (!claims.wait(seen, deadline)) throw inProgress()
+    if (!claims.wait(seen, deadline)) throw spotInProgress()
     seen = claims.released
     held = claims.take(screenId)
+  }
+  // A bid another thread acknowledged before this request is in the auction: its turn commits before the snapshot.
+  if (!journal.awaitOthers(deadline)) {
+    claims.release(screenId)
+    throw spotInProgress()
   }
   // An intake being applied now looked for this claim before it existed, and may commit after the snapshot below.
   if (claims.intakeUnderway) claims.mark(screenId)

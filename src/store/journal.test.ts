@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import { Journal, recoverJournals, type Durable } from './journal.js'
+import { JournalTurns } from './journal-turns.js'
 import { openStore, type Store } from './store.js'
 
 // The journal over a real LMDB environment, without the service: each entry adds its amount to a counter in meta,
@@ -47,6 +48,34 @@ t.test('an idle thread commits at once; under load a turn\'s entries are journal
   journal.close()
   t.same(readdirSync(dir), [], 'a graceful close applies everything and removes the file')
   t.same([...store.meta.getKeys({ start: 'journal:', end: 'journal:\uffff' })], [], 'and its applied mark')
+})
+
+t.test('a thread waits for the writes other threads journaled, and applies its own instead of waiting for them', async (t) => {
+  const { dir, store } = fixture(t)
+  const memory = JournalTurns.memory(2)
+  const one = new Journal<Entry>({ store, dir, owner: 'thread-1', apply: apply(store), fsync: false, turns: new JournalTurns(memory, 1) })
+  const two = new Journal<Entry>({ store, dir, owner: 'thread-2', apply: apply(store), fsync: false, turns: new JournalTurns(memory, 2) })
+  /** Two entries in a turn, then a third in the next: journaled, and applied only when that turn ends. */
+  const busy = async (journal: Journal<Entry>, id: string) => {
+    journal.record({ id, n: 1 })
+    journal.record({ id, n: 1 })
+    await turn()
+    journal.record({ id, n: 1 })
+  }
+  t.ok(two.awaitOthers(performance.now() + 50), 'nothing journaled anywhere: no wait')
+  await busy(one, 'w')
+  // Thread 1 answered and has not reached the end of its turn; here it never will, so thread 2 waits in vain.
+  t.notOk(two.awaitOthers(performance.now() + 50), 'thread 1 holds a journaled write: thread 2 waits until its deadline')
+  one.flush()
+  t.ok(two.awaitOthers(performance.now() + 50), 'once thread 1 applied it, thread 2 goes on')
+  store.refresh()
+  t.equal(store.meta.get('test:w'), 3)
+  await busy(two, 'v')
+  t.ok(two.awaitOthers(performance.now() + 50), 'its own journaled write does not hold a thread up')
+  store.refresh()
+  t.equal(store.meta.get('test:v'), 3, 'it is applied first')
+  one.close()
+  two.close()
 })
 
 t.test('inside a write transaction an entry is applied in it, and rolls back with it', async (t) => {

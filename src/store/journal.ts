@@ -1,6 +1,7 @@
 import { closeSync, existsSync, fdatasyncSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { crc32 } from 'node:zlib'
+import type { JournalTurns } from './journal-turns.js'
 import type { Store } from './store.js'
 
 /** A journal file past this many bytes is replaced by a new one once everything in it is applied. */
@@ -31,6 +32,8 @@ export interface JournalOptions<E> {
    * true when unsure. A spot decision that settled no bid writes none, and its answer need not wait for the turn.
    */
   replicates?: (entry: E) => boolean
+  /** This thread's part in what the threads share of their journals' progress (awaitOthers). */
+  turns?: JournalTurns
 }
 
 /**
@@ -45,8 +48,8 @@ export interface JournalOptions<E> {
  *
  * What it costs: an entry is visible to reads (this thread's later requests in the same turn, other threads) once its
  * turn ends, typically well under a millisecond after its answer. A thread whose last turn applied one entry or none
- * commits the next at once instead: with nothing to share a commit with, the journal would only add its write, and
- * a caller that waits for each answer reads its own writes on every thread.
+ * commits the next at once instead: with nothing to share a commit with, the journal would only add its write. A
+ * reader that must see every answer given before it waits for the other threads' turns (awaitOthers).
  */
 export class Journal<E> {
   readonly #options: JournalOptions<E>
@@ -88,6 +91,7 @@ export class Journal<E> {
     }
     this.#append(entry)
     this.#pending.push(entry)
+    this.#options.turns?.journaled()
     if (this.#options.replicates?.(entry) ?? true) this.#replicating = true
     counted?.('journaled')
     if (this.#pending.length >= MAX_BATCH) this.flush()
@@ -126,6 +130,7 @@ export class Journal<E> {
       this.#replicating = true
       throw err
     }
+    this.#options.turns?.applied()
     if (this.#waiting.length > 0) {
       // Taken here, in the turn's end: the next request's handler would take this commit's seq as no request's.
       const seq = store.changes?.takeCommitted() ?? 0
@@ -134,6 +139,16 @@ export class Journal<E> {
       for (const resolve of waiting) resolve(seq)
     }
     if (this.#size >= ROTATE_BYTES) this.#retire()
+  }
+
+  /**
+   * Waits until every answer any thread gave before now has its writes in LMDB (JournalTurns), or until the deadline
+   * (performance.now() ms); false at the deadline. This thread's own are applied first, so that two threads waiting
+   * on each other both go on. Call outside a write transaction.
+   */
+  awaitOthers (deadline: number): boolean {
+    this.flush()
+    return this.#options.turns?.awaitOthers(deadline) ?? true
   }
 
   /** Applies what is pending and removes the file, whose every entry is then in LMDB (graceful stop). */

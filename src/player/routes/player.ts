@@ -1,12 +1,11 @@
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
-import { ApiError } from '../../errors.js'
 import type { PlayerHeartbeat, PlayerHeartbeatRequest, Spot, SpotEventRequest, SpotRequest } from '../../generated/types.js'
 import { ok, raw, route, type RouteDef } from '../../http/route.js'
 import type { CreativeRecord } from '../../creatives/records.js'
 import type { ScreenRecord } from '../../inventory/records.js'
 import { serveAsset } from './assets.js'
-import { screenOfToken, spotEvent, takeSpot } from '../feed.js'
+import { awaitAnswered, givenSpot, screenOfToken, spotEvent, takeSpot } from '../feed.js'
 import { playerPage } from '../page.js'
 
 /** How long before a spot ends its player should ask for the next one. */
@@ -109,14 +108,15 @@ export function playerRoutes (deps: Deps): RouteDef[] {
       method: 'post',
       path: '/embed/:token/spots/:spot_id/events',
       summary: 'Report render_started or play_completed for a spot',
-      description: 'Funnel events render_started and play_completed. play_completed bills a bid spot once: spend = clearing CPM / 1000 x the multiplier confirmed at render (micro-USD precision), the buyer\'s burl fires, the seat\'s stats add the spend, a campaign placement counts its delivery, and a played creative gets a signed proof of play (proof_id; GET /v1/advertiser/proof/proofs/{id}). Repeats answer duplicate: true and change nothing.',
+      description: 'Funnel events render_started and play_completed. play_completed bills a bid spot once: spend = clearing CPM / 1000 x the multiplier confirmed at render (micro-USD precision), the buyer\'s burl fires, the seat\'s stats add the spend, a campaign placement counts its delivery, and a played creative gets a signed proof of play (proof_id; GET /v1/advertiser/proof/proofs/{id}). Repeats answer duplicate: true and change nothing. A report sent the moment its spot was given waits for the spot to be recorded; should that take more than a moment, 409 spot_in_progress with Retry-After.',
       body: 'SpotEventRequest',
       data: 'SpotEventResult',
-      errors: ['screen_not_found', 'spot_not_found'],
+      errors: ['screen_not_found', 'spot_not_found', 'spot_in_progress'],
+      // Waited for before the write transaction (givenSpot).
+      prepare: (ctx) => store.spots.get(ctx.params.spot_id!) !== undefined || awaitAnswered(deps.journal),
       handler: (ctx) => {
         const screen = screenOfToken(store, ctx.params.token!)
-        const spot = store.spots.get(ctx.params.spot_id!)
-        if (spot === undefined || spot.screen_id !== screen.screen_id) throw new ApiError('spot_not_found', `No spot ${ctx.params.spot_id} was given to this screen.`, { param: 'spot_id' })
+        const spot = givenSpot(deps, screen, ctx.params.spot_id!, ctx.prepared !== false)
         return ok(spotEvent(deps, screen, spot, { event: ctx.body.event, tier: 'signed', ...(ctx.body.at !== undefined ? { at: ctx.body.at } : {}), ...(ctx.body.duration_ms !== undefined ? { durationMs: ctx.body.duration_ms } : {}) }, ctx.now))
       }
     }),

@@ -2,7 +2,7 @@ import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import { raw, route, type RouteDef } from '../../http/route.js'
 import { vastEmpty, vastInline } from '../vast.js'
-import { screenOfToken, spotEvent, takeSpot } from '../feed.js'
+import { givenSpot, screenOfToken, spotEvent, takeSpot } from '../feed.js'
 
 const XML = 'application/xml; charset=utf-8'
 const EVENTS = new Set(['impression', 'start', 'firstQuartile', 'midpoint', 'thirdQuartile', 'complete', 'error'])
@@ -52,13 +52,12 @@ export function vastRoutes (deps: Deps): RouteDef[] {
       description: 'impression and start record render_started; complete records play_completed (billing, burl, and a proof of play at tier event_confirmed); quartiles and error are acknowledged. Repeats change nothing.',
       noContent: 'The event was recorded (or was already).',
       status: 204,
-      errors: ['screen_not_found', 'spot_not_found'],
+      errors: ['screen_not_found', 'spot_not_found', 'spot_in_progress'],
       handler: (ctx) => {
         const screen = screenOfToken(store, ctx.params.token!)
         const event = ctx.params.event!
         if (!EVENTS.has(event)) throw new ApiError('invalid_parameter', `event must be one of ${[...EVENTS].join(', ')}.`, { param: 'event' })
-        const spot = store.spots.get(ctx.params.spot_id!)
-        if (spot === undefined || spot.screen_id !== screen.screen_id) throw new ApiError('spot_not_found', `No spot ${ctx.params.spot_id} was given to this screen.`, { param: 'spot_id' })
+        const spot = givenSpot(deps, screen, ctx.params.spot_id!)
         store.write(() => {
           if (event === 'impression' || event === 'start') spotEvent(deps, screen, spot, { event: 'render_started', tier: 'event_confirmed' }, ctx.now)
           else if (event === 'complete') {
