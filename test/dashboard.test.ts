@@ -24,7 +24,7 @@ async function oneAuction (t: Test, svc: TestService) {
   const creative = await approvedCreative(svc, key, 'Dashboard ad')
   const request = (await svc.request('GET', '/openrtb/v2/adslots?format=openrtb&limit=10', { key })).body.data.bid_requests.find((r: any) => r.ext.trb.screen_id === ids['dash-1'])
   const bid = await svc.request('POST', '/openrtb/v2/bid', { key, body: { id: 'r1', seatbid: [{ bid: [{ id: 'b1', impid: request.imp[0].id, price: 5, crid: creative, adm: '<b>ad</b>' }] }] } })
-  t.equal(bid.body.data.accepted, 1)
+  t.equal(bid.body.data.accepted, 1, 'the bid is accepted', { results: bid.body.data.results })
   const embed = new URL(device.embed_url).pathname
   t.match(await svc.request('POST', `${embed}/spots?dry_run=true`, { body: {} }), { status: 200, body: { dry_run: true } }, 'a dry run decides nothing that counts')
   const spot = await svc.request('POST', `${embed}/spots`, { body: {} })
