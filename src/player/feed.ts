@@ -73,25 +73,20 @@ const CLAIM_WAIT_MS = 250
 export const spotInProgress = (): ApiError => new ApiError('spot_in_progress', 'Another spot decision for this screen is being recorded; ask again in a moment.', { retry_after_seconds: 1 }, { 'Retry-After': '1' })
 
 /**
- * Waits, as long as a decision waits for a claim at most, until what every thread answered before now (bids stored,
- * spots decided) is in LMDB; false if a thread's turn had not committed by then. Call outside a write transaction.
+ * For a route that reports on a spot, in its prepare (before any write transaction): a spot another thread decided a
+ * moment ago may not be in LMDB yet (its turn commits after the answer), so what every thread answered before now is
+ * waited for, as long as a decision waits for a claim at most. False if a thread's turn had not committed by then.
  */
-export function awaitAnswered (journal: SpotDeps['journal']): boolean {
-  return journal.awaitOthers(performance.now() + CLAIM_WAIT_MS)
+export function awaitSpot ({ store, journal }: SpotDeps, spotId: string): boolean {
+  if (store.spots.get(spotId) !== undefined) return true
+  const answered = journal.awaitOthers(performance.now() + CLAIM_WAIT_MS)
+  store.refresh()
+  return answered
 }
 
-/**
- * The spot given to the screen, for its reports. One another thread decided a moment ago may not be in LMDB yet (its
- * turn commits after the answer): outside a write transaction it is waited for here; inside one, the route's prepare
- * waited with awaitAnswered, and waited says whether that ended in time.
- */
-export function givenSpot ({ store, journal }: SpotDeps, screen: ScreenRecord, spotId: string, waited = true): SpotRecord {
-  let spot = store.spots.get(spotId)
-  if (spot === undefined && !store.inTransaction) {
-    waited = awaitAnswered(journal)
-    store.refresh()
-    spot = store.spots.get(spotId)
-  }
+/** The spot given to the screen, for its reports; waited: what awaitSpot answered in the route's prepare. */
+export function givenSpot ({ store }: SpotDeps, screen: ScreenRecord, spotId: string, waited: boolean): SpotRecord {
+  const spot = store.spots.get(spotId)
   if (spot === undefined && !waited) throw spotInProgress()
   if (spot === undefined || spot.screen_id !== screen.screen_id) throw new ApiError('spot_not_found', `No spot ${spotId} was given to this screen.`, { param: 'spot_id' })
   return spot
@@ -99,8 +94,9 @@ export function givenSpot ({ store, journal }: SpotDeps, screen: ScreenRecord, s
 
 /**
  * Claims the screen for this thread's decision (ScreenClaims), and reads what every decision on it before has
- * written and every bid a thread acknowledged before it (JournalTurns). A decision of this thread's own, journaled and not yet applied, is applied first; another thread's is
- * waited for, after this thread's journal is applied, so that no two threads wait on each other. Inside a write
+ * written and every bid a thread acknowledged before it (JournalTurns). A decision of this thread's own, journaled
+ * and not yet applied, is applied first; another thread's is waited for, after this thread's journal is applied, so
+ * that no two threads wait on each other. Inside a write
  * transaction (an Idempotency-Key, a dry run) nothing can be applied or waited for without the writer lock this
  * request holds: a screen claimed there is 409 spot_in_progress, and the claim ends with the transaction.
  */

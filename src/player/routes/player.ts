@@ -5,7 +5,7 @@ import { ok, raw, route, type RouteDef } from '../../http/route.js'
 import type { CreativeRecord } from '../../creatives/records.js'
 import type { ScreenRecord } from '../../inventory/records.js'
 import { serveAsset } from './assets.js'
-import { awaitAnswered, givenSpot, screenOfToken, spotEvent, takeSpot } from '../feed.js'
+import { awaitSpot, givenSpot, screenOfToken, spotEvent, takeSpot } from '../feed.js'
 import { playerPage } from '../page.js'
 
 /** How long before a spot ends its player should ask for the next one. */
@@ -112,11 +112,10 @@ export function playerRoutes (deps: Deps): RouteDef[] {
       body: 'SpotEventRequest',
       data: 'SpotEventResult',
       errors: ['screen_not_found', 'spot_not_found', 'spot_in_progress'],
-      // Waited for before the write transaction (givenSpot).
-      prepare: (ctx) => store.spots.get(ctx.params.spot_id!) !== undefined || awaitAnswered(deps.journal),
+      prepare: (ctx) => awaitSpot(deps, ctx.params.spot_id!),
       handler: (ctx) => {
         const screen = screenOfToken(store, ctx.params.token!)
-        const spot = givenSpot(deps, screen, ctx.params.spot_id!, ctx.prepared !== false)
+        const spot = givenSpot(deps, screen, ctx.params.spot_id!, ctx.prepared as boolean)
         return ok(spotEvent(deps, screen, spot, { event: ctx.body.event, tier: 'signed', ...(ctx.body.at !== undefined ? { at: ctx.body.at } : {}), ...(ctx.body.duration_ms !== undefined ? { durationMs: ctx.body.duration_ms } : {}) }, ctx.now))
       }
     }),

@@ -2,7 +2,7 @@ import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import { raw, route, type RouteDef } from '../../http/route.js'
 import { vastEmpty, vastInline } from '../vast.js'
-import { givenSpot, screenOfToken, spotEvent, takeSpot } from '../feed.js'
+import { awaitSpot, givenSpot, screenOfToken, spotEvent, takeSpot } from '../feed.js'
 
 const XML = 'application/xml; charset=utf-8'
 const EVENTS = new Set(['impression', 'start', 'firstQuartile', 'midpoint', 'thirdQuartile', 'complete', 'error'])
@@ -53,11 +53,12 @@ export function vastRoutes (deps: Deps): RouteDef[] {
       noContent: 'The event was recorded (or was already).',
       status: 204,
       errors: ['screen_not_found', 'spot_not_found', 'spot_in_progress'],
+      prepare: (ctx) => awaitSpot(deps, ctx.params.spot_id!),
       handler: (ctx) => {
         const screen = screenOfToken(store, ctx.params.token!)
         const event = ctx.params.event!
         if (!EVENTS.has(event)) throw new ApiError('invalid_parameter', `event must be one of ${[...EVENTS].join(', ')}.`, { param: 'event' })
-        const spot = givenSpot(deps, screen, ctx.params.spot_id!)
+        const spot = givenSpot(deps, screen, ctx.params.spot_id!, ctx.prepared as boolean)
         store.write(() => {
           if (event === 'impression' || event === 'start') spotEvent(deps, screen, spot, { event: 'render_started', tier: 'event_confirmed' }, ctx.now)
           else if (event === 'complete') {
