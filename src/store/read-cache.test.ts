@@ -66,3 +66,31 @@ t.test('a value read inside the transaction that wrote it is not kept when the t
   store.refresh()
   t.equal(store.creatives.get('cr_1')!.status, 'awaiting_upload', 'the committed value after the rollback')
 })
+
+t.test('a write transaction never reads a copy that a commit of another thread has outdated, before or after that commit moves the generation', async (t) => {
+  const [a, b] = stores(t)
+  a.write(() => a.creatives.putSync('cr_1', record('pending_moderation')))
+  b.refresh()
+  t.equal(b.creatives.get('cr_1')!.status, 'pending_moderation', 'b reads and caches it')
+  let inTheGap: string | undefined
+  a.write(() => {
+    // Registered before a's write, so it runs first after a's commit: a has committed, its generation has not moved.
+    a.afterCommit(() => { inTheGap = b.write(() => b.creatives.get('cr_1')!.status) })
+    a.creatives.putSync('cr_1', record('approved'))
+  })
+  t.equal(inTheGap, 'approved', 'b\'s transaction read a\'s commit, as moderation\'s check-then-write must')
+  t.equal(b.write(() => b.creatives.get('cr_1')!.status), 'approved', 'and after the generation moved')
+  b.refresh()
+  t.equal(b.creatives.get('cr_1')!.status, 'approved')
+})
+
+t.test('a rolled-back transaction leaves the cache serving write transactions', async (t) => {
+  const [a, b] = stores(t)
+  a.write(() => a.creatives.putSync('cr_1', record('pending_moderation')))
+  // The rollback comes after the transaction's closing work, when its generation-to-be has moved.
+  t.throws(() => a.write(() => { a.creatives.putSync('cr_2', record('approved')); a.beforeCommit(() => { throw new Error('rollback') }) }))
+  b.refresh()
+  t.equal(b.creatives.get('cr_1')!.status, 'pending_moderation', 'b reads and caches it')
+  const cached = b.creatives.get('cr_1')
+  t.equal(b.write(() => b.creatives.get('cr_1')), cached, 'a write transaction is served the very copy: the generations agree again')
+})

@@ -9,8 +9,17 @@ export interface CacheScope {
    * every commit that generation counts, and none of a transaction's writes that may still roll back.
    */
   keeps (slot: number, generation: number): boolean
-  /** Records a write to table `slot` in the current transaction; fn runs after its commit (at once outside one). */
-  wrote (slot: number, fn: () => void): void
+  /**
+   * Whether a copy filed under `generation` may serve the current read: always for a read snapshot (the copy was kept
+   * only from a view as new as the generation), and for a write transaction only when no commit of the table has
+   * landed without moving the generation yet.
+   */
+  current (slot: number, generation: number): boolean
+  /**
+   * Writes table `slot` with put, moving the table's `begun` generation before the write can land (inside the
+   * current transaction, or at once outside one); settle runs once it has landed (after the commit).
+   */
+  write (slot: number, put: () => void, settle: () => void): void
 }
 
 /**
@@ -23,7 +32,8 @@ export interface CacheScope {
  * generation, a counter in memory shared by the threads; a thread that finds the generation moved by someone else
  * drops its copy. A read snapshot taken before that commit still holds the old value, so a value is kept only when
  * the scope says its snapshot is as new as the generation: otherwise it serves that one read and is fetched again.
- * (The analytics process writes none of these tables.)
+ * A write transaction reads the newest commits instead, so a copy serves it only while no commit has landed that has
+ * not moved the generation yet (the scope's `current`). (The analytics process writes none of these tables.)
  */
 export class CachedTable<V> {
   readonly #db: Database<V, string>
@@ -59,7 +69,7 @@ export class CachedTable<V> {
       this.#seen = generation
     }
     const hit = this.#values.get(key)
-    if (hit !== undefined) return hit
+    if (hit !== undefined && this.#scope.current(this.#slot, generation)) return hit
     const value = this.#db.get(key)
     if (value === undefined || !this.#scope.keeps(this.#slot, generation)) return value
     if (this.#values.size >= this.#max) {
@@ -77,19 +87,17 @@ export class CachedTable<V> {
   }
 
   putSync (key: string, value: V): void {
-    this.#wrote(key)
-    this.#db.putSync(key, value)
+    this.#write(key, () => this.#db.putSync(key, value))
   }
 
   removeSync (key: string): void {
-    this.#wrote(key)
-    this.#db.removeSync(key)
+    this.#write(key, () => this.#db.removeSync(key))
   }
 
-  #wrote (key: string): void {
+  #write (key: string, put: () => void): void {
     this.#local++
     this.#values.delete(key)
-    this.#scope.wrote(this.#slot, () => {
+    this.#scope.write(this.#slot, put, () => {
       // Our own bump keeps our copy, unless another thread's landed since we last looked.
       if (Atomics.add(this.#generations, this.#slot, 1) === this.#seen) this.#seen++
     })

@@ -232,7 +232,8 @@ export const BOOK_TABLES: ReadonlySet<string> = new Set(['bids', 'stats'])
 
 /**
  * The tables opened through CachedTable (seats, keys, partners, screens, embeds, fein, players, rows, creatives,
- * campaigns, deals, aliases), one generation each.
+ * campaigns, deals, aliases), two generations each (src/store/read-cache.ts): one moved after a commit that wrote the
+ * table, one before it.
  */
 const CACHED_TABLES = 12
 
@@ -282,7 +283,7 @@ export function environmentOptions (durability: Durability): RootDatabaseOptions
 }
 
 /** Opens (creating if needed) the environment under dataDir. */
-export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, generations = new SharedArrayBuffer(CACHED_TABLES * 4), options: { replicate?: boolean, node?: string } = {}): Store {
+export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, generations = new SharedArrayBuffer(CACHED_TABLES * 2 * 4), options: { replicate?: boolean, node?: string } = {}): Store {
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, 'oohbid.lmdb')
   const root = open({ path, ...environmentOptions(durability) })
@@ -298,20 +299,43 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   const db = <V, K extends Key = string>(name: string, keyEncoding?: 'uint32' | 'ordered-binary') => captured(name, root.openDB<V, K>(name, keyEncoding ? { keyEncoding } : {}))
   // Read on every adslots row or bid: decoded values stay in memory (a page of 200 rows costs ~20 us instead of
   // ~220 us, bench/adslots), dropped by writes so that rollbacks cannot leave them wrong.
-  const counters = new Int32Array(generations)
+  const counters = new Int32Array(generations, 0, CACHED_TABLES)
+  const begun = new Int32Array(generations, CACHED_TABLES * 4, CACHED_TABLES)
   // The generations every commit visible to this thread's next read had moved by (taken when the read snapshot was
   // dropped, before the next read renews it), and the cached tables the open transaction wrote (a bit each).
   const inSnapshot = new Int32Array(CACHED_TABLES)
   let writtenInTxn = 0
+  let begunInTxn = 0
   const snapshotDropped = () => { for (let i = 0; i < CACHED_TABLES; i++) inSnapshot[i] = Atomics.load(counters, i) }
   const scope: CacheScope = {
     generations: counters,
     // A write transaction reads the newest commits (it holds the writer lock), but not its own writes for keeps.
     keeps: (slot, generation) => depth > 0 ? (writtenInTxn & (1 << slot)) === 0 : inSnapshot[slot] === generation,
-    wrote: (slot, fn) => {
-      if (depth > 0) writtenInTxn |= 1 << slot
-      afterCommit(fn)
+    // Another thread's commit lands before its generation moves (after its commit): a write transaction taking the
+    // lock in between reads that commit from LMDB, while a copy from before it is still filed under the generation.
+    // Its read-modify-write would undo the commit (moderation's outcome written over a reviewer's approval). Each
+    // commit moves `begun` before it lands, so a copy is current for a transaction only when the two agree.
+    current: (slot, generation) => depth === 0 || Atomics.load(begun, slot) === generation,
+    write: (slot, put, settle) => {
+      if (depth === 0) {
+        Atomics.add(begun, slot, 1)
+        try {
+          put()
+        } finally {
+          settle()
+        }
+        return
+      }
+      const bit = 1 << slot
+      if ((writtenInTxn & bit) === 0) beforeCommit(() => { Atomics.add(begun, slot, 1); begunInTxn |= bit })
+      writtenInTxn |= bit
+      put()
+      afterCommit(settle)
     }
+  }
+  /** A transaction that moved `begun` and then rolled back moves the generation too, or the two would never agree again. */
+  const settleRolledBack = () => {
+    for (let slot = 0; slot < CACHED_TABLES; slot++) if ((begunInTxn & (1 << slot)) !== 0) Atomics.add(counters, slot, 1)
   }
   let slots = 0
   const cached = <V>(name: string) => new CachedTable<V>(db<V>(name), slots++, scope)
@@ -355,11 +379,15 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
         pending = []
         closing = []
         forgetUncommittedShapes()
+        settleRolledBack()
       }
       rollbacks++
       throw err
     } finally {
-      if (depth === 1) writtenInTxn = 0
+      if (depth === 1) {
+        writtenInTxn = 0
+        begunInTxn = 0
+      }
       depth--
       if (depth === 0 && started > 0) {
         held.transactions++
