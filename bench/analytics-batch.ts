@@ -14,7 +14,7 @@ import { openBackend } from '../src/analytics/backends.js'
 import { ClickHouseSink } from '../src/analytics/load.js'
 import { ddl } from '../src/analytics/schema.js'
 import { Shipper } from '../src/analytics/shipper.js'
-import { FunnelLog } from '../src/events/funnel.js'
+import { dropAllShipped, FunnelLog } from '../src/events/funnel.js'
 import { createLogger } from '../src/log.js'
 import { openStore } from '../src/store/store.js'
 import { statMicros } from './lib/cpu.js'
@@ -64,7 +64,7 @@ for (const trickle of [false, true]) {
     const target = { database: 'oohbid' }
     const backend = await openBackend({ dataDir: dir })
     for (const statement of ddl(target)) await backend.exec(statement)
-    const shipper = new Shipper(store, new ClickHouseSink(backend, target, (id) => store.screens.fresh(id)), createLogger('error'), 30_000)
+    const shipper = new Shipper(store, new ClickHouseSink(backend, target, (id) => store.screens.fresh(id)), createLogger('error'), 30_000, (last) => dropAllShipped(store, last))
     // The first batch of a process asks ClickHouse which events it already has; a steady one does not.
     await shipper.drain()
     const all: number[] = []

@@ -3,7 +3,7 @@ import { ResultCache } from './analytics/results.js'
 import type { Params } from './analytics/sql.js'
 import { Authenticator } from './auth/authenticate.js'
 import { KeySealer } from './auth/sealed-keys.js'
-import { FunnelLog } from './events/funnel.js'
+import { dropAllShipped, FunnelLog } from './events/funnel.js'
 import { openHotJournal, recoverHotJournals } from './hot/journal.js'
 import { expireBids } from './bidding/auction/expiry.js'
 import { ScreenClaims } from './bidding/auction/claims.js'
@@ -29,6 +29,7 @@ import { adoptSeatKeyLists } from './auth/keys.js'
 import { Moderator } from './moderation/moderator.js'
 import { JournalTurns } from './store/journal-turns.js'
 import { ObjectStore } from './store/objects.js'
+import { holdWritesFor } from './store/open-beside.js'
 import { Idempotency } from './http/idempotency.js'
 import { Metrics, renderMetrics, type MetricsSnapshot } from './http/metrics.js'
 import { dashboardOf } from './admin/dashboard.js'
@@ -166,6 +167,16 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const restarted = (by: number) => metrics.inc('oohbid_analytics_restarts_total', 'Times the analytics process exited unasked and was started again (each costs a second of lag and, on chDB, a reopen).', '', by)
   restarted(0)
   analytics.onRestart = () => restarted(1)
+  analytics.onOpening = (pid) => {
+    let held = false
+    try {
+      held = holdWritesFor((fn) => store.write(fn), config.dataDir, pid)
+    } catch (err) {
+      log.warn('could not hold the writers for the analytics process', { pid, error: err instanceof Error ? err.message : String(err) })
+    }
+    if (!held) log.warn('the analytics process opened LMDB while the writers ran', { pid })
+  }
+  analytics.onDrop = async (last) => { await dropAllShipped(store, last) }
   const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs)
   const limiter = new RateLimiter(clock, undefined, { cluster: config.cluster !== undefined })
   const idempotency = new Idempotency(store, clock)

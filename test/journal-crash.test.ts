@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process'
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
@@ -7,7 +7,6 @@ import t from 'tap'
 import { acceptedBid } from '../bench/lib/bid-fixture.js'
 import { pause } from './helpers/eventually.js'
 import { startProcess, stopsCleanly } from './helpers/process.js'
-import { openStore } from '../src/store/store.js'
 
 // kill -9 of the service under load, in its own process (test/lifecycle.test.ts has shutdown and the durability of
 // plain writes): what the hot threads acknowledged from their journals is there at the next start.
@@ -15,11 +14,12 @@ import { openStore } from '../src/store/store.js'
 /** A service in its own process with an approved seat and one accepted bid (bench/lib/bid-fixture.ts), to kill -9. */
 async function crashable (t: { teardown (fn: () => unknown): void }, name: string) {
   const dataDir = mkdtempSync(join(tmpdir(), `oohbid-${name}-crash-`))
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const fleet = `${dataDir}-fleet.json`
+  t.teardown(() => { rmSync(dataDir, { recursive: true, force: true }); rmSync(fleet, { force: true }) })
   const first = await startProcess(dataDir, { BID_TTL_SECONDS: '86400' })
   const exited = new Promise((resolve) => first.child.once('exit', resolve))
-  const { key, body } = await acceptedBid({ url: first.url, adminToken: 'crash-admin' })
-  return { dataDir, first, exited, body, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } }
+  const { key, body } = await acceptedBid({ url: first.url, adminToken: 'crash-admin' }, fleet)
+  return { dataDir, fleet, first, exited, body, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } }
 }
 
 /** Kills the service with SIGKILL after ms, answering how many entries its hot threads had journaled by then. */
@@ -56,13 +56,16 @@ t.test('kill -9 under bid load loses no acknowledged bid: the journals are repla
 // Spot decisions are journaled too, with what they settle (src/player/feed.ts): the spot, its bids out of the book,
 // the win in the seat's stats. Bids keep coming while players ask, so auctions keep being decided when the kill lands.
 t.test('kill -9 under spot decisions loses no acknowledged auction: its spot and its win are there after the restart', async (t) => {
-  const { dataDir, first, exited, body, headers } = await crashable(t, 'spot')
+  const { dataDir, fleet, first, exited, body, headers } = await crashable(t, 'spot')
   const template = JSON.parse(body)
   const offers = (await fetch(`${first.url}/openrtb/v2/adslots?format=openrtb&limit=50`, { headers }).then((r) => r.json()) as { data: { bid_requests: Array<{ imp: Array<{ id: string, bidfloor: number }>, ext: { trb: { screen_id: string } } }> } }).data.bid_requests
-  // The players' embed tokens, as their partner's device registrations returned them (the simulator kept no list).
-  const store = openStore(dataDir)
-  const tokens = new Map(offers.map((o) => [o.ext.trb.screen_id, `/embed/${store.screens.get(o.ext.trb.screen_id)!.embed_token}`]))
-  await store.close()
+  // The players' embed pages, from their partners' device lists (the simulator keeps the partners' keys). Not from
+  // LMDB: a process that opens the environment beside the service's commits can break it (src/store/open-beside.ts).
+  const tokens = new Map<string, string>()
+  for (const partner of (JSON.parse(readFileSync(fleet, 'utf8')) as { partners: Array<{ key: string }> }).partners) {
+    const devices = (await fetch(`${first.url}/v1/partner/devices?limit=100`, { headers: { authorization: `Bearer ${partner.key}` } }).then((r) => r.json()) as { data: { devices: Array<{ screen_id: string, embed_url: string }> } }).data.devices
+    for (const d of devices) tokens.set(d.screen_id, new URL(d.embed_url).pathname)
+  }
   // The screens open at this hour (a dry run shows the decision), each bid on again and again by the seat.
   const player = (i: number) => ({ 'content-type': 'application/json', 'x-forwarded-for': `10.9.0.${i % 250}` })
   const open: Array<{ path: string, bid: string }> = []

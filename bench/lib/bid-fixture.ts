@@ -18,10 +18,11 @@ export function bidResponseBody (id: string, impid: string, price: number, crid:
 
 /**
  * A bid the service accepts, repeatable at any rate: 50 simulated screens, an approved seat with a moderated creative,
- * and a BidResponse for one of the imps GET /adslots issued (its bid stored again on each repeat).
+ * and a BidResponse for one of the imps GET /adslots issued (its bid stored again on each repeat). fleetState: a file
+ * the simulator keeps its partners' keys in (its --state).
  */
-export async function acceptedBid (oohbid: { url: string, adminToken: string }): Promise<{ key: string, body: string, sample: string }> {
-  await run(process.execPath, [simulator, '--screens', '50', '--base-url', oohbid.url, '--duration', '0', '--quiet'])
+export async function acceptedBid (oohbid: { url: string, adminToken: string }, fleetState?: string): Promise<{ key: string, body: string, sample: string }> {
+  await run(process.execPath, [simulator, '--screens', '50', '--base-url', oohbid.url, '--duration', '0', '--quiet', ...(fleetState !== undefined ? ['--state', fleetState] : [])])
   const key = await benchSeat(oohbid.url, oohbid.adminToken, 'bench', ['bidding', 'inventory', 'creatives', 'account'])
   const admin = { authorization: `Bearer ${oohbid.adminToken}`, 'content-type': 'application/json' }
   const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }

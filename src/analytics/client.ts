@@ -43,6 +43,10 @@ export class Analytics {
   onShipped: (count: number) => void = () => {}
   /** Told each time the process exited without being asked to and is to be started again (/metrics counts them). */
   onRestart: () => void = () => {}
+  /** Told when the process (its pid) is about to open LMDB: hold the writers until it has (src/store/open-beside.ts). */
+  onOpening: (pid: number) => void = () => {}
+  /** Asked to delete the funnel log's records up to an event id, which the sink holds (the process reads LMDB only). */
+  onDrop: (last: number) => Promise<void> = async () => {}
 
   constructor (config: ProcessConfig, log: Logger) {
     this.#config = config
@@ -81,6 +85,17 @@ export class Analytics {
   }
 
   #receive (m: AnalyticsReply): void {
+    if (m.op === 'opening') {
+      if (this.#child?.pid !== undefined) this.onOpening(this.#child.pid)
+      return
+    }
+    if (m.op === 'drop') {
+      const child = this.#child
+      this.onDrop(m.last).then(() => {
+        if (child?.connected === true) child.send({ op: 'dropped', id: m.id } satisfies AnalyticsRequest, undefined, undefined, () => {})
+      }, (err: unknown) => this.#log.error('could not delete shipped funnel events', { error: err instanceof Error ? err.message : String(err) }))
+      return
+    }
     if (m.op === 'ready') {
       this.backend = m.backend
       this.lastError = undefined

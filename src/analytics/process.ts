@@ -5,6 +5,7 @@ import type { FunnelStream } from '../cluster/funnel-stream.js'
 import { retryWithBackoff } from '../cluster/retry.js'
 import { countLogged } from '../events/funnel.js'
 import { createLogger } from '../log.js'
+import { openWhenHeld } from '../store/open-beside.js'
 import { openStore } from '../store/store.js'
 import { openBackend, type Backend } from './backends.js'
 import { ClickHouseSink } from './load.js'
@@ -15,13 +16,18 @@ import type { StreamLoader } from './stream-loader.js'
 
 const config = JSON.parse(process.env.OOHBID_ANALYTICS_CONFIG ?? '{}') as ProcessConfig
 const log = createLogger(config.logLevel)
-const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 })
+// Opened read-only while the service holds its writers (src/store/open-beside.ts); what this process would write
+// (deleting shipped events) the service does when asked.
+const store = await openWhenHeld(config.dataDir, () => { send({ op: 'opening' }) }, () => openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 }, undefined, { readOnly: true }), (why) => { log.warn(why) })
 const target = { database: config.database, ...(config.cluster !== undefined ? { cluster: config.cluster } : {}) }
 let backend: Backend | undefined
 let shipper: Shipper | undefined
 let stream: FunnelStream | undefined
 let loader: StreamLoader | undefined
 let stopping = false
+/** Deletions asked of the service and not yet done, by id. */
+const drops = new Map<number, () => void>()
+let nextDrop = 1
 const screen = (id: string) => store.screens.fresh(id)
 
 function send (message: AnalyticsReply): void {
@@ -56,9 +62,14 @@ async function connect (): Promise<void> {
  */
 async function ship (b: Backend): Promise<void> {
   const shipped = (count: number) => send({ op: 'shipped', count })
+  const drop = (last: number) => new Promise<void>((resolve) => {
+    const id = nextDrop++
+    drops.set(id, resolve)
+    send({ op: 'drop', id, last })
+  })
   const engine = config.engine
   if (engine === undefined) {
-    shipper = new Shipper(store, new ClickHouseSink(b, target, screen), log, config.batchWaitMs, shipped)
+    shipper = new Shipper(store, new ClickHouseSink(b, target, screen), log, config.batchWaitMs, drop, shipped)
     void shipper.run()
     return
   }
@@ -67,13 +78,18 @@ async function ship (b: Backend): Promise<void> {
   const shared = config.url !== undefined
   stream = await connectFunnel(engine, shared ? 'analytics' : `analytics_${engine.nodeId}`, log, () => stopping)
   if (stream === undefined) return
-  shipper = new Shipper(store, new StreamSink(stream.js, engine.nodeId, engine.ackTimeoutMs), log, config.batchWaitMs, shipped)
+  shipper = new Shipper(store, new StreamSink(stream.js, engine.nodeId, engine.ackTimeoutMs), log, config.batchWaitMs, drop, shipped)
   loader = new StreamLoader(stream, b, target, shared, screen, log)
   void shipper.run()
   void loader.run()
 }
 
 async function handle (m: AnalyticsRequest): Promise<void> {
+  if (m.op === 'dropped') {
+    drops.get(m.id)?.()
+    drops.delete(m.id)
+    return
+  }
   try {
     if (backend === undefined) throw new Error('ClickHouse is not connected yet')
     if (m.op === 'query') {

@@ -22,11 +22,17 @@ export type AnalyticsRequest =
   | { op: 'query', id: number, sql: string, params: Params }
   | { op: 'drain', id: number }
   | { op: 'status', id: number }
+  /** The events asked to be deleted (drop) are. */
+  | { op: 'dropped', id: number }
 
 /** Analytics process -> service. */
 export type AnalyticsReply =
+  /** About to open the LMDB environment: the service holds its writers meanwhile (src/store/open-beside.ts). */
+  | { op: 'opening' }
   | { op: 'ready', backend: 'chdb' | 'server' }
   | { op: 'unavailable', error: string }
   | { op: 'shipped', count: number }
+  /** Delete the funnel log's records up to event `last`, which the sink holds: this process opens LMDB read-only. */
+  | { op: 'drop', id: number, last: number }
   | { op: 'result', id: number, rows: Array<Record<string, unknown>> }
   | { op: 'error', id: number, error: string }

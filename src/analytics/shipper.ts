@@ -1,6 +1,6 @@
 import { retryWithBackoff } from '../cluster/retry.js'
 import type { Logger } from '../log.js'
-import { countLogged, dropShipped, loggedEvents } from '../events/funnel.js'
+import { countLogged, loggedEvents } from '../events/funnel.js'
 import type { Store } from '../store/store.js'
 import { emptySpan, widen, type Sink } from './sink.js'
 import { seconds } from './sql.js'
@@ -23,8 +23,6 @@ export const BATCH = 100_000
 const MIN_BATCH = BATCH
 /** How often the shipper looks at the log while it waits. */
 const POLL_MS = 1000
-/** Shipped records deleted per transaction: a few milliseconds of LMDB's writer lock each. */
-const DROP_CHUNK = 5000
 
 /**
  * Ships the LMDB funnel log from the analytics process to its sink, oldest first, in batches of whole records. A batch
@@ -51,9 +49,12 @@ export class Shipper {
   shipped = 0
 
   readonly #onShipped: (count: number) => void
+  /** Deletes the log's records up to an event id, resolving once they are gone (the service's writers do it). */
+  readonly #drop: (last: number) => Promise<void>
 
-  constructor (store: Store, sink: Sink, log: Logger, maxWaitMs: number, onShipped: (count: number) => void = () => {}) {
+  constructor (store: Store, sink: Sink, log: Logger, maxWaitMs: number, drop: (last: number) => Promise<void>, onShipped: (count: number) => void = () => {}) {
     this.#store = store
+    this.#drop = drop
     this.#sink = sink
     this.#onShipped = onShipped
     this.#log = log
@@ -94,10 +95,7 @@ export class Shipper {
     this.#store.refresh()
     if (count === 0) return 0
     await this.#sink.send(span, this.#maybeSent)
-    const last = span.last
-    // In transactions of DROP_CHUNK records: one over a whole batch held LMDB's writer lock 68 ms for 100k events, and
-    // every hot thread's commit at the end of its turn waited behind it.
-    while (this.#store.write(() => dropShipped(this.#store, last, DROP_CHUNK)) === DROP_CHUNK) await new Promise((resolve) => setImmediate(resolve))
+    await this.#drop(span.last)
     this.shipped += count
     this.#onShipped(count)
     return count

@@ -283,10 +283,11 @@ export function environmentOptions (durability: Durability): RootDatabaseOptions
 }
 
 /** Opens (creating if needed) the environment under dataDir. */
-export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, generations = new SharedArrayBuffer(CACHED_TABLES * 2 * 4), options: { replicate?: boolean, node?: string } = {}): Store {
+export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, generations = new SharedArrayBuffer(CACHED_TABLES * 2 * 4), options: { replicate?: boolean, node?: string, readOnly?: boolean } = {}): Store {
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, 'oohbid.lmdb')
-  const root = open({ path, ...environmentOptions(durability) })
+  // Read-only for a process that opens the environment beside the service (src/store/open-beside.ts).
+  const root = open({ path, ...environmentOptions(durability), ...(options.readOnly === true ? { readOnly: true } : {}) })
   // An fsync of the file, from any descriptor, makes what noSync commits durable.
   const fd = durability.mode === 'os' ? openSync(path, 'r') : undefined
   const sync = () => { if (fd !== undefined) fsyncSync(fd) }
