@@ -277,17 +277,18 @@ export const MAP_SIZE = 2 ** 40
  * directory under load, where the map doubles many times in the first seconds, that is a segfault, or a process
  * whose every write fails with MDB_BAD_TXN "mdb_page_touch no parent" (src/store/store.test.ts). With the map at
  * full size from the start, no thread ever remaps.
+ *
+ * readOnly: for a process that opens the environment beside the service, which writes for it (src/store/open-beside.ts).
  */
-export function environmentOptions (durability: Durability): RootDatabaseOptions {
-  return { maxDbs: 96, mapSize: MAP_SIZE, ...(durability.mode === 'os' ? { noSync: true } : {}) }
+export function environmentOptions (durability: Durability, readOnly = false): RootDatabaseOptions {
+  return { maxDbs: 96, mapSize: MAP_SIZE, ...(durability.mode === 'os' ? { noSync: true } : {}), ...(readOnly ? { readOnly: true } : {}) }
 }
 
 /** Opens (creating if needed) the environment under dataDir. */
 export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, generations = new SharedArrayBuffer(CACHED_TABLES * 2 * 4), options: { replicate?: boolean, node?: string, readOnly?: boolean } = {}): Store {
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, 'oohbid.lmdb')
-  // Read-only for a process that opens the environment beside the service (src/store/open-beside.ts).
-  const root = open({ path, ...environmentOptions(durability), ...(options.readOnly === true ? { readOnly: true } : {}) })
+  const root = open({ path, ...environmentOptions(durability, options.readOnly === true) })
   // An fsync of the file, from any descriptor, makes what noSync commits durable.
   const fd = durability.mode === 'os' ? openSync(path, 'r') : undefined
   const sync = () => { if (fd !== undefined) fsyncSync(fd) }
