@@ -169,12 +169,15 @@ export async function startService ({ config: given, clock = systemClock, log = 
   analytics.onRestart = () => restarted(1)
   analytics.onOpening = (pid) => {
     let held = false
+    const from = performance.now()
     try {
       held = holdWritesFor((fn) => store.write(fn), config.dataDir, pid)
     } catch (err) {
       log.warn('could not hold the writers for the analytics process', { pid, error: err instanceof Error ? err.message : String(err) })
     }
-    if (!held) log.warn('the analytics process opened LMDB while the writers ran', { pid })
+    // Every write of the node waited this long: worth seeing in the log, once per start of the analytics process.
+    if (held) log.info('held the writers while the analytics process opened LMDB', { pid, ms: Math.round((performance.now() - from) * 10) / 10 })
+    else log.warn('the analytics process opened LMDB while the writers ran', { pid })
   }
   analytics.onDrop = async (last) => { await dropAllShipped(store, last) }
   const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs)

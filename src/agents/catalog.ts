@@ -156,8 +156,9 @@ let formatMemo: { at: string, formats: Map<string, Record<string, unknown>> } | 
 
 function formatTable (call: ToolCall): Map<string, Record<string, unknown>> {
   const sources = call.inventory.sourcesEnabled()
-  const at = `${call.store.screens.version}|${sources.join(',')}|${call.config.baseUrl}`
-  if (formatMemo?.at === at) return formatMemo.formats
+  const version = call.store.screens.version
+  const at = `${version}|${sources.join(',')}|${call.config.baseUrl}`
+  if (version !== undefined && formatMemo?.at === at) return formatMemo.formats
   const formats = new Map<string, Record<string, unknown>>()
   for (const { value: s } of call.store.screens.getRange()) {
     if (!s.auction_enabled || !sources.includes(s.source) || formats.has(formatIdOf(s))) continue
@@ -170,7 +171,7 @@ function formatTable (call: ToolCall): Map<string, Record<string, unknown>> {
       assets: [{ item_type: 'individual', asset_id: 'primary', asset_type: s.capabilities.video ? 'image_or_video' : 'image', required: true }]
     })
   }
-  formatMemo = { at, formats }
+  if (version !== undefined) formatMemo = { at, formats }
   return formats
 }
 

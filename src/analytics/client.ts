@@ -91,9 +91,14 @@ export class Analytics {
     }
     if (m.op === 'drop') {
       const child = this.#child
-      this.onDrop(m.last).then(() => {
-        if (child?.connected === true) child.send({ op: 'dropped', id: m.id } satisfies AnalyticsRequest, undefined, undefined, () => {})
-      }, (err: unknown) => this.#log.error('could not delete shipped funnel events', { error: err instanceof Error ? err.message : String(err) }))
+      const answer = (error?: string) => {
+        if (child?.connected === true) child.send({ op: 'dropped', id: m.id, ...(error !== undefined ? { error } : {}) } satisfies AnalyticsRequest, undefined, undefined, () => {})
+      }
+      this.onDrop(m.last).then(() => answer(), (err: unknown) => {
+        const error = err instanceof Error ? err.message : String(err)
+        this.#log.error('could not delete shipped funnel events', { error })
+        answer(error)
+      })
       return
     }
     if (m.op === 'ready') {

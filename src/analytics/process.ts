@@ -25,8 +25,10 @@ let shipper: Shipper | undefined
 let stream: FunnelStream | undefined
 let loader: StreamLoader | undefined
 let stopping = false
-/** Deletions asked of the service and not yet done, by id. */
-const drops = new Map<number, () => void>()
+/** Deletions asked of the service and not yet answered, by id. */
+const drops = new Map<number, (error?: string) => void>()
+/** How long a deletion may go unanswered before the shipper retries its batch (the sinks drop what they hold twice). */
+const DROP_WAIT_MS = 60_000
 let nextDrop = 1
 const screen = (id: string) => store.screens.fresh(id)
 
@@ -62,9 +64,16 @@ async function connect (): Promise<void> {
  */
 async function ship (b: Backend): Promise<void> {
   const shipped = (count: number) => send({ op: 'shipped', count })
-  const drop = (last: number) => new Promise<void>((resolve) => {
+  const drop = (last: number) => new Promise<void>((resolve, reject) => {
     const id = nextDrop++
-    drops.set(id, resolve)
+    const timer = setTimeout(() => answered(`the service did not delete shipped events within ${DROP_WAIT_MS} ms`), DROP_WAIT_MS)
+    const answered = (error?: string) => {
+      clearTimeout(timer)
+      drops.delete(id)
+      if (error === undefined) resolve()
+      else reject(new Error(`deleting shipped events: ${error}`))
+    }
+    drops.set(id, answered)
     send({ op: 'drop', id, last })
   })
   const engine = config.engine
@@ -86,8 +95,7 @@ async function ship (b: Backend): Promise<void> {
 
 async function handle (m: AnalyticsRequest): Promise<void> {
   if (m.op === 'dropped') {
-    drops.get(m.id)?.()
-    drops.delete(m.id)
+    drops.get(m.id)?.(m.error)
     return
   }
   try {

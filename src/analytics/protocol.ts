@@ -22,8 +22,8 @@ export type AnalyticsRequest =
   | { op: 'query', id: number, sql: string, params: Params }
   | { op: 'drain', id: number }
   | { op: 'status', id: number }
-  /** The events asked to be deleted (drop) are. */
-  | { op: 'dropped', id: number }
+  /** The events asked to be deleted (drop) are, or could not be (error): the shipper tries the batch again. */
+  | { op: 'dropped', id: number, error?: string }
 
 /** Analytics process -> service. */
 export type AnalyticsReply =

@@ -28,21 +28,27 @@ export class Authenticator {
     this.#adminDigest = createHash('sha256').update(adminToken).digest()
   }
 
-  /** Moves whenever a principal's tables do: every term only grows, so any change grows the sum. */
-  #generation (): number {
+  /**
+   * Moves whenever a principal's tables do: every term only grows, so any change grows the sum. Undefined while this
+   * thread's reads may not match the versions (CachedTable.version): a principal resolved then is not kept.
+   */
+  #generation (): number | undefined {
     const s = this.#store
-    return s.keys.version + s.seats.version + s.partners.version
+    const keys = s.keys.version
+    const seats = s.seats.version
+    const partners = s.partners.version
+    return keys === undefined || seats === undefined || partners === undefined ? undefined : keys + seats + partners
   }
 
   /** The principal of a presented key, or undefined when the key is unknown, revoked or expired. */
   resolve (presented: string): Principal | undefined {
     const now = this.#clock.now()
     const generation = this.#generation()
-    if (generation !== this.#seen) {
+    if (generation !== undefined && generation !== this.#seen) {
       this.#cache.clear()
       this.#seen = generation
     }
-    const hit = this.#cache.get(presented)
+    const hit = generation !== undefined ? this.#cache.get(presented) : undefined
     if (hit !== undefined && hit.until > now) return hit.principal
     const key = findKey(this.#store, presented, now)
     if (key === undefined) return undefined
@@ -55,6 +61,7 @@ export class Authenticator {
       const partner = this.#store.partners.get(key.partner_id)
       if (partner !== undefined) principal.partner = partner
     }
+    if (generation === undefined) return principal
     if (this.#cache.size >= CACHE_MAX) this.#cache = new Map()
     this.#cache.set(presented, { principal, until: now + CACHE_MS })
     return principal

@@ -9,22 +9,21 @@ import type { Store } from '../store/store.js'
 import { take } from './screen-bookings.js'
 import { matchingScreens } from './targeting.js'
 
-const derived = new WeakMap<Store, { at: string, bySeat: Map<string, DealRecord[]> }>()
+const derived = new WeakMap<Store, { at: number, bySeat: Map<string, DealRecord[]> }>()
 
 /** Active deals a seat is invited to; derived once per change of the deals table, since every bid may ask. */
 export function activeDealsFor (store: Store, seatId: string): DealRecord[] {
-  const at = `${store.deals.version}:${store.rollbacks}`
+  const version = store.deals.version
   let cache = derived.get(store)
-  if (cache === undefined || cache.at !== at) {
-    cache = { at, bySeat: new Map() }
+  if (version !== undefined && cache?.at !== version) {
+    cache = { at: version, bySeat: new Map() }
     derived.set(store, cache)
   }
   const seat = seatId.toLowerCase()
-  let deals = cache.bySeat.get(seat)
-  if (deals === undefined) {
-    deals = [...store.deals.getRange()].map(({ value }) => value).filter((d) => d.status === 'active' && d.invited_seats.some((s) => s.toLowerCase() === seat))
-    cache.bySeat.set(seat, deals)
-  }
+  const kept = version !== undefined ? cache?.bySeat.get(seat) : undefined
+  if (kept !== undefined) return kept
+  const deals = [...store.deals.getRange()].map(({ value }) => value).filter((d) => d.status === 'active' && d.invited_seats.some((s) => s.toLowerCase() === seat))
+  if (version !== undefined) cache?.bySeat.set(seat, deals)
   return deals
 }
 

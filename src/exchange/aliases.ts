@@ -39,10 +39,6 @@ interface Compiled {
   secret: string | undefined
 }
 
-/**
- * The bidder aliases as the hot path needs them: each alias's allowlist compiled into a BlockList (Node's own CIDR
- * matcher) and its signing secret unsealed once, rebuilt when the aliases table changes.
- */
 /** Stores a bidder alias's configuration. Call inside Store.write. */
 export function saveAlias (store: Store, record: BidderAliasRecord): void {
   store.aliases.putSync(record.alias, record)
@@ -53,10 +49,14 @@ export function removeAlias (store: Store, alias: string): void {
   store.aliases.removeSync(alias)
 }
 
+/**
+ * The bidder aliases as the hot path needs them: each alias's allowlist compiled into a BlockList (Node's own CIDR
+ * matcher) and its signing secret unsealed once, rebuilt when the aliases table changes.
+ */
 export class AliasGuard {
   readonly #store: Store
   readonly #sealer: KeySealer
-  #at = ''
+  #at: number | undefined
   #compiled = new Map<string, Compiled>()
 
   constructor (store: Store, sealer: KeySealer) {
@@ -66,17 +66,17 @@ export class AliasGuard {
 
   /** The active alias of that name, or undefined. */
   find (alias: string): Compiled | undefined {
-    const at = `${this.#store.aliases.version}:${this.#store.rollbacks}`
-    if (at !== this.#at) {
-      this.#at = at
+    const version = this.#store.aliases.version
+    if (version !== undefined && version !== this.#at) {
+      this.#at = version
       this.#compiled = new Map()
     }
-    let c = this.#compiled.get(alias)
+    let c = version !== undefined ? this.#compiled.get(alias) : undefined
     if (c === undefined) {
       const record = this.#store.aliases.get(alias)
       if (record === undefined || record.status !== 'active') return undefined
       c = { record, allow: blockList(record.ip_allowlist), seen: new Map(), secret: record.secret_sealed !== undefined ? this.#sealer.open(`alias:${alias}`, record.secret_sealed) : undefined }
-      this.#compiled.set(alias, c)
+      if (version !== undefined) this.#compiled.set(alias, c)
     }
     return c
   }

@@ -138,11 +138,11 @@ export function fit (creative: CreativeRecord, imp: Imp): { mtype: 1 | 2, w?: nu
 const derived = new WeakMap<Store, { at: string, campaigns: CampaignRecord[] }>()
 
 export function liveCampaigns (store: Store, now: number): CampaignRecord[] {
-  const at = `${store.campaigns.version}:${store.rollbacks}:${new Date(now).toISOString().slice(0, 10)}`
-  let d = derived.get(store)
-  if (d === undefined || d.at !== at) {
-    d = { at, campaigns: [...store.campaigns.getRange()].map(({ value }) => value).filter((c) => c.media_buy_id === undefined && c.status !== 'paused' && c.status !== 'completed' && datedStatus(c, now) === 'active') }
-    derived.set(store, d)
-  }
-  return d.campaigns
+  const version = store.campaigns.version
+  const at = `${version}:${new Date(now).toISOString().slice(0, 10)}`
+  const d = derived.get(store)
+  if (version !== undefined && d?.at === at) return d.campaigns
+  const campaigns = [...store.campaigns.getRange()].map(({ value }) => value).filter((c) => c.media_buy_id === undefined && c.status !== 'paused' && c.status !== 'completed' && datedStatus(c, now) === 'active')
+  if (version !== undefined) derived.set(store, { at, campaigns })
+  return campaigns
 }

@@ -71,6 +71,7 @@ export async function openWhenHeld<T> (dataDir: string, ask: () => void, open: (
   try {
     return open()
   } finally {
-    writeFileSync(opened, '')
+    // An owner that gave up waiting has removed its go: a file written now would be left behind.
+    if (existsSync(go)) writeFileSync(opened, '')
   }
 }

@@ -44,8 +44,6 @@ export class CachedTable<V> {
   readonly #scope: CacheScope
   /** The shared generation this copy reflects. */
   #seen: number
-  /** This thread's writes, committed or not: memory derived inside a transaction must change with them at once. */
-  #local = 0
 
   /** scope.generations[slot]: this table's shared generation. */
   constructor (db: Database<V, string>, slot: number, scope: CacheScope, max = 250_000) {
@@ -57,9 +55,16 @@ export class CachedTable<V> {
     this.#seen = Atomics.load(this.#generations, slot)
   }
 
-  /** Moves on every write in any thread, so that whatever is derived from the whole table knows when to derive again. */
-  get version (): number {
-    return Atomics.load(this.#generations, this.#slot) + this.#local
+  /**
+   * Moves on every commit that wrote the table, in any thread, so that whatever is derived from the whole table knows
+   * when to derive again. Undefined while what this thread reads may differ from what it counts: a read snapshot older
+   * than its last move, a transaction that wrote the table (its writes may roll back), or another thread's commit that
+   * has landed without moving it yet. Memory derived then serves that one use and is not kept: kept under the version,
+   * it would outlive the change it missed until the next write of the table.
+   */
+  get version (): number | undefined {
+    const generation = Atomics.load(this.#generations, this.#slot)
+    return this.#scope.keeps(this.#slot, generation) && this.#scope.current(this.#slot, generation) ? generation : undefined
   }
 
   get (key: string): V | undefined {
@@ -95,7 +100,6 @@ export class CachedTable<V> {
   }
 
   #write (key: string, put: () => void): void {
-    this.#local++
     this.#values.delete(key)
     this.#scope.write(this.#slot, put, () => {
       // Our own bump keeps our copy, unless another thread's landed since we last looked.

@@ -167,8 +167,6 @@ export interface Store {
   afterEnd (fn: () => void): void
   /** Whether a write transaction is open on this thread (what a write made now would commit with). */
   readonly inTransaction: boolean
-  /** How many write transactions rolled back: memory derived from a table keys on this beside the table's version. */
-  readonly rollbacks: number
   /** The serial of the write transaction running (or last run) on this store: what a transaction does once keys on it. */
   readonly transaction: number
   /** The cached tables' generations, shared by every hot thread's store over this environment (openStore's last argument). */
@@ -358,7 +356,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   // table's encoder reload the shapes that were committed.
   const forgetUncommittedShapes = () => { for (const table of sharedTables) table.encoder?.clearSharedData?.() }
   let depth = 0
-  let rollbacks = 0
   let transaction = 0
   let pending: Array<() => void> = []
   let closing: Array<() => void> = []
@@ -383,7 +380,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
         forgetUncommittedShapes()
         settleRolledBack()
       }
-      rollbacks++
       throw err
     } finally {
       if (depth === 1) {
@@ -501,7 +497,6 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     node: options.node ?? '',
     write,
     get inTransaction () { return depth > 0 },
-    get rollbacks () { return rollbacks },
     get transaction () { return transaction },
     generations,
     held,
