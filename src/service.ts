@@ -31,7 +31,7 @@ import { JournalTurns } from './store/journal-turns.js'
 import { ObjectStore } from './store/objects.js'
 import { holdWritesFor } from './store/open-beside.js'
 import { Idempotency } from './http/idempotency.js'
-import { Metrics, renderMetrics, type MetricsSnapshot } from './http/metrics.js'
+import { Metrics, renderMetrics } from './http/metrics.js'
 import { dashboardOf } from './admin/dashboard.js'
 import type { Dashboard } from './generated/types.js'
 import { RateLimiter, type WindowAsk } from './http/rate-limit.js'
@@ -185,7 +185,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const idempotency = new Idempotency(store, clock)
   const started = clock.now()
   // Asked by a hot thread for /admin/v1/dashboard: every thread's counters (the event-loop delay left for /metrics).
-  const dashboard = async (): Promise<Dashboard> => dashboardOf([metrics.snapshot(clock.now(), false), ...await threads.call<MetricsSnapshot>('snapshot', false)], {
+  const dashboard = async (): Promise<Dashboard> => dashboardOf([metrics.snapshot(clock.now(), false), ...await threads.call('snapshot', false)], {
     now: clock.now(), started, store, moderationQueue: moderator.queued, noticesPending: notices.size(), outboxPending: outbox.size(), funnel, connected: analytics.backend !== undefined
   })
   const replicated = new ShippedChanges()
@@ -224,7 +224,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
       if (ended) store.write(() => outbox.append('audit.hot_thread.ended', `hot_thread:${thread}`, { actor: 'operator', thread }))
       return ended
     },
-    scrape: async () => renderMetrics([metrics.snapshot(clock.now()), ...await threads.call<MetricsSnapshot>('snapshot')], {
+    scrape: async () => renderMetrics([metrics.snapshot(clock.now()), ...await threads.call('snapshot')], {
       oohbid_hot_threads: { help: 'Hot threads serving HTTP (HOT_THREADS).', value: config.hotThreads },
       oohbid_outbox_pending_events: { help: 'Events held in the outbox, the durable log webhooks are delivered from, until it is compacted.', value: outbox.size() },
       oohbid_funnel_pending_events: { help: 'Funnel events in LMDB waiting for the analytics process to ship them (to ClickHouse; on a cluster node to the funnel stream).', value: funnel.size() },
@@ -302,7 +302,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   }
   const runJobs = async () => {
     // This thread's Inventory arms the signals of the screens a cluster node applied from the engine.
-    const inThreads = [...await threads.call<{ demoted: number, offline: number }>('runJobs'), inventory.runJobs()]
+    const inThreads = [...await threads.call('runJobs'), inventory.runJobs()]
     return {
       demoted: inThreads.reduce((n, j) => n + j.demoted, 0),
       offline: inThreads.reduce((n, j) => n + j.offline, 0),

@@ -1,44 +1,19 @@
 import { Worker } from 'node:worker_threads'
-import type { ClockShare } from '../clock.js'
-import type { ResolvedConfig } from '../config.js'
 import type { Logger } from '../log.js'
-import { Rpc, type Handlers, type Port } from '../hot/rpc.js'
-
-/** The memory every hot thread shares with the supervisor (each part owned by the class that reads it). */
-export interface HotShared {
-  clock: ClockShare
-  /** Store: the cached tables' generations. */
-  generations: SharedArrayBuffer
-  /** RateLimiter: the windows. */
-  limits: SharedArrayBuffer
-  /** Idempotency: keys in flight. */
-  inFlight: SharedArrayBuffer
-  /** FunnelLog: ids and the backlog count. */
-  funnel: SharedArrayBuffer
-  /** ScreenClaims: the screens being decided, the release count waiting threads sleep on, intakes being applied. */
-  claims: { buffer: SharedArrayBuffer, counters: SharedArrayBuffer }
-  /** ShippedChanges: how far a cluster node's changes are held by the engine. */
-  shipped: SharedArrayBuffer
-  /** JournalTurns: which threads hold journaled writes not applied yet, and their turns applied. */
-  journals: SharedArrayBuffer
-}
-
-/** What a hot thread starts from (workerData). */
-export interface HotThreadData {
-  /** 1..HOT_THREADS. */
-  thread: number
-  config: ResolvedConfig
-  shared: HotShared
-}
+import type { HotThreadData, SupervisorSide, ThreadCalls, ThreadSide } from '../hot/operations.js'
+import { Rpc, type Answer, type Args, type Handlers, type Port } from '../hot/rpc.js'
 
 /** A thread that died this soon after starting is not restarted at once again: it would only die again. */
 const RESTART_BACKOFF_MS = [0, 100, 1000, 5000]
 
 interface Running {
   worker: Worker
-  rpc: Rpc
+  rpc: Rpc<SupervisorSide, ThreadSide>
   listening: boolean
 }
+
+/** What the supervisor answers its threads, less `listening`, which it answers itself. */
+export type SupervisorHandlers = Omit<Handlers<SupervisorSide>, 'listening'>
 
 /**
  * Starts HOT_THREADS hot threads and keeps them running: a thread that dies (an error nothing caught, memory) is
@@ -48,13 +23,13 @@ interface Running {
 export class Supervisor {
   readonly #threads: Array<Running | undefined> = []
   readonly #data: Omit<HotThreadData, 'thread'>
-  readonly #handlers: Handlers
+  readonly #handlers: SupervisorHandlers
   readonly #log: Logger
   readonly #refresh: () => void
   #closing = false
 
   /** refresh: the supervisor's store.refresh, run before each message: what a thread tells of, it committed first. */
-  constructor (data: Omit<HotThreadData, 'thread'>, handlers: Handlers, log: Logger, refresh: () => void) {
+  constructor (data: Omit<HotThreadData, 'thread'>, handlers: SupervisorHandlers, log: Logger, refresh: () => void) {
     this.#data = data
     this.#handlers = handlers
     this.#log = log
@@ -69,7 +44,7 @@ export class Supervisor {
   #spawn (thread: number, restarts: number): Promise<void> {
     const worker = new Worker(new URL('../hot/thread.js', import.meta.url), { workerData: { ...this.#data, thread } satisfies HotThreadData })
     return new Promise((resolve, reject) => {
-      const rpc = new Rpc(worker as unknown as Port, {
+      const rpc = new Rpc<SupervisorSide, ThreadSide>(worker as unknown as Port, {
         ...this.#handlers,
         listening: () => {
           running.listening = true
@@ -104,14 +79,14 @@ export class Supervisor {
   }
 
   /** Asks every running thread the same thing; the answers in thread order (a thread restarting is left out). */
-  async call<T> (op: string, ...args: unknown[]): Promise<T[]> {
+  async call<K extends keyof ThreadCalls> (op: K, ...args: Args<ThreadCalls[K]>): Promise<Array<Answer<ThreadCalls[K]>>> {
     const live = this.#threads.filter((t): t is Running => t !== undefined)
-    const answers = await Promise.allSettled(live.map((t) => t.rpc.call<T>(op, ...args)))
+    const answers = await Promise.allSettled(live.map((t) => t.rpc.call(op, ...args)))
     return answers.flatMap((a) => a.status === 'fulfilled' ? [a.value] : [])
   }
 
   /** Tells every running thread something, without waiting. */
-  notify (op: string, ...args: unknown[]): void {
+  notify<K extends keyof ThreadSide['notes']> (op: K, ...args: Args<ThreadSide['notes'][K]>): void {
     for (const t of this.#threads) t?.rpc.notify(op, ...args)
   }
 
@@ -140,7 +115,7 @@ export class Supervisor {
   async close (): Promise<number> {
     this.#closing = true
     await this.call('stopAccepting')
-    const abandoned = await this.call<number>('finish')
+    const abandoned = await this.call('finish')
     await this.call('close')
     await Promise.all(this.#threads.map((t) => t?.worker.terminate()))
     return abandoned.reduce((a, b) => a + b, 0)

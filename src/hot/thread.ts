@@ -1,5 +1,4 @@
 import { parentPort, workerData } from 'node:worker_threads'
-import type { ModerationReply } from '../moderation/types.js'
 import { ResultCache, type Outcome } from '../analytics/results.js'
 import { Authenticator } from '../auth/authenticate.js'
 import { KeySealer } from '../auth/sealed-keys.js'
@@ -27,10 +26,10 @@ import { Outbox } from '../store/outbox.js'
 import { openStore } from '../store/store.js'
 import { DeliveryLog } from '../webhooks/delivery-log.js'
 import { broadcast } from './broadcast.js'
+import type { HotThreadData, SupervisorSide, ThreadSide } from './operations.js'
 import { Rpc, type Port } from './rpc.js'
 import { ShippedChanges } from '../cluster/shipped.js'
 import { nodeLinkThrough } from '../cluster/node-link.js'
-import type { HotThreadData } from '../control/supervisor.js'
 
 /**
  * A hot thread: one uWS app on the shared port (SO_REUSEPORT; the kernel spreads connections over the threads) with
@@ -47,13 +46,13 @@ const analytics: AnalyticsSource & { backend: AnalyticsSource['backend'], lastEr
 }
 const lifecycle: Lifecycle = { draining: false, inFlight: 0, onIdle: undefined }
 
-const rpc = new Rpc(port, {
-  analytics (state: { backend: AnalyticsSource['backend'], lastError: string | undefined }) {
+const rpc = new Rpc<ThreadSide, SupervisorSide>(port, {
+  analytics (state) {
     analytics.backend = state.backend
     analytics.lastError = state.lastError
   },
-  broadcast: (channel: string, key: string, value: unknown) => shared.deliver(channel, key, value),
-  snapshot: (reset?: boolean) => metrics.snapshot(clock.now(), reset),
+  broadcast: (channel, key, value) => shared.deliver(channel, key, value),
+  snapshot: (reset) => metrics.snapshot(clock.now(), reset),
   runJobs: () => inventory.runJobs(),
   shipped: () => shipped.woken(),
   granted: () => link?.rates.woken(),
@@ -74,7 +73,16 @@ const store = openStore(config.dataDir, { mode: config.durability, syncIntervalM
 // A cluster node's supervisor ships what this thread's commits recorded for the other nodes.
 store.changes?.onCommitted(onNextTurn(() => rpc.notify('replicate')))
 const shipped = new ShippedChanges(memory.shipped)
-const link = config.cluster !== undefined ? nodeLinkThrough(shipped, (op, ...args) => rpc.call(op, ...args), (op, ...args) => rpc.notify(op, ...args)) : undefined
+const link = config.cluster !== undefined
+  ? nodeLinkThrough(shipped, {
+    claim: async (name, owner, takeOverAfterMs) => await rpc.call('claim', name, owner, takeOverAfterMs),
+    release: async (name, owner) => { await rpc.call('release', name, owner) },
+    lock: async (name, owner) => await rpc.call('lock', name, owner),
+    unlock: (name, n) => rpc.notify('unlock', name, n),
+    lease: (ask) => rpc.notify('lease', ask),
+    caughtUp: async () => await rpc.call('caughtUp')
+  })
+  : undefined
 // A cluster node's campaigns spend the parts of their budgets the engine granted it; the supervisor asks for them.
 if (link !== undefined) leaseBudgetWith((campaignId, wantMicros) => rpc.notify('budget', campaignId, wantMicros))
 const metrics = new Metrics(thread, store.held)
@@ -97,7 +105,7 @@ const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, co
 shared.on('report', (key, value) => reports.received(key, value as Outcome))
 const funnel = new FunnelLog(store, memory.funnel, (event) => metrics.recorded(event))
 // Handed over once committed: the supervisor's moderator reads the creative the moment the message lands.
-const moderator = { schedule: (id: string) => store.afterCommit(() => rpc.notify('moderate', id)), analyze: async (url: string, declaredType: string) => await rpc.call('analyze', url, declaredType) as ModerationReply }
+const moderator = { schedule: (id: string) => store.afterCommit(() => rpc.notify('moderate', id)), analyze: async (url: string, declaredType: string) => await rpc.call('analyze', url, declaredType) }
 const claims = new ScreenClaims(thread, memory.claims)
 const turns = new JournalTurns(memory.journals, thread)
 const journal = openHotJournal({ store, outbox, notices, funnel, moderator, metrics, claims }, config.dataDir, config.durability, `thread-${thread}`, turns)
