@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import t from 'tap'
+import { TABLES } from '../src/store/tables.js'
 
 // The layering docs/architecture.md draws, checked on the source (no service started): import arrows only point down,
 // there is no circle (type-only imports included), and each table is written by its owner only. The README's layout
@@ -27,7 +28,8 @@ for (const file of files) {
 
 const FOUNDATION = /^src\/(clock|errors|log|next-turn|start-refused|config|version)\.ts$|^src\/generated\//
 const INFRASTRUCTURE = /^src\/(store|http|net|auth|cluster)\//
-const RECORDS = /\/records\.ts$/
+/** Storage shapes and the tables that hold them, declared with src/store/table.ts's helpers. */
+const RECORDS = /\/records\.ts$|^src\/store\/table\.ts$/
 const ROUTES = /^src\/[a-z-]+\/routes\/|^src\/admin\//
 const TOP = /^src\/(main|service|routes|deps)\.ts$|^src\/(hot|control)\//
 const layer = (f: string): string => FOUNDATION.test(f) ? 'foundation' : RECORDS.test(f) ? 'records' : INFRASTRUCTURE.test(f) ? 'infrastructure' : ROUTES.test(f) ? 'routes' : TOP.test(f) ? 'top' : 'domain'
@@ -79,73 +81,25 @@ t.test('no import circle, type-only imports included', async (t) => {
   t.same(circles, [])
 })
 
-/**
- * Who may write each table: its owning domain (docs/architecture.md, "The map"). Everyone else reads, or calls the
- * owner. `meta` is the one shared table, namespaced by key prefix (secret:, migrated:, ...).
- */
-const OWNERS: Record<string, string[]> = {
-  seats: ['src/accounts/'],
-  bySeat: ['src/accounts/'],
-  keys: ['src/auth/'],
-  keyDigests: ['src/auth/'],
-  seatKeys: ['src/auth/'],
-  partners: ['src/inventory/'],
-  partnerSlugs: ['src/inventory/'],
-  devices: ['src/inventory/'],
-  embeds: ['src/inventory/'],
-  screens: ['src/inventory/'],
-  status: ['src/inventory/'],
-  players: ['src/inventory/'],
-  fein: ['src/inventory/'],
-  adslotIndex: ['src/inventory/'],
-  adslotPos: ['src/inventory/'],
-  adslotPast: ['src/inventory/'],
-  adslotPastEnds: ['src/inventory/'],
-  adslotWalks: ['src/inventory/'],
-  rows: ['src/inventory/'],
-  creatives: ['src/creatives/', 'src/moderation/'],
-  campaigns: ['src/campaigns/'],
-  campaignDelivery: ['src/campaigns/delivery.ts'],
-  assignments: ['src/campaigns/'],
-  reservations: ['src/campaigns/'],
-  deals: ['src/campaigns/'],
-  mediaBuys: ['src/agents/'],
-  signalActivations: ['src/agents/'],
-  propertyLists: ['src/agents/'],
-  mediaBuysWaiting: ['src/agents/'],
-  mediaBuyReports: ['src/agents/'],
-  booked: ['src/campaigns/'],
-  bookedHours: ['src/campaigns/'],
-  placements: ['src/campaigns/'],
-  holds: ['src/campaigns/'],
-  bids: ['src/bidding/'],
-  bidExpiry: ['src/bidding/'],
-  stats: ['src/bidding/'],
-  spots: ['src/player/'],
-  plays: ['src/player/'],
-  aliases: ['src/exchange/'],
-  exchangeBids: ['src/exchange/'],
-  exchangePending: ['src/exchange/'],
-  ledgers: ['src/campaigns/'],
-  proofs: ['src/proof/'],
-  proofHeads: ['src/proof/'],
-  proofChain: ['src/proof/'],
-  proofByImpression: ['src/proof/'],
-  proofTimes: ['src/proof/'],
-  proofDays: ['src/proof/'],
-  proofsBySeat: ['src/proof/'],
-  notices: ['src/notify/'],
-  webhooks: ['src/webhooks/'],
-  webhookHealth: ['src/webhooks/'],
-  deliveries: ['src/webhooks/'],
-  funnel: ['src/events/'],
-  legacyFunnel: ['src/events/'],
-  idempotency: ['src/http/'],
-  outbox: ['src/store/'],
-  audit: ['src/store/'],
-  settings: ['src/store/'],
-  objects: ['src/store/']
-}
+/** Who may write each table: its owners as its owning domain declared them (src/store/tables.ts). */
+const OWNERS: Record<string, readonly string[]> = Object.fromEntries(Object.entries(TABLES).map(([field, spec]) => [field, spec.owners]))
+
+t.test('each table is declared once, in the records.ts of a domain that owns it, and opened only from the registry', async (t) => {
+  const declared = new Map<string, string[]>()
+  for (const file of files.filter((f) => RECORDS.test(f))) {
+    for (const m of readFileSync(file, 'utf8').matchAll(/\bname: '([a-z_]+)'/g)) declared.set(m[1]!, [...declared.get(m[1]!) ?? [], file])
+  }
+  const misplaced: string[] = []
+  for (const spec of Object.values(TABLES)) {
+    const where = declared.get(spec.name) ?? []
+    if (where.length !== 1) misplaced.push(`${spec.name} declared in ${where.length} files: ${where.join(', ')}`)
+    else if (!spec.owners.some((o) => where[0]!.startsWith(o.endsWith('/') ? o : `${dirname(o)}/`))) misplaced.push(`${spec.name} declared in ${where[0]!}, owned by ${spec.owners.join(' and ')}`)
+  }
+  t.same(misplaced, [])
+  t.equal(new Set(Object.values(TABLES).map((s) => s.name)).size, Object.keys(TABLES).length, 'no LMDB name twice')
+  const opening = files.filter((f) => !f.endsWith('.test.ts') && f !== 'src/store/store.ts' && /\.openDB\(/.test(readFileSync(f, 'utf8')))
+  t.same(opening, [], 'only the store opens tables')
+})
 
 t.test('each table is written only by the domain that owns it', async (t) => {
   const strays: string[] = []
@@ -154,7 +108,6 @@ t.test('each table is written only by the domain that owns it', async (t) => {
     if (file.endsWith('.test.ts')) continue
     for (const m of readFileSync(file, 'utf8').matchAll(/store\.(\w+)\.(?:putSync|removeSync|put|remove|ifNoExists|clearSync|dropSync)\(/g)) {
       const table = m[1]!
-      if (table === 'meta') continue
       writes++
       const owners = OWNERS[table]
       if (owners === undefined) strays.push(`${file} writes ${table}, which has no owner here`)

@@ -1,5 +1,6 @@
-// Accounts' storage shapes: what the seats table holds. A leaf: the store reads these types.
+// Accounts' storage shapes: what the seats table holds. The store opens the tables declared here.
 import type { CustomRateLimits, SeatStatus } from '../generated/types.js'
+import { cachedTable, table } from '../store/table.js'
 
 /** A buyer seat. Keyed by the lower-cased seat_id so that ids differing only in case cannot coexist. */
 export interface SeatRecord {
@@ -17,4 +18,11 @@ export interface SeatRecord {
   rate_limits: CustomRateLimits
   created_at: string
   updated_at: string
+}
+
+/** The accounts domain's tables (src/store/tables.ts). */
+export const accountTables = {
+  seats: cachedTable<SeatRecord>({ name: 'seats', replication: 'quorum', owners: ['src/accounts/'] }),
+  /** [kind, seat_id lower-cased, -created ms, id] -> id: a seat's creatives, campaigns, assignments and reservations, newest first. */
+  bySeat: table<string, [string, string, number, string]>({ name: 'by_seat', ordered: true, replication: 'local', owners: ['src/accounts/'] })
 }

@@ -1,5 +1,6 @@
-// Agents' storage shapes: the media buys AI buying agents make over MCP (AdCP). A leaf.
+// Agents' storage shapes: the media buys AI buying agents make over MCP (AdCP), and the tables that hold them.
 import type { Daypart, LiveAudience, PropertyIdentifier } from '../generated/types.js'
+import { table } from '../store/table.js'
 
 /**
  * How a product is sold, the last part of its id: guaranteed (spots booked at a fixed CPM), preferred (not booked,
@@ -143,4 +144,18 @@ export interface ScreenFilters {
   property_types?: string[]
   exclude_identifiers?: PropertyIdentifier[]
   feature_requirements?: FeatureRequirement[]
+}
+
+/** The AI buying agents' tables (src/store/tables.ts). */
+export const agentTables = {
+  /** media_buy_id -> the media buy an AI buying agent made (src/agents). */
+  mediaBuys: table<MediaBuyRecord>({ name: 'media_buys', replication: 'quorum', owners: ['src/agents/'] }),
+  /** [seat_id lower-cased, segment id] -> a FEIN signal the seat activated (src/agents/signals.ts). */
+  signalActivations: table<SignalActivation, [string, string]>({ name: 'signal_activations', ordered: true, replication: 'quorum', owners: ['src/agents/'] }),
+  /** media_buy_id -> its end (ms), while a package of it waits for a creative's approval (src/agents/media-buys.ts). */
+  mediaBuysWaiting: table<number>({ name: 'media_buys_waiting', replication: 'quorum', owners: ['src/agents/'] }),
+  /** [due ms, media_buy_id] -> 1: the next delivery report of each buy with a reporting webhook (src/agents/delivery-reports.ts). */
+  mediaBuyReports: table<number, [number, string]>({ name: 'media_buy_reports', ordered: true, replication: 'quorum', owners: ['src/agents/'] }),
+  /** list_id -> a buyer's governance list of screens (src/agents/property-lists.ts). */
+  propertyLists: table<PropertyListRecord>({ name: 'property_lists', replication: 'quorum', owners: ['src/agents/'] })
 }

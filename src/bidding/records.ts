@@ -1,5 +1,6 @@
+// Bidding's storage shapes: bids received and a seat's hourly counters, and the tables that hold them.
 import type { LiveAudience } from '../generated/types.js'
-// Bidding's storage shapes: bids received and a seat's hourly counters. A leaf.
+import { table } from '../store/table.js'
 
 /** A production bid waiting for its screen's next spot (the open auction of the waterfall). */
 export interface StoredBid {
@@ -52,4 +53,17 @@ export interface HourStats {
   win_cpm_sum: number
   latency_ms_sum: number
   latency_max_ms: number
+}
+
+/** The bidding domain's tables (src/store/tables.ts). */
+export const biddingTables = {
+  /** [screen_id, imp id's tag, seat_id] (src/bidding/book.ts) -> the seat's latest bid on that spot. */
+  bids: table<StoredBid, BookKey>({ name: 'bids', ordered: true, shapes: true, replication: 'book', owners: ['src/bidding/'] }),
+  /**
+   * [seat_id lower-cased, hour start ms, node] -> that hour's bidding counters on that node ('' on one node; rows an
+   * earlier version wrote have no node). A seat's hour is the sum of its rows, each written by one node only.
+   */
+  stats: table<HourStats, [string, number] | [string, number, string]>({ name: 'stats', ordered: true, shapes: true, replication: 'book', owners: ['src/bidding/'] }),
+  /** [expires ms, screen_id, imp id's tag, seat_id] -> 1: stored bids in expiry order, for their lurl with code 2. */
+  bidExpiry: table<1, ExpiryKey>({ name: 'bid_expiry', ordered: true, replication: 'local', owners: ['src/bidding/'] })
 }

@@ -1,5 +1,7 @@
-// Campaigns' storage shapes: campaigns, their ledgers, assignments, reservations and deals as stored. A leaf.
+// Campaigns' storage shapes: campaigns, their ledgers, assignments, reservations and deals as stored, and the tables
+// that hold them.
 import type { Assignment, Campaign, Deal, Reservation } from '../generated/types.js'
+import { cachedTable, table } from '../store/table.js'
 
 /**
  * A campaign with its owner; screens are computed per request, and what it delivered is summed from its delivery rows
@@ -59,4 +61,24 @@ export interface CampaignDelivery {
   started_at: string
   /** A cluster node: the part of the budget the engine granted this node (src/cluster/budget-leases.ts). */
   leased_micros?: number
+}
+
+/** The campaigns domain's tables (src/store/tables.ts). */
+export const campaignTables = {
+  campaigns: cachedTable<CampaignRecord>({ name: 'campaigns', replication: 'quorum', owners: ['src/campaigns/'] }),
+  /** [campaign_id, node id] -> what the campaign delivered through that node (src/campaigns/delivery.ts). */
+  campaignDelivery: table<CampaignDelivery, [string, string]>({ name: 'campaign_delivery', ordered: true, replication: 'quorum', owners: ['src/campaigns/delivery.ts'] }),
+  assignments: table<AssignmentRecord>({ name: 'assignments', replication: 'quorum', owners: ['src/campaigns/'] }),
+  reservations: table<ReservationRecord>({ name: 'reservations', replication: 'quorum', owners: ['src/campaigns/'] }),
+  deals: cachedTable<DealRecord>({ name: 'deals', replication: 'quorum', owners: ['src/campaigns/'] }),
+  /** [screen_id, date] -> spots taken by placements, held reservations and guaranteed deals. */
+  booked: table<number, [string, string]>({ name: 'booked', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
+  /** [screen_id, date, hour] -> spots of that day booked in that hour by guaranteed lines with dayparts. */
+  bookedHours: table<number, [string, string, number]>({ name: 'booked_hours', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
+  /** [screen_id, start_date, assignment_id] -> assignment_id: what each screen plays (the player feed reads it). */
+  placements: table<string, [string, string, string]>({ name: 'placements', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
+  /** [expires ms, reservation_id] -> reservation_id: holds in expiry order. */
+  holds: table<string, [number, string]>({ name: 'holds', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
+  /** campaign_id -> the budget this node's exchange bids in flight hold (its spend is in campaignDelivery). */
+  ledgers: table<HeldBudget>({ name: 'ledgers', shapes: true, replication: 'local', owners: ['src/campaigns/'] })
 }

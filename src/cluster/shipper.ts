@@ -1,7 +1,8 @@
 import { headers } from 'nats'
 import type { Logger } from '../log.js'
 import type { Change, ChangeLog } from '../store/changes.js'
-import { BOOK_TABLES, EVENTUAL_TABLES, type Store } from '../store/store.js'
+import type { Store } from '../store/store.js'
+import { BOOK_TABLES, EVENTUAL_TABLES } from '../store/tables.js'
 import { BOOK_SUBJECT, SIGNALS_SUBJECT, STATE_BUCKET, type Engine } from './engine.js'
 import { packValue, stateKey } from './state-keys.js'
 

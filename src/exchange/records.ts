@@ -1,4 +1,5 @@
-// The exchange path's storage shapes: bidder aliases, bids sent to exchanges. A leaf.
+// The exchange path's storage shapes: bidder aliases, bids sent to exchanges, and the tables that hold them.
+import { cachedTable, table } from '../store/table.js'
 
 /** An exchange's bidder alias (operator API); the signing secret is kept sealed like API keys. */
 export interface BidderAliasRecord {
@@ -37,3 +38,12 @@ export interface ExchangeBidRecord {
   settled_at?: number
 }
 
+/** The exchange domain's tables (src/store/tables.ts). */
+export const exchangeTables = {
+  /** alias -> an exchange's bidder configuration. */
+  aliases: cachedTable<BidderAliasRecord>({ name: 'bidder_aliases', replication: 'quorum', owners: ['src/exchange/'] }),
+  /** bid_id -> a bid made to an exchange. */
+  exchangeBids: table<ExchangeBidRecord>({ name: 'exchange_bids', shapes: true, replication: 'local', owners: ['src/exchange/'] }),
+  /** [made ms, bid_id] -> 1: exchange bids still pending, oldest first, for releasing their budget. */
+  exchangePending: table<1, [number, string]>({ name: 'exchange_pending', ordered: true, replication: 'local', owners: ['src/exchange/'] })
+}

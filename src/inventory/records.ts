@@ -1,6 +1,7 @@
-// Inventory's storage shapes: what the store's partner, screen, FEIN and adslot-index tables hold. A leaf: the store
-// reads these types, and nothing here reads the store.
+// Inventory's storage shapes: what the store's partner, screen, FEIN and adslot-index tables hold. The store opens
+// the tables declared here, and nothing here reads the store.
 import type { Display, OperatingHours, VenueType } from '../generated/types.js'
+import { cachedTable, table } from '../store/table.js'
 
 /** The FEIN audience signals a sensor screen reports (their freshness rules are FRESHNESS in fein.ts). */
 export type Signal = 'live_face_count' | 'attention_score' | 'dominant_emotion' | 'crowd_density' | 'purchase_intent' | 'ad_receptivity' | 'dwell_time_ms' | 'income_level'
@@ -86,4 +87,35 @@ export interface ScreenStatus {
   offline_at?: number
   /** Heartbeats per hour over the last day: [hour start ms, count]. */
   hours: Array<[number, number]>
+}
+
+/** The inventory domain's tables (src/store/tables.ts). */
+export const inventoryTables = {
+  partners: cachedTable<PartnerRecord>({ name: 'partners', replication: 'quorum', owners: ['src/inventory/'] }),
+  partnerSlugs: table<string>({ name: 'partner_slugs', replication: 'quorum', owners: ['src/inventory/'] }),
+  screens: cachedTable<ScreenRecord>({ name: 'screens', replication: 'quorum', owners: ['src/inventory/'] }),
+  /** partner_id + NUL + device_id -> screen_id. */
+  devices: table<string>({ name: 'devices', replication: 'quorum', owners: ['src/inventory/'] }),
+  /** embed token -> screen_id; every player request reads it, so it is cached. */
+  embeds: cachedTable<string>({ name: 'embeds', replication: 'quorum', owners: ['src/inventory/'] }),
+  fein: cachedTable<FeinState>({ name: 'fein', replication: 'eventual', owners: ['src/inventory/'] }),
+  status: table<ScreenStatus>({ name: 'status', replication: 'eventual', owners: ['src/inventory/'] }),
+  /**
+   * screen_id -> the device fingerprint its player page is bound to (the fp of the first page that opened embed_url).
+   * Every spot request checks it and it changes only when a player binds or is released, so it is cached, apart from
+   * the status every heartbeat rewrites.
+   */
+  players: cachedTable<string>({ name: 'players', replication: 'quorum', owners: ['src/inventory/'] }),
+  /** The adslots order: [source, quality rank, -vas, screen_id] -> filter tuple (src/inventory/adslot-index.ts). */
+  adslotIndex: table<IndexTuple, IndexKey>({ name: 'adslot_index', ordered: true, replication: 'local', owners: ['src/inventory/'] }),
+  /** screen_id -> its current adslotIndex key. */
+  adslotPos: table<IndexKey>({ name: 'adslot_pos', replication: 'local', owners: ['src/inventory/'] }),
+  /** Keys screens held before they moved, kept for walks: [source, rank, -vas, screen_id, since] -> until version. */
+  adslotPast: table<number, PastKey>({ name: 'adslot_past', ordered: true, replication: 'local', owners: ['src/inventory/'] }),
+  /** [until version, screen_id] -> the adslotPast key it ended and when (ms): oldest first, for collection. */
+  adslotPastEnds: table<[PastKey, number], [number, string]>({ name: 'adslot_past_ends', ordered: true, replication: 'local', owners: ['src/inventory/'] }),
+  /** adslots version a walk started from -> when a page of it was last served (ms). */
+  adslotWalks: table<number, number>({ name: 'adslot_walks', ordered: true, replication: 'local', owners: ['src/inventory/'] }),
+  /** screen_id -> pre-encoded rows (src/inventory/rows.ts). */
+  rows: cachedTable<string[]>({ name: 'rows', replication: 'local', owners: ['src/inventory/'] })
 }

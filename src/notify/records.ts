@@ -1,4 +1,6 @@
-// Notices' storage shape: a win, loss or billing notice or legacy notification waiting to be sent. A leaf.
+// Notices' storage shape: a win, loss or billing notice or legacy notification waiting to be sent, and the table that
+// holds them.
+import { table } from '../store/table.js'
 
 /**
  * An outbound notice: an OpenRTB nurl, lurl or burl (GET), a legacy win/loss notification, a webhook delivery or a
@@ -21,4 +23,10 @@ export interface NoticeRecord {
   media_buy_id?: string
   attempts: number
   created_at: number
+}
+
+/** The notices' table (src/store/tables.ts). */
+export const notifyTables = {
+  /** [receiver origin, due ms, notice id] -> an outbound notice waiting for its (next) attempt. */
+  notices: table<NoticeRecord, [string, number, string]>({ name: 'notices', ordered: true, shapes: true, replication: 'local', owners: ['src/notify/'] })
 }

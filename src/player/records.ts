@@ -1,5 +1,6 @@
-// The player feed's storage shapes: spots taken by screens and how they were decided. A leaf.
+// The player feed's storage shapes: spots taken by screens and how they were decided, and the tables that hold them.
 import type { StoredBid } from '../bidding/records.js'
+import { table } from '../store/table.js'
 
 /** Where a spot came from, in waterfall order. closed: outside operating hours, nothing plays. */
 export type Tier = 'guaranteed' | 'preferred' | 'pmp' | 'open_auction' | 'house' | 'closed'
@@ -28,4 +29,12 @@ export interface SpotRecord {
   /** Impressions the play counted (imp.qty.multiplier confirmed at render: live faces, at most what was offered). */
   multiplier?: number
   cost_micros?: number
+}
+
+/** The player domain's tables (src/store/tables.ts). */
+export const playerTables = {
+  /** spot_id -> the spot a player was given. */
+  spots: table<SpotRecord>({ name: 'spots', shapes: true, replication: 'local', owners: ['src/player/'] }),
+  /** [screen_id, local date, line] -> spots served today for an assignment or deal line: its pacing. */
+  plays: table<number, [string, string, string]>({ name: 'plays', ordered: true, replication: 'local', owners: ['src/player/'] })
 }

@@ -1,0 +1,51 @@
+import type { Key } from 'lmdb'
+
+/**
+ * How a table travels between the nodes of a cluster (docs/architecture.md, "Beyond one machine"). `local`: never,
+ * each node keeps its own (what it derives, what it alone writes and reads). `quorum`: a request that wrote it answers
+ * once the engine's quorum holds the change. `eventual`: shipped in the same order, without the wait (FEIN and
+ * heartbeats, rewritten every few seconds, where a lost last one is replaced by the next). `book`: the bidding book,
+ * waited for like `quorum` but shipped as one message a round to the book stream (src/cluster/shipper.ts).
+ */
+export type Replication = 'local' | 'quorum' | 'eventual' | 'book'
+
+/**
+ * One table of the LMDB environment, declared once in its owning domain's records.ts (this file is of the records
+ * layer: it imports nothing of ours): the Store, the replicated sets
+ * and the layout test's owners are derived from the declarations (src/store/tables.ts).
+ */
+export interface TableSpec<V, K extends Key> {
+  /** The LMDB database's name: what is on disk, and what a cluster's changes name. */
+  readonly name: string
+  /** Keys as arrays or numbers, in order (lmdb-js's ordered-binary); else strings. */
+  readonly ordered: boolean
+  /**
+   * Read through a CachedTable: decoded values kept in every hot thread, dropped by writes (src/store/read-cache.ts).
+   * Only tables keyed by strings.
+   */
+  readonly cached: boolean
+  /** Record shapes kept in the table rather than in each value: for tables written at the bidders' rate. */
+  readonly shapes: boolean
+  readonly replication: Replication
+  /** The folders (or files) whose code may write the table; everyone else reads, or calls them. */
+  readonly owners: readonly string[]
+  /** Types only, never set: the values and keys. */
+  readonly types?: { value: V, key: K }
+}
+
+/** A table read through the read cache. */
+export interface CachedSpec<V> extends TableSpec<V, string> {
+  readonly cached: true
+}
+
+type Options = Partial<Pick<TableSpec<unknown, Key>, 'ordered' | 'shapes'>> & Pick<TableSpec<unknown, Key>, 'name' | 'replication' | 'owners'>
+
+/** Declares a table. */
+export function table<V, K extends Key = string> (options: Options): TableSpec<V, K> & { readonly cached: false } {
+  return { ordered: false, shapes: false, ...options, cached: false }
+}
+
+/** Declares a table read through the read cache (string keys). */
+export function cachedTable<V> (options: Omit<Options, 'ordered' | 'shapes'>): CachedSpec<V> {
+  return { ...options, ordered: false, shapes: false, cached: true }
+}
