@@ -26,7 +26,7 @@ for (const file of files) {
   imports.set(file, targets.filter((p) => p.startsWith('src/')))
 }
 
-const FOUNDATION = /^src\/(clock|errors|log|next-turn|start-refused|config|version)\.ts$|^src\/generated\//
+const FOUNDATION = /^src\/(clock|errors|log|money|next-turn|start-refused|config|version)\.ts$|^src\/generated\//
 const INFRASTRUCTURE = /^src\/(store|http|net|auth|cluster)\//
 /** Storage shapes and the tables that hold them, declared with src/store/table.ts's helpers. */
 const RECORDS = /\/records\.ts$|^src\/store\/table\.ts$/
@@ -55,8 +55,8 @@ t.test('every import points down the layers', async (t) => {
   t.ok(files.length > 100 && [...imports.values()].flat().length > 500, `${files.length} files read`)
 })
 
-t.test('no import circle, type-only imports included', async (t) => {
-  // Tarjan's strongly connected components: any component of two or more files is a circle.
+/** Tarjan's strongly connected components of a graph: each component of two or more nodes is a circle. */
+function circlesOf (graph: Map<string, string[]>): string[][] {
   let next = 0
   const index = new Map<string, number>()
   const low = new Map<string, number>()
@@ -66,8 +66,8 @@ t.test('no import circle, type-only imports included', async (t) => {
   const visit = (v: string): void => {
     index.set(v, next); low.set(v, next); next++
     stack.push(v); onStack.add(v)
-    for (const w of imports.get(v) ?? []) {
-      if (!imports.has(w)) continue
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue
       if (!index.has(w)) { visit(w); low.set(v, Math.min(low.get(v)!, low.get(w)!)) } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!))
     }
     if (low.get(v) === index.get(v)) {
@@ -77,8 +77,46 @@ t.test('no import circle, type-only imports included', async (t) => {
       if (component.length > 1) circles.push(component.sort())
     }
   }
-  for (const file of imports.keys()) if (!index.has(file)) visit(file)
-  t.same(circles, [])
+  for (const node of graph.keys()) if (!index.has(node)) visit(node)
+  return circles
+}
+
+t.test('no import circle, type-only imports included', async (t) => {
+  t.same(circlesOf(imports), [])
+})
+
+/**
+ * The folder a file's imports count for: a domain's logic and its routes are two (routes sit above every domain's
+ * logic), the storage shapes and table declarations are one layer of their own, and the foundation and the service's
+ * top-level files (the composition root) are left out: everything may use the one, and the other uses everything.
+ */
+function folderOf (file: string): string | undefined {
+  if (RECORDS.test(file)) return 'records'
+  if (FOUNDATION.test(file)) return undefined
+  const parts = file.split('/')
+  if (parts.length <= 2) return undefined
+  return parts[2] === 'routes' ? `${parts[1]!}/routes` : parts[1]!
+}
+
+t.test('no two folders import each other, directly or around a circle', async (t) => {
+  const folders = new Map<string, string[]>()
+  const why = new Map<string, string>()
+  for (const [file, targets] of imports) {
+    if (file.endsWith('.test.ts')) continue
+    const from = folderOf(file)
+    if (from === undefined) continue
+    const edges = folders.get(from) ?? []
+    folders.set(from, edges)
+    for (const target of targets) {
+      const to = folderOf(target)
+      if (to === undefined || to === from) continue
+      if (!edges.includes(to)) edges.push(to)
+      why.set(`${from} -> ${to}`, `${file} -> ${target}`)
+    }
+  }
+  const circles = circlesOf(folders).map((c) => c.flatMap((a) => c.filter((b) => why.has(`${a} -> ${b}`)).map((b) => why.get(`${a} -> ${b}`)!)))
+  t.same(circles, [], 'each circle shown by one import of each of its arrows')
+  t.ok(folders.size > 20, `${folders.size} folders`)
 })
 
 /** Who may write each table: its owners as its owning domain declared them (src/store/tables.ts). */

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { audienceOfSegment, segmentIdOf } from './segments.js'
+import { audienceOfSegment, segmentIdOf } from '../inventory/segments.js'
 
 // A FEIN segment's id is its definition: every node and every later request reads the same conditions from it.
 

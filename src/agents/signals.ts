@@ -5,7 +5,7 @@ import { liveSignals, type LiveSignals } from '../inventory/fein.js'
 import { audienceMatches } from '../inventory/live-audience.js'
 import { interpret } from '../inventory/nl-query.js'
 import { agentUrl, checkAccount, record, type ToolCall } from './call.js'
-import { audienceOfSegment, emotionNamed, seatSegmentAudience, segmentIdOf } from './segments.js'
+import { audienceOfSegment, emotionNamed, seatSegmentAudience, segmentIdOf } from '../inventory/segments.js'
 
 /** The segments listed when a buyer asks for no audience in particular. */
 const CATALOG: LiveAudience[] = [

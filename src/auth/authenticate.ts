@@ -1,7 +1,7 @@
 import { timingSafeEqual, createHash } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
-import type { Principal, RouteDef } from '../http/route.js'
+import type { Access, Principal } from './principal.js'
 import type { Store } from '../store/store.js'
 import { findKey, presentedKey } from './keys.js'
 
@@ -78,7 +78,7 @@ export class Authenticator {
    * Resolves the caller for a route's auth mode (spec, Authentication): 401 authentication_required for a missing or
    * unresolved key, and for the operator token on /admin routes. Runs before the rate limiter, which counts per key.
    */
-  authenticate (route: RouteDef, headers: Record<string, string>): Principal | undefined {
+  authenticate (route: Access, headers: Record<string, string>): Principal | undefined {
     if (route.auth === 'none') return undefined
     if (route.auth === 'admin') {
       if (!this.isAdmin(headers)) throw new ApiError('authentication_required', 'Send the operator token as Authorization: Bearer <ADMIN_TOKEN>.')
@@ -97,7 +97,7 @@ export class Authenticator {
    * suspended nor revoked (403), and the route's scope (403 missing_scope; sandbox keys pass every scope check); a
    * partner route needs a partner key (403 not_authorized).
    */
-  checkAccess (route: RouteDef, principal: Principal | undefined): void {
+  checkAccess (route: Access, principal: Principal | undefined): void {
     if (principal === undefined) return
     if (route.auth === 'partner') {
       if (principal.partner === undefined) throw new ApiError('not_authorized', 'This route needs a partner key; register with POST /v1/partner/register.')

@@ -1,10 +1,8 @@
-import { matchesEntry } from '../campaigns/targeting.js'
+import { dealPrice } from '../campaigns/deal-rules.js'
 import { AGE_RANK } from '../inventory/adslot-index.js'
-import type { IndexKey, IndexTuple, ScreenRecord } from '../inventory/records.js'
-import { localTime } from '../inventory/local-time.js'
+import type { ScreenRecord } from '../inventory/records.js'
 import type { DealRecord } from '../campaigns/records.js'
 import type { CreativeRecord } from '../creatives/records.js'
-import type { Store } from '../store/store.js'
 import { LOSS } from './loss-codes.js'
 
 /**
@@ -70,40 +68,6 @@ export function creativeRefusal (creative: CreativeRecord, screen: ScreenRecord)
 /** Why what a bid declares of itself (adomain, cat) may not play on a screen: each block that applies. */
 export function declaredRefusals (bid: { adomain?: readonly string[], cat?: readonly string[] }, screen: ScreenRecord): Refusal[] {
   return [domainRefusal(bid.adomain ?? [], screen), categoryRefusal(bid.cat ?? [], screen)].filter((r) => r !== undefined)
-}
-
-/** A screen's entry in the adslots index: what deal and campaign targeting is matched against. */
-export function indexEntryOf (store: Store, screenId: string): { key: IndexKey, tuple: IndexTuple } | undefined {
-  const key = store.adslotPos.get(screenId) as IndexKey | undefined
-  const tuple = key !== undefined ? store.adslotIndex.get(key) as IndexTuple | undefined : undefined
-  return key !== undefined && tuple !== undefined ? { key, tuple } : undefined
-}
-
-/**
- * The calendar day deals go by on a screen: its own local date, as players and placements do. Computed once per
- * screen and decision (time zone formatting costs microseconds), then handed to dealRuns for each deal.
- */
-export function screenDate (screen: Pick<ScreenRecord, 'timezone'>, now: number): string {
-  return localTime(screen.timezone, now).date
-}
-
-/** Whether a deal runs on a screen on its date (screenDate): active, its dates covering the day, the screen within its targeting. */
-export function dealRuns (deal: DealRecord, date: string, entry: { key: IndexKey, tuple: IndexTuple } | undefined): boolean {
-  if (deal.status !== 'active' || entry === undefined) return false
-  return deal.start_date <= date && date <= deal.end_date && matchesEntry(deal.targeting, entry.key, entry.tuple)
-}
-
-/** The westernmost local calendar (UTC-12): a date is over everywhere once it is over there. */
-const LAST_TIMEZONE_MS = 12 * 3_600_000
-
-/** Whether a deal's last day is over on every screen's calendar, so that it can expire (dealRuns goes by local days). */
-export function dealOverEverywhere (deal: Pick<DealRecord, 'end_date'>, now: number): boolean {
-  return new Date(now - LAST_TIMEZONE_MS).toISOString().slice(0, 10) > deal.end_date
-}
-
-/** The deal's price a bid on it must meet: its fixed price, else its floor. */
-export function dealPrice (deal: DealRecord): number {
-  return deal.fixed_cpm ?? deal.floor_cpm
 }
 
 /**

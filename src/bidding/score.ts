@@ -1,12 +1,15 @@
 import type { BidResult, LiveAudience, OrtbBid } from '../generated/types.js'
 import { LOSS } from './loss-codes.js'
-import { creativeRefusal, dealRuns, declaredRefusals, floorFor, floorRefusal, indexEntryOf, screenDate } from './rules.js'
+import { creativeRefusal, declaredRefusals, floorFor, floorRefusal } from './rules.js'
+import { dealRuns } from '../campaigns/deal-rules.js'
+import { indexEntryOf } from '../inventory/adslot-index.js'
+import { screenDate } from '../inventory/local-time.js'
 import type { DealRecord } from '../campaigns/records.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import { assetInMarkup } from '../creatives/from-markup.js'
 import { assetUrlProblem, creativeIdOfCrid, seatCreativeByCrid, type NewCreative } from '../creatives/register.js'
 import type { Store } from '../store/store.js'
-import { seatSegmentAudience } from '../agents/segments.js'
+import { seatSegmentAudience } from '../inventory/segments.js'
 import type { ImpIds, IssuedImp } from '../inventory/adslots/imp-ids.js'
 
 export type Outcome = BidResult['results'][number]

@@ -4,7 +4,7 @@ import { recordDelivery } from './lifecycle.js'
 import type { Outbox } from '../store/outbox.js'
 import type { CampaignLedger, CampaignRecord } from './records.js'
 import type { Store } from '../store/store.js'
-import { playCostMicros, toMicros } from '../bidding/auction/money.js'
+import { playCostMicros, toMicros } from '../money.js'
 
 const DAY = 86_400_000
 /** Even pacing may run this far ahead of a straight line through the day, so a quiet morning is not lost. */

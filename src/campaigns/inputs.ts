@@ -4,7 +4,7 @@ import type { CreativeRecord } from '../creatives/records.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
 import { today } from './lifecycle.js'
-import { screenDate } from '../bidding/rules.js'
+import { screenDate } from '../inventory/local-time.js'
 
 /** An approved creative of the seat: 404 creative_not_found if missing or foreign, 422 validation_failed if not approved. */
 export function approvedCreative (store: Store, seatId: string, id: string, param = 'creative_id'): CreativeRecord {

@@ -2,11 +2,11 @@ import { iso } from '../clock.js'
 import type { Outbox } from '../store/outbox.js'
 import type { CampaignRecord, DealRecord } from './records.js'
 import type { Store } from '../store/store.js'
-import { dealOverEverywhere } from '../bidding/rules.js'
+import { dealOverEverywhere } from './deal-rules.js'
 import { give } from './screen-bookings.js'
 import { dealEvent } from './deals.js'
 import { addDelivery, deliveredOf } from './delivery.js'
-import { fromMicros, toMicros } from '../bidding/auction/money.js'
+import { fromMicros, toMicros } from '../money.js'
 
 /** Today's date (UTC) of a clock reading. */
 export function today (ms: number): string {

@@ -1,8 +1,8 @@
 import { ApiError } from '../errors.js'
+import type { NodeLink } from '../http/cluster-link.js'
 import type { WindowAsk } from '../http/rate-limit.js'
 import { MarkWaiters } from './mark-waiters.js'
 import type { ShippedChanges } from './shipped.js'
-import type { UniqueNames } from './unique-names.js'
 
 /**
  * How long a node waits for the engine's grant before granting itself one: the engine cannot answer while the
@@ -10,36 +10,6 @@ import type { UniqueNames } from './unique-names.js'
  * busy machine's slow answer is not taken for an absent one.
  */
 export const LOCAL_GRANT_MS = 2000
-
-/** What a cluster node's requests need of the cluster, reached from a hot thread through its supervisor. */
-export interface NodeLink {
-  /** How far this node's changes are held by the engine: a write answers once its are. */
-  shipped: ShippedChanges
-  /** Names claimed across the cluster before a route's write makes them (RouteDef.unique). */
-  names: UniqueNames
-  /** Records locked cluster-wide while a request rewrites them (RouteDef.exclusive). */
-  locks: {
-    /** Resolves with the lock's number once owner holds it; throws 503 when it stayed taken, or the engine cannot say. */
-    lock (name: string, owner: string): Promise<number>
-    unlock (name: string, n: number): void
-  }
-  /** Cluster-wide rate-limit windows (src/cluster/rate-leases.ts). */
-  rates: {
-    /** Asks for more of a window (the limiter said to: RateDecision.ask). */
-    ask (ask: WindowAsk): void
-    /** How long a request waits for a grant: one comes within LOCAL_GRANT_MS whether the engine answers or not. */
-    readonly waitMs: number
-    /** Resolves true at the next grant to this node, any window's; false after timeoutMs. */
-    granted (timeoutMs: number): Promise<boolean>
-    /** The supervisor wrote a grant into the shared windows. */
-    woken (): void
-  }
-  /**
-   * Resolves true once this node has applied every change the engine held when it was called; false after a second,
-   * or when the engine cannot say.
-   */
-  caughtUp (): Promise<boolean>
-}
 
 /** What a hot thread's link asks of its supervisor, which holds the node's one connection to the engine. */
 export interface SupervisorLink {

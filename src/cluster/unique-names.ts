@@ -2,24 +2,7 @@ import type { KV } from 'nats'
 import type { Logger } from '../log.js'
 import { createHold, newestHold, releaseHold } from './numbered-keys.js'
 import { retryFor } from './retry.js'
-
-/**
- * Names that must be unique across a cluster (a seat_id, a partner slug, an Idempotency-Key), claimed in the engine
- * before the write that makes them: one winner however many nodes try at once (a numbered hold, src/cluster/
- * numbered-keys.ts). A claim lapses after CLAIM_TTL_MS, by when the row that took the name is on every node and the
- * owner's own check refuses it again.
- */
-export interface UniqueNames {
-  /**
-   * True when this request won the name, or holds it already, or took it over from a holder older than
-   * takeOverAfterMs (owner: the request's fingerprint, so a retry of a request
-   * whose claim landed after its answer was lost finds it its own); false when another holds it; throws 503 when the
-   * engine cannot say.
-   */
-  claim (name: string, owner: string, takeOverAfterMs?: number): Promise<boolean>
-  /** Gives owner's claim of a name back (the write that claimed it did not commit); resolves once it is, or failed. */
-  release (name: string, owner: string): Promise<void>
-}
+import type { UniqueNames } from '../http/cluster-link.js'
 
 /** How long a claim outlives its request: far longer than a row takes to reach every node. */
 export const CLAIM_TTL_MS = 600_000

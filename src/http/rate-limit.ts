@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js'
 import type { RateGroup } from '../generated/types.js'
-import type { Principal } from './route.js'
+import type { Principal } from '../auth/principal.js'
 import { fnv, SharedTable } from './shared-table.js'
 
 interface GroupPolicy {

@@ -6,7 +6,7 @@ import type { Clock } from '../clock.js'
 import type { ResolvedConfig } from '../config.js'
 import { ApiError } from '../errors.js'
 import type { Logger } from '../log.js'
-import type { NodeLink } from '../cluster/node-link.js'
+import type { NodeLink } from './cluster-link.js'
 import { presentedKey } from '../auth/keys.js'
 import type { Store } from '../store/store.js'
 import { flatError, nestedError, statusLine } from './envelope.js'
@@ -14,7 +14,8 @@ import { checkQueryLengths, decodePathParams } from './url-params.js'
 import { Idempotency } from './idempotency.js'
 import type { Metrics, RouteSeries } from './metrics.js'
 import { limitFor, RATE_GROUPS, type RateDecision, type RateLimiter } from './rate-limit.js'
-import { isMutating, RawJson, type Ctx, type Method, type Principal, type Result, type RouteDef } from './route.js'
+import type { Principal } from '../auth/principal.js'
+import { isMutating, RawJson, type Ctx, type Method, type Result, type RouteDef } from './route.js'
 import { validate, validateQuery } from './validate.js'
 
 /** What the request pipeline needs from the service. */
@@ -28,7 +29,7 @@ export interface HttpDeps {
   metrics: Metrics
   idempotency: Idempotency
   lifecycle: Lifecycle
-  /** On a cluster node: what its requests need of the cluster (src/cluster/node-link.ts). */
+  /** On a cluster node: what its requests need of the cluster (src/http/cluster-link.ts). */
   cluster?: NodeLink
   /** The thread's journal (RouteDef.journaled): on a cluster node a journaled answer waits for its turn's commit. */
   journal?: { applied (): Promise<number> | undefined }

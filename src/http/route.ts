@@ -1,18 +1,9 @@
 import type { ApiError } from '../errors.js'
 import type { ErrorCode, RateGroup, Scope } from '../generated/types.js'
 import type { SchemaTitle } from '../generated/schemas.js'
-import type { SeatRecord } from '../accounts/records.js'
-import type { KeyRecord } from '../auth/records.js'
-import type { PartnerRecord } from '../inventory/records.js'
+import type { AuthMode, Principal } from '../auth/principal.js'
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete'
-
-/** Who is calling, resolved from the API key. */
-export interface Principal {
-  key: KeyRecord
-  seat?: SeatRecord
-  partner?: PartnerRecord
-}
 
 /**
  * What a handler sees. Everything is copied out of the uWS request before the handler runs, because uWS frees the
@@ -74,15 +65,6 @@ export function held (answer: Promise<Result>): Result {
 
 /** Handlers return synchronously; a computed or gathered route may return held() instead of awaiting. */
 export type Handler<B, Q> = (ctx: Ctx<B, Q>) => Result
-
-/** How a route authenticates. */
-export type AuthMode =
-  | 'seat' // a key linked to a seat (buyer control plane)
-  | 'partner' // a key of a registered partner
-  | 'key' // any valid key
-  | 'optional-key' // onboarding: a key is used if present, and must then be valid
-  | 'admin' // the operator token
-  | 'none'
 
 /** One route: its wire contract, its policy and its handler. The OpenAPI document is assembled from these. */
 export interface RouteDef<B = unknown, Q = unknown> {

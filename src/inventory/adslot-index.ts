@@ -1,3 +1,4 @@
+import type { Store } from '../store/store.js'
 import type { IndexKey, IndexTuple, ScreenRecord } from './records.js'
 import { QUALITY_RANK, type Quality } from './fein.js'
 
@@ -87,4 +88,11 @@ export function qualityOf (rank: number): Quality {
 /** vas_7d from a key's -vas part. */
 export function vasOf (negVas: number): number | null {
   return negVas === NO_VAS ? null : -negVas
+}
+
+/** A screen's entry in the adslots index: what deal and campaign targeting is matched against. */
+export function indexEntryOf (store: Store, screenId: string): { key: IndexKey, tuple: IndexTuple } | undefined {
+  const key = store.adslotPos.get(screenId) as IndexKey | undefined
+  const tuple = key !== undefined ? store.adslotIndex.get(key) as IndexTuple | undefined : undefined
+  return key !== undefined && tuple !== undefined ? { key, tuple } : undefined
 }

@@ -1,4 +1,5 @@
 import type { Daypart, OperatingHours } from '../generated/types.js'
+import type { ScreenRecord } from './records.js'
 
 const WEEKDAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const
 type Weekday = typeof WEEKDAYS[number]
@@ -147,4 +148,12 @@ export function openMinutesByHour (hours: OperatingHours | undefined, date: stri
 /** How many of the dates (YYYY-MM-DD) have open minutes within the dayparts (and the hours, when given). */
 export function daysWithin (hours: OperatingHours | undefined, dates: string[], dayparts: Daypart[]): number {
   return dates.filter((date) => openProgress(hours, startOf(date), dayparts).total > 0).length
+}
+
+/**
+ * The calendar day deals go by on a screen: its own local date, as players and placements do. Computed once per
+ * screen and decision (time zone formatting costs microseconds), then handed to dealRuns for each deal.
+ */
+export function screenDate (screen: Pick<ScreenRecord, 'timezone'>, now: number): string {
+  return localTime(screen.timezone, now).date
 }

@@ -1,4 +1,4 @@
-import { formatUsd } from './money.js'
+import { formatUsd } from '../../money.js'
 
 /** The values OpenRTB 2.6 substitution macros (section 4.4) stand for in one notice. */
 export interface MacroValues {
