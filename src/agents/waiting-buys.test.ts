@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { openStore } from '../store/store.js'
-import { indexWaitingBuys, mediaBuysDue } from './media-buys.js'
+import { indexWaitingBuys, mediaBuysDue } from './media-buy-activation.js'
 import type { MediaBuyRecord } from './records.js'
 
 // A store kept before media_buys_waiting existed: its waiting buys are indexed once at start, so the activation job,
