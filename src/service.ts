@@ -1,13 +1,10 @@
 import { Analytics } from './analytics/client.js'
 import { ResultCache } from './analytics/results.js'
-import type { Params } from './analytics/sql.js'
 import { Authenticator } from './auth/authenticate.js'
 import { KeySealer } from './auth/sealed-keys.js'
-import { dropAllShipped, FunnelLog } from './events/funnel.js'
+import { FunnelLog } from './events/funnel.js'
 import { openHotJournal, recoverHotJournals } from './hot/journal.js'
-import { expireBids } from './bidding/auction/expiry.js'
 import { ScreenClaims } from './bidding/auction/claims.js'
-import { expireExchangeBids } from './exchange/routes/bidder.js'
 import { biddingKinds } from './notify/kinds.js'
 import { Notices } from './notify/notices.js'
 import { NoticeSender } from './notify/sender.js'
@@ -17,36 +14,30 @@ import { resolveAdminToken } from './admin/token.js'
 import { ProofSigner } from './proof/signer.js'
 import { allRoutes } from './routes.js'
 import { ImpIds } from './inventory/adslots/imp-ids.js'
-import { activateMediaBuys, indexWaitingBuys, mediaBuysDue } from './agents/media-buy-activation.js'
-import { queueDueReports, reportKind, reportsDue } from './agents/delivery-reports.js'
-import { budgetBook } from './campaigns/budget.js'
-import { catalogRecord } from './campaigns/catalog-lock.js'
-import { campaignJobsDue, runCampaignJobs } from './campaigns/lifecycle.js'
-import { bookApplied, tagBookKeys } from './bidding/book.js'
-import type { BookKey } from './bidding/records.js'
+import { indexWaitingBuys } from './agents/media-buy-activation.js'
+import { reportKind } from './agents/delivery-reports.js'
+import { tagBookKeys } from './bidding/book.js'
 import { adoptLegacyBindings, Inventory, inventoryOptions } from './inventory/inventory.js'
 import { adoptSeatKeyLists } from './auth/keys.js'
 import { Moderator } from './moderation/moderator.js'
 import { JournalTurns } from './store/journal-turns.js'
 import { ObjectStore } from './store/objects.js'
-import { holdWritesFor } from './store/open-beside.js'
 import { Idempotency } from './http/idempotency.js'
-import { Metrics, renderMetrics } from './http/metrics.js'
-import { dashboardOf } from './admin/dashboard.js'
-import type { Dashboard } from './generated/types.js'
-import { RateLimiter, type WindowAsk } from './http/rate-limit.js'
+import { Metrics } from './http/metrics.js'
+import { RateLimiter } from './http/rate-limit.js'
 import type { RouteDef } from './http/route.js'
 import { claimPort, type ClaimedPort } from './http/server.js'
 import { broadcast } from './hot/broadcast.js'
 import { Supervisor } from './control/supervisor.js'
+import { analyticsOf, relayAnalyticsState } from './control/analytics.js'
+import { startJobs } from './control/jobs.js'
+import { joinClusterOf } from './control/join.js'
+import { dashboardFor, supervisorOperations } from './control/operations.js'
 import type { ClusterNode } from './cluster/node.js'
 import { shareSecrets } from './store/secrets.js'
 import { adoptMetaSettings } from './store/settings.js'
 import { adoptCampaignDelivery } from './campaigns/delivery.js'
-import { seatListApplied } from './accounts/seat-lists.js'
-import { proofApplied } from './proof/chain.js'
 import { ShippedChanges } from './cluster/shipped.js'
-import { StartRefused } from './start-refused.js'
 import { createLogger, type Logger } from './log.js'
 import { Outbox } from './store/outbox.js'
 import { lockDataDir } from './store/data-dir-lock.js'
@@ -98,13 +89,8 @@ export interface ServiceOptions {
   log?: Logger
 }
 
-/**
- * Takes the data directory and the port (or refuses to start), opens the store and starts HOT_THREADS hot threads
- * that serve every route on that port (src/hot/thread.ts). This thread supervises them and runs what must run
- * once: moderation, the notice sender, the webhook dispatcher, the analytics process and the periodic jobs, so that
- * none of it competes with a request.
- */
-export async function startService ({ config: given, clock = systemClock, log = createLogger(given.logLevel) }: ServiceOptions): Promise<Service> {
+/** Takes the data directory and the port (or refuses to start), opens the store and resolves the configuration. */
+async function takeNode (given: Config, log: Logger): Promise<{ lock: Awaited<ReturnType<typeof lockDataDir>>, claimed: ClaimedPort, store: Store, config: ResolvedConfig & { adminToken: string }, url: string }> {
   const lock = await lockDataDir(given.dataDir)
   let claimed: ClaimedPort
   try {
@@ -118,9 +104,12 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const admin = resolveAdminToken(given.adminToken, given.dataDir)
   if (admin.generatedAt !== undefined) log.info('operator token', { path: admin.generatedAt })
   const url = `http://${given.host === '0.0.0.0' ? '127.0.0.1' : given.host}:${port}`
-  const config: ResolvedConfig = { ...given, port, adminToken: admin.token, baseUrl: given.baseUrl ?? url }
+  return { lock, claimed, store, url, config: { ...given, port, adminToken: admin.token, baseUrl: given.baseUrl ?? url } }
+}
+
+/** The supervisor's parts, before any thread serves: what a crash left in the hot journals is in LMDB by now. */
+function nodeParts (config: ResolvedConfig, store: Store, clock: Clock, log: Logger, adminToken: string) {
   const outbox = new Outbox(store, clock)
-  const auth = new Authenticator(store, clock, admin.token)
   const metrics = new Metrics(0, store.held)
   adoptMetaSettings(store)
   adoptCampaignDelivery(store)
@@ -144,116 +133,52 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const recovered = recoverHotJournals(intake, config.dataDir)
   if (recovered > 0) log.info('hot journals replayed', { entries: recovered })
   const kinds = { ...biddingKinds(store, sealer, config.noticeTimeoutMs), webhook: webhookKind({ store, sealer, notices, outbox, log: deliveries }, config.webhookTimeoutMs), report: reportKind({ store, sealer }, config.webhookTimeoutMs) }
-  const sender = new NoticeSender({ store, notices, clock, log, metrics, kinds }, { allowPrivate: config.allowPrivateCallbackUrls, dnsServers: config.dnsServers })
-  const webhooks = new WebhookDispatcher({ store, outbox, notices, deliveries, clock, log })
-  const analytics = new Analytics({
-    dataDir: config.dataDir,
-    durability: config.durability,
-    logLevel: config.logLevel,
-    database: config.clickhouseDatabase,
-    ...(config.clickhouseCluster !== undefined ? { cluster: config.clickhouseCluster } : {}),
-    ...(config.clickhouseUrl !== undefined ? { url: config.clickhouseUrl } : {}),
-    ...(config.clickhouseUser !== undefined ? { user: config.clickhouseUser } : {}),
-    ...(config.clickhousePassword !== undefined ? { password: config.clickhousePassword } : {}),
-    batchWaitMs: config.analyticsBatchSeconds * 1000,
-    ...(config.cluster !== undefined ? { engine: config.cluster } : {})
-  }, log)
-  const shipped = (by: number) => metrics.inc('oohbid_funnel_shipped_events_total', 'Funnel events the analytics process has shipped (to ClickHouse; on a cluster node to the funnel stream) and deleted from LMDB.', '', by)
-  shipped(0)
-  analytics.onShipped = (count) => {
-    funnel.shipped(count)
-    shipped(count)
+  return {
+    outbox,
+    metrics,
+    inventory,
+    objects,
+    moderator,
+    sealer,
+    notices,
+    funnel,
+    deliveries,
+    claims,
+    journals,
+    intake,
+    auth: new Authenticator(store, clock, adminToken),
+    sender: new NoticeSender({ store, notices, clock, log, metrics, kinds }, { allowPrivate: config.allowPrivateCallbackUrls, dnsServers: config.dnsServers }),
+    webhooks: new WebhookDispatcher({ store, outbox, notices, deliveries, clock, log }),
+    analytics: analyticsOf(config, store, funnel, metrics, log),
+    reports: new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs),
+    limiter: new RateLimiter(clock, undefined, { cluster: config.cluster !== undefined }),
+    idempotency: new Idempotency(store, clock)
   }
-  const restarted = (by: number) => metrics.inc('oohbid_analytics_restarts_total', 'Times the analytics process exited unasked and was started again (each costs a second of lag and, on chDB, a reopen).', '', by)
-  restarted(0)
-  analytics.onRestart = () => restarted(1)
-  analytics.onOpening = (pid) => {
-    let held = false
-    const from = performance.now()
-    try {
-      held = holdWritesFor((fn) => store.write(fn), config.dataDir, pid)
-    } catch (err) {
-      log.warn('could not hold the writers for the analytics process', { pid, error: err instanceof Error ? err.message : String(err) })
-    }
-    // Every write of the node waited this long: worth seeing in the log, once per start of the analytics process.
-    if (held) log.info('held the writers while the analytics process opened LMDB', { pid, ms: Math.round((performance.now() - from) * 10) / 10 })
-    else log.warn('the analytics process opened LMDB while the writers ran', { pid })
-  }
-  analytics.onDrop = async (last) => { await dropAllShipped(store, last) }
-  const reports = new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs)
-  const limiter = new RateLimiter(clock, undefined, { cluster: config.cluster !== undefined })
-  const idempotency = new Idempotency(store, clock)
-  const started = clock.now()
-  // Asked by a hot thread for /admin/v1/dashboard: every thread's counters (the event-loop delay left for /metrics).
-  const dashboard = async (): Promise<Dashboard> => dashboardOf([metrics.snapshot(clock.now(), false), ...await threads.call('snapshot', false)], {
-    now: clock.now(), started, store, moderationQueue: moderator.queued, noticesPending: notices.size(), outboxPending: outbox.size(), funnel, connected: analytics.backend !== undefined
-  })
+}
+
+/**
+ * Takes the data directory and the port (or refuses to start), opens the store and starts HOT_THREADS hot threads
+ * that serve every route on that port (src/hot/thread.ts). This thread supervises them and runs what must run
+ * once: moderation, the notice sender, the webhook dispatcher, the analytics process and the periodic jobs, so that
+ * none of it competes with a request.
+ */
+export async function startService ({ config: given, clock = systemClock, log = createLogger(given.logLevel) }: ServiceOptions): Promise<Service> {
+  const { lock, claimed, store, config, url } = await takeNode(given, log)
+  const { port, adminToken } = config
+  const parts = nodeParts(config, store, clock, log, adminToken)
+  const { moderator, notices, funnel, claims, sender, webhooks, analytics, idempotency, deliveries } = parts
   const replicated = new ShippedChanges()
   let cluster: ClusterNode | undefined
+  const ops = { ...parts, config, clock, log, store, cluster: () => cluster, threads: () => threads }
+  const dashboard = dashboardFor(ops, clock.now())
   const threads: Supervisor = new Supervisor({
     config,
-    shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer, claims: { buffer: claims.buffer, counters: claims.counters }, shipped: replicated.buffer, journals }
-  }, {
-    replicate: () => cluster?.kick(),
-    claim: async (name: string, owner: string, takeOverAfterMs?: number) => {
-      if (cluster === undefined) throw new Error('not a cluster node')
-      return await cluster.claim(name, owner, takeOverAfterMs)
-    },
-    release: async (name: string, owner: string) => { await cluster?.release(name, owner) },
-    lock: async (name: string, owner: string) => {
-      if (cluster === undefined) throw new Error('not a cluster node')
-      return await cluster.lock(name, owner)
-    },
-    unlock: (name: string, n: number) => cluster?.unlock(name, n),
-    caughtUp: async () => await cluster?.caughtUp() ?? false,
-    lease: (ask: WindowAsk) => cluster?.lease(ask),
-    budget: (campaignId: string, wantMicros: number) => cluster?.leaseBudget(campaignId, wantMicros),
-    log: (line: string) => log.write(line),
-    moderate: (id: string) => moderator.schedule(id),
-    analyze: async (url: string, declaredType: string) => await moderator.analyze(url, declaredType),
-    outbox: () => webhooks.kick(),
-    notices: (due: Array<[string, number]>) => {
-      for (const [origin, at] of due) notices.noted(origin, at)
-      sender.kick()
-    },
-    query: (sql: string, params?: Params, timeoutMs?: number) => analytics.query(sql, params, timeoutMs),
-    broadcast: (channel: string, key: string, value: unknown) => threads.notify('broadcast', channel, key, value),
-    dashboard,
-    endThread: (thread: number) => {
-      const ended = threads.end(thread)
-      if (ended) store.write(() => outbox.append('audit.hot_thread.ended', `hot_thread:${thread}`, { actor: 'operator', thread }))
-      return ended
-    },
-    scrape: async () => renderMetrics([metrics.snapshot(clock.now()), ...await threads.call('snapshot')], {
-      oohbid_hot_threads: { help: 'Hot threads serving HTTP (HOT_THREADS).', value: config.hotThreads },
-      oohbid_outbox_pending_events: { help: 'Events held in the outbox, the durable log webhooks are delivered from, until it is compacted.', value: outbox.size() },
-      oohbid_funnel_pending_events: { help: 'Funnel events in LMDB waiting for the analytics process to ship them (to ClickHouse; on a cluster node to the funnel stream).', value: funnel.size() },
-      oohbid_notices_pending: { help: 'Win, loss and billing notices and legacy notifications waiting for their (next) attempt.', value: notices.size() },
-      oohbid_analytics_connected: { help: 'Whether the analytics process is connected to ClickHouse (1) or not (0).', value: analytics.backend !== undefined ? 1 : 0 },
-      oohbid_analytics_lag_seconds: { help: 'Age of the oldest funnel event not yet shipped, seconds (0 when none waits): how far reports lag (on a cluster node, behind the funnel stream).', value: funnel.lagSeconds(clock.now()) }
-    })
-  }, log, () => store.refresh())
+    shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: parts.limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer, claims: { buffer: claims.buffer, counters: claims.counters }, shipped: replicated.buffer, journals: parts.journals }
+  }, supervisorOperations(ops, dashboard), log, () => store.refresh())
   // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.
-  const routes = allRoutes({ config, clock, store, outbox, auth, inventory, impIds: new ImpIds(store), objects, moderator, sealer, proofSigner: ProofSigner.forService(config), notices, deliveries, funnel, journal: openHotJournal(intake, config.dataDir, config.durability, 'supervisor', new JournalTurns(journals, 0)), claims, analytics, reports, metrics, scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}) })
+  const routes = allRoutes({ ...parts, config, clock, store, impIds: new ImpIds(store), proofSigner: ProofSigner.forService(config), journal: openHotJournal(parts.intake, config.dataDir, config.durability, 'supervisor', new JournalTurns(parts.journals, 0)), scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}) })
   try {
-    // A cluster node serves only once it holds what the cluster acknowledged while it was away.
-    if (config.cluster !== undefined) {
-      // The engine's client (nats) loads only on a cluster node: a node alone starts without it.
-      const { joinCluster } = await import('./cluster/node.js')
-      cluster = await joinCluster({ cluster: config.cluster, store, objects, shipped: replicated, limiter, budgets: budgetBook(store, () => clock.now()), log, onShipped: () => threads.notify('shipped'), onGranted: () => threads.notify('granted'), onApplied: (table, key, previous) => {
-          inventory.applied(table, key as string)
-          seatListApplied(store, table, key as string, previous)
-          proofApplied(store, table, key as string)
-          bookApplied(store, claims, table, key as BookKey)
-        }
-      }).catch((err: unknown) => {
-        throw new StartRefused(err instanceof Error ? err.message : String(err))
-      })
-    }
-    if (cluster !== undefined) {
-      const node = cluster
-      moderator.claimWith({ claim: (id) => node.claim(`moderation:${id}`, config.cluster!.nodeId), release: (id) => node.release(`moderation:${id}`, config.cluster!.nodeId) })
-    }
+    cluster = await joinClusterOf({ ...parts, config, clock, log, store, shipped: replicated, threads })
     await threads.start(config.hotThreads)
     claimed.release()
   } catch (err) {
@@ -264,74 +189,26 @@ export async function startService ({ config: given, clock = systemClock, log = 
     await lock.release()
     throw err
   }
-  let analyticsState = ''
-  const tellAnalytics = () => {
-    const state = { backend: analytics.backend, lastError: analytics.lastError }
-    const text = JSON.stringify(state)
-    if (text === analyticsState) return
-    analyticsState = text
-    threads.notify('analytics', state)
-  }
   moderator.resume()
   indexWaitingBuys(store)
   sender.start()
   webhooks.start()
   analytics.start()
+  const stopRelay = relayAnalyticsState(analytics, (state) => threads.notify('analytics', state))
   /** Whatever the hot threads handed over before now has arrived (each answers after the messages it sent before). */
   const flushed = () => threads.call('flushed')
-  const catalogJobs = (now: number) => ({
-    ...runCampaignJobs(store, outbox, now),
-    activatedMediaBuys: activateMediaBuys({ store, outbox, inventory, config }, now),
-    queuedReports: queueDueReports({ store, notices }, now)
-  })
-  const nothingMoved = { expiredHolds: 0, campaignMoves: 0, expiredDeals: 0, activatedMediaBuys: 0, queuedReports: 0 }
-  const node = cluster
-  const locked = node !== undefined ? new (await import('./cluster/locked-jobs.js')).LockedJobs({ node, store, shipped: replicated, nodeId: config.cluster!.nodeId, ackTimeoutMs: config.cluster!.ackTimeoutMs, log }) : undefined
-  /**
-   * The jobs this thread runs: campaign moves, expired holds and deals, media buys whose creative was approved, media
-   * buys' due delivery reports (on a cluster node under the catalog's lock, once cluster-wide), bids their imps outlived
-   * (this node's own).
-   */
-  const ownJobs = async () => {
-    const catalog = locked === undefined ? catalogJobs(clock.now()) : await locked.run(catalogRecord(), () => campaignJobsDue(store, clock.now()) || mediaBuysDue(store, clock.now()) || reportsDue(store, clock.now()), () => catalogJobs(clock.now()))
-    return {
-      ...(catalog ?? nothingMoved),
-      expiredBids: expireBids({ store, notices, claims }, clock.now()),
-      expiredExchangeBids: expireExchangeBids(store, clock.now())
-    }
-  }
-  const runJobs = async () => {
-    // This thread's Inventory arms the signals of the screens a cluster node applied from the engine.
-    const inThreads = [...await threads.call('runJobs'), inventory.runJobs()]
-    return {
-      demoted: inThreads.reduce((n, j) => n + j.demoted, 0),
-      offline: inThreads.reduce((n, j) => n + j.offline, 0),
-      ...await ownJobs()
-    }
-  }
-  const timers = [
-    setInterval(() => {
-      ownJobs().catch((err: unknown) => log.error('a job failed', { error: err instanceof Error ? err.message : String(err) }))
-      inventory.runJobs()
-    }, 1000),
-    setInterval(tellAnalytics, 250),
-    setInterval(() => idempotency.sweep(), 3_600_000),
-    setInterval(() => deliveries.sweep(clock.now()), 3_600_000)
-  ]
-  for (const t of timers) t.unref()
-  tellAnalytics()
+  const jobs = await startJobs({ ...parts, config, clock, log, store, threads, ...(cluster !== undefined ? { cluster: { node: cluster, shipped: replicated } } : {}), hourly: [() => idempotency.sweep(), () => deliveries.sweep(clock.now())] })
   log.info('listening', { url, base_url: config.baseUrl, data_dir: config.dataDir, hot_threads: config.hotThreads })
-
   let closing: Promise<void> | undefined
   return {
     config,
     url,
     port,
-    adminToken: admin.token,
+    adminToken,
     store,
-    outbox,
+    outbox: parts.outbox,
     routes,
-    runJobs,
+    runJobs: jobs.runJobs,
     moderator: { idle: async () => { await flushed(); await moderator.idle() } },
     funnel,
     notices,
@@ -346,7 +223,8 @@ export async function startService ({ config: given, clock = systemClock, log = 
     close () {
       closing ??= (async () => {
         const abandoned = await threads.close()
-        for (const t of timers) clearInterval(t)
+        jobs.stop()
+        stopRelay()
         await moderator.close()
         webhooks.close()
         await sender.close()

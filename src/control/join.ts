@@ -1,0 +1,67 @@
+import { seatListApplied } from '../accounts/seat-lists.js'
+import { bookApplied } from '../bidding/book.js'
+import type { ScreenClaims } from '../bidding/auction/claims.js'
+import type { BookKey } from '../bidding/records.js'
+import { budgetBook } from '../campaigns/budget.js'
+import type { Clock } from '../clock.js'
+import type { ClusterNode } from '../cluster/node.js'
+import type { ShippedChanges } from '../cluster/shipped.js'
+import type { ResolvedConfig } from '../config.js'
+import type { RateLimiter } from '../http/rate-limit.js'
+import type { Inventory } from '../inventory/inventory.js'
+import type { Logger } from '../log.js'
+import type { Moderator } from '../moderation/moderator.js'
+import { proofApplied } from '../proof/chain.js'
+import { StartRefused } from '../start-refused.js'
+import type { ObjectStore } from '../store/objects.js'
+import type { Store } from '../store/store.js'
+import type { Supervisor } from './supervisor.js'
+
+export interface JoinDeps {
+  config: ResolvedConfig
+  clock: Clock
+  log: Logger
+  store: Store
+  objects: ObjectStore
+  inventory: Inventory
+  claims: ScreenClaims
+  moderator: Moderator
+  limiter: RateLimiter
+  /** How far this node's changes are held by the engine, in memory the hot threads share. */
+  shipped: ShippedChanges
+  threads: Supervisor
+}
+
+/**
+ * Joins the node's cluster (undefined on a single node): it serves only once it holds what the cluster acknowledged
+ * while it was away. What the engine applies here is derived as the owners would (the adslots order, seat lists,
+ * proof indexes, the bidding book), and moderation runs once cluster-wide. A node that cannot join refuses to start.
+ */
+export async function joinClusterOf (d: JoinDeps): Promise<ClusterNode | undefined> {
+  const { config, store } = d
+  if (config.cluster === undefined) return undefined
+  // The engine's client (nats) loads only on a cluster node: a node alone starts without it.
+  const { joinCluster } = await import('../cluster/node.js')
+  const node = await joinCluster({
+    cluster: config.cluster,
+    store,
+    objects: d.objects,
+    shipped: d.shipped,
+    limiter: d.limiter,
+    budgets: budgetBook(store, () => d.clock.now()),
+    log: d.log,
+    onShipped: () => d.threads.notify('shipped'),
+    onGranted: () => d.threads.notify('granted'),
+    onApplied: (table, key, previous) => {
+      d.inventory.applied(table, key as string)
+      seatListApplied(store, table, key as string, previous)
+      proofApplied(store, table, key as string)
+      bookApplied(store, d.claims, table, key as BookKey)
+    }
+  }).catch((err: unknown) => {
+    throw new StartRefused(err instanceof Error ? err.message : String(err))
+  })
+  const nodeId = config.cluster.nodeId
+  d.moderator.claimWith({ claim: (id) => node.claim(`moderation:${id}`, nodeId), release: (id) => node.release(`moderation:${id}`, nodeId) })
+  return node
+}
