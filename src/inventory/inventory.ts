@@ -1,9 +1,7 @@
-import { createHash, randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.js'
-import type { ResolvedConfig } from '../config.js'
 import { iso } from '../clock.js'
 import { ApiError } from '../errors.js'
-import type { AudienceUpdate, DeviceRegisterRequest, ScreenSettingsRequest, VenueType } from '../generated/types.js'
+import type { AudienceUpdate, DeviceRegisterRequest, ScreenSettingsRequest } from '../generated/types.js'
 import type { Outbox } from '../store/outbox.js'
 import type { FeinState, IndexKey, PartnerRecord, ScreenRecord, ScreenStatus } from './records.js'
 import { rewriteInBatches, runOnce } from '../store/rewrite.js'
@@ -12,75 +10,16 @@ import type { Store } from '../store/store.js'
 import { indexKey, indexTuple, SOURCES, type Source } from './adslot-index.js'
 import { collectPast, keepWindow, pastDue, recordMove } from './adslot-versions.js'
 import { applyUpdate, emptyFein, liveUntil, quality, vas7d } from './fein.js'
-import { isCountry, isTimezone, nearestCity, stateCode, timezoneAt } from './geo.js'
-import { hoursProblem } from './hours.js'
 import { encodeRows } from './rows.js'
-
-/** Default floors (USD CPM) by venue, used when a device registers without one. */
-const DEFAULT_FLOOR: Record<VenueType, number> = {
-  airport: 14, transit: 9, retail: 8, gym: 6.5, bar: 7, restaurant: 6, hotel_lobby: 10, office: 9,
-  hospital: 5, salon: 5.5, gas_station: 4.5, laundromat: 3.5, university: 5, coworking: 8.5
-}
+import { DueQueue } from './due-queue.js'
+import type { InventoryOptions } from './options.js'
+import { checkTimeAndHours, registeredScreen, screenIdFor } from './registration.js'
 
 /** Per-source counts kept in the same transactions as the index, so dry runs and rollbacks cannot skew them. */
 export interface SourceCounts {
   total: number
   sensors: number
   enriched: number
-}
-
-export interface InventoryOptions {
-  /** A screen with no heartbeat for this long goes offline. */
-  heartbeatTimeoutMs: number
-  /** How long an adslots cursor stays valid after the page that returned it (ms). */
-  cursorTtlMs: number
-  /** PARTNER_DISPLAY: whether partner inventory is listed until the operator sets the switch. */
-  partnerDisplay: boolean
-  /** Base of embed_url. */
-  baseUrl: string
-  /** Publisher domain in bid requests (the operator's). */
-  domain: string
-  /**
-   * Re-arm the stored screens' expiries and deadlines at start (runJobs acts on them). One hot thread does; the others
-   * arm only what their own requests change, so that no screen's deadline is worked on by every thread.
-   */
-  resume?: boolean
-  /**
-   * A cluster node's id (CLUSTER_NODE_ID): the node that records a screen's heartbeat is the one that takes it offline
-   * when heartbeats stop, so that the other nodes, which hold its status too, do not do it (and raise the event) again.
-   */
-  node?: string
-}
-
-/** The options a service's Inventory takes from its configuration; one thread of a node resumes (InventoryOptions.resume). */
-export function inventoryOptions (config: ResolvedConfig, resume: boolean): InventoryOptions {
-  const options: InventoryOptions = { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, cursorTtlMs: config.adslotsCursorTtlSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, partnerDisplay: config.partnerDisplay, resume }
-  if (config.cluster !== undefined) options.node = config.cluster.nodeId
-  return options
-}
-
-/** Buckets of screen ids keyed by the second something is due for them (freshness expiry, heartbeat deadline). */
-class DueQueue {
-  readonly #buckets = new Map<number, Set<string>>()
-
-  add (at: number, id: string): void {
-    const second = Math.ceil(at / 1000)
-    let set = this.#buckets.get(second)
-    if (set === undefined) { set = new Set(); this.#buckets.set(second, set) }
-    set.add(id)
-  }
-
-  /** Removes and returns the ids due up to the end of the current second; callers re-add what is not due yet. */
-  take (now: number): string[] {
-    const out: string[] = []
-    const second = Math.ceil(now / 1000)
-    for (const [s, ids] of this.#buckets) {
-      if (s > second) continue
-      for (const id of ids) out.push(id)
-      this.#buckets.delete(s)
-    }
-    return out
-  }
 }
 
 /**
@@ -102,11 +41,6 @@ export function adoptLegacyBindings (store: Store): void {
  */
 export function partnerRecord (partnerId: string): string {
   return `partner:${partnerId}`
-}
-
-/** Stable screen id of a partner's device: the same device always maps to the same screen. */
-export function screenIdFor (partnerId: string, deviceId: string): string {
-  return 'scr_' + createHash('sha256').update(`${partnerId}\u0000${deviceId}`).digest('hex').slice(0, 20)
 }
 
 /**
@@ -179,48 +113,7 @@ export class Inventory {
   upsertDevice (partner: PartnerRecord, req: DeviceRegisterRequest, now: number): { screen: ScreenRecord, created: boolean } {
     const id = screenIdFor(partner.id, req.device_id)
     const existing = this.store.screens.get(id)
-    const loc = req.location
-    const place = loc.country === undefined || loc.city === undefined ? nearestCity(loc.lat, loc.lng) : undefined
-    const country = (loc.country ?? place?.country)?.toUpperCase()
-    if (country === undefined) throw new ApiError('invalid_parameter', 'These coordinates are not near a known city: give location.country, location.state and location.city.', { param: 'location.country' })
-    if (!isCountry(country)) throw new ApiError('invalid_parameter', `location.country ${country} is not an ISO 3166-1 alpha-2 code.`, { param: 'location.country' })
-    const state = loc.state !== undefined ? (stateCode(country, loc.state) ?? loc.state.toUpperCase()) : (place?.country === country ? place.state : '')
-    const city = loc.city ?? (place?.country === country ? place.city : '')
-    if (req.timezone !== undefined && !isTimezone(req.timezone)) throw new ApiError('invalid_parameter', `timezone ${req.timezone} is not an IANA time zone.`, { param: 'timezone' })
-    if (req.operating_hours !== undefined) {
-      const problem = hoursProblem(req.operating_hours)
-      if (problem !== undefined) throw new ApiError('invalid_parameter', `operating_hours ${problem}.`, { param: 'operating_hours' })
-    }
-    const stamp = iso(now)
-    const location: ScreenRecord['location'] = { lat: loc.lat, lng: loc.lng, venue_type: loc.venue_type, address: loc.address ?? [city, state, country].filter(Boolean).join(', '), city, state, country }
-    if (loc.venue_name !== undefined) location.venue_name = loc.venue_name
-    if (loc.zip !== undefined) location.zip = loc.zip
-    const display = { ...req.display, orientation: req.display.orientation ?? (req.display.height > req.display.width ? 'portrait' as const : 'landscape' as const) }
-    const screen: ScreenRecord = {
-      screen_id: id,
-      partner_id: partner.id,
-      device_id: req.device_id,
-      device_type: req.device_type ?? 'other',
-      name: req.name,
-      display,
-      location,
-      capabilities: { fein: req.capabilities?.fein ?? false, video: req.capabilities?.video ?? true, audio: req.capabilities?.audio ?? false, touch: req.capabilities?.touch ?? false },
-      slot_duration_seconds: req.slot_duration_seconds ?? existing?.slot_duration_seconds ?? 15,
-      floor_price_cpm: req.floor_price_cpm ?? existing?.floor_price_cpm ?? DEFAULT_FLOOR[loc.venue_type],
-      blocked_categories: existing?.blocked_categories ?? [],
-      blocked_advertisers: existing?.blocked_advertisers ?? [],
-      max_age_rating: existing?.max_age_rating ?? (loc.venue_type === 'hospital' || loc.venue_type === 'university' ? 'PG' : loc.venue_type === 'bar' ? 'R' : 'PG-13'),
-      timezone: req.timezone ?? existing?.timezone ?? timezoneAt(loc.lat, loc.lng),
-      auction_enabled: existing?.auction_enabled ?? true,
-      source: existing?.source ?? partner.source,
-      embed_token: existing?.embed_token ?? 'emb_' + randomBytes(18).toString('base64url'),
-      created_at: existing?.created_at ?? stamp,
-      updated_at: stamp
-    }
-    const imageUrl = req.image_url ?? existing?.image_url
-    if (imageUrl !== undefined) screen.image_url = imageUrl
-    const hours = req.operating_hours ?? existing?.operating_hours
-    if (hours !== undefined) screen.operating_hours = hours
+    const screen = registeredScreen(id, partner, req, existing, now)
     this.#save(screen, existing)
     if (existing === undefined) {
       this.store.devices.putSync(`${partner.id}\u0000${req.device_id}`, id)
@@ -232,11 +125,7 @@ export class Inventory {
 
   /** Applies partner settings to a screen. Call inside Store.write. */
   updateSettings (screen: ScreenRecord, patch: ScreenSettingsRequest, now: number): ScreenRecord {
-    if (patch.timezone !== undefined && !isTimezone(patch.timezone)) throw new ApiError('invalid_parameter', `timezone ${patch.timezone} is not an IANA time zone.`, { param: 'timezone' })
-    if (patch.operating_hours) {
-      const problem = hoursProblem(patch.operating_hours)
-      if (problem !== undefined) throw new ApiError('invalid_parameter', `operating_hours ${problem}.`, { param: 'operating_hours' })
-    }
+    checkTimeAndHours(patch.timezone, patch.operating_hours ?? undefined)
     const next: ScreenRecord = { ...screen, updated_at: iso(now) }
     if (patch.name !== undefined) next.name = patch.name
     if (patch.floor_price_cpm !== undefined) next.floor_price_cpm = patch.floor_price_cpm
