@@ -11,8 +11,8 @@ export type Replication = 'local' | 'quorum' | 'eventual' | 'book'
 
 /**
  * One table of the LMDB environment, declared once in its owning domain's records.ts (this file is of the records
- * layer: it imports nothing of ours): the Store, the replicated sets
- * and the layout test's owners are derived from the declarations (src/store/tables.ts).
+ * layer: it imports nothing of ours): the Store, the replicated sets and the layout test's owners are derived from
+ * the declarations (src/store/tables.ts).
  */
 export interface TableSpec<V, K extends Key> {
   /** The LMDB database's name: what is on disk, and what a cluster's changes name. */

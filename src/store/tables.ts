@@ -61,9 +61,6 @@ export type Tables = { -readonly [F in keyof typeof TABLES]: Opened<typeof TABLE
 
 const specs = Object.values(TABLES)
 
-/** The LMDB names of the tables every node of a cluster holds whole. */
-export const REPLICATED_TABLES: readonly string[] = specs.filter((s) => s.replication !== 'local').map((s) => s.name)
-
 /**
  * Replicated tables whose writes do not wait for the engine's quorum before the request answers: FEIN measurements
  * and heartbeats, rewritten every few seconds per screen, where a lost last one is replaced by the next and a quorum
