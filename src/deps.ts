@@ -65,4 +65,6 @@ export interface Deps {
   endThread: (thread: number) => Promise<boolean>
   /** Answers computed here, handed to the other hot threads. */
   shared: Broadcast
+  /** What /readyz adds about this node's replication (src/cluster/readiness.ts); nothing on a node alone. */
+  readiness: () => Record<string, string>
 }

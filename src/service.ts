@@ -39,6 +39,9 @@ import { shareSecrets } from './store/secrets.js'
 import { adoptMetaSettings } from './store/settings.js'
 import { adoptCampaignDelivery } from './campaigns/delivery.js'
 import { ShippedChanges } from './cluster/shipped.js'
+import { clusterShare } from './cluster/share.js'
+import { leasedLeft } from './campaigns/delivery.js'
+import { ALONE } from './store/store.js'
 import { createLogger, type Logger } from './log.js'
 import { Outbox } from './store/outbox.js'
 import { lockDataDir } from './store/data-dir-lock.js'
@@ -90,8 +93,11 @@ export interface ServiceOptions {
   log?: Logger
 }
 
-/** Takes the data directory and the port (or refuses to start), opens the store and resolves the configuration. */
-async function takeNode (given: Config, log: Logger): Promise<{ lock: Awaited<ReturnType<typeof lockDataDir>>, claimed: ClaimedPort, store: Store, config: ResolvedConfig & { adminToken: string }, url: string }> {
+/**
+ * Takes the data directory and the port (or refuses to start), opens the store and resolves the configuration.
+ * askBudget: where a cluster node's asks for the next part of a campaign's budget go.
+ */
+async function takeNode (given: Config, log: Logger, askBudget: (campaignId: string, wantMicros: number) => void): Promise<{ lock: Awaited<ReturnType<typeof lockDataDir>>, claimed: ClaimedPort, store: Store, config: ResolvedConfig & { adminToken: string }, url: string }> {
   const lock = await lockDataDir(given.dataDir)
   let claimed: ClaimedPort
   try {
@@ -101,7 +107,8 @@ async function takeNode (given: Config, log: Logger): Promise<{ lock: Awaited<Re
     throw err
   }
   const port = claimed.port
-  const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs }, undefined, { replicate: given.cluster !== undefined, node: given.cluster?.nodeId })
+  const share = given.cluster !== undefined ? clusterShare(given.cluster.nodeId, { leasedLeft, ask: askBudget }) : ALONE
+  const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs }, undefined, { replicate: given.cluster !== undefined, node: given.cluster?.nodeId, share })
   const admin = resolveAdminToken(given.adminToken, given.dataDir)
   if (admin.generatedAt !== undefined) log.info('operator token', { path: admin.generatedAt })
   const url = `http://${given.host === '0.0.0.0' ? '127.0.0.1' : given.host}:${port}`
@@ -152,7 +159,7 @@ function nodeParts (config: ResolvedConfig, store: Store, clock: Clock, log: Log
     webhooks: new WebhookDispatcher({ store, outbox, notices, deliveries, clock, log }),
     analytics: analyticsOf(config, store, funnel, metrics, log),
     reports: new ResultCache(clock, log, config.reportCacheSeconds * 1000, config.reportWaitMs),
-    limiter: new RateLimiter(clock, undefined, { cluster: config.cluster !== undefined }),
+    limiter: new RateLimiter(clock, undefined, { leased: config.cluster !== undefined }),
     idempotency: new Idempotency(store, clock)
   }
 }
@@ -164,12 +171,12 @@ function nodeParts (config: ResolvedConfig, store: Store, clock: Clock, log: Log
  * none of it competes with a request.
  */
 export async function startService ({ config: given, clock = systemClock, log = createLogger(given.logLevel) }: ServiceOptions): Promise<Service> {
-  const { lock, claimed, store, config, url } = await takeNode(given, log)
+  let cluster: ClusterNode | undefined
+  const { lock, claimed, store, config, url } = await takeNode(given, log, (campaignId, wantMicros) => cluster?.leaseBudget(campaignId, wantMicros))
   const { port, adminToken } = config
   const parts = nodeParts(config, store, clock, log, adminToken)
   const { moderator, notices, funnel, claims, sender, webhooks, analytics, idempotency, deliveries } = parts
   const replicated = new ShippedChanges()
-  let cluster: ClusterNode | undefined
   const ops = { ...parts, config, clock, log, store, cluster: () => cluster, threads: () => threads }
   const dashboard = dashboardFor(ops, clock.now())
   const threads: Supervisor = new Supervisor({
@@ -177,7 +184,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
     shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: parts.limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer, claims: { buffer: claims.buffer, counters: claims.counters }, shipped: replicated.buffer, journals: parts.journals }
   }, supervisorOperations(ops, dashboard), log, () => store.refresh())
   // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.
-  const routes = allRoutes({ ...parts, config, clock, store, impIds: new ImpIds(store), proofSigner: ProofSigner.forService(config), journal: openHotJournal(parts.intake, config.dataDir, config.durability, 'supervisor', new JournalTurns(parts.journals, 0)), scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}) })
+  const routes = allRoutes({ ...parts, config, clock, store, impIds: new ImpIds(store), proofSigner: ProofSigner.forService(config), journal: openHotJournal(parts.intake, config.dataDir, config.durability, 'supervisor', new JournalTurns(parts.journals, 0)), scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}), readiness: () => ({}) })
   try {
     cluster = await joinClusterOf({ ...parts, config, clock, log, store, shipped: replicated, threads })
     await threads.start(config.hotThreads)

@@ -26,7 +26,7 @@ for (const file of files) {
   imports.set(file, targets.filter((p) => p.startsWith('src/')))
 }
 
-const FOUNDATION = /^src\/(clock|errors|log|money|next-turn|start-refused|config|version)\.ts$|^src\/generated\//
+const FOUNDATION = /^src\/(clock|errors|log|money|next-turn|retry|start-refused|config|version)\.ts$|^src\/generated\//
 const INFRASTRUCTURE = /^src\/(store|http|net|auth|cluster)\//
 /** Storage shapes and the tables that hold them, declared with src/store/table.ts's helpers. */
 const RECORDS = /\/records\.ts$|^src\/store\/table\.ts$/

@@ -109,7 +109,7 @@ t.test('a cluster node\'s windows: the same start on every node, spent only as t
   t.not(alignedStart('bidding\u0000key:other', 60_000, clock.now()) % 60_000, start % 60_000, 'another key resets at another second')
   t.same([creditFor(1000), creditFor(99), chunkFor(1000, 0), chunkFor(1000, 2), chunkFor(1000, 9)], [10, 0, 10, 40, 100], 'credit 1% (none under 100); grants from 1% doubling to 10%')
 
-  const node = new RateLimiter(clock, undefined, { cluster: true })
+  const node = new RateLimiter(clock, undefined, { leased: true })
   const opening = Array.from({ length: 4 }, () => node.take('bidding', 'key:k', 1000, 60_000))
   t.match(opening[0], { allowed: true, remaining: 999 }, 'the credit lets the first request through at once')
   t.ok(opening.every((d) => d.allowed && d.ask === undefined), 'and the first four ask the engine for nothing: a subject that makes fewer than half the credit a window never does')

@@ -2,7 +2,7 @@
 // process of its own) and the shipper that drains the LMDB funnel log into it. The service talks to it over IPC:
 // queries in, rows out. It dies with its parent.
 import type { FunnelStream } from '../cluster/funnel-stream.js'
-import { retryWithBackoff } from '../cluster/retry.js'
+import { retryWithBackoff } from '../retry.js'
 import { countLogged } from '../events/funnel.js'
 import { createLogger } from '../log.js'
 import { openWhenHeld } from '../store/open-beside.js'

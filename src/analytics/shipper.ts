@@ -1,4 +1,4 @@
-import { retryWithBackoff } from '../cluster/retry.js'
+import { retryWithBackoff } from '../retry.js'
 import type { Logger } from '../log.js'
 import { countLogged, loggedEvents } from '../events/funnel.js'
 import type { Store } from '../store/store.js'

@@ -1,7 +1,7 @@
 import { unpack } from 'msgpackr'
 import type { Consumer, JsMsg } from 'nats'
 import { FUNNEL_STREAM, FUNNEL_WORKING_MS, type FunnelStream } from '../cluster/funnel-stream.js'
-import { retryWithBackoff } from '../cluster/retry.js'
+import { retryWithBackoff } from '../retry.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Logger } from '../log.js'
 import type { Backend } from './backends.js'

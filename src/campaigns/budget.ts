@@ -1,5 +1,5 @@
 import { iso } from '../clock.js'
-import { addDelivery, addLease, deliveredOf, leasedLeft } from './delivery.js'
+import { addDelivery, addLease, deliveredOf } from './delivery.js'
 import { recordDelivery } from './lifecycle.js'
 import type { Outbox } from '../store/outbox.js'
 import type { CampaignLedger, CampaignRecord } from './records.js'
@@ -12,17 +12,6 @@ const PACING_LEAD_MS = 3_600_000
 
 function dayOf (now: number): string {
   return iso(now).slice(0, 10)
-}
-
-/** How a cluster node asks its supervisor for more of a campaign's budget (src/cluster/budget-leases.ts). */
-let askLease: ((campaignId: string, wantMicros: number) => void) | undefined
-/** When this thread last asked, per campaign: one ask at a time, until the grant lands or a second passes. */
-const asked = new Map<string, number>()
-const ASK_AGAIN_MS = 1000
-
-/** A cluster node's thread: where its asks for budget go. */
-export function leaseBudgetWith (ask: (campaignId: string, wantMicros: number) => void): void {
-  askLease = ask
 }
 
 /**
@@ -47,23 +36,18 @@ export function budgetBook (store: Store, now: () => number): { limitOf (campaig
 
 /**
  * A campaign's money as of now: its spend and today's over every node (their delivery rows), and the budget this
- * node's exchange bids in flight hold. On a cluster node, also what it may still commit of its leases; when that
- * falls under half a part (for a play of playMicros) it asks for the next, ahead of need.
+ * node's exchange bids in flight hold. Where the node commits only parts of a budget granted to it (Store.share),
+ * also what it may still commit of them; when that falls under half a part (for a play of playMicros) the share asks
+ * for the next, ahead of need.
  */
 export function ledgerOf (store: Store, campaignId: string, now: number, playMicros = 0): CampaignLedger {
   const { spent_micros: spent, day_spent_micros: today } = deliveredOf(store, campaignId, now)
   const reserved = store.ledgers.get(campaignId)?.reserved_micros ?? 0
   const ledger: CampaignLedger = { spent_micros: spent, reserved_micros: reserved, day: dayOf(now), day_spent_micros: today }
-  if (store.node === '') return ledger
-  ledger.lease_left_micros = leasedLeft(store, campaignId) - reserved
   const c = store.campaigns.get(campaignId)
-  if (c !== undefined && c.status === 'active' && ledger.lease_left_micros < leasePart(c, playMicros) / 2 && spent + reserved < toMicros(c.budget_usd)) {
-    const last = asked.get(campaignId)
-    if (last === undefined || Date.now() - last > ASK_AGAIN_MS) {
-      asked.set(campaignId, Date.now())
-      askLease?.(campaignId, leasePart(c, playMicros))
-    }
-  }
+  const owed = c !== undefined && c.status === 'active' && spent + reserved < toMicros(c.budget_usd)
+  const left = store.share.budgetLeft(store, campaignId, reserved, c !== undefined ? leasePart(c, playMicros) : 0, owed, now)
+  if (left !== undefined) ledger.lease_left_micros = left
   return ledger
 }
 

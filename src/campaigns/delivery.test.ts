@@ -5,8 +5,9 @@ import t from 'tap'
 import { ManualClock } from '../clock.js'
 import { Outbox } from '../store/outbox.js'
 import { openStore } from '../store/store.js'
-import { addLease, adoptCampaignDelivery, campaignView, deliveredOf } from './delivery.js'
-import { charge, headroom, hold, leaseBudgetWith, ledgerOf } from './budget.js'
+import { addLease, adoptCampaignDelivery, campaignView, deliveredOf, leasedLeft } from './delivery.js'
+import { charge, headroom, hold, ledgerOf } from './budget.js'
+import { clusterShare } from '../cluster/share.js'
 import { campaignJobsDue, recordDelivery, runCampaignJobs } from './lifecycle.js'
 import type { CampaignRecord } from './records.js'
 
@@ -18,11 +19,14 @@ const campaign: CampaignRecord = { campaign_id: 'cmp_a', seat_id: 'Seat', name: 
 
 function node (t: { teardown (fn: () => unknown): void }, id: string) {
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-delivery-'))
-  const store = openStore(dir, undefined, undefined, { node: id })
+  // A cluster node's asks for budget, as its supervisor would receive them.
+  const asks: Array<[string, number]> = []
+  const share = id === '' ? undefined : clusterShare(id, { leasedLeft, ask: (campaignId, want) => asks.push([campaignId, want]) })
+  const store = openStore(dir, undefined, undefined, { node: id, ...(share !== undefined ? { share } : {}) })
   t.teardown(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
   const outbox = new Outbox(store, new ManualClock(NOW))
   const events = () => [...store.outbox.getRange()].map(({ value }) => value.type)
-  return { store, outbox, events }
+  return { store, outbox, events, asks }
 }
 
 t.test('each node adds to its own row; the campaign shows the sum; the catalog\'s job raises its start and end once', async (t) => {
@@ -60,9 +64,7 @@ t.test('on one node the first impression starts the campaign and the budget spen
 })
 
 t.test('a cluster node spends its leases: it commits while any is left, and asks for the next part under half of one', async (t) => {
-  const { store } = node(t, 'node-1')
-  const asks: Array<[string, number]> = []
-  leaseBudgetWith((id, want) => asks.push([id, want]))
+  const { store, asks } = node(t, 'node-1')
   store.write(() => store.campaigns.putSync('cmp_a', { ...campaign, budget_usd: 2 }))
   t.equal(headroom(campaign, ledgerOf(store, 'cmp_a', NOW), NOW), 0, 'nothing leased: nothing to commit')
   t.same(asks, [['cmp_a', 100_000]], 'and the node asks for 5% of the $2 budget')

@@ -27,8 +27,8 @@ function dueMoves (store: Store, now: number) {
   return {
     holds: [...store.holds.getRange({ end: [now, '\uffff'] } as never)].map(({ key, value }) => ({ key: key as unknown as [number, string], id: value })),
     campaigns: campaigns.filter(({ value }) => datedStatus(value, now) !== value.status),
-    // One node raises them with the play that calls for them (recordDelivery): only a cluster node has any left here.
-    milestones: store.node === '' ? [] : campaigns.filter(({ value }) => value.status === 'active' && milestonesOf(store, value) !== undefined),
+    // Raised here only when plays do not raise them (recordDelivery, Store.share).
+    milestones: store.share.milestonesWithPlay ? [] : campaigns.filter(({ value }) => value.status === 'active' && milestonesOf(store, value) !== undefined),
     deals: [...store.deals.getRange()].filter(({ value }) => ['active', 'paused', 'pending'].includes(value.status) && dealOverEverywhere(value, now))
   }
 }
@@ -100,7 +100,7 @@ export function runCampaignJobs (store: Store, outbox: Outbox, now: number): { e
       }
       result.campaignMoves++
     }
-    // A cluster node's plays record delivery only: the start and end it calls for are raised here, once.
+    // Plays that record delivery only (a cluster node's): the start and end it calls for are raised here, once.
     for (const { value } of due.milestones) {
       const c = store.campaigns.get(value.campaign_id)
       if (c !== undefined && c.status === 'active') reachMilestones(store, outbox, c, now)
@@ -117,13 +117,13 @@ export function runCampaignJobs (store: Store, outbox: Outbox, now: number): { e
 
 /**
  * Records delivered impressions and their cost (micro-dollars) against a campaign (called by the impression pipeline)
- * in this node's delivery row. On one node the first emits campaign.started and reaching goal_impressions or the
- * budget completes it (campaign.completed) at once; a cluster node leaves both to the catalog's job, which raises
- * each once from every node's delivery. Call inside Store.write.
+ * in this node's delivery row. The first emits campaign.started and reaching goal_impressions or the budget completes it
+ * (campaign.completed), at once when the node's share says plays raise milestones (one node alone); else the
+ * catalog's job raises each once from every node's delivery. Call inside Store.write.
  */
 export function recordDelivery (store: Store, outbox: Outbox, campaignId: string, impressions: number, costMicros: number, now: number): CampaignRecord | undefined {
   const c = store.campaigns.get(campaignId)
   if (c === undefined || c.status !== 'active') return undefined
   addDelivery(store, campaignId, impressions, costMicros, now)
-  return store.node === '' ? reachMilestones(store, outbox, c, now) : c
+  return store.share.milestonesWithPlay ? reachMilestones(store, outbox, c, now) : c
 }

@@ -1,7 +1,7 @@
 import { connect, nanos, type JetStreamClient, type JetStreamManager, type KV, type NatsConnection, type ObjectStore } from 'nats'
 import type { ClusterConfig } from '../config.js'
 import type { Logger } from '../log.js'
-import { retryFor } from './retry.js'
+import { retryFor } from '../retry.js'
 import { CLAIM_TTL_MS } from './unique-names.js'
 
 /** The KV bucket that holds the replicated tables, one key per row (src/cluster/state-keys.ts). */

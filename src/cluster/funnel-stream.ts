@@ -2,7 +2,7 @@ import { AckPolicy, connect, DeliverPolicy, nanos, type JetStreamClient, type Je
 import type { ClusterConfig } from '../config.js'
 import type { Logger } from '../log.js'
 import { ensureStream } from './engine.js'
-import { retryWithBackoff } from './retry.js'
+import { retryWithBackoff } from '../retry.js'
 
 /**
  * The stream of every node's funnel events (docs/architecture.md, "Funnel events once"): a node's analytics process

@@ -1,5 +1,5 @@
 import { ApiError } from '../errors.js'
-import type { NodeLink } from '../http/cluster-link.js'
+import type { NodeLink } from './link.js'
 import type { WindowAsk } from '../http/rate-limit.js'
 import { MarkWaiters } from './mark-waiters.js'
 import type { ShippedChanges } from './shipped.js'

@@ -2,7 +2,7 @@ import { KvWatchInclude, type KV } from 'nats'
 import type { Logger } from '../log.js'
 import { createHold, newestHold, releaseHold } from './numbered-keys.js'
 import { LOCK_TTL_MS } from './engine.js'
-import { retryFor } from './retry.js'
+import { retryFor } from '../retry.js'
 
 /** How often a request that cannot reach the engine tries again. */
 const POLL_MS = 50

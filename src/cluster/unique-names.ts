@@ -1,8 +1,8 @@
 import type { KV } from 'nats'
 import type { Logger } from '../log.js'
 import { createHold, newestHold, releaseHold } from './numbered-keys.js'
-import { retryFor } from './retry.js'
-import type { UniqueNames } from '../http/cluster-link.js'
+import { retryFor } from '../retry.js'
+import type { UniqueNames } from './link.js'
 
 /** How long a claim outlives its request: far longer than a row takes to reach every node. */
 export const CLAIM_TTL_MS = 600_000

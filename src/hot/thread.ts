@@ -7,7 +7,6 @@ import type { AnalyticsSource } from '../analytics/source.js'
 import { FunnelLog } from '../events/funnel.js'
 import { openHotJournal } from './journal.js'
 import { ScreenClaims } from '../bidding/auction/claims.js'
-import { leaseBudgetWith } from '../campaigns/budget.js'
 import { ImpIds } from '../inventory/adslots/imp-ids.js'
 import type { Lifecycle } from '../http/request-cycle.js'
 import { Idempotency } from '../http/idempotency.js'
@@ -31,6 +30,12 @@ import type { HotThreadData, SupervisorSide, ThreadSide } from './operations.js'
 import { Rpc, type Port } from './rpc.js'
 import { ShippedChanges } from '../cluster/shipped.js'
 import { nodeLinkThrough } from '../cluster/node-link.js'
+import { clusterCoordination } from '../cluster/request-coordination.js'
+import { clusterShare } from '../cluster/share.js'
+import { replicationChecks } from '../cluster/readiness.js'
+import { leasedLeft } from '../campaigns/delivery.js'
+import { ALONE } from '../store/store.js'
+import { localCoordination } from '../http/coordination.js'
 
 /**
  * A hot thread: one uWS app on the shared port (SO_REUSEPORT; the kernel spreads connections over the threads) with
@@ -70,7 +75,9 @@ const rpc = new Rpc<ThreadSide, SupervisorSide>(port, {
 }, () => store.refresh())
 const log = createLogger(config.logLevel, (line) => rpc.notify('log', line))
 const clock = clockOf(memory.clock)
-const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 }, memory.generations, { replicate: config.cluster !== undefined, node: config.cluster?.nodeId })
+// A cluster node's campaigns spend the parts of their budgets the engine granted it; the supervisor asks for them.
+const share = config.cluster !== undefined ? clusterShare(config.cluster.nodeId, { leasedLeft, ask: (campaignId, wantMicros) => rpc.notify('budget', campaignId, wantMicros) }) : ALONE
+const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 }, memory.generations, { replicate: config.cluster !== undefined, node: config.cluster?.nodeId, share })
 // A cluster node's supervisor ships what this thread's commits recorded for the other nodes.
 store.changes?.onCommitted(onNextTurn(() => rpc.notify('replicate')))
 const shipped = new ShippedChanges(memory.shipped)
@@ -84,8 +91,6 @@ const link = config.cluster !== undefined
     caughtUp: async () => await rpc.call('caughtUp')
   })
   : undefined
-// A cluster node's campaigns spend the parts of their budgets the engine granted it; the supervisor asks for them.
-if (link !== undefined) leaseBudgetWith((campaignId, wantMicros) => rpc.notify('budget', campaignId, wantMicros))
 const metrics = new Metrics(thread, store.held)
 const outbox = new Outbox(store, clock)
 outbox.onAppend(onNextTurn(() => rpc.notify('outbox')))
@@ -137,7 +142,8 @@ const routes = allRoutes({
   scrape: () => rpc.call('scrape'),
   dashboard: () => rpc.call('dashboard'),
   endThread: (n) => rpc.call('endThread', n),
-  shared
+  shared,
+  readiness: config.cluster !== undefined ? replicationChecks(config.cluster.nodeId, store) : () => ({})
 })
 const server = await listen(config.host, config.port)
 // An error nothing caught ends this thread, and the supervisor starts another. uWS's sockets are closed first: a
@@ -153,7 +159,11 @@ function stop (): never {
 }
 process.on('uncaughtException', die)
 process.on('unhandledRejection', die)
-server.mount(routes, { config, clock, log, store, auth, metrics, lifecycle, limiter: new RateLimiter(clock, memory.limits, { cluster: config.cluster !== undefined }), idempotency: new Idempotency(store, clock, memory.inFlight), journal, ...(link !== undefined ? { cluster: link } : {}) })
+const idempotency = new Idempotency(store, clock, memory.inFlight)
+const coordination = link !== undefined && config.cluster !== undefined
+  ? clusterCoordination({ link, ackTimeoutMs: config.cluster.ackTimeoutMs, stored: (claim) => idempotency.stored(claim), journal })
+  : localCoordination
+server.mount(routes, { config, clock, log, store, auth, metrics, lifecycle, limiter: new RateLimiter(clock, memory.limits, { leased: config.cluster !== undefined }), idempotency, coordination })
 // Screens' freshness and heartbeat deadlines armed by this thread's requests come due here.
 const jobs = setInterval(() => inventory.runJobs(), 1000)
 rpc.notify('listening', server.port)

@@ -142,7 +142,7 @@ export function chunkFor (limit: number, grants: number): number {
  * a key's limit is exact however its connections are spread over threads. An ended window's slot is reused, so idle
  * subjects cost nothing.
  *
- * On a cluster node (`cluster: true`) a window is the whole cluster's: it starts at the same moment on every node
+ * With `leased: true` (a cluster node) a window is the whole cluster's: it starts at the same moment on every node
  * (alignedStart), and a node spends only what the engine granted it (src/cluster/rate-leases.ts: numbered grants, each
  * a create one node wins), plus its credit (creditFor), asking for more before it runs out. The limit then holds
  * cluster-wide within N% for N nodes, however a client spreads its requests.
@@ -150,13 +150,13 @@ export function chunkFor (limit: number, grants: number): number {
 export class RateLimiter {
   readonly #clock: Clock
   readonly #windows: SharedTable
-  readonly #cluster: boolean
+  readonly #leased: boolean
 
-  /** buffer: the shared windows of another thread's limiter (made with the same cluster setting). */
-  constructor (clock: Clock, buffer?: SharedArrayBuffer, options: { cluster?: boolean } = {}) {
+  /** buffer: the shared windows of another thread's limiter (made with the same leased setting). */
+  constructor (clock: Clock, buffer?: SharedArrayBuffer, options: { leased?: boolean } = {}) {
     this.#clock = clock
-    this.#cluster = options.cluster === true
-    this.#windows = new SharedTable(SLOTS, this.#cluster ? 9 : 3, buffer)
+    this.#leased = options.leased === true
+    this.#windows = new SharedTable(SLOTS, this.#leased ? 9 : 3, buffer)
   }
 
   /** The memory to hand a hot thread's limiter. */
@@ -168,7 +168,7 @@ export class RateLimiter {
   take (group: RateGroup, subject: string, limit: number, windowMs: number): RateDecision {
     const now = this.#clock.now()
     const key = group + '\u0000' + subject
-    if (this.#cluster) return this.#windows.with(key, ended(now), (v, b, fresh) => this.#takeLeased(v, b, fresh, { group, subject, start: alignedStart(key, windowMs, now), windowMs, limit, grants: 0, known: 0 }, now))
+    if (this.#leased) return this.#windows.with(key, ended(now), (v, b, fresh) => this.#takeLeased(v, b, fresh, { group, subject, start: alignedStart(key, windowMs, now), windowMs, limit, grants: 0, known: 0 }, now))
     return this.#windows.with(key, ended(now), (v, b, fresh) => {
       if (fresh) {
         v[b + START] = now

@@ -78,7 +78,7 @@ export class Inventory {
 
   /** Whether this node keeps the screen's heartbeat deadline: it recorded the last heartbeat (or is the only node). */
   #watches (status: ScreenStatus): boolean {
-    return status.node === undefined || status.node === this.#options.node
+    return status.node === undefined || status.node === this.store.share.node
   }
 
   /** The embed URL of a screen's player. */
@@ -185,7 +185,7 @@ export class Inventory {
     const wasOffline = status.last_heartbeat !== null && !status.online
     const { offline_at: offlineAt, ...kept } = status
     const next: ScreenStatus = { ...kept, last_heartbeat: at, online: true, hours }
-    if (this.#options.node !== undefined) next.node = this.#options.node
+    if (this.store.share.node !== undefined) next.node = this.store.share.node
     this.store.status.putSync(screen.screen_id, next)
     this.#heartbeatDeadline.add(at + this.#options.heartbeatTimeoutMs, screen.screen_id)
     if (!status.online) this.#place(screen, this.store.fein.get(screen.screen_id), true)

@@ -17,16 +17,9 @@ export interface InventoryOptions {
    * arm only what their own requests change, so that no screen's deadline is worked on by every thread.
    */
   resume?: boolean
-  /**
-   * A cluster node's id (CLUSTER_NODE_ID): the node that records a screen's heartbeat is the one that takes it offline
-   * when heartbeats stop, so that the other nodes, which hold its status too, do not do it (and raise the event) again.
-   */
-  node?: string
 }
 
 /** The options a service's Inventory takes from its configuration; one thread of a node resumes (InventoryOptions.resume). */
 export function inventoryOptions (config: ResolvedConfig, resume: boolean): InventoryOptions {
-  const options: InventoryOptions = { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, cursorTtlMs: config.adslotsCursorTtlSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, partnerDisplay: config.partnerDisplay, resume }
-  if (config.cluster !== undefined) options.node = config.cluster.nodeId
-  return options
+  return { heartbeatTimeoutMs: config.heartbeatTimeoutSeconds * 1000, cursorTtlMs: config.adslotsCursorTtlSeconds * 1000, baseUrl: config.baseUrl, domain: config.operator.domain, partnerDisplay: config.partnerDisplay, resume }
 }

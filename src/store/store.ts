@@ -10,6 +10,8 @@ export interface Store extends Tables {
   root: RootDatabase
   /** This node's id in a cluster (CLUSTER_NODE_ID), '' on a single node: the rows only this node writes are keyed by it. */
   readonly node: string
+  /** How this node shares the market's state with other nodes (Share): ALONE on a single node. */
+  readonly share: Share
   /**
    * Runs fn in one synchronous write transaction and returns its result; a throw rolls everything back. Commits are
    * in the OS before this returns (a kill -9 loses nothing acknowledged) and reach the disk as Durability says.
@@ -54,6 +56,51 @@ export interface Store extends Tables {
   replicated (name: string): Pick<Database<unknown, Key>, 'get' | 'putSync' | 'removeSync'> | undefined
   /** Waits for the last commit to reach the disk, then closes the environment. */
   close (): Promise<void>
+}
+
+/**
+ * How this node shares the market's state with other nodes: the domain's side of the seam between a node and its
+ * cluster. A node alone (ALONE) holds all of it: it settles every bid it stores the moment its imp expires, raises a
+ * campaign's milestones with the play that calls for them, and may commit whatever is left of a budget. A cluster
+ * node (src/cluster/share.ts) holds every bid but settles only its own, leaves milestones to the catalog's job, and
+ * commits only the parts of a budget the engine granted it. The composition root chooses one when it opens the store.
+ */
+export interface Share {
+  /**
+   * How long past its imp's expiry an unsettled bid waits before this node settles it: another node deciding its
+   * screen may have taken it just before, and that settlement must arrive first.
+   */
+  readonly expiryGraceMs: number
+  /** Whether this node sends the notices of a stored bid taken by node (StoredBid.node): the node that took it does. */
+  settles (node: string | undefined): boolean
+  /**
+   * This node's name where several share the market (CLUSTER_NODE_ID), undefined alone: what a stored bid, a screen's
+   * heartbeat and an adslots cursor name as the node that keeps them.
+   */
+  readonly node: string | undefined
+  /**
+   * Runs a write to this node's own copy that is not news to any other node (each takes an expired bid out of its
+   * own book on its own clock). Call inside Store.write.
+   */
+  ownCopy<T> (store: Store, write: () => T): T
+  /** Whether a play's delivery raises its campaign's milestones at once; else the catalog's job raises them, once. */
+  readonly milestonesWithPlay: boolean
+  /**
+   * What this node may still commit of a campaign's budget beyond what its bids hold (reservedMicros), or undefined
+   * when it may commit all that is left of it. When that falls under half of partMicros while the budget is still
+   * owed, it asks for the next part, ahead of need, at most once a second per campaign (now: the service's clock).
+   */
+  budgetLeft (store: Store, campaignId: string, reservedMicros: number, partMicros: number, owed: boolean, now: number): number | undefined
+}
+
+/** One node alone. */
+export const ALONE: Share = {
+  expiryGraceMs: 0,
+  settles: () => true,
+  node: undefined,
+  ownCopy: (_store, write) => write(),
+  milestonesWithPlay: true,
+  budgetLeft: () => undefined
 }
 
 /**
@@ -104,7 +151,7 @@ export function environmentOptions (durability: Durability, readOnly = false): R
 }
 
 /** Opens (creating if needed) the environment under dataDir. */
-export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, generations = new SharedArrayBuffer(CACHED_TABLES * 2 * 4), options: { replicate?: boolean, node?: string, readOnly?: boolean } = {}): Store {
+export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, generations = new SharedArrayBuffer(CACHED_TABLES * 2 * 4), options: { replicate?: boolean, node?: string, share?: Share, readOnly?: boolean } = {}): Store {
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, 'oohbid.lmdb')
   const root = open({ path, ...environmentOptions(durability, options.readOnly === true) })
@@ -257,6 +304,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
     ...opened as Tables,
     root,
     node: options.node ?? '',
+    share: options.share ?? ALONE,
     write,
     get inTransaction () { return depth > 0 },
     get transaction () { return transaction },

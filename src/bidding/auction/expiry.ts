@@ -6,26 +6,19 @@ import { bookKey } from '../book.js'
 import type { ExpiryKey } from '../records.js'
 
 /**
- * How long past its imp's expiry a cluster node waits before it settles a bid itself: the node deciding the bid's
- * screen may have taken it just before, and its settlement must reach this node first. A decision answers once the
- * engine holds its settlement, so it arrives within the engine's acknowledgement timeout, elections included.
- */
-export const CLUSTER_EXPIRY_GRACE_MS = 30_000
-
-/**
  * Settles stored bids whose imp expired before any auction on their screen took them: each gets its lurl with
  * ${AUCTION_LOSS} 2 (impression opportunity expired) and the legacy bid.lost. Runs with the other clock-driven jobs;
  * a batch per pass keeps one pass short. A screen a hot thread is deciding (claims) is left to the next pass: that
  * decision may have taken the bid just before its imp expired, and its writes are not applied yet.
  *
- * On a cluster node (store.node) every node holds every bid and takes it out of its own book on its own clock, so
- * the removal is not shipped; only the node that took the bid sends its notices, CLUSTER_EXPIRY_GRACE_MS after the
- * expiry. A node down then sends them when it is back.
+ * How long a bid waits past its expiry, which node sends its notices and whether its removal is news to other nodes
+ * are the node's share of the market to say (Store.share). A node down when its bids expire sends
+ * their notices when it is back.
  */
 export function expireBids (deps: SettleDeps & { claims: ScreenClaims }, now: number, batch = 5000): number {
   const store: Store = deps.store
-  const node = store.node
-  const until = node === '' ? now : now - CLUSTER_EXPIRY_GRACE_MS
+  const share = store.share
+  const until = now - share.expiryGraceMs
   const due = [...store.bidExpiry.getKeys({ end: [until, '\uffff'], limit: batch } as never)] as unknown as ExpiryKey[]
   if (due.length === 0) return 0
   let expired = 0
@@ -45,11 +38,11 @@ export function expireBids (deps: SettleDeps & { claims: ScreenClaims }, now: nu
       const bid = store.bids.get(key)
       if (bid === undefined || bid.expires_at !== at) continue
       store.bids.removeSync(key)
-      if (node !== '' && bid.node !== undefined && bid.node !== node) continue
+      if (!share.settles(bid.node)) continue
       lossNotices(deps, bid, store.screens.get(screenId), LOSS.expired, undefined, undefined, now)
       expired++
     }
   }
-  store.write(() => store.changes !== undefined ? store.changes.applying(expire) : expire())
+  store.write(() => share.ownCopy(store, expire))
   return expired
 }

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { ScreenClaims } from './claims.js'
-import { CLUSTER_EXPIRY_GRACE_MS, expireBids } from './expiry.js'
+import { expireBids } from './expiry.js'
+import { CLUSTER_EXPIRY_GRACE_MS, clusterShare } from '../../cluster/share.js'
 import { applySettlements, settlementOf } from './settle.js'
 import { LOSS } from '../loss-codes.js'
 import { Notices } from '../../notify/notices.js'
@@ -122,7 +123,7 @@ t.test('the expiry job leaves a screen a hot thread is deciding to its next pass
 })
 
 t.test('on a cluster node the expiry job waits out the grace, tells only the bids it took, and ships no removal', async (t) => {
-  const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-settle-')), undefined, undefined, { replicate: true, node: 'node-1' })
+  const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-settle-')), undefined, undefined, { replicate: true, node: 'node-1', share: clusterShare('node-1', { leasedLeft: () => 0, ask: () => {} }) })
   t.teardown(() => store.close())
   const notices = new Notices(store)
   const bids = (['node-1', 'node-2'] as const).map((node, i) => {

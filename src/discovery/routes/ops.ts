@@ -2,19 +2,14 @@ import { errorTable } from '../../errors.js'
 import { held, ok, raw, route, type RouteDef } from '../../http/route.js'
 import type { Deps } from '../../deps.js'
 import { VERSION } from '../../version.js'
-import { appliedRevision } from '../../cluster/applied-revision.js'
 
 function escapeHtml (s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 }
 
 /** Liveness, readiness, Prometheus metrics and the error-code reference that docs_url points at. */
-export function opsRoutes ({ config, clock, store, outbox, funnel, analytics, scrape }: Deps, openapi: () => string): RouteDef[] {
+export function opsRoutes ({ clock, outbox, funnel, analytics, scrape, readiness }: Deps, openapi: () => string): RouteDef[] {
   const started = clock.now()
-  // A cluster node stays ready while the engine is away (it serves bids and reads); this says how far behind it is.
-  const cluster = (): Record<string, string> => config.cluster === undefined || store.changes === undefined
-    ? {}
-    : { cluster: `${config.cluster.nodeId}: ${store.changes.waiting} transactions waiting to ship to the engine; replicated state applied through revision ${appliedRevision(store)}` }
   const common = { tag: 'Operations', envelope: 'flat', auth: 'none', rateGroup: 'ops' } as const
   const errorsPage = '<!doctype html><meta charset="utf-8"><title>oohbid error codes</title><style>body{font:15px system-ui;margin:2em}td,th{padding:4px 10px;text-align:left;vertical-align:top}tr:target{background:#ffd}</style>' +
     '<h1>Error codes</h1><p>Flat envelope: <code>error_code</code>. Nested envelope: <code>error.code</code>, the same code in upper case.</p><table><tr><th>code</th><th>HTTP</th><th>meaning</th></tr>' +
@@ -29,7 +24,7 @@ export function opsRoutes ({ config, clock, store, outbox, funnel, analytics, sc
       description: 'On a cluster node (CLUSTER_NATS_URLS), checks.cluster says how many of its transactions wait to ship to the engine and through which revision it has applied the replicated state. A node stays ready while the engine is away: it still serves bids and reads.',
       data: 'Health',
       errors: ['service_unavailable'],
-      handler: () => ok({ status: 'ok', version: VERSION, checks: { store: 'ok', outbox_pending: String(outbox.size()), funnel_pending: String(funnel.size()), analytics: analytics.backend ?? `unavailable${analytics.lastError !== undefined ? `: ${analytics.lastError}` : ''}`, ...cluster() } })
+      handler: () => ok({ status: 'ok', version: VERSION, checks: { store: 'ok', outbox_pending: String(outbox.size()), funnel_pending: String(funnel.size()), analytics: analytics.backend ?? `unavailable${analytics.lastError !== undefined ? `: ${analytics.lastError}` : ''}`, ...readiness() } })
     }),
     route({
       ...common,

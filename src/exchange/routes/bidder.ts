@@ -64,7 +64,7 @@ export function bidderRoutes (deps: Deps): RouteDef[] {
   }
   // A bid is kept by the node that made it: on a cluster its notices name that node, and the load balancer routes
   // them there (deploy/haproxy.cfg).
-  const node = config.cluster !== undefined ? `&node=${config.cluster.nodeId}` : ''
+  const node = store.share.node !== undefined ? `&node=${store.share.node}` : ''
   const noticeUrl = (alias: string, kind: 'win' | 'loss' | 'bill', bidId: string, macros: string) => `${config.baseUrl}/openrtb/bidder/${alias}/notices/${kind}?bid=${bidId}${node}${macros}`
 
   const bid = route<ExchangeBidRequest>({

@@ -20,7 +20,7 @@ import { CountCache, decodeCursor, encodeCursor, hasFeinFilter, liveOf, page, pl
 export function adslotsRoute ({ store, inventory, impIds, config, funnel }: Deps): RouteDef {
   const counts = new CountCache()
   const ttlMs = config.adslotsCursorTtlSeconds * 1000
-  const node = config.cluster?.nodeId
+  const node = store.share.node
 
   const totalCount = (plan: Plan, now: number): number => {
     const unfiltered = Object.keys(plan.tuple).length === 0 && !hasFeinFilter(plan)

@@ -1,7 +1,7 @@
-import type { WindowAsk } from './rate-limit.js'
+import type { WindowAsk } from '../http/rate-limit.js'
 
-// What a request on a cluster node needs of its cluster, declared here so that the request pipeline knows the cluster
-// only by this interface; src/cluster implements it (nodeLinkThrough, NameClaims).
+// What a hot thread of a cluster node reaches of its cluster through its supervisor: the cluster's side of the request
+// coordination seam (request-coordination.ts) is built on it; nodeLinkThrough and NameClaims implement it.
 
 /**
  * Names that must be unique across a cluster (a seat_id, a partner slug, an Idempotency-Key), claimed in the engine

@@ -1,0 +1,188 @@
+import { ApiError } from '../errors.js'
+import type { BeforeHandler, Coordination, RequestCoordination } from '../http/coordination.js'
+import type { RateGroup } from '../generated/types.js'
+import type { RateDecision } from '../http/rate-limit.js'
+import type { NodeLink } from './link.js'
+
+/** What a cluster node's request coordination needs besides its link to the cluster. */
+export interface ClusterRequestDeps {
+  link: NodeLink
+  /** CLUSTER_ACK_TIMEOUT_MS: how long an answer waits for the engine's quorum under what it wrote. */
+  ackTimeoutMs: number
+  /** Whether a claimed Idempotency-Key has its outcome stored on this node (Idempotency.stored). */
+  stored: (claim: string) => boolean
+  /** The thread's journal: resolves with the seq its turn recorded once the turn has committed. */
+  journal: { applied (): Promise<number> | undefined }
+}
+
+/** An Idempotency-Key's name among the names claimed across a cluster. */
+const idempotencyName = (claim: string): string => `idempotency-key\u0000${claim}`
+
+const retryShortly = { retry_after_seconds: 1 }
+const retryHeader = { 'Retry-After': '1' }
+
+/** Thrown by rated() when the request must wait for a rate window's grant from the engine; again() waits for it. */
+class RateWait {
+  constructor (readonly granted: Promise<boolean>) {}
+}
+
+/** A cluster node's side of the request coordination seam (src/http/coordination.ts). */
+export function clusterCoordination (deps: ClusterRequestDeps): Coordination {
+  return { begin: (requestId) => new ClusterRequest(deps, requestId) }
+}
+
+/**
+ * One request on a cluster node. Its claims and locks are held in the engine; everything it takes is given back
+ * once, at its end (a request that ends while a claim is on its way gives it back when the claim lands).
+ */
+class ClusterRequest implements RequestCoordination {
+  readonly #deps: ClusterRequestDeps
+  readonly #id: string
+  #ended = false
+  /** When this request first waited for a rate window's grant (performance.now()). */
+  #rateWaitSince: number | undefined
+  /** Whether this request already waited for its node to catch up with the cluster (a key refused once). */
+  #caughtUp = false
+  /** Its Idempotency-Key's claim in the engine: whether it won it, and whether it still holds it. */
+  #key: { claim: string, won: boolean, held: boolean } | undefined
+  /** The record it locked (RouteDef.exclusive), its lock's number, and whether it still holds it. */
+  #lock: { name: string, n: number, held: boolean } | undefined
+  /** The unique name it claimed (RouteDef.unique), with its owner, and whether it still holds it. */
+  #name: { name: string, owner: string, won: boolean, held: boolean } | undefined
+
+  constructor (deps: ClusterRequestDeps, requestId: string) {
+    this.#deps = deps
+    this.#id = requestId
+  }
+
+  /**
+   * A node that has spent its part of the window waits for the engine's next grant rather than refuse a request
+   * under the limit (it asked ahead, so this is rare); a failed authentication is refused anyway.
+   */
+  rated (decision: RateDecision, group: RateGroup): void {
+    const rates = this.#deps.link.rates
+    if (decision.ask !== undefined) rates.ask(decision.ask)
+    if (decision.wait !== true || group === 'unauthenticated') return
+    this.#rateWaitSince ??= performance.now()
+    if (performance.now() - this.#rateWaitSince < rates.waitMs) throw new RateWait(rates.granted(rates.waitMs))
+    throw new ApiError('service_unavailable', 'The cluster cannot grant this rate window right now; retry shortly.', retryShortly, retryHeader)
+  }
+
+  /**
+   * Two refusals may be the cluster's news not reaching this node yet: a rate window whose grant is on its way, and
+   * an API key another node has just acknowledged (a write is acknowledged once the engine holds it, and reaches the
+   * other nodes milliseconds later). The request is admitted again once this node has caught up, once.
+   */
+  again (refusal: unknown, presentedKey: string | undefined): Promise<unknown> | undefined {
+    if (refusal instanceof RateWait) return refusal.granted
+    if (this.#caughtUp || presentedKey === undefined || presentedKey === '') return undefined
+    if (!(refusal instanceof ApiError) || refusal.code !== 'authentication_required') return undefined
+    this.#caughtUp = true
+    return this.#deps.link.caughtUp()
+  }
+
+  before (step: BeforeHandler): Promise<void> | undefined {
+    if (step.claim !== undefined) {
+      if (this.#key === undefined) return this.#claimKey(step.claim)
+      if (!this.#key.won) throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress on another node; retry when it has finished.')
+    }
+    if (this.#lock === undefined) {
+      const record = step.exclusive()
+      if (record !== undefined) return this.#lockRecord(record)
+    }
+    const unique = step.unique()
+    if (unique !== undefined) {
+      if (this.#name === undefined) return this.#claimName(unique.name, step.owner())
+      if (!this.#name.won) throw unique.taken()
+    }
+    return undefined
+  }
+
+  failed (): Promise<void> | undefined {
+    const name = this.#name
+    if (name?.held !== true) return undefined
+    name.held = false
+    return this.#deps.link.names.release(name.name, name.owner)
+  }
+
+  /**
+   * Answers a write to replicated state once the engine's quorum holds it, so no node's loss can take an acknowledged
+   * key, seat or partner with it. Past CLUSTER_ACK_TIMEOUT_MS the answer is 503: the write stands here and ships when
+   * the engine is back, and a retry with the same Idempotency-Key replays its outcome.
+   */
+  acknowledged (seq: number): Promise<void> | undefined {
+    if (seq <= 0) return undefined
+    return this.#deps.link.shipped.wait(seq, this.#deps.ackTimeoutMs).then((held) => {
+      if (!held) throw new ApiError('service_unavailable', 'The change is saved on this node, but the cluster has not confirmed it yet; retry with the same Idempotency-Key for its outcome.', retryShortly, retryHeader)
+    })
+  }
+
+  /**
+   * A node's bids and the settlements of its spots are in the engine before they are acknowledged: a journaled write
+   * waits for its turn's commit, then for what that recorded to ship. Such an answer comes on a later tick, so these
+   * routes do not support HTTP pipelining on a cluster node.
+   */
+  turn (): Promise<void> | undefined {
+    return this.#deps.journal.applied()?.then((seq) => this.acknowledged(seq))
+  }
+
+  /**
+   * Gives back what this request holds in the engine: its record's lock, and its Idempotency-Key's claim unless the
+   * key has an outcome stored (then the claim stays until it lapses: a retry through a node that has not applied the
+   * outcome yet must not run the request again).
+   */
+  end (): void {
+    this.#ended = true
+    const link = this.#deps.link
+    if (this.#lock?.held === true) {
+      link.locks.unlock(this.#lock.name, this.#lock.n)
+      this.#lock.held = false
+    }
+    const key = this.#key
+    if (key?.held === true) {
+      key.held = false
+      if (!this.#deps.stored(key.claim)) void link.names.release(idempotencyName(key.claim), this.#id)
+    }
+  }
+
+  /**
+   * An Idempotency-Key is the request's across the cluster before the handler runs, since the same key retried
+   * through another node at the same moment must not run twice. A key another request holds is first looked up again
+   * once this node has caught up: its outcome replays if that request has finished, else 409 idempotency_key_in_use.
+   * These requests already wait for their outcome to ship (the stored outcome is replicated), so the claim costs them
+   * no pipelining.
+   */
+  async #claimKey (claim: string): Promise<void> {
+    // A live holder stores its outcome within the ack timeout: a claim twice that old belongs to a request that ended
+    // without one (refused for want of a quorum after its claim had landed, or its node died), and is taken over.
+    const won = await this.#deps.link.names.claim(idempotencyName(claim), this.#id, 2 * this.#deps.ackTimeoutMs)
+    this.#key = { claim, won, held: won }
+    if (this.#ended) return this.end()
+    // The request holding the key may have finished on another node, its outcome on its way here.
+    if (!won) await this.#deps.link.caughtUp()
+  }
+
+  /** Locks the record cluster-wide, and catches up so that the handler reads it as the lock's last holder left it. */
+  async #lockRecord (name: string): Promise<void> {
+    this.#lock = { name, n: await this.#deps.link.locks.lock(name, this.#id), held: true }
+    if (this.#ended) return this.end()
+    if (!await this.#deps.link.caughtUp()) {
+      throw new ApiError('service_unavailable', 'This node could not catch up with the cluster in time to read the record; retry shortly.', retryShortly, retryHeader)
+    }
+  }
+
+  /**
+   * Claims the name the handler's write makes unique: one winner however many nodes try at once, and only the
+   * winner runs the handler. The claim is the caller's request (owner): the same request retried, whose first claim
+   * landed though its answer was lost, finds the name held by itself.
+   */
+  async #claimName (name: string, owner: string): Promise<void> {
+    const names = this.#deps.link.names
+    const won = await names.claim(name, owner)
+    this.#name = { name, owner, won, held: won }
+    if (this.#ended && won) {
+      this.#name.held = false
+      await names.release(name, owner)
+    }
+  }
+}

@@ -1,0 +1,44 @@
+import type { Share, Store } from '../store/store.js'
+
+/**
+ * How long past its imp's expiry a cluster node waits before it settles a bid itself: the node deciding the bid's
+ * screen may have taken it just before, and its settlement must reach this node first. A decision answers once the
+ * engine holds its settlement, so it arrives within the engine's acknowledgement timeout, elections included.
+ */
+export const CLUSTER_EXPIRY_GRACE_MS = 30_000
+
+/** A thread asks again for a campaign's next budget part after this long without a grant. */
+const ASK_AGAIN_MS = 1000
+
+/**
+ * A cluster node's side of the domain's seam (Share, src/store/store.ts). Every node holds every bid and takes it out of its
+ * own book on its own clock, so the removal is not shipped; only the node that took a bid sends its notices. A node
+ * spends its leases of a budget (src/cluster/budget-leases.ts), not the budget left over every node: other nodes'
+ * unspent leases are theirs.
+ */
+export function clusterShare (node: string, budgets: {
+  /** What this node's leases of the campaign's budget hold beyond its spend (src/campaigns/delivery.ts leasedLeft). */
+  leasedLeft: (store: Store, campaignId: string) => number
+  /** Where this thread's asks for the next part go (its supervisor). */
+  ask: (campaignId: string, wantMicros: number) => void
+}): Share {
+  const asked = new Map<string, number>()
+  return {
+    expiryGraceMs: CLUSTER_EXPIRY_GRACE_MS,
+    settles: (bidNode) => bidNode === undefined || bidNode === node,
+    node,
+    ownCopy: (store, write) => store.changes !== undefined ? store.changes.applying(write) : write(),
+    milestonesWithPlay: false,
+    budgetLeft (store, campaignId, reservedMicros, partMicros, owed, now) {
+      const left = budgets.leasedLeft(store, campaignId) - reservedMicros
+      if (owed && left < partMicros / 2) {
+        const last = asked.get(campaignId)
+        if (last === undefined || now - last > ASK_AGAIN_MS) {
+          asked.set(campaignId, now)
+          budgets.ask(campaignId, partMicros)
+        }
+      }
+      return left
+    }
+  }
+}
