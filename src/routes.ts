@@ -41,6 +41,18 @@ import { forecastRoute } from './reporting/routes/forecast.js'
 import { marketRoutes } from './reporting/routes/market.js'
 import { reportRoutes } from './reporting/routes/reports.js'
 import type { RouteDef } from './http/route.js'
+import { descriptions as accountsProse } from './accounts/routes/descriptions.js'
+import { descriptions as adminProse } from './admin/descriptions.js'
+import { descriptions as biddingProse } from './bidding/routes/descriptions.js'
+import { descriptions as campaignsProse } from './campaigns/routes/descriptions.js'
+import { descriptions as creativesProse } from './creatives/routes/descriptions.js'
+import { descriptions as discoveryProse } from './discovery/routes/descriptions.js'
+import { descriptions as exchangeProse } from './exchange/routes/descriptions.js'
+import { descriptions as inventoryProse } from './inventory/routes/descriptions.js'
+import { descriptions as playerProse } from './player/routes/descriptions.js'
+import { descriptions as proofProse } from './proof/routes/descriptions.js'
+import { descriptions as reportingProse } from './reporting/routes/descriptions.js'
+import { descriptions as agentsProse } from './agents/routes/descriptions.js'
 
 /** Every route of the service, hot paths first. The OpenAPI document describes exactly this list. */
 export function allRoutes (deps: Deps): RouteDef[] {
@@ -89,5 +101,22 @@ export function allRoutes (deps: Deps): RouteDef[] {
     // Built when first asked for: every thread builds the routes, and the document costs 50-70 ms of each start.
     ...opsRoutes(deps, () => openapi ??= JSON.stringify(buildOpenApi(routes, deps.config.baseUrl)))
   ]
+  return withDescriptions(routes)
+}
+
+/** Each route's long OpenAPI prose, kept in its folder's descriptions.ts, by `METHOD /path`. */
+const DESCRIPTIONS: Record<string, string> = { ...accountsProse, ...adminProse, ...biddingProse, ...campaignsProse, ...creativesProse, ...discoveryProse, ...exchangeProse, ...inventoryProse, ...playerProse, ...proofProse, ...reportingProse, ...agentsProse }
+
+/** Gives each route its prose; a description that names no route is a mistake, refused at start. */
+function withDescriptions (routes: RouteDef[]): RouteDef[] {
+  const unused = new Set(Object.keys(DESCRIPTIONS))
+  for (const r of routes) {
+    const key = `${r.method.toUpperCase()} ${r.path}`
+    const prose = DESCRIPTIONS[key]
+    if (prose === undefined) continue
+    r.description = prose
+    unused.delete(key)
+  }
+  if (unused.size > 0) throw new Error(`descriptions.ts names no route: ${[...unused].join(', ')}`)
   return routes
 }

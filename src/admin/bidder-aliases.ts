@@ -42,7 +42,6 @@ export function adminBidderAliasRoutes ({ store, outbox, config, sealer }: Deps)
       path: '/admin/v1/bidder-aliases/:alias',
       exclusive: (ctx) => aliasRecord(ctx.params.alias!),
       summary: 'Create or replace an exchange\'s bidder alias',
-      description: 'alias: 2-64 of a-z, 0-9, _ and -. 201 with signing_secret (shown once) when the alias is new; 200 when an existing one is replaced (its secret is kept). ip_allowlist entries are IPv4 or IPv6 addresses or CIDR blocks (400 invalid_parameter otherwise); seats must exist. Audited as audit.bidder_alias.created / updated.',
       body: 'BidderAliasRequest',
       data: 'BidderAlias',
       status: 201,

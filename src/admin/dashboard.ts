@@ -60,7 +60,6 @@ export function dashboardRoutes ({ dashboard }: Deps): RouteDef[] {
       method: 'get',
       path: '/admin/dashboard',
       summary: 'The operator dashboard page',
-      description: 'One HTML page, no framework: open it as /admin/dashboard#token=<ADMIN_TOKEN> (the fragment never leaves the browser; without it the page asks for the token and keeps it for the tab). It polls GET /admin/v1/dashboard every 2 s and charts spots/s, fill and win rates, POST /bid latency, top screens, the moderation queue, notice and outbox backlogs and ClickHouse lag.',
       produces: 'text/html',
       handler: () => raw(DASHBOARD_PAGE, 'text/html; charset=utf-8')
     }),
@@ -72,7 +71,6 @@ export function dashboardRoutes ({ dashboard }: Deps): RouteDef[] {
       method: 'get',
       path: '/admin/v1/dashboard',
       summary: 'The operator dashboard\'s numbers, now',
-      description: 'Counters since the start (spots by tier, bids by outcome, the POST /bid latency histogram), the top screens of the last minute or two, and the moderation, notice, outbox and ClickHouse backlogs. Gathered from every hot thread, so the answer is held for that round trip (no pipelining on this route). Rates and windowed latency come from the difference between two answers.',
       data: 'Dashboard',
       gathered: true,
       handler: () => held(dashboard().then((data) => ok(data)))

@@ -15,7 +15,6 @@ export function adminHotThreadRoutes ({ config, endThread }: Deps): RouteDef[] {
       method: 'post',
       path: '/admin/v1/hot-threads/:thread/end',
       summary: 'End a hot thread at once, as a crash would',
-      description: 'For a thread that is stuck, and for soak tests (bench/soak ends one under load). The thread stops where it is, with no drain: its requests in flight and its open connections are lost, as when it crashes. The supervisor starts another in its place within about a second; the other threads serve meanwhile, and new connections go to them until the new one listens. thread: 1..HOT_THREADS (400 invalid_parameter otherwise); 404 not_found when that thread is restarting. The answer is written before the thread ends, whichever thread serves it. Audited as audit.hot_thread.ended. With dry_run nothing is ended.',
       data: 'HotThreadEnded',
       errors: ['not_found'],
       gathered: true,

@@ -17,7 +17,6 @@ export function adminPlatformRoutes ({ store, outbox, inventory }: Deps): RouteD
       method: 'put',
       path: '/admin/v1/settings',
       summary: 'Change the operator switches',
-      description: 'partner_display: whether partner (curated resold) inventory is listed in adslots, discovery, screen lookups and the catalog. house_creative_id: an approved creative (any seat\'s) the waterfall\'s house tier plays when nothing else does; 400 creative_not_found or validation_failed when it is unknown or not approved; null removes it. Audited as audit.settings.changed.',
       body: 'PlatformSettings',
       data: 'PlatformSettings',
       errors: ['creative_not_found', 'validation_failed'],

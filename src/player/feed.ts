@@ -18,6 +18,7 @@ import { fromMicros, playCostMicros } from '../money.js'
 import type { ScreenClaims } from '../bidding/auction/claims.js'
 import { applySettlements, settleBilling, settlementOf, type Settlement, type SettleDeps } from '../bidding/auction/settle.js'
 import { decide } from '../bidding/auction/waterfall.js'
+import { gather } from '../bidding/auction/gather.js'
 import { addToHour } from '../bidding/hour-stats.js'
 
 /** How long a closed screen waits before asking again, at most. */
@@ -141,7 +142,7 @@ export function takeSpot (deps: SpotDeps, screen: ScreenRecord, now: number): Ta
   const screenId = screen.screen_id
   claimScreen(deps, screenId)
   try {
-    const decision = decide(store, screen, now)
+    const decision = decide(gather(store, screen, now))
     if (decision.tier === 'closed') {
       claims.release(screenId)
       store.afterCommit(() => deps.metrics.spot(screenId, decision.tier, false, now))

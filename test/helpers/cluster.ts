@@ -162,7 +162,7 @@ export async function gymScreens (t: Test, c: TestCluster): Promise<ClusterScree
 
 /**
  * A buyer's uploaded creative, as a fixture: registered through node-1, its bytes uploaded through node-2 and
- * confirmed through node-3, approved, and served by every node. test/cluster.test.ts makes the same one and asserts
+ * confirmed through node-3, approved, and served by every node. test/cluster-market.test.ts makes the same one and asserts
  * each step.
  */
 export async function uploadedAd (t: Test, c: TestCluster, seat = 'creative-buyer'): Promise<{ id: string, bytes: Buffer, key: string }> {

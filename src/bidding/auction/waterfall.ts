@@ -1,34 +1,19 @@
 import { LOSS } from '../loss-codes.js'
 import { creativeRefusal, declaredRefusals, floorFor, floorRefusal } from '../rules.js'
-import { dealRuns } from '../../campaigns/deal-rules.js'
-import { indexEntryOf } from '../../inventory/adslot-index.js'
-import { daysWithin, isOpen, localTime, openProgress, type LocalTime } from '../../inventory/local-time.js'
-import { impressionMultiplier, liveSignals, type LiveSignals } from '../../inventory/fein.js'
-import { audienceMatches } from '../../inventory/live-audience.js'
+import { daysWithin, openProgress, type LocalTime } from '../../inventory/local-time.js'
 import { datesBetween } from '../../inventory/hours.js'
-import { headroom, ledgerOf, type PaceClock } from '../../campaigns/budget.js'
-import { playCostMicros } from '../../money.js'
-import { rotationOf, rotationSlot } from '../../campaigns/rotation.js'
-import { playingVersion } from '../../creatives/versions.js'
-import type { BookKey, StoredBid } from '../records.js'
-import type { AssignmentRecord, DealRecord } from '../../campaigns/records.js'
+import { headroom, type PaceClock } from '../../campaigns/budget.js'
+import type { AssignmentRecord } from '../../campaigns/records.js'
 import type { CreativeRecord } from '../../creatives/records.js'
 import type { ScreenRecord } from '../../inventory/records.js'
 import type { Tier } from '../../player/records.js'
-import type { Daypart, LiveAudience } from '../../generated/types.js'
-import type { Store } from '../../store/store.js'
-import { setting } from '../../store/settings.js'
+import type { Daypart } from '../../generated/types.js'
+import type { Candidate, Gathered, GatheredBid, GatheredPlacement } from './gather.js'
+
+export type { Candidate } from './gather.js'
 
 /** The bid increment of the second-price open auction, USD CPM. */
 export const INCREMENT = 0.01
-
-/** A stored bid as the waterfall sees it. */
-export interface Candidate {
-  key: BookKey
-  bid: StoredBid
-  creative?: CreativeRecord
-  deal?: DealRecord
-}
 
 export interface Loss {
   candidate: Candidate
@@ -54,18 +39,17 @@ export interface Decision {
 const round6 = (n: number) => Math.round(n * 1e6) / 1e6
 
 /** The loss code that keeps a stored bid out of the auction now, or undefined when it may compete. */
-function filter (c: Candidate, screen: ScreenRecord, store: Store, now: number, local: LocalTime, inAudience: (a: LiveAudience) => boolean): number | undefined {
+function filter (c: GatheredBid, screen: ScreenRecord, now: number): number | undefined {
   const { bid } = c
   if (bid.expires_at <= now || !screen.auction_enabled) return LOSS.expired
   // A bid naming a FEIN segment plays only while the screen's live audience is in it, as a placement targeted on one.
-  if (bid.audience !== undefined && !inAudience(bid.audience)) return LOSS.audienceNotInSegment
-  const seat = store.seats.get(bid.seat_id.toLowerCase())
-  if (seat === undefined || seat.status !== 'approved') return LOSS.seatBlocked
+  if (c.inAudience === false) return LOSS.audienceNotInSegment
+  if (!c.seatApproved) return LOSS.seatBlocked
   const creative = c.creative
   if (creative === undefined) return LOSS.creativeDisapproved
   const refused = creativeRefusal(creative, screen) ?? declaredRefusals(bid, screen)[0]
   if (refused !== undefined) return refused.loss
-  if (bid.dealid !== undefined && (c.deal === undefined || !dealRuns(c.deal, local.date, indexEntryOf(store, screen.screen_id)))) return LOSS.invalidDeal
+  if (bid.dealid !== undefined && c.dealRuns !== true) return LOSS.invalidDeal
   // Floors are checked again at auction time: a screen whose floor was raised since the imp was issued is sold at
   // the floor now in force.
   return floorRefusal(bid.price, floorFor(c.deal, bid.floor, screen), bid.dealid !== undefined)?.loss
@@ -121,38 +105,13 @@ function daypartPace (a: AssignmentRecord, screen: ScreenRecord, local: LocalTim
  * goal or budget, or ended), and a preferred or auction line must have budget headroom for a play at its price (the
  * campaign's pacing, as on the exchange path). Guaranteed lines play their booked spots; their pace is the spots.
  */
-function campaignPays (store: Store, a: AssignmentRecord, screen: ScreenRecord, local: LocalTime, now: number, audience: () => number): boolean {
+function campaignPays (p: GatheredPlacement, screen: ScreenRecord, local: LocalTime, now: number): boolean {
+  const a = p.assignment
   if (a.cpm === undefined || a.campaign_id === undefined) return true
-  const c = store.campaigns.get(a.campaign_id)
+  const c = p.campaign
   if (c === undefined || c.status !== 'active') return false
   if ((a.line ?? 'guaranteed') === 'guaranteed') return true
-  const cost = playCostMicros(a.cpm, audience())
-  const ledger = ledgerOf(store, c.campaign_id, now, cost)
-  return headroom(c, ledger, now, a.dayparts !== undefined ? daypartPace(a, screen, local, c.end_date) : undefined) >= cost
-}
-
-/** The date after a YYYY-MM-DD date; the last one asked is kept, as every decision of a day asks the same. */
-let lastDay: [string, string] = ['', '']
-function dayAfter (date: string): string {
-  if (lastDay[0] !== date) lastDay = [date, new Date(Date.parse(`${date}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10)]
-  return lastDay[1]
-}
-
-/**
- * The creative a placement plays in its spot number `played` of the day on a screen: its rotation's pick among the
- * creatives that may play there (each at its playing version), or undefined when none may.
- */
-function placementCreative (store: Store, a: AssignmentRecord, screen: ScreenRecord, played: number): CreativeRecord | undefined {
-  const playable: CreativeRecord[] = []
-  const weights: number[] = []
-  for (const { creative_id: id, weight } of rotationOf(a)) {
-    const named = store.creatives.get(id)
-    const creative = named !== undefined ? playingVersion(store, named) : undefined
-    if (creative === undefined || creativeRefusal(creative, screen) !== undefined) continue
-    playable.push(creative)
-    weights.push(weight)
-  }
-  return playable.length <= 1 ? playable[0] : playable[rotationSlot(weights, played)]
+  return headroom(c, p.ledger!, now, a.dayparts !== undefined ? daypartPace(a, screen, local, c.end_date) : undefined) >= p.costMicros!
 }
 
 /**
@@ -161,26 +120,16 @@ function placementCreative (store: Store, a: AssignmentRecord, screen: ScreenRec
  * even daily pace, then Preferred (deal bids and preferred placements at their fixed prices, the best first), then PMP
  * deals (first price, OpenRTB at 1), then the open auction (bids and auction placements, second price plus 0.01, at 2,
  * one entrant per seat setting prices), then guaranteed lines ahead of pace with spots left today, then the house
- * creative. Every stored bid on the screen is settled by the decision: the winner, or a loss code. Reads only;
- * settle.ts writes the outcome.
+ * creative. Every stored bid on the screen is settled by the decision: the winner, or a loss code. Pure: it reads
+ * only what gather() read (src/bidding/auction/gather.ts); settle.ts writes the outcome.
  */
-export function decide (store: Store, screen: ScreenRecord, now: number): Decision {
-  const local = localTime(screen.timezone, now)
-  if (!isOpen(screen.operating_hours, local)) return { tier: 'closed', local, losses: [] }
+export function decide (g: Gathered): Decision {
+  const { screen, local, now } = g
+  if (!g.open) return { tier: 'closed', local, losses: [] }
   const losses: Loss[] = []
-  const buckets: Record<'guaranteed' | 'preferred' | 'pmp' | 'open_auction', Candidate[]> = { guaranteed: [], preferred: [], pmp: [], open_auction: [] }
-  // The screen's live signals, read once a decision and only when a bid or placement names an audience.
-  let signals: LiveSignals | undefined
-  const inAudience = (a: LiveAudience) => screen.capabilities.fein && audienceMatches(a, (signals ??= liveSignals(store.fein.get(screen.screen_id), now)))
-  for (const { key, value } of store.bids.getRange({ start: [screen.screen_id], end: [screen.screen_id + '\u0000'] } as never)) {
-    const c: Candidate = { key, bid: value }
-    const creative = store.creatives.get(value.creative_id)
-    if (creative !== undefined) c.creative = creative
-    if (value.dealid !== undefined) {
-      const deal = store.deals.get(value.dealid)
-      if (deal !== undefined) c.deal = deal
-    }
-    const code = filter(c, screen, store, now, local, inAudience)
+  const buckets: Record<'guaranteed' | 'preferred' | 'pmp' | 'open_auction', GatheredBid[]> = { guaranteed: [], preferred: [], pmp: [], open_auction: [] }
+  for (const c of g.bids) {
+    const code = filter(c, screen, now)
     if (code !== undefined) losses.push({ candidate: c, code })
     else buckets[tierOf(c) as keyof typeof buckets].push(c)
   }
@@ -192,25 +141,12 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
     return Math.ceil((perDay * p.elapsed) / Math.max(1, p.total))
   }
   const lines: Line[] = []
-  let multiplier: number | undefined
-  const audience = () => (multiplier ??= impressionMultiplier(store.fein.get(screen.screen_id), screen.capabilities.fein, now))
   const preferredLines: Entrant[] = []
   const auctionLines: Entrant[] = []
-  // Up to tomorrow's date: a media buy's placement, bounded by instants, may start on a UTC date the screen's local
-  // day has not reached.
-  for (const { value: id } of store.placements.getRange({ start: [screen.screen_id], end: [screen.screen_id, dayAfter(local.date) + '\u0000'] } as never)) {
-    const a = store.assignments.get(id)
-    if (a === undefined || a.status !== 'active' || Date.parse(a.effective_at) > now) continue
-    if (a.ends_at !== undefined ? now >= Date.parse(a.ends_at) : a.start_date > local.date || a.end_date < local.date) continue
-    if (a.dayparts !== undefined && !isOpen(screen.operating_hours, local, a.dayparts)) continue
-    // A placement targeted on a FEIN signal plays only while the screen's live audience is in it.
-    if (a.audience !== undefined && !inAudience(a.audience)) continue
-    const line = `asg:${id}`
-    const played = store.plays.get([screen.screen_id, local.date, line]) ?? 0
-    if (played >= a.spots_per_day) continue
-    const creative = placementCreative(store, a, screen, played)
-    if (creative === undefined || !campaignPays(store, a, screen, local, now, audience)) continue
-    const l: Line = { line, played, perDay: a.spots_per_day, behind: pace(a.spots_per_day, a.dayparts) - played, assignment: a, creative, created: Date.parse(a.created_at) }
+  for (const p of g.placements) {
+    const a = p.assignment
+    if (p.creative === undefined || !campaignPays(p, screen, local, now)) continue
+    const l: Line = { line: p.line, played: p.played, perDay: a.spots_per_day, behind: pace(a.spots_per_day, a.dayparts) - p.played, assignment: a, creative: p.creative, created: Date.parse(a.created_at) }
     const entrant: Entrant = { price: a.cpm ?? 0, seat: a.seat_id.toLowerCase(), at: l.created, line: l }
     if (a.line === 'preferred') preferredLines.push(entrant)
     else if (a.line !== 'auction') lines.push(l)
@@ -222,7 +158,7 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
     const line = `deal:${c.deal!.deal_id}`
     if (lines.some((l) => l.line === line)) { losses.push({ candidate: c, code: LOSS.outbid, minToWin: round6(c.bid.price + INCREMENT) }); continue }
     const perDay = c.deal!.booked_per_day ?? 0
-    const played = store.plays.get([screen.screen_id, local.date, line]) ?? 0
+    const played = c.dealPlayed ?? 0
     // The deal already played its booked spots here today: the opportunity is gone for this bid.
     if (played >= perDay) { losses.push({ candidate: c, code: LOSS.expired }); continue }
     lines.push({ line, played, perDay, behind: pace(perDay) - played, candidate: c, created: c.bid.received_at })
@@ -287,10 +223,8 @@ export function decide (store: Store, screen: ScreenRecord, now: number): Decisi
   }
   // Nothing else wants the spot: a guaranteed line ahead of its pace plays it rather than the house.
   if (lines.length > 0) return fromLine(lines[0]!)
-  // The operator's house creative (PUT /admin/v1/platform), read only when the waterfall comes down to it.
-  const houseCreativeId = setting(store, 'house_creative_id')
-  const house = houseCreativeId !== undefined ? store.creatives.get(houseCreativeId) : undefined
+  // The operator's house creative (PUT /admin/v1/platform).
   const decision: Decision = { tier: 'house', local, losses }
-  if (house !== undefined && creativeRefusal(house, screen) === undefined) decision.creative = house
+  if (g.house !== undefined) decision.creative = g.house
   return decision
 }

@@ -76,7 +76,6 @@ export function dealRoutes ({ store, outbox }: Deps): RouteDef[] {
       method: 'post',
       path: '/openrtb/v2/deals/propose',
       summary: 'Propose a deal; it waits for operator approval',
-      description: 'Only floor_cpm is required: type defaults to PMP, start_date to today, end_date to 29 days later, each default shown in the answer and named in warnings. PMP: floor_cpm for invited seats. Preferred: fixed_cpm (at least floor_cpm), priority over the open auction. Guaranteed: impressions_goal at fixed_cpm, booked out of availability on approval. The proposer is always invited. An existing deal_id is 409 deal_already_exists.',
       body: 'DealProposal',
       data: 'Deal',
       status: 201,

@@ -145,7 +145,6 @@ export function creativeRoutes ({ store, outbox, config, objects, moderator }: D
       method: 'put',
       path: '/uploads/:token',
       summary: 'Presigned upload of a creative\'s bytes',
-      description: 'The URL itself is the credential (HMAC-signed creative id and expiry): no API key. Send the declared Content-Type; at most MAX_CREATIVE_BYTES. 403 not_authorized for a tampered URL, 410 expired after UPLOAD_URL_TTL_SECONDS, 409 invalid_transition once confirmed. A second PUT before confirm replaces the bytes.',
       tag: 'Creatives',
       envelope: 'flat',
       auth: 'none',

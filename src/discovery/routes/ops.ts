@@ -31,7 +31,6 @@ export function opsRoutes ({ clock, outbox, funnel, analytics, scrape, readiness
       method: 'get',
       path: '/metrics',
       summary: 'Prometheus metrics',
-      description: 'Requests by route and status (all hot threads together, and per thread), latency histograms, rate-limit rejections, event-loop delay, memory, LMDB write transactions and the seconds they held its one writer lock (per thread), the outbox, funnel-log and notice backlogs, notice attempts, and whether ClickHouse is connected. Gathered from every thread when scraped, so the answer is held for that round trip (no pipelining on this route).',
       produces: 'text/plain',
       gathered: true,
       handler: () => held(scrape().then((text) => raw(text, 'text/plain; version=0.0.4; charset=utf-8')))

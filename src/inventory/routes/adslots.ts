@@ -63,7 +63,6 @@ export function adslotsRoute ({ store, inventory, impIds, config, funnel }: Deps
     method: 'get',
     path: '/openrtb/v2/adslots',
     summary: 'Browse screens, or receive OpenRTB 2.6 bid requests for them',
-    description: 'format=screens lists screen summaries; format=openrtb returns one OpenRTB 2.6 bid request per screen, each imp id signed and valid for BID_TTL_SECONDS (imp.exp) so that POST /bid can match it. Ordered by data quality (live, historical, none), then vas_7d descending, then screen_id; owned inventory before partner inventory with source=all. A walk (a first page, then cursor.next until it is null) follows the order as it stood at its first page, whichever way FEIN moves screens meanwhile: every screen listed then and still listed is seen exactly once, and each row shows its current signals, which the filters are checked on (a row never disagrees with min_attention, emotion, min_vas or its data_quality). cursor.next stays valid for ADSLOTS_CURSOR_TTL_SECONDS (default 300) after the page that returned it; an expired cursor is 400 invalid_parameter (param cursor): start the walk again without it. On a cluster a cursor begins with the id of the node that issued it and the load balancer sends it back there; when that node is gone it is 400 invalid_parameter (param cursor) in the same way. Partner inventory is listed only while the operator\'s partner-display switch is on: off, source=all lists owned only and source=partner an empty page.',
     tag: 'Inventory',
     envelope: 'flat',
     auth: 'seat',

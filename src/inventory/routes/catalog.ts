@@ -43,7 +43,6 @@ export function catalogRoute ({ inventory, shared }: Deps): RouteDef {
     method: 'get',
     path: '/inventory/v1/screens',
     summary: 'Public catalog of auction-enabled screens',
-    description: 'No authentication. Location, venue, display, device, programmatic and content-rule metadata; limit/offset pagination in screen_id order, which FEIN signals do not change (a screen registered or removed between two pages shifts the later offsets by one); filters by geography, venue type, floor CPM range and online status. Responses are cached for 60 s per query (X-Cache: HIT or MISS).',
     tag: 'Discovery',
     envelope: 'nested',
     auth: 'none',

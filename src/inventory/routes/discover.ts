@@ -11,7 +11,6 @@ export function discoverRoute ({ store, inventory }: Deps): RouteDef {
     method: 'post',
     path: '/openrtb/v2/discover',
     summary: 'Natural-language inventory search',
-    description: 'Reads a query such as "busy gyms in Austin with happy crowds under $8 CPM" into filters without any model download (venue vocabulary, the bundled GeoNames gazetteer, price, crowd, emotion, attention, VAS, income, orientation and liveness phrases), and returns the interpretation with the words behind each filter, the words it did not understand, and the matches ranked by audience quality, attention, crowd, VAS and price headroom. "busy" means a crowd of at least 30; attention words mean at least 50%.',
     tag: 'Inventory',
     envelope: 'flat',
     auth: 'seat',

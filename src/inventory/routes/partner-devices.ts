@@ -188,7 +188,6 @@ export function deviceRoutes ({ inventory }: Deps): RouteDef[] {
       method: 'post',
       path: '/v1/partner/audience',
       summary: 'FEIN audience updates, up to 1000 per call',
-      description: 'Each item is an AudienceUpdate for a device registered with capabilities.fein. Signals are presented as live for their freshness window (10 s face count, attention, emotion, crowd density; 30 s intent, receptivity, dwell; 1 h income) and null after it; vas_seconds/vas_plays feed the hourly VAS history behind vas_7d.',
       body: 'AudienceBatchRequest',
       data: 'BatchResult',
       handler: (ctx) => ok(judgeEach(ctx.body.updates, (item) => {

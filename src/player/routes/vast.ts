@@ -23,7 +23,6 @@ export function vastRoutes (deps: Deps): RouteDef[] {
       method: 'get',
       path: '/embed/:token/vast',
       summary: 'The next spot as a VAST 4.2 tag, for players that speak VAST',
-      description: 'Each request takes a spot, like POST {embed_url}/spots: an InLine linear ad with the creative\'s asset as MediaFile, an Impression URL and tracking events start, firstQuartile, midpoint, thirdQuartile and complete. A closed screen or nothing to play answers an empty <VAST version="4.2"/>. Not cacheable.',
       produces: 'application/xml',
       errors: ['screen_not_found', 'spot_in_progress'],
       handler: (ctx) => {

@@ -44,7 +44,6 @@ export function impressionRoutes ({ store, inventory, proofSigner, outbox, funne
       method: 'post',
       path: '/v1/partner/impressions',
       summary: 'Plays reported by devices, up to 1000 per call; each accepted play gets a signed proof',
-      description: 'Items are ImpressionItem and are judged one by one: accepted items get a proof (tier impression_callback, GIVT rules applied), an impressionId that already has a proof of a play on one of the partner\'s screens is a duplicate (the same proof_id, nothing changes: retries are safe), an impressionId taken by a play on another partner\'s screen is refused with ALREADY_EXISTS (nothing of that play is shown), and a refused item carries the error a single call would give (DEVICE_NOT_FOUND, CREATIVE_NOT_FOUND, INVALID_DATE outside the 72-hour offline window or more than 5 minutes ahead, or a field error). The device must be the partner\'s and the ad one of the service\'s creatives.',
       body: 'ImpressionBatchRequest',
       data: 'ImpressionBatchResult',
       handler: (ctx) => {

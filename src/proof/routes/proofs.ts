@@ -64,7 +64,6 @@ export function proofRoutes ({ store, proofSigner }: Deps): RouteDef[] {
       method: 'get',
       path: '/openrtb/v2/campaigns/:id/proofs',
       summary: 'Every proof of a campaign as evidence that verifies offline: signatures, per-screen chains, the public key',
-      description: 'The proofs of the campaign\'s creative played for the seat between its start_date and end_date, grouped by screen, each screen\'s chain complete between the campaign\'s first and last proof on it (other buyers\' links redacted to seq and digests). Schema ProofExport gives the verification procedure; scripts/verify-proofs.ts runs it with Node\'s crypto alone.',
       tag: 'Proof of play',
       envelope: 'flat',
       auth: 'seat',

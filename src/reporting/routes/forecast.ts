@@ -23,7 +23,6 @@ export function forecastRoute ({ store, analytics, reports: cache, clock, config
     method: 'post',
     path: '/openrtb/v2/forecast',
     summary: 'Forecast impressions, win rate and average CPM for a targeting, budget and dates',
-    description: 'targeting: venue_type, country (alpha-2), state, city (partial); omitted means all inventory. budget_usd at least 0.01 (400 invalid_budget). start_date defaults to tomorrow and may not be in the past; end_date defaults to 7 days after start_date (400 invalid_date; at most 366 days). pricing_model: cpm (default) or vas_cpm (also prices per 1000 attention seconds). Matching no screen answers only {message}. confidence: high when 50%+ of matching screens have 7 days of data, medium when 20%+ have some, else low; without history the supply is the screens\' open capacity and the price their floor. The history is computed by ClickHouse and cached for REPORT_CACHE_SECONDS: a targeting not asked before waits for it (up to REPORT_WAIT_MS, then 202 pending with Retry-After).',
     tag: 'Inventory',
     envelope: 'flat',
     auth: 'seat',

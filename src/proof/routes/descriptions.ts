@@ -1,0 +1,7 @@
+// The OpenAPI prose of this folder's routes that runs long, by `METHOD /path`: kept apart from the handlers, as
+// fastify keeps a route's metadata apart from its handler. src/routes.ts gives each to its route, and refuses one
+// that names no route.
+export const descriptions: Record<string, string> = {
+  'POST /v1/partner/impressions': 'Items are ImpressionItem and are judged one by one: accepted items get a proof (tier impression_callback, GIVT rules applied), an impressionId that already has a proof of a play on one of the partner\'s screens is a duplicate (the same proof_id, nothing changes: retries are safe), an impressionId taken by a play on another partner\'s screen is refused with ALREADY_EXISTS (nothing of that play is shown), and a refused item carries the error a single call would give (DEVICE_NOT_FOUND, CREATIVE_NOT_FOUND, INVALID_DATE outside the 72-hour offline window or more than 5 minutes ahead, or a field error). The device must be the partner\'s and the ad one of the service\'s creatives.',
+  'GET /openrtb/v2/campaigns/:id/proofs': 'The proofs of the campaign\'s creative played for the seat between its start_date and end_date, grouped by screen, each screen\'s chain complete between the campaign\'s first and last proof on it (other buyers\' links redacted to seq and digests). Schema ProofExport gives the verification procedure; scripts/verify-proofs.ts runs it with Node\'s crypto alone.'
+}
