@@ -9,6 +9,8 @@ import { deliveryTypeOf, formatIdOf, guidanceOf, impressionsPerPlay, maxGuarante
 import type { Sale } from './records.js'
 import { agentUrl, checkAccount, type ToolCall } from './call.js'
 import { segmentRatings } from './performance-feedback.js'
+import { Derived, perStore } from '../store/read-cache.js'
+import type { Store } from '../store/store.js'
 
 /** Budgets each product's forecast is given at, in USD. */
 const FORECAST_BUDGETS = [1_000, 5_000, 25_000]
@@ -152,13 +154,14 @@ export async function products (call: ToolCall, args: Record<string, unknown>): 
 }
 
 /** The formats of the screens on sale by id, worked out again only when screens or enabled sources change. */
-let formatMemo: { at: string, formats: Map<string, Record<string, unknown>> } | undefined
+const formatTables = perStore((store: Store) => new Derived<string, Map<string, Record<string, unknown>>>(() => store.screens.version, { max: 4 }))
 
 function formatTable (call: ToolCall): Map<string, Record<string, unknown>> {
   const sources = call.inventory.sourcesEnabled()
-  const version = call.store.screens.version
-  const at = `${version}|${sources.join(',')}|${call.config.baseUrl}`
-  if (version !== undefined && formatMemo?.at === at) return formatMemo.formats
+  return formatTables(call.store).of(`${sources.join(',')}|${call.config.baseUrl}`, () => formatTableOf(call, sources))
+}
+
+function formatTableOf (call: ToolCall, sources: readonly string[]): Map<string, Record<string, unknown>> {
   const formats = new Map<string, Record<string, unknown>>()
   for (const { value: s } of call.store.screens.getRange()) {
     if (!s.auction_enabled || !sources.includes(s.source) || formats.has(formatIdOf(s))) continue
@@ -171,7 +174,6 @@ function formatTable (call: ToolCall): Map<string, Record<string, unknown>> {
       assets: [{ item_type: 'individual', asset_id: 'primary', asset_type: s.capabilities.video ? 'image_or_video' : 'image', required: true }]
     })
   }
-  if (version !== undefined) formatMemo = { at, formats }
   return formats
 }
 

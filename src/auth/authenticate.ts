@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { Access, Principal } from './principal.js'
 import type { Store } from '../store/store.js'
+import { Derived } from '../store/read-cache.js'
 import { findKey, presentedKey } from './keys.js'
 
 const CACHE_MS = 1000
@@ -19,13 +20,14 @@ export class Authenticator {
   readonly #store: Store
   readonly #clock: Clock
   readonly #adminDigest: Buffer
-  #cache = new Map<string, { principal: Principal, until: number }>()
-  #seen = -1
+  /** Resolved principals, each for CACHE_MS at most, while the keys, seats and partners stand. */
+  readonly #principals: Derived<string, { principal: Principal, until: number }>
 
   constructor (store: Store, clock: Clock, adminToken: string) {
     this.#store = store
     this.#clock = clock
     this.#adminDigest = createHash('sha256').update(adminToken).digest()
+    this.#principals = new Derived(() => this.#generation(), { max: CACHE_MAX, fresh: (hit) => hit.until > clock.now() })
   }
 
   /**
@@ -42,29 +44,21 @@ export class Authenticator {
 
   /** The principal of a presented key, or undefined when the key is unknown, revoked or expired. */
   resolve (presented: string): Principal | undefined {
-    const now = this.#clock.now()
-    const generation = this.#generation()
-    if (generation !== undefined && generation !== this.#seen) {
-      this.#cache.clear()
-      this.#seen = generation
-    }
-    const hit = generation !== undefined ? this.#cache.get(presented) : undefined
-    if (hit !== undefined && hit.until > now) return hit.principal
-    const key = findKey(this.#store, presented, now)
-    if (key === undefined) return undefined
-    const principal: Principal = { key }
-    if (key.seat_id !== undefined) {
-      const seat = this.#store.seats.get(key.seat_id.toLowerCase())
-      if (seat !== undefined) principal.seat = seat
-    }
-    if (key.partner_id !== undefined) {
-      const partner = this.#store.partners.get(key.partner_id)
-      if (partner !== undefined) principal.partner = partner
-    }
-    if (generation === undefined) return principal
-    if (this.#cache.size >= CACHE_MAX) this.#cache = new Map()
-    this.#cache.set(presented, { principal, until: now + CACHE_MS })
-    return principal
+    return this.#principals.of(presented, () => {
+      const now = this.#clock.now()
+      const key = findKey(this.#store, presented, now)
+      if (key === undefined) return undefined
+      const principal: Principal = { key }
+      if (key.seat_id !== undefined) {
+        const seat = this.#store.seats.get(key.seat_id.toLowerCase())
+        if (seat !== undefined) principal.seat = seat
+      }
+      if (key.partner_id !== undefined) {
+        const partner = this.#store.partners.get(key.partner_id)
+        if (partner !== undefined) principal.partner = partner
+      }
+      return { principal, until: now + CACHE_MS }
+    })?.principal
   }
 
   /** Whether a bearer token is the operator token (constant-time). */

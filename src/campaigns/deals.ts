@@ -6,25 +6,16 @@ import { datesBetween } from '../inventory/hours.js'
 import type { Outbox } from '../store/outbox.js'
 import type { DealRecord } from './records.js'
 import type { Store } from '../store/store.js'
+import { Derived, perStore } from '../store/read-cache.js'
 import { take } from './screen-bookings.js'
 import { matchingScreens } from './targeting.js'
 
-const derived = new WeakMap<Store, { at: number, bySeat: Map<string, DealRecord[]> }>()
+const bySeat = perStore((store: Store) => new Derived<string, DealRecord[]>(() => store.deals.version))
 
 /** Active deals a seat is invited to; derived once per change of the deals table, since every bid may ask. */
 export function activeDealsFor (store: Store, seatId: string): DealRecord[] {
-  const version = store.deals.version
-  let cache = derived.get(store)
-  if (version !== undefined && cache?.at !== version) {
-    cache = { at: version, bySeat: new Map() }
-    derived.set(store, cache)
-  }
   const seat = seatId.toLowerCase()
-  const kept = version !== undefined ? cache?.bySeat.get(seat) : undefined
-  if (kept !== undefined) return kept
-  const deals = [...store.deals.getRange()].map(({ value }) => value).filter((d) => d.status === 'active' && d.invited_seats.some((s) => s.toLowerCase() === seat))
-  if (version !== undefined) cache?.bySeat.set(seat, deals)
-  return deals
+  return bySeat(store).of(seat, () => [...store.deals.getRange()].map(({ value }) => value).filter((d) => d.status === 'active' && d.invited_seats.some((s) => s.toLowerCase() === seat)))
 }
 
 /** A deal as buyers and the operator see it: what it booked stays inside. */

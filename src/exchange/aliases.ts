@@ -5,6 +5,7 @@ import type { KeySealer } from '../auth/sealed-keys.js'
 import { ApiError } from '../errors.js'
 import type { BidderAliasRecord } from './records.js'
 import type { Store } from '../store/store.js'
+import { Derived } from '../store/read-cache.js'
 
 /** How old a signed request's timestamp may be, either way, in seconds. */
 export const SIGNATURE_TOLERANCE_S = 300
@@ -56,29 +57,21 @@ export function removeAlias (store: Store, alias: string): void {
 export class AliasGuard {
   readonly #store: Store
   readonly #sealer: KeySealer
-  #at: number | undefined
-  #compiled = new Map<string, Compiled>()
+  readonly #compiled: Derived<string, Compiled>
 
   constructor (store: Store, sealer: KeySealer) {
     this.#store = store
     this.#sealer = sealer
+    this.#compiled = new Derived(() => store.aliases.version)
   }
 
   /** The active alias of that name, or undefined. */
   find (alias: string): Compiled | undefined {
-    const version = this.#store.aliases.version
-    if (version !== undefined && version !== this.#at) {
-      this.#at = version
-      this.#compiled = new Map()
-    }
-    let c = version !== undefined ? this.#compiled.get(alias) : undefined
-    if (c === undefined) {
+    return this.#compiled.of(alias, () => {
       const record = this.#store.aliases.get(alias)
       if (record === undefined || record.status !== 'active') return undefined
-      c = { record, allow: blockList(record.ip_allowlist), seen: new Map(), secret: record.secret_sealed !== undefined ? this.#sealer.open(`alias:${alias}`, record.secret_sealed) : undefined }
-      if (version !== undefined) this.#compiled.set(alias, c)
-    }
-    return c
+      return { record, allow: blockList(record.ip_allowlist), seen: new Map(), secret: record.secret_sealed !== undefined ? this.#sealer.open(`alias:${alias}`, record.secret_sealed) : undefined }
+    })
   }
 
   /** Throws the error an exchange gets for an unknown alias or an address outside its allowlist. */

@@ -9,6 +9,7 @@ import { VENUES } from '../inventory/venues.js'
 import type { CampaignRecord } from '../campaigns/records.js'
 import type { CreativeRecord } from '../creatives/records.js'
 import type { Store } from '../store/store.js'
+import { Derived, perStore } from '../store/read-cache.js'
 
 type Imp = ExchangeBidRequest['imp'][number]
 
@@ -135,14 +136,8 @@ export function fit (creative: CreativeRecord, imp: Imp): { mtype: 1 | 2, w?: nu
  * Campaigns that could bid today, derived once per change of the campaigns table and per day. A media buy's campaign
  * is left out: it delivers through its placement on the screens its package bought.
  */
-const derived = new WeakMap<Store, { at: string, campaigns: CampaignRecord[] }>()
+const live = perStore((store: Store) => new Derived<string, CampaignRecord[]>(() => store.campaigns.version, { max: 2 }))
 
 export function liveCampaigns (store: Store, now: number): CampaignRecord[] {
-  const version = store.campaigns.version
-  const at = `${version}:${new Date(now).toISOString().slice(0, 10)}`
-  const d = derived.get(store)
-  if (version !== undefined && d?.at === at) return d.campaigns
-  const campaigns = [...store.campaigns.getRange()].map(({ value }) => value).filter((c) => c.media_buy_id === undefined && c.status !== 'paused' && c.status !== 'completed' && datedStatus(c, now) === 'active')
-  if (version !== undefined) derived.set(store, { at, campaigns })
-  return campaigns
+  return live(store).of(new Date(now).toISOString().slice(0, 10), () => [...store.campaigns.getRange()].map(({ value }) => value).filter((c) => c.media_buy_id === undefined && c.status !== 'paused' && c.status !== 'completed' && datedStatus(c, now) === 'active'))
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { openStore, type Store } from './store.js'
+import { Derived } from './read-cache.js'
 
 /** Two stores over one new environment, sharing their cache generations as two hot threads do. */
 function stores (t: { teardown (fn: () => unknown): void }): [Store, Store] {
@@ -114,4 +115,36 @@ t.test('a table has no version while this thread\'s reads may not match it', asy
   })
   t.equal(inTheGap, undefined, 'none for a transaction taking the lock between a commit and its generation\'s move')
   t.equal(b.write(() => { b.deals.putSync('d_2', deal); return b.deals.version }), undefined, 'none inside a transaction that wrote the table')
+})
+
+t.test('derived memory is kept while its table stands, dropped when it moves, and never kept from a stale snapshot', async (t) => {
+  const [a, b] = stores(t)
+  let derivations = 0
+  const count = new Derived<string, number>(() => b.deals.version)
+  const activeOf = (seat: string) => count.of(seat, () => {
+    derivations++
+    return [...b.deals.getRange()].filter(({ value }) => (value as { invited_seats: string[] }).invited_seats.includes(seat)).length
+  })
+  const deal = (id: string, seat: string) => ({ deal_id: id, status: 'active', invited_seats: [seat] }) as never
+  a.write(() => a.deals.putSync('d_1', deal('d_1', 'seat-1')))
+  b.refresh()
+  t.equal(activeOf('seat-1'), 1)
+  t.equal(activeOf('seat-1'), 1)
+  t.equal(derivations, 1, 'derived once while the table stands')
+  // b's request has begun; a commits a second deal for the seat meanwhile.
+  b.meta.get('anything')
+  a.write(() => a.deals.putSync('d_2', deal('d_2', 'seat-1')))
+  t.equal(activeOf('seat-1'), 1, 'b\'s older snapshot still sees one')
+  b.refresh()
+  t.equal(activeOf('seat-1'), 2, 'and what it derived from it was not kept: the next request sees both')
+  t.equal(derivations, 3)
+  const misses = new Derived<string, number>(() => b.deals.version)
+  let looked = 0
+  misses.of('none', () => { looked++; return undefined })
+  misses.of('none', () => { looked++; return undefined })
+  t.equal(looked, 2, 'nothing found is not kept: the next ask looks again')
+  const fresh = new Derived<string, { until: number }>(() => b.deals.version, { max: 2, fresh: (v) => v.until > 10 })
+  t.equal(fresh.of('k', () => ({ until: 5 })).until, 5)
+  t.equal(fresh.of('k', () => ({ until: 20 })).until, 20, 'a kept value past its freshness is derived again')
+  t.equal(fresh.of('k', () => ({ until: 30 })).until, 20, 'a fresh one serves')
 })

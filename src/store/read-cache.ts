@@ -119,3 +119,53 @@ export class CachedTable<V> {
     return this.#db.getCount()
   }
 }
+
+/**
+ * Values derived from whole cached tables, kept by key while the tables stand as they were: all of them are dropped
+ * when version() moves, and none is kept or served while it is undefined (CachedTable.version: this thread's reads
+ * may not match the tables), so memory derived from a stale snapshot never outlives the change it missed. A value
+ * derived as undefined (nothing found) is not kept: the next ask looks again.
+ */
+export class Derived<K, V> {
+  readonly #version: () => number | undefined
+  readonly #max: number
+  readonly #fresh: ((value: V) => boolean) | undefined
+  #values = new Map<K, V>()
+  #at: number | undefined
+
+  /** version: the tables' versions, combined (a sum, since each only grows); max: values kept at most, then all dropped. */
+  constructor (version: () => number | undefined, options: { max?: number, fresh?: (value: V) => boolean } = {}) {
+    this.#version = version
+    this.#max = options.max ?? Infinity
+    this.#fresh = options.fresh
+  }
+
+  /** The value kept for key, else derive()'s, kept when it may be. */
+  of (key: K, derive: () => V): V
+  of (key: K, derive: () => V | undefined): V | undefined
+  of (key: K, derive: () => V | undefined): V | undefined {
+    const version = this.#version()
+    if (version === undefined) return derive()
+    if (version !== this.#at) {
+      this.#values = new Map()
+      this.#at = version
+    }
+    const kept = this.#values.get(key)
+    if (kept !== undefined && (this.#fresh === undefined || this.#fresh(kept))) return kept
+    const value = derive()
+    if (value === undefined) return undefined
+    if (this.#values.size >= this.#max) this.#values = new Map()
+    this.#values.set(key, value)
+    return value
+  }
+}
+
+/** One of something per store (a Derived over its tables), made when the store first asks: tests open many stores. */
+export function perStore<S extends object, T> (make: (store: S) => T): (store: S) => T {
+  const made = new WeakMap<S, T>()
+  return (store) => {
+    let t = made.get(store)
+    if (t === undefined) made.set(store, t = make(store))
+    return t
+  }
+}
