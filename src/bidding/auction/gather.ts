@@ -100,20 +100,19 @@ export function gather (store: Store, screen: ScreenRecord, now: number): Gather
   const bids: GatheredBid[] = []
   for (const { key, value } of store.bids.getRange({ start: [screenId], end: [screenId + '\u0000'] } as never)) {
     const seat = store.seats.get(value.seat_id.toLowerCase())
-    const b: GatheredBid = { key, bid: value, seatApproved: seat !== undefined && seat.status === 'approved' }
-    const creative = store.creatives.get(value.creative_id)
-    if (creative !== undefined) b.creative = creative
-    if (value.audience !== undefined) b.inAudience = inAudience(value.audience)
-    if (value.dealid !== undefined) {
-      const deal = store.deals.get(value.dealid)
-      if (deal !== undefined) {
-        b.deal = deal
-        if (entry === null) entry = indexEntryOf(store, screenId)
-        b.dealRuns = dealRuns(deal, local.date, entry)
-        if (deal.type === 'Guaranteed') b.dealPlayed = store.plays.get([screenId, local.date, `deal:${deal.deal_id}`]) ?? 0
-      }
-    }
-    bids.push(b)
+    const deal = value.dealid !== undefined ? store.deals.get(value.dealid) : undefined
+    if (deal !== undefined && entry === null) entry = indexEntryOf(store, screenId)
+    // Every field set, in one order: one shape for every bid the decision walks.
+    bids.push({
+      key,
+      bid: value,
+      creative: store.creatives.get(value.creative_id),
+      deal,
+      seatApproved: seat !== undefined && seat.status === 'approved',
+      dealRuns: deal !== undefined ? dealRuns(deal, local.date, entry ?? undefined) : undefined,
+      dealPlayed: deal?.type === 'Guaranteed' ? store.plays.get([screenId, local.date, `deal:${deal.deal_id}`]) ?? 0 : undefined,
+      inAudience: value.audience !== undefined ? inAudience(value.audience) : undefined
+    })
   }
   let multiplier: number | undefined
   const placements: GatheredPlacement[] = []
@@ -129,7 +128,7 @@ export function gather (store: Store, screen: ScreenRecord, now: number): Gather
     const line = `asg:${id}`
     const played = store.plays.get([screenId, local.date, line]) ?? 0
     if (played >= a.spots_per_day) continue
-    const p: GatheredPlacement = { assignment: a, line, played, creative: placementCreative(store, a, screen, played) }
+    const p: GatheredPlacement = { assignment: a, line, played, creative: placementCreative(store, a, screen, played), campaign: undefined, ledger: undefined, costMicros: undefined }
     if (p.creative !== undefined && a.cpm !== undefined && a.campaign_id !== undefined) {
       const c = store.campaigns.get(a.campaign_id)
       if (c !== undefined) {
