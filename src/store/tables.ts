@@ -3,6 +3,7 @@ import { agentTables } from '../agents/records.js'
 import { authTables } from '../auth/records.js'
 import { biddingTables } from '../bidding/records.js'
 import { campaignTables } from '../campaigns/records.js'
+import { clusterTables } from '../cluster/records.js'
 import { creativeTables } from '../creatives/records.js'
 import { eventTables } from '../events/records.js'
 import { exchangeTables } from '../exchange/records.js'
@@ -50,7 +51,8 @@ export const TABLES = {
   ...proofTables,
   ...notifyTables,
   ...webhookTables,
-  ...eventTables
+  ...eventTables,
+  ...clusterTables
 }
 
 /** What opening a declared table gives the Store. */

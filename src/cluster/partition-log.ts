@@ -1,0 +1,227 @@
+import { DeliverPolicy, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg } from 'nats'
+import type { Logger } from '../log.js'
+import type { Store } from '../store/store.js'
+import { MarkWaiters } from './mark-waiters.js'
+import type { PartitionMark, PartitionOwner, Verdict } from './records.js'
+
+// A partition's log (docs/architecture.md, "Next: screens owned by partitions, fenced by the log"): commands appended
+// to one stream, applied in its order by every node that holds the partition, each decided from the partition's rows
+// and log time alone. Exclusivity rests on the stream's total order of appends, which nats-server 2.9.10 keeps: no
+// expected-sequence header, no KV compare-and-set, no message-id deduplication, no read a follower may answer.
+
+/** An entry of a partition's log: a takeover, the owner's beat, or a command. */
+export type PartitionEntry =
+  | { t: 'own', epoch: number, node: string, incarnation: string }
+  | { t: 'beat', epoch: number, node: string, incarnation: string }
+  | {
+    t: 'cmd'
+    /** The command's natural key: the same command retried, through any node, has the same key. */
+    key: string
+    /** Whether only the partition's owner under the current epoch may make it (a spot decision), or anyone (a booking). */
+    fenced: boolean
+    epoch: number
+    node: string
+    incarnation: string
+    /** When it was proposed (the proposer's clock): one that lands later than this plus the time to live is refused. */
+    proposed_at: number
+    body: unknown
+  }
+
+/** What a partition's rows do with a command apply has let through: its verdict, written in the apply transaction. */
+export interface PartitionMachine {
+  apply (body: unknown, at: { partition: number, seq: number, logTime: number }): Verdict
+}
+
+export interface PartitionLogOptions {
+  js: JetStreamClient
+  jsm: JetStreamManager
+  store: Store
+  partition: number
+  machine: PartitionMachine
+  /** This node, in this life of its process. */
+  self: PartitionOwner
+  /** How long, in log time, an owner's beats may stop before another node's takeover is accepted. */
+  leaseMs: number
+  /** How long after its proposal a command may land and still be applied. */
+  ttlMs: number
+  /** How long an append waits for the engine's acknowledgement. */
+  ackTimeoutMs: number
+  log: Logger
+}
+
+/** A partition's log could not be read on from this node's mark: entries it needs are gone, or the stream is new. */
+export class PartitionGap extends Error {
+  override name = 'PartitionGap'
+}
+
+export const partitionStream = (partition: number): string => `PART_${partition}`
+const subjectOf = (partition: number): string => `part.${partition}`
+
+/**
+ * Creates the partition's stream when it does not exist. An existing stream's configuration is left as it is: no
+ * node's start may shorten what another node still needs to read. No age limit: a partition is trimmed only below a
+ * checkpoint every holder has applied past.
+ */
+export async function ensurePartitionStream (jsm: JetStreamManager, partition: number, replicas: number): Promise<void> {
+  const name = partitionStream(partition)
+  try {
+    await jsm.streams.info(name)
+  } catch {
+    await jsm.streams.add({ name, subjects: [subjectOf(partition)], num_replicas: replicas, storage: StorageType.File, retention: RetentionPolicy.Limits, max_age: 0, max_msgs: -1, max_bytes: -1 })
+  }
+}
+
+const encode = (entry: PartitionEntry): Uint8Array => Buffer.from(JSON.stringify(entry))
+
+/**
+ * The state machine's apply, for one entry at its sequence: the takeover and fencing rules, log time, and the
+ * deduplication of commands by key. Pure over (mark, whether the key was decided, entry, timestamp) but for the
+ * machine's own rows. Every holder applies the same entries in the same order, so every holder decides the same.
+ */
+export function decideEntry (mark: PartitionMark, decidedKey: boolean, entry: PartitionEntry, timestamp: number, options: { leaseMs: number, ttlMs: number }): { mark: PartitionMark, verdict: Verdict | 'machine' } {
+  const logTime = Math.max(mark.log_time, timestamp)
+  const next: PartitionMark = { ...mark, log_time: logTime }
+  const owner = mark.owner
+  const isOwner = owner !== undefined && owner.node === entry.node && owner.incarnation === entry.incarnation
+  switch (entry.t) {
+    case 'own': {
+      if (entry.epoch !== mark.epoch + 1) return { mark: next, verdict: { status: 'refused', reason: 'stale_epoch' } }
+      // The lease is counted in log time: a node whose view of the owner stalled, or whose clock jumped, is refused.
+      if (owner !== undefined && logTime - mark.last_beat_at <= options.leaseMs) return { mark: next, verdict: { status: 'refused', reason: 'owner_alive' } }
+      return { mark: { ...next, epoch: entry.epoch, owner: { node: entry.node, incarnation: entry.incarnation }, last_beat_at: logTime }, verdict: { status: 'accepted' } }
+    }
+    case 'beat':
+      if (entry.epoch !== mark.epoch || !isOwner) return { mark: next, verdict: { status: 'refused', reason: 'fenced' } }
+      return { mark: { ...next, last_beat_at: logTime }, verdict: { status: 'accepted' } }
+    case 'cmd':
+      if (decidedKey) return { mark: next, verdict: { status: 'refused', reason: 'duplicate' } }
+      if (logTime > entry.proposed_at + options.ttlMs) return { mark: next, verdict: { status: 'refused', reason: 'late' } }
+      if (entry.fenced && (entry.epoch !== mark.epoch || !isOwner)) return { mark: next, verdict: { status: 'refused', reason: 'fenced' } }
+      return { mark: next, verdict: 'machine' }
+  }
+}
+
+/** Refusals that are the log's and not the command's outcome: they do not use up its key, so a retry may run it. */
+const RETRYABLE = new Set(['fenced', 'late'])
+
+/**
+ * One partition's log as this node holds it: appends, the apply loop, and verdicts by key. A command is done only
+ * when its verdict, read from the applied rows by its sequence and key, says accepted: never on an acknowledgement
+ * alone, which a paused or fenced writer also gets.
+ */
+export class PartitionLog {
+  readonly #o: PartitionLogOptions
+  readonly #applied = new MarkWaiters()
+  #messages: ConsumerMessages | undefined
+  #stopped = false
+
+  constructor (options: PartitionLogOptions) {
+    this.#o = options
+  }
+
+  /** The partition as this node has applied it (a fresh mark before the first entry). */
+  mark (): PartitionMark {
+    return this.#o.store.partitionMarks.get(this.#o.partition) ?? { stream_created: '', applied: 0, log_time: 0, epoch: 0, last_beat_at: 0 }
+  }
+
+  /** Whether this node, in this life, owns the partition as of what it has applied. */
+  owns (): boolean {
+    const owner = this.mark().owner
+    return owner !== undefined && owner.node === this.#o.self.node && owner.incarnation === this.#o.self.incarnation
+  }
+
+  /**
+   * Follows the log from the entry after this node's mark. Throws PartitionGap when that entry is gone (trimmed past
+   * the mark) or the stream is not the one the mark was applied from: the partition must be rebuilt, not read on.
+   */
+  async start (): Promise<void> {
+    const { jsm, js, partition } = this.#o
+    const name = partitionStream(partition)
+    const info = await jsm.streams.info(name)
+    const mark = this.mark()
+    if (mark.stream_created !== '' && mark.stream_created !== info.created) throw new PartitionGap(`${name} was created again (${info.created}); this node applied ${mark.stream_created}'s`)
+    if (info.state.messages > 0 && info.state.first_seq > mark.applied + 1) throw new PartitionGap(`${name} starts at ${info.state.first_seq}; this node applied through ${mark.applied}`)
+    if (mark.stream_created === '') this.#o.store.write(() => this.#o.store.partitionMarks.putSync(partition, { ...mark, stream_created: info.created }))
+    const consumer = await js.consumers.get(name, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: mark.applied + 1 })
+    const messages = this.#messages = await consumer.consume()
+    void (async () => {
+      for await (const m of messages) this.#apply(m)
+    })().catch((err: unknown) => {
+      if (!this.#stopped) this.#o.log.error('partition log: the apply loop stopped', { partition, error: err instanceof Error ? err.message : String(err) })
+    })
+  }
+
+  stop (): void {
+    this.#stopped = true
+    this.#messages?.stop()
+  }
+
+  #apply (m: JsMsg): void {
+    const { store, partition, machine, leaseMs, ttlMs } = this.#o
+    const mark = this.mark()
+    if (m.seq <= mark.applied) return
+    if (m.seq !== mark.applied + 1) throw new PartitionGap(`${partitionStream(partition)}: entry ${m.seq} after ${mark.applied}`)
+    const entry = JSON.parse(Buffer.from(m.data).toString('utf8')) as PartitionEntry
+    const timestamp = Math.floor(m.info.timestampNanos / 1e6)
+    store.write(() => {
+      const decidedKey = entry.t === 'cmd' && store.partitionKeys.get([partition, entry.key]) !== undefined
+      const decided = decideEntry(mark, decidedKey, entry, timestamp, { leaseMs, ttlMs })
+      const next: PartitionMark = { ...decided.mark, applied: m.seq }
+      const verdict = decided.verdict === 'machine' ? machine.apply((entry as { body: unknown }).body, { partition, seq: m.seq, logTime: next.log_time }) : decided.verdict
+      const key = entry.t === 'cmd' ? entry.key : `${entry.t}:${entry.epoch}:${entry.node}:${entry.incarnation}`
+      store.partitionVerdicts.putSync([partition, m.seq], { key, verdict })
+      if (entry.t === 'cmd' && decided.verdict === 'machine' && !RETRYABLE.has(verdict.reason ?? '')) store.partitionKeys.putSync([partition, entry.key], m.seq)
+      store.partitionMarks.putSync(partition, next)
+    })
+    this.#applied.reached(m.seq)
+  }
+
+  /** Appends an entry; resolves with its sequence once a majority of the engine holds it. */
+  async append (entry: PartitionEntry): Promise<number> {
+    const ack = await this.#o.js.publish(subjectOf(this.#o.partition), encode(entry), { timeout: this.#o.ackTimeoutMs })
+    return ack.seq
+  }
+
+  /**
+   * The verdict of the entry at seq once this node has applied it, if it carries key; undefined when it does not (an
+   * acknowledgement naming another entry) or when this node has not applied that far within timeoutMs.
+   */
+  async verdictAt (seq: number, key: string, timeoutMs: number): Promise<Verdict | undefined> {
+    if (this.mark().applied < seq && !await this.#applied.wait(seq, timeoutMs)) return undefined
+    const found = this.#o.store.partitionVerdicts.get([this.#o.partition, seq])
+    return found?.key === key ? found.verdict : undefined
+  }
+
+  /** The outcome of a command key: the verdict that used it up, or undefined while none has. */
+  outcomeOf (key: string): Verdict | undefined {
+    const seq = this.#o.store.partitionKeys.get([this.#o.partition, key])
+    return seq === undefined ? undefined : this.#o.store.partitionVerdicts.get([this.#o.partition, seq])?.verdict
+  }
+
+  /** Proposes a command under this node's view of the epoch; its verdict once applied (undefined: unknown yet). */
+  async propose (key: string, body: unknown, fenced: boolean, timeoutMs: number): Promise<Verdict | undefined> {
+    const { self } = this.#o
+    const seq = await this.append({ t: 'cmd', key, fenced, epoch: this.mark().epoch, node: self.node, incarnation: self.incarnation, proposed_at: Date.now(), body })
+    const verdict = await this.verdictAt(seq, key, timeoutMs)
+    // The same command ran before (a retry whose first try landed): its outcome is the first one's.
+    return verdict?.reason === 'duplicate' ? this.outcomeOf(key) : verdict
+  }
+
+  /**
+   * Tries to take the partition over for the next epoch; true once this node owns it and has applied through its
+   * takeover, so that every command the last owner had accepted is in its rows.
+   */
+  async takeOver (timeoutMs: number): Promise<boolean> {
+    const { self } = this.#o
+    const epoch = this.mark().epoch + 1
+    const seq = await this.append({ t: 'own', epoch, node: self.node, incarnation: self.incarnation })
+    const verdict = await this.verdictAt(seq, `own:${epoch}:${self.node}:${self.incarnation}`, timeoutMs)
+    return verdict?.status === 'accepted'
+  }
+
+  /** The owner's beat: keeps its lease in log time. */
+  async beat (): Promise<void> {
+    const { self } = this.#o
+    await this.append({ t: 'beat', epoch: this.mark().epoch, node: self.node, incarnation: self.incarnation })
+  }
+}

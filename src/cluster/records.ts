@@ -1,0 +1,47 @@
+// The cluster's own storage shapes and tables: how far this node has applied each partition's log, and the verdict of
+// each entry it applied (src/cluster/partition-log.ts). Local to each node: every holder of a partition derives the
+// same rows from the same log.
+import { table } from '../store/table.js'
+
+/** Who owns a partition under an epoch: a node, in one life of its process. */
+export interface PartitionOwner {
+  node: string
+  incarnation: string
+}
+
+/** A partition as this node has applied its log. */
+export interface PartitionMark {
+  /** The stream's creation time: a stream created again is a new log, never read on from an old mark. */
+  stream_created: string
+  /** The last sequence applied. */
+  applied: number
+  /** Log time: the latest stream timestamp applied (ms), the one clock apply reads. */
+  log_time: number
+  epoch: number
+  owner?: PartitionOwner
+  /** Log time of the owner's last beat (or of its takeover). */
+  last_beat_at: number
+}
+
+/** What apply decided of one entry: accepted, or refused with a reason (fenced, late, duplicate, or the machine's). */
+export interface Verdict {
+  status: 'accepted' | 'refused'
+  reason?: string
+  /** What the partition's machine answered, for the proposer. */
+  result?: unknown
+}
+
+/** An entry's verdict, with the key of the command it carried. */
+export interface EntryVerdict {
+  key: string
+  verdict: Verdict
+}
+
+/** The cluster's own tables (src/store/tables.ts). */
+export const clusterTables = {
+  partitionMarks: table<PartitionMark, number>({ name: 'partition_marks', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
+  /** [partition, sequence]: every applied entry's verdict. */
+  partitionVerdicts: table<EntryVerdict, [number, number]>({ name: 'partition_verdicts', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
+  /** [partition, command key]: the sequence whose verdict is the key's outcome (accepted, or a refusal of the machine's). */
+  partitionKeys: table<number, [number, string]>({ name: 'partition_keys', ordered: true, replication: 'local', owners: ['src/cluster/'] })
+}

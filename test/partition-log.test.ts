@@ -1,0 +1,135 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { connect, type NatsConnection } from 'nats'
+import t from 'tap'
+import { ensurePartitionStream, PartitionLog, partitionStream, type PartitionEntry, type PartitionMachine } from '../src/cluster/partition-log.js'
+import { createLogger } from '../src/log.js'
+import { openStore, type Store } from '../src/store/store.js'
+import { natsInstalled, startNatsCluster } from '../scripts/lib/engines/nats.js'
+import { eventually, pause } from './helpers/eventually.js'
+import { skipFile } from './helpers/required.js'
+
+// A partition's log (issue 47's first step) against a real three-member NATS JetStream engine: two nodes, each with
+// its own LMDB, apply one partition's stream. Exclusivity is decided in the log's order, a paused owner's late write
+// is fenced by the takeover ahead of it, a retried command lands once, and a node never reads on past a gap.
+
+const CAPACITY = 10
+const LEASE_MS = 400
+
+/** A screen-day's capacity, booked in the partition's rows (the store's meta table, under this test's keys). */
+function bookings (store: Store): PartitionMachine & { booked: () => number } {
+  const booked = (): number => (store.meta.get('test:booked') as number | undefined) ?? 0
+  return {
+    booked,
+    apply (body) {
+      const { spots } = body as { spots: number }
+      if (booked() + spots > CAPACITY) return { status: 'refused', reason: 'capacity_unavailable' }
+      store.meta.putSync('test:booked', booked() + spots)
+      return { status: 'accepted', result: { booked: booked() } }
+    }
+  }
+}
+
+if (!natsInstalled()) skipFile(t, 'cluster', 'nats-server is not installed (apt-get install nats-server): the cluster tests run in CI (.ci/run)')
+else {
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-partition-log-'))
+  const engine = await startNatsCluster(join(dir, 'engine'))
+  const connections: NatsConnection[] = []
+  t.teardown(async () => {
+    for (const nc of connections) await nc.close().catch(() => {})
+    await engine.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+  const log = createLogger('error')
+  let partition = 0
+
+  /** A node of the test: its own store and connection, following one partition's log. */
+  const node = async (t: { teardown (fn: () => unknown): void }, name: string, p: number, start = true) => {
+    const nc = await connect({ servers: engine.urls })
+    connections.push(nc)
+    const store = openStore(mkdtempSync(join(dir, `${name}-`)))
+    const machine = bookings(store)
+    const part = new PartitionLog({ js: nc.jetstream(), jsm: await nc.jetstreamManager(), store, partition: p, machine, self: { node: name, incarnation: `${name}-life-1` }, leaseMs: LEASE_MS, ttlMs: 5000, ackTimeoutMs: 5000, log })
+    if (start) await part.start()
+    t.teardown(async () => { part.stop(); await store.close() })
+    return { store, part, machine }
+  }
+  /** A partition of its own for each test. */
+  const fresh = async (): Promise<number> => {
+    const p = ++partition
+    const nc = await connect({ servers: engine.urls })
+    connections.push(nc)
+    await ensurePartitionStream(await nc.jetstreamManager(), p, 3)
+    return p
+  }
+
+  t.test('two bookings that do not both fit: the first in the log wins, and both nodes decide the same', async (t) => {
+    const p = await fresh()
+    const a = await node(t, 'node-a', p)
+    const b = await node(t, 'node-b', p)
+    const [va, vb] = await Promise.all([a.part.propose('booking-a', { spots: 6 }, false, 5000), b.part.propose('booking-b', { spots: 6 }, false, 5000)])
+    t.same([va?.status, vb?.status].sort(), ['accepted', 'refused'], 'one accepted, one refused')
+    t.equal([va, vb].find((v) => v?.status === 'refused')?.reason, 'capacity_unavailable')
+    await eventually(t, 'both nodes applied both', () => Math.min(a.part.mark().applied, b.part.mark().applied), { until: (n) => n >= 2 })
+    t.equal(a.machine.booked(), 6, 'node-a booked 6 of 10')
+    t.equal(b.machine.booked(), 6, 'node-b too: the same rows from the same log')
+    t.same(a.part.outcomeOf('booking-a'), b.part.outcomeOf('booking-a'), 'and the same verdict of each')
+  })
+
+  t.test('a retried command lands once; one that lands past its time to live takes nothing and leaves its key free', async (t) => {
+    const p = await fresh()
+    const a = await node(t, 'node-a', p)
+    const first = await a.part.propose('booking-1', { spots: 3 }, false, 5000)
+    const again = await a.part.propose('booking-1', { spots: 3 }, false, 5000)
+    t.same(again, first, 'the retry answers the first outcome')
+    t.equal(a.machine.booked(), 3, 'booked once')
+    const late: PartitionEntry = { t: 'cmd', key: 'booking-2', fenced: false, epoch: 0, node: 'node-a', incarnation: 'node-a-life-1', proposed_at: Date.now() - 60_000, body: { spots: 3 } }
+    const seq = await a.part.append(late)
+    t.match(await a.part.verdictAt(seq, 'booking-2', 5000), { status: 'refused', reason: 'late' }, 'a publish that landed a minute late is refused')
+    t.equal(a.machine.booked(), 3, 'and took nothing')
+    t.match(await a.part.propose('booking-2', { spots: 3 }, false, 5000), { status: 'accepted' }, 'its key is still free for a retry')
+    t.equal(await a.part.verdictAt(seq, 'another-key', 100), undefined, 'an acknowledgement naming another command\'s entry gives no verdict')
+  })
+
+  t.test('an owner paused past its lease: its write lands after the takeover and is refused on every node', async (t) => {
+    const p = await fresh()
+    const a = await node(t, 'node-a', p)
+    const b = await node(t, 'node-b', p)
+    t.ok(await a.part.takeOver(5000), 'node-a owns epoch 1')
+    t.match(await a.part.propose('spot-1', { spots: 1 }, true, 5000), { status: 'accepted' }, 'its fenced command is accepted')
+    await a.part.beat()
+    await eventually(t, 'node-b applied node-a\'s beat', () => b.part.mark().applied, { until: (n) => n >= a.part.mark().applied })
+    t.notOk(await b.part.takeOver(5000), 'a takeover within the lease, counted in log time, is refused')
+    // node-a decides its next spot, then pauses (SIGSTOP) before its write reaches the engine.
+    const held: PartitionEntry = { t: 'cmd', key: 'spot-2', fenced: true, epoch: a.part.mark().epoch, node: 'node-a', incarnation: 'node-a-life-1', proposed_at: Date.now(), body: { spots: 1 } }
+    await pause(LEASE_MS + 200)
+    t.ok(await b.part.takeOver(5000), 'past the lease node-b owns epoch 2')
+    t.ok(b.part.owns(), 'and serves it, having applied through its takeover')
+    const seq = await a.part.append(held)
+    t.match(await a.part.verdictAt(seq, 'spot-2', 5000), { status: 'refused', reason: 'fenced' }, 'node-a wakes: its write is refused, so it never answers done')
+    t.match(await b.part.verdictAt(seq, 'spot-2', 5000), { status: 'refused', reason: 'fenced' }, 'node-b decided the same')
+    t.notOk(a.part.owns(), 'node-a knows it no longer owns the partition')
+    t.equal(a.machine.booked(), 1, 'only the accepted spot is in node-a\'s rows')
+    t.equal(b.machine.booked(), 1, 'and in node-b\'s')
+    t.same(a.part.mark(), b.part.mark(), 'both nodes hold the same mark: epoch, owner, log time, applied')
+    t.match(await b.part.propose('spot-2', { spots: 1 }, true, 5000), { status: 'accepted' }, 'the fenced key is free for the new owner')
+  })
+
+  t.test('a node never reads on past a gap: entries trimmed past its mark, or the stream created again', async (t) => {
+    const p = await fresh()
+    const a = await node(t, 'node-a', p)
+    for (let i = 0; i < 3; i++) await a.part.propose(`booking-${i}`, { spots: 1 }, false, 5000)
+    const nc = await connect({ servers: engine.urls })
+    connections.push(nc)
+    const jsm = await nc.jetstreamManager()
+    await jsm.streams.purge(partitionStream(p), { seq: 3 })
+    const late = await node(t, 'node-c', p, false)
+    await t.rejects(late.part.start(), { name: 'PartitionGap' }, 'a node that applied nothing cannot start at entry 3')
+    a.part.stop()
+    await jsm.streams.delete(partitionStream(p))
+    await ensurePartitionStream(jsm, p, 3)
+    const again = new PartitionLog({ js: nc.jetstream(), jsm, store: a.store, partition: p, machine: a.machine, self: { node: 'node-a', incarnation: 'node-a-life-2' }, leaseMs: LEASE_MS, ttlMs: 5000, ackTimeoutMs: 5000, log })
+    await t.rejects(again.start(), { name: 'PartitionGap' }, 'a stream created again is not read on from the old mark')
+  })
+}
