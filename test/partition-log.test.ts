@@ -90,6 +90,14 @@ else {
     t.equal(a.machine.booked(), 3, 'and took nothing')
     t.match(await a.part.propose('booking-2', { spots: 3 }, false, 5000), { status: 'accepted' }, 'its key is still free for a retry')
     t.equal(await a.part.verdictAt(seq, 'another-key', 100), undefined, 'an acknowledgement naming another command\'s entry gives no verdict')
+    // The node's wall clock moved a minute back: its commands are stamped in log time, from the head it has seen.
+    const realNow = Date.now
+    Date.now = () => realNow() - 60_000
+    try {
+      t.match(await a.part.propose('booking-3', { spots: 1 }, false, 5000), { status: 'accepted' }, 'a node whose clock is a minute behind still books')
+    } finally {
+      Date.now = realNow
+    }
   })
 
   t.test('an owner paused past its lease: its write lands after the takeover and is refused on every node', async (t) => {

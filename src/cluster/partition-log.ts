@@ -114,6 +114,12 @@ export class PartitionLog {
   readonly #applied = new MarkWaiters()
   #messages: ConsumerMessages | undefined
   #stopped = false
+  /**
+   * The log time of the newest entry applied while it was the log's head, and when (performance.now()): a command is
+   * stamped with log time estimated from it, so a node whose wall clock is off by a minute does not have every
+   * command refused late, nor let its late ones through.
+   */
+  #head: { logTime: number, at: number } | undefined
 
   constructor (options: PartitionLogOptions) {
     this.#o = options
@@ -173,7 +179,15 @@ export class PartitionLog {
       if (entry.t === 'cmd' && decided.verdict === 'machine' && !RETRYABLE.has(verdict.reason ?? '')) store.partitionKeys.putSync([partition, entry.key], m.seq)
       store.partitionMarks.putSync(partition, next)
     })
+    // An entry read from the backlog says nothing of the log's present; the head does.
+    if (m.info.pending === 0) this.#head = { logTime: this.mark().log_time, at: performance.now() }
     this.#applied.reached(m.seq)
+  }
+
+  /** Now in log time, as far as this node can tell: its wall clock only until it has seen the log's head. */
+  #now (): number {
+    const head = this.#head
+    return head === undefined ? Date.now() : head.logTime + (performance.now() - head.at)
   }
 
   /** Appends an entry; resolves with its sequence once a majority of the engine holds it. */
@@ -201,7 +215,7 @@ export class PartitionLog {
   /** Proposes a command under this node's view of the epoch; its verdict once applied (undefined: unknown yet). */
   async propose (key: string, body: unknown, fenced: boolean, timeoutMs: number): Promise<Verdict | undefined> {
     const { self } = this.#o
-    const seq = await this.append({ t: 'cmd', key, fenced, epoch: this.mark().epoch, node: self.node, incarnation: self.incarnation, proposed_at: Date.now(), body })
+    const seq = await this.append({ t: 'cmd', key, fenced, epoch: this.mark().epoch, node: self.node, incarnation: self.incarnation, proposed_at: this.#now(), body })
     const verdict = await this.verdictAt(seq, key, timeoutMs)
     // The same command ran before (a retry whose first try landed): its outcome is the first one's.
     return verdict?.reason === 'duplicate' ? this.outcomeOf(key) : verdict
