@@ -108,7 +108,7 @@ async function takeNode (given: Config, log: Logger, askBudget: (campaignId: str
   }
   const port = claimed.port
   const share = given.cluster !== undefined ? clusterShare(given.cluster.nodeId, { leasedLeft, ask: askBudget }) : ALONE
-  const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs }, undefined, { replicate: given.cluster !== undefined, node: given.cluster?.nodeId, share })
+  const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs }, undefined, { replicate: given.cluster !== undefined, share })
   const admin = resolveAdminToken(given.adminToken, given.dataDir)
   if (admin.generatedAt !== undefined) log.info('operator token', { path: admin.generatedAt })
   const url = `http://${given.host === '0.0.0.0' ? '127.0.0.1' : given.host}:${port}`

@@ -22,7 +22,7 @@ function node (t: { teardown (fn: () => unknown): void }, id: string) {
   // A cluster node's asks for budget, as its supervisor would receive them.
   const asks: Array<[string, number]> = []
   const share = id === '' ? undefined : clusterShare(id, { leasedLeft, ask: (campaignId, want) => asks.push([campaignId, want]) })
-  const store = openStore(dir, undefined, undefined, { node: id, ...(share !== undefined ? { share } : {}) })
+  const store = openStore(dir, undefined, undefined, share !== undefined ? { share } : {})
   t.teardown(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
   const outbox = new Outbox(store, new ManualClock(NOW))
   const events = () => [...store.outbox.getRange()].map(({ value }) => value.type)

@@ -77,7 +77,7 @@ const log = createLogger(config.logLevel, (line) => rpc.notify('log', line))
 const clock = clockOf(memory.clock)
 // A cluster node's campaigns spend the parts of their budgets the engine granted it; the supervisor asks for them.
 const share = config.cluster !== undefined ? clusterShare(config.cluster.nodeId, { leasedLeft, ask: (campaignId, wantMicros) => rpc.notify('budget', campaignId, wantMicros) }) : ALONE
-const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 }, memory.generations, { replicate: config.cluster !== undefined, node: config.cluster?.nodeId, share })
+const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 }, memory.generations, { replicate: config.cluster !== undefined, share })
 // A cluster node's supervisor ships what this thread's commits recorded for the other nodes.
 store.changes?.onCommitted(onNextTurn(() => rpc.notify('replicate')))
 const shipped = new ShippedChanges(memory.shipped)

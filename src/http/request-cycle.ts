@@ -155,7 +155,7 @@ export class RequestCycle {
         claim,
         exclusive: () => ctx.dryRun ? undefined : route.exclusive?.(ctx),
         unique: () => ctx.dryRun ? undefined : route.unique?.(ctx),
-        owner: () => `${callerOf(ctx)} ${this.#fingerprint(raw)}`
+        owner: () => `${callerOf(ctx)} ${claim !== undefined ? fingerprint : this.#fingerprint(raw)}`
       })
       if (wait !== undefined) return this.#completeAfter(raw, wait)
       let result: Result

@@ -145,7 +145,7 @@ t.test('a turn of more than a batch applies as it goes; a failed recovery leaves
 
 t.test('on a cluster node, applied() waits for the turn only when an entry pending may write a replicated table, and gives that commit\'s change seq', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-journal-'))
-  const store = openStore(dataDir, undefined, undefined, { replicate: true, node: 'node-1' })
+  const store = openStore(dataDir, undefined, undefined, { replicate: true })
   t.teardown(async () => { await store.close(); rmSync(dataDir, { recursive: true, force: true }) })
   interface Shipping { id: string, n: number, replicated: boolean }
   const journal = new Journal<Shipping>({

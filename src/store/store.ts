@@ -8,7 +8,10 @@ import { CACHED_TABLES, TABLES, type Tables } from './tables.js'
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
 export interface Store extends Tables {
   root: RootDatabase
-  /** This node's id in a cluster (CLUSTER_NODE_ID), '' on a single node: the rows only this node writes are keyed by it. */
+  /**
+   * This node's id in a cluster (CLUSTER_NODE_ID; Share.node), '' on a single node: the rows only this node writes are
+   * keyed by it.
+   */
   readonly node: string
   /** How this node shares the market's state with other nodes (Share): ALONE on a single node. */
   readonly share: Share
@@ -151,7 +154,7 @@ export function environmentOptions (durability: Durability, readOnly = false): R
 }
 
 /** Opens (creating if needed) the environment under dataDir. */
-export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, generations = new SharedArrayBuffer(CACHED_TABLES * 2 * 4), options: { replicate?: boolean, node?: string, share?: Share, readOnly?: boolean } = {}): Store {
+export function openStore (dataDir: string, durability: Durability = { mode: 'os', syncIntervalMs: 1000 }, generations = new SharedArrayBuffer(CACHED_TABLES * 2 * 4), options: { replicate?: boolean, share?: Share, readOnly?: boolean } = {}): Store {
   mkdirSync(dataDir, { recursive: true })
   const path = join(dataDir, 'oohbid.lmdb')
   const root = open({ path, ...environmentOptions(durability, options.readOnly === true) })
@@ -303,7 +306,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   const store: Store = {
     ...opened as Tables,
     root,
-    node: options.node ?? '',
+    node: options.share?.node ?? '',
     share: options.share ?? ALONE,
     write,
     get inTransaction () { return depth > 0 },

@@ -123,7 +123,7 @@ t.test('the expiry job leaves a screen a hot thread is deciding to its next pass
 })
 
 t.test('on a cluster node the expiry job waits out the grace, tells only the bids it took, and ships no removal', async (t) => {
-  const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-settle-')), undefined, undefined, { replicate: true, node: 'node-1', share: clusterShare('node-1', { leasedLeft: () => 0, ask: () => {} }) })
+  const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-settle-')), undefined, undefined, { replicate: true, share: clusterShare('node-1', { leasedLeft: () => 0, ask: () => {} }) })
   t.teardown(() => store.close())
   const notices = new Notices(store)
   const bids = (['node-1', 'node-2'] as const).map((node, i) => {
