@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { connect, type NatsConnection } from 'nats'
 import t from 'tap'
-import { ensurePartitionStream, PartitionLog, partitionStream, type PartitionEntry, type PartitionMachine } from '../src/cluster/partition-log.js'
+import { ensureLogStream, PartitionLog, partitionStream, type PartitionEntry, type PartitionMachine } from '../src/cluster/partition-log.js'
 import { createLogger } from '../src/log.js'
 import { openStore, type Store } from '../src/store/store.js'
 import { natsInstalled, startNatsCluster } from '../scripts/lib/engines/nats.js'
@@ -50,7 +50,7 @@ else {
     connections.push(nc)
     const store = openStore(mkdtempSync(join(dir, `${name}-`)))
     const machine = bookings(store)
-    const part = new PartitionLog({ js: nc.jetstream(), jsm: await nc.jetstreamManager(), store, partition: p, machine, self: { node: name, incarnation: `${name}-life-1` }, leaseMs: LEASE_MS, ttlMs: 5000, ackTimeoutMs: 5000, log })
+    const part = new PartitionLog({ js: nc.jetstream(), jsm: await nc.jetstreamManager(), store, stream: partitionStream(p), machine, self: { node: name, incarnation: `${name}-life-1` }, leaseMs: LEASE_MS, ttlMs: 5000, ackTimeoutMs: 5000, log })
     if (start) await part.start()
     t.teardown(async () => { part.stop(); await store.close() })
     return { store, part, machine }
@@ -60,7 +60,7 @@ else {
     const p = ++partition
     const nc = await connect({ servers: engine.urls })
     connections.push(nc)
-    await ensurePartitionStream(await nc.jetstreamManager(), p, 3)
+    await ensureLogStream(await nc.jetstreamManager(), partitionStream(p), 3)
     return p
   }
 
@@ -136,8 +136,8 @@ else {
     await t.rejects(late.part.start(), { name: 'PartitionGap' }, 'a node that applied nothing cannot start at entry 3')
     a.part.stop()
     await jsm.streams.delete(partitionStream(p))
-    await ensurePartitionStream(jsm, p, 3)
-    const again = new PartitionLog({ js: nc.jetstream(), jsm, store: a.store, partition: p, machine: a.machine, self: { node: 'node-a', incarnation: 'node-a-life-2' }, leaseMs: LEASE_MS, ttlMs: 5000, ackTimeoutMs: 5000, log })
+    await ensureLogStream(jsm, partitionStream(p), 3)
+    const again = new PartitionLog({ js: nc.jetstream(), jsm, store: a.store, stream: partitionStream(p), machine: a.machine, self: { node: 'node-a', incarnation: 'node-a-life-2' }, leaseMs: LEASE_MS, ttlMs: 5000, ackTimeoutMs: 5000, log })
     await t.rejects(again.start(), { name: 'PartitionGap' }, 'a stream created again is not read on from the old mark')
   })
 }

@@ -59,7 +59,7 @@ export function activate (deps: BuyDeps, buy: MediaBuyRecord, now: number): bool
     const screens = p.screen_ids.map((id) => deps.store.screens.get(id)).filter((s): s is ScreenRecord => s !== undefined)
     const line = { line: p.sale, cpm: p.rate, ...(p.sale !== 'guaranteed' ? { pacing: p.pacing } : {}), ...(p.dayparts !== undefined ? { dayparts: p.dayparts } : {}), ...(p.audience !== undefined ? { audience: p.audience } : {}), rotation: packageRotation(deps.store, buy, p) }
     const flight = { start: Date.parse(buy.start_time), end: Date.parse(buy.end_time) }
-    const placed = place(deps, buy.seat_id, { creative_id: creative.creative_id, screen_ids: screens.map((s) => s.screen_id), start_date: buy.start_date, end_date: buy.end_date, spots_per_day: p.spots_per_day, campaign_id: campaign.campaign_id, flight, ...line }, screens, now, 'media_buy', false)
+    const placed = place(deps, buy.seat_id, { creative_id: creative.creative_id, screen_ids: screens.map((s) => s.screen_id), start_date: buy.start_date, end_date: buy.end_date, spots_per_day: p.spots_per_day, campaign_id: campaign.campaign_id, flight, ...line }, screens, now, 'media_buy', { claim: p.claim })
     return { ...p, campaign_id: campaign.campaign_id, assignment_id: placed.assignment_id }
   })
   return changed

@@ -7,7 +7,7 @@ import { moveCampaign, retermCampaign } from '../campaigns/campaigns.js'
 import { deliveredOf } from '../campaigns/delivery.js'
 import { fromMicros } from '../money.js'
 import { respot, setPlacementPaused, setPlacementTerms } from '../campaigns/placements.js'
-import { give, take } from '../campaigns/screen-bookings.js'
+import { rebook, take } from '../campaigns/screen-bookings.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { ToolCall } from './call.js'
 import { inlineCreativeId, upsertCreative } from './creative-upsert.js'
@@ -32,10 +32,11 @@ export function openPackage (call: ToolCall, buy: MediaBuyRecord, p: MediaBuyPac
   if (p.budget < price.min_spend) throw new ApiError('invalid_budget', `A package on these ${screens.length} screens over ${days(buy)} days is at least $${price.min_spend} (one spot a day on every screen at $${price.cpm} CPM).`, { param: `${at}.budget` })
   const terms = { sale, budget: p.budget, rate, ...(sale === 'auction' ? { floor_price: price.cpm } : {}) }
   const bought = termsOf(call.store, screens, terms, playDays(buy, dayparts), call.now)
+  let claim: string | undefined
   if (sale === 'guaranteed') {
     // A daypart line is checked hour by hour as take books it, which names the short screen, day and hour.
     if (dayparts === undefined) checkRoom(call, screens, buy, bought.spots, 0, rate, p.budget, `${at}.budget`)
-    take(call.store, screens, buy.start_date, buy.end_date, bought.spots, `${at}.budget`, dayparts)
+    claim = take(call.store, screens, buy.start_date, buy.end_date, bought.spots, call.now, `${at}.budget`, dayparts).claim
   }
   return {
     package_id: `pkg-${i}`,
@@ -50,6 +51,7 @@ export function openPackage (call: ToolCall, buy: MediaBuyRecord, p: MediaBuyPac
     screen_ids: screens.map((s) => s.screen_id),
     spots_per_day: bought.spots,
     impressions: bought.impressions,
+    ...(claim !== undefined ? { claim } : {}),
     paused: false
   }
 }
@@ -130,11 +132,8 @@ export function changePackage (call: ToolCall, buy: MediaBuyRecord, before: Pack
     const bought = termsOf(call.store, screens, p, playDays(buy, p.dayparts), call.now)
     if (p.sale === 'guaranteed' && bought.spots !== before.spots_per_day) {
       if (p.dayparts === undefined) checkRoom(call, screens, buy, bought.spots, before.spots_per_day, p.rate, p.budget, `${at}.budget`)
-      if (a !== undefined) respot(call.store, a, screens, bought.spots, `${at}.budget`)
-      else {
-        give(call.store, p.screen_ids, buy.start_date, buy.end_date, before.spots_per_day, p.dayparts)
-        take(call.store, screens, buy.start_date, buy.end_date, bought.spots, `${at}.budget`, p.dayparts)
-      }
+      if (a !== undefined) p = { ...p, claim: respot(call.store, a, screens, bought.spots, call.now, `${at}.budget`).claim! }
+      else p = { ...p, claim: rebook(call.store, { claim: p.claim, screen_ids: p.screen_ids, start_date: buy.start_date, end_date: buy.end_date, spots: before.spots_per_day, dayparts: p.dayparts }, screens, bought.spots, call.now, `${at}.budget`, p.dayparts).claim }
     }
     p = { ...p, spots_per_day: bought.spots, impressions: bought.impressions }
   }

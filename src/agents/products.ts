@@ -1,7 +1,7 @@
 import type { CpmBenchmarks, Targeting, VenueType } from '../generated/types.js'
 import { schemas } from '../generated/schemas.js'
 import { ApiError } from '../errors.js'
-import { freeOn } from '../campaigns/screen-bookings.js'
+import { freeOn } from '../campaigns/capacity.js'
 import { matchingScreens } from '../campaigns/targeting.js'
 import { datesBetween } from '../inventory/hours.js'
 import { impressionMultiplier } from '../inventory/fein.js'

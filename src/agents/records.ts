@@ -31,6 +31,8 @@ export interface PackageRecord {
   screen_ids: string[]
   spots_per_day: number
   impressions: number
+  /** Guaranteed: the claim its spots are booked under (its placement's, once placed). */
+  claim?: string
   /** The creatives the buyer attached, by the buyer's creative_id. */
   creative_ids: string[]
   /** Each creative's share of the spots, by creative_id, where the buyer gave one other than 1. */

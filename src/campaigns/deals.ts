@@ -19,7 +19,7 @@ export function activeDealsFor (store: Store, seatId: string): DealRecord[] {
 }
 
 /** A deal as buyers and the operator see it: what it booked stays inside. */
-export function dealView ({ booked_per_day: _b, booked_screens: _s, ...d }: DealRecord): Deal {
+export function dealView ({ booked_per_day: _b, booked_screens: _s, claim: _claim, ...d }: DealRecord): Deal {
   return d
 }
 
@@ -56,7 +56,7 @@ export function moveDeal ({ store, outbox, inventory }: { store: Store, outbox: 
     const { ids } = matchingScreens(store, inventory.sourcesEnabled(), d.targeting, d.fixed_cpm, 10_000)
     if (ids.length === 0) throw new ApiError('capacity_unavailable', 'No screen matches this Guaranteed deal\'s targeting.')
     const perDay = Math.ceil(d.impressions_goal! / datesBetween(d.start_date, d.end_date).length / ids.length)
-    take(store, ids.map((id) => store.screens.get(id)!), d.start_date, d.end_date, perDay, 'targeting.screens')
+    next.claim = take(store, ids.map((id) => store.screens.get(id)!), d.start_date, d.end_date, perDay, now, 'targeting.screens').claim
     next.booked_per_day = perDay
     next.booked_screens = ids
   }

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { hourShares } from './screen-bookings.js'
+import { hourShares } from './capacity.js'
 import type { Daypart } from '../generated/types.js'
 import type { ScreenRecord } from '../inventory/records.js'
 

@@ -81,10 +81,13 @@ export function runCampaignJobs (store: Store, outbox: Outbox, now: number): { e
   if (due.holds.length === 0 && due.campaigns.length === 0 && due.milestones.length === 0 && due.deals.length === 0) return result
   store.write(() => {
     for (const { key, id } of due.holds) {
-      store.holds.removeSync(key)
       const r = store.reservations.get(id)
-      if (r === undefined || r.status !== 'held') continue
-      give(store, r.screen_ids, r.start_date, r.end_date, r.spots_per_day)
+      const given = r?.status === 'held' ? give(store, { claim: r.claim, screen_ids: r.screen_ids, start_date: r.start_date, end_date: r.end_date, spots: r.spots_per_day }, 'expire', now) : undefined
+      // Its lapse not decided yet (a cluster's claims log): the next run looks again.
+      if (given?.ok === false && given.reason === 'pending') continue
+      store.holds.removeSync(key)
+      // Given back before, or kept (confirmed) first: it did not expire.
+      if (r === undefined || given?.ok !== true) continue
       store.reservations.putSync(id, { ...r, status: 'expired' })
       outbox.append('reservation.expired', `reservation:${id}`, { reservation_id: id }, r.seat_id)
       result.expiredHolds++

@@ -7,20 +7,21 @@ import type { Outbox } from '../store/outbox.js'
 import type { CreativeWeight, Daypart, LiveAudience } from '../generated/types.js'
 import type { AssignmentRecord, CampaignRecord } from './records.js'
 import type { Store } from '../store/store.js'
-import { give, take } from './screen-bookings.js'
+import { rebook, take } from './screen-bookings.js'
 
 /** How a placement plays and pays beyond its spots (the waterfall line it is; absent: a guaranteed line charging nothing). */
 export type LineTerms = Partial<Pick<AssignmentRecord, 'line' | 'cpm' | 'pacing' | 'dayparts' | 'audience' | 'rotation'>>
 
 /**
- * Places a creative on screens: takes the spots (a guaranteed line, unless the caller booked them already), records
- * the placements the player feed reads. A flight (a media buy's instants) makes it play from its start to its end on
- * every screen, whatever the screen's local date. Call inside Store.write.
+ * Places a creative on screens: takes the spots (a guaranteed line, unless the caller booked them already: booked,
+ * with the claim they are held under), records the placements the player feed reads. A flight (a media buy's
+ * instants) makes it play from its start to its end on every screen, whatever the screen's local date. Call inside
+ * Store.write.
  */
-export function place (deps: { store: Store, outbox: Outbox, config: Pick<ResolvedConfig, 'pickupSeconds'> }, seatId: string, body: { creative_id: string, screen_ids: string[], start_date: string, end_date: string, spots_per_day: number, campaign_id?: string, flight?: { start: number, end: number } } & LineTerms, screens: Parameters<typeof take>[1], now: number, source: string, takeSpots = true): AssignmentRecord {
+export function place (deps: { store: Store, outbox: Outbox, config: Pick<ResolvedConfig, 'pickupSeconds'> }, seatId: string, body: { creative_id: string, screen_ids: string[], start_date: string, end_date: string, spots_per_day: number, campaign_id?: string, flight?: { start: number, end: number } } & LineTerms, screens: Parameters<typeof take>[1], now: number, source: string, booked?: { claim: string | undefined }): AssignmentRecord {
   const { store, outbox, config } = deps
   const spots = body.spots_per_day
-  if (takeSpots && (body.line ?? 'guaranteed') === 'guaranteed') take(store, screens, body.start_date, body.end_date, spots, undefined, body.dayparts)
+  const claim = booked !== undefined ? booked.claim : (body.line ?? 'guaranteed') === 'guaranteed' ? take(store, screens, body.start_date, body.end_date, spots, now, undefined, body.dayparts).claim : undefined
   const id = `as_${randomUUID().replace(/-/g, '')}`
   const a: AssignmentRecord = {
     assignment_id: id,
@@ -35,6 +36,7 @@ export function place (deps: { store: Store, outbox: Outbox, config: Pick<Resolv
     source,
     created_at: iso(now)
   }
+  if (claim !== undefined) a.claim = claim
   if (body.campaign_id !== undefined) a.campaign_id = body.campaign_id
   if (body.line !== undefined) a.line = body.line
   if (body.cpm !== undefined) a.cpm = body.cpm
@@ -76,10 +78,9 @@ export function setPlacementPaused (store: Store, a: AssignmentRecord, paused: b
  * Books a placement's screens for another number of spots a day: its spots are given back and the new number taken
  * (409 capacity_unavailable, nothing changed, when a screen cannot take them). Call inside Store.write.
  */
-export function respot (store: Store, a: AssignmentRecord, screens: Parameters<typeof take>[1], spots: number, param?: string): AssignmentRecord {
-  give(store, a.screen_ids, a.start_date, a.end_date, a.spots_per_day, a.dayparts)
-  take(store, screens, a.start_date, a.end_date, spots, param, a.dayparts)
-  const next: AssignmentRecord = { ...a, spots_per_day: spots }
+export function respot (store: Store, a: AssignmentRecord, screens: Parameters<typeof take>[1], spots: number, now: number, param?: string): AssignmentRecord {
+  const { claim } = rebook(store, { claim: a.claim, screen_ids: a.screen_ids, start_date: a.start_date, end_date: a.end_date, spots: a.spots_per_day, dayparts: a.dayparts }, screens, spots, now, param, a.dayparts)
+  const next: AssignmentRecord = { ...a, spots_per_day: spots, claim }
   store.assignments.putSync(a.assignment_id, next)
   return next
 }

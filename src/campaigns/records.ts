@@ -15,17 +15,79 @@ export interface CampaignRecord extends Omit<Campaign, 'screens' | 'impressions'
 
 export interface AssignmentRecord extends Assignment {
   seat_id: string
+  /** A guaranteed line: the claim its spots are booked under; absent on placements booked before claims. */
+  claim?: string
 }
 
 export interface ReservationRecord extends Reservation {
   seat_id: string
   expires_ms: number
+  /** The claim its spots are held under (src/campaigns/capacity.ts); absent on holds made before claims. */
+  claim?: string
 }
 
 export interface DealRecord extends Deal {
   /** Guaranteed: spots booked per screen and day on approval. */
   booked_per_day?: number
   booked_screens?: string[]
+  /** Guaranteed: the claim its spots are booked under. */
+  claim?: string
+}
+
+/**
+ * One screen-day a booking takes: its spots, the day's capacity as the booker's copy of the screen gives it, the
+ * screen's position among those the request named (for the error's param), and for a daypart line the day's spots
+ * hour by hour as [hour, spots, the hour's capacity].
+ */
+export interface BookingItem {
+  screen: string
+  date: string
+  spots: number
+  capacity: number
+  /** The screen record's version (its updated_at, ms) the capacity was read from. */
+  version: number
+  at: number
+  hours?: Array<[number, number, number]>
+}
+
+/** Where a booking does not fit: the screen's position in the request, its day, and the hour for a daypart line. */
+export interface Shortfall {
+  at: number
+  screen: string
+  date: string
+  free: number
+  asked: number
+  hour?: number
+}
+
+/** What deciding a claim's part did. */
+export type ClaimOutcome =
+  | { ok: true }
+  | { ok: false, reason: 'capacity_unavailable', short: Shortfall }
+  | { ok: false, reason: 'claim_gone' | 'expired' | 'settled' | 'pending' | 'wrong_partition' | 'stale_screen' | 'duplicate' | 'decided' | 'not_the_coordinator' | 'not_due' | 'unknown' }
+
+/**
+ * The items of one claim that fall in one partition of the screens: counted while tentative (its claim not decided
+ * yet) and taken, not once dropped (aborted, released); a dropped part stays, so a take landing after it takes nothing.
+ */
+export interface ClaimPart {
+  items: BookingItem[]
+  state: 'tentative' | 'taken' | 'dropped'
+}
+
+/** A claim's life (src/campaigns/capacity.ts stepClaim), with the partitions its parts are in. */
+export interface ClaimRecord {
+  state: 'pending' | 'held' | 'firm' | 'given' | 'aborted'
+  parts: number[]
+  /** The node, in one life of its process, that declared it: only it commits. */
+  node: string
+  incarnation: string
+  intent_at: number
+  /** Past intent_at plus this, anyone may abort it while it is pending. */
+  timeout_ms: number
+  /** A hold: how long it is held once committed, and when it lapses unless kept. */
+  hold_ms?: number
+  lapses_at?: number
 }
 
 /**
@@ -77,6 +139,14 @@ export const campaignTables = {
   bookedHours: table<number, [string, string, number]>({ name: 'booked_hours', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
   /** [screen_id, start_date, assignment_id] -> assignment_id: what each screen plays (the player feed reads it). */
   placements: table<string, [string, string, string]>({ name: 'placements', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
+  /** [claim, partition] -> what the claim booked in that partition of the screens (src/campaigns/capacity.ts). */
+  capacityParts: table<ClaimPart, [string, number]>({ name: 'capacity_parts', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
+  /** claim -> its life. */
+  capacityClaims: table<ClaimRecord>({ name: 'capacity_claims', replication: 'quorum', owners: ['src/campaigns/'] }),
+  /** [lapses_at ms, claim] -> true: held claims in the order they lapse. */
+  capacityLapses: table<true, [number, string]>({ name: 'capacity_lapses', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
+  /** screen_id -> the newest version of the screen a take in its partition was read from. */
+  capacityScreens: table<number>({ name: 'capacity_screens', replication: 'quorum', owners: ['src/campaigns/'] }),
   /** [expires ms, reservation_id] -> reservation_id: holds in expiry order. */
   holds: table<string, [number, string]>({ name: 'holds', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
   /** campaign_id -> the budget this node's exchange bids in flight hold (its spend is in campaignDelivery). */

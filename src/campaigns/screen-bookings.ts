@@ -1,95 +1,119 @@
+import { createHash, randomUUID } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import type { Daypart } from '../generated/types.js'
-import { datesBetween, openMinutesOn } from '../inventory/hours.js'
-import { openMinutesByHour } from '../inventory/local-time.js'
+import { datesBetween } from '../inventory/hours.js'
 import type { ScreenRecord } from '../inventory/records.js'
-import type { Store } from '../store/store.js'
+import type { Bookings, Store } from '../store/store.js'
+import { hourShares, moveBooked, planBooking, releasePart, settlePart, shortfall, stepClaim, takePart } from './capacity.js'
+import type { ClaimOutcome, Shortfall } from './records.js'
 
-/** Spots a screen can play on a date: open time in its local hours divided by its slot duration. */
-export function capacityOn (screen: ScreenRecord, date: string): number {
-  return Math.floor((openMinutesOn(screen.operating_hours, date) * 60) / screen.slot_duration_seconds)
+/** A node alone is the only decider of its claims. */
+const ALONE = { node: '', incarnation: '' }
+
+/**
+ * A node alone decides its bookings in the request's own transaction: handlers run one at a time, so the check and
+ * the write cannot interleave with another request's (two seats racing for the last spots: exactly one wins). It
+ * takes a claim's whole life in one step (declared, taken, committed, settled), with the rules a cluster's logs apply
+ * one entry at a time, in one partition: the partitions of the screens are a cluster's.
+ */
+const LOCAL: Bookings = {
+  take (store, items, holdMs, now) {
+    const short = shortfall(store, items)
+    if (short !== undefined) return { short }
+    const claim = `clm_${randomUUID().replace(/-/g, '')}`
+    stepClaim(store, { op: 'intent', claim, parts: [0], timeout_ms: 0, ...(holdMs !== undefined ? { hold_ms: holdMs } : {}) }, now, ALONE)
+    takePart(store, claim, 0, 1, items)
+    stepClaim(store, { op: 'commit', claim }, now, ALONE)
+    settlePart(store, claim, 0, 'commit')
+    return { claim }
+  },
+  give (store, claim, why, now) {
+    const given = stepClaim(store, why === 'expire' ? { op: 'expire', claim } : { op: 'give', claim, from: why === 'release' ? 'held' : 'firm' }, now, ALONE)
+    return given.ok ? releasePart(store, claim, 0) : given
+  },
+  keep: (store, claim, now) => stepClaim(store, { op: 'keep', claim }, now, ALONE)
 }
 
-export function bookedOn (store: Store, screenId: string, date: string): number {
-  return store.booked.get([screenId, date]) ?? 0
+const bookings = (store: Store): Bookings => store.share.bookings ?? LOCAL
+
+function capacityError (short: Shortfall, param: string): ApiError {
+  const message = short.hour === undefined
+    ? `Screen ${short.screen} has ${short.free} free spots on ${short.date}; ${short.asked} were asked.`
+    : `Screen ${short.screen} has ${short.free} free spots from ${short.hour}:00 to ${short.hour + 1}:00 on ${short.date}; ${short.asked} were asked in that hour.`
+  return new ApiError('capacity_unavailable', message, { param: `${param}.${short.at}` })
 }
 
-/** Spots still free on a screen's date: its capacity less what placements, holds and deals booked. */
-export function freeOn (store: Store, screen: ScreenRecord, date: string): number {
-  return capacityOn(screen, date) - bookedOn(store, screen.screen_id, date)
-}
-
-/** Spots booked in an hour of a screen's date by guaranteed lines with dayparts. */
-export function bookedInHour (store: Store, screenId: string, date: string, hour: number): number {
-  return store.bookedHours.get([screenId, date, hour]) ?? 0
+/** A booking the cluster could not decide in time, or that its catalog moved under: the caller may retry. */
+function undecided (outcome: ClaimOutcome): ApiError {
+  return new ApiError('service_unavailable', `The cluster could not book this screen time right now (${outcome.ok ? 'unknown' : outcome.reason}); retry shortly.`, { retry_after_seconds: 1 }, { 'Retry-After': '1' })
 }
 
 /**
- * How a daypart line's spots of a date spread over the hours it plays in: in proportion to the spots each hour can
- * play (its open minutes over the slot length), the remainders to the largest fractions, so that they sum to `spots`.
- * Answers [hour, spots, capacity] for each hour; none on a date the dayparts leave no open hour.
+ * Takes spots on screens for every day of a range under a new claim, or throws 409 capacity_unavailable naming the
+ * first short screen and day (and hour); nothing is taken unless all of it fits. With dayparts, a day's spots are
+ * also booked hour by hour within them (hourShares), and days without daypart hours take none. A hold (holdMs)
+ * gives its spots back by itself once its time has come, unless kept. Call inside Store.write.
  */
-export function hourShares (screen: ScreenRecord, date: string, dayparts: Daypart[], spots: number): Array<[number, number, number]> {
-  const capacities = openMinutesByHour(screen.operating_hours, date, dayparts).map(([h, m]): [number, number] => [h, Math.floor((m * 60) / screen.slot_duration_seconds)])
-  const total = capacities.reduce((n, [, c]) => n + c, 0)
-  if (total === 0) return []
-  const exact = capacities.map(([h, c]) => ({ h, c, share: (spots * c) / total }))
-  const shares = exact.map((e) => Math.floor(e.share))
-  let left = spots - shares.reduce((a, b) => a + b, 0)
-  for (const i of exact.map((_, i) => i).sort((a, b) => (exact[b]!.share % 1) - (exact[a]!.share % 1) || a - b)) {
-    if (left === 0) break
-    shares[i]!++
-    left--
-  }
-  return exact.map((e, i) => [e.h, shares[i]!, e.c])
+export function take (store: Store, screens: ScreenRecord[], start: string, end: string, spots: number, now: number, param = 'screen_ids', dayparts?: Daypart[], holdMs?: number): { claim: string, spots: number } {
+  const items = planBooking(screens, start, end, spots, dayparts)
+  const taken = bookings(store).take(store, items, holdMs, now)
+  if ('short' in taken) throw capacityError(taken.short, param)
+  if ('refused' in taken) throw undecided(taken.refused)
+  return { claim: taken.claim, spots: items.length * spots }
 }
 
 /**
- * Takes spots on screens for every day of a range, or throws 409 capacity_unavailable naming the first short screen
- * and day (and hour); nothing is taken unless all of it fits. With dayparts, a day's spots are also booked hour by
- * hour within them (hourShares), each hour holding no more than it can play, and days without daypart hours take
- * none. Call inside Store.write: handlers run one at a time, so the check and the write cannot interleave with another
- * request (two seats racing for the last spots: exactly one wins).
+ * The id of the record a claim books for (a reservation): the same claim, decided once however many times its request
+ * ran (a retry, or a node that woke after another ran it), makes the same record, never a second one beside it.
  */
-export function take (store: Store, screens: ScreenRecord[], start: string, end: string, spots: number, param = 'screen_ids', dayparts?: Daypart[]): number {
-  const days = datesBetween(start, end)
-  // Each screen and day that books, with its hours for a daypart line: worked out once, checked, then written.
-  const plan: Array<{ screen: ScreenRecord, date: string, hours: Array<[number, number, number]> }> = []
-  screens.forEach((screen, i) => {
-    for (const date of days) {
-      const hours = dayparts !== undefined ? hourShares(screen, date, dayparts, spots) : []
-      if (dayparts !== undefined && hours.length === 0) continue
-      const free = freeOn(store, screen, date)
-      if (free < spots) throw new ApiError('capacity_unavailable', `Screen ${screen.screen_id} has ${Math.max(0, free)} free spots on ${date}; ${spots} were asked.`, { param: `${param}.${i}` })
-      for (const [hour, share, capacity] of hours) {
-        const left = capacity - bookedInHour(store, screen.screen_id, date, hour)
-        if (left < share) throw new ApiError('capacity_unavailable', `Screen ${screen.screen_id} has ${Math.max(0, left)} free spots from ${hour}:00 to ${hour + 1}:00 on ${date}; ${share} were asked in that hour.`, { param: `${param}.${i}` })
-      }
-      plan.push({ screen, date, hours })
-    }
-  })
-  for (const { screen, date, hours } of plan) {
-    store.booked.putSync([screen.screen_id, date], bookedOn(store, screen.screen_id, date) + spots)
-    for (const [hour, share] of hours) if (share > 0) store.bookedHours.putSync([screen.screen_id, date, hour], bookedInHour(store, screen.screen_id, date, hour) + share)
-  }
-  return plan.length * spots
+export function recordIdOf (prefix: string, claim: string): string {
+  return `${prefix}_${createHash('sha256').update(claim).digest('hex').slice(0, 32)}`
 }
 
-/** Gives spots back (a released or expired hold, a line booked again), hour by hour for a daypart line. */
-export function give (store: Store, screenIds: string[], start: string, end: string, spots: number, dayparts?: Daypart[]): void {
-  for (const id of screenIds) {
-    const screen = dayparts !== undefined ? store.screens.get(id) : undefined
-    for (const date of datesBetween(start, end)) {
-      const hours = screen !== undefined ? hourShares(screen, date, dayparts!, spots) : undefined
+/** What a record booked: its claim, or (a record booked before claims) its screens, days and spots. */
+export interface Booked {
+  claim?: string | undefined
+  screen_ids: string[]
+  start_date: string
+  end_date: string
+  spots: number
+  dayparts?: Daypart[] | undefined
+}
+
+/**
+ * Gives a record's spots back: a held reservation released (why: release) or past its time (expire), a firm booking
+ * booked again (rebook). The outcome says whether it was given now: a claim given before, kept, or (expire) not yet
+ * known to have lapsed gives nothing. Call inside Store.write.
+ */
+export function give (store: Store, booked: Booked, why: 'release' | 'expire' | 'rebook', now: number): ClaimOutcome {
+  if (booked.claim !== undefined) return bookings(store).give(store, booked.claim, why, now)
+  for (const id of booked.screen_ids) {
+    const screen = store.screens.get(id)
+    for (const date of datesBetween(booked.start_date, booked.end_date)) {
+      const hours = screen !== undefined && booked.dayparts !== undefined ? hourShares(screen, date, booked.dayparts, booked.spots) : undefined
       if (hours?.length === 0) continue
-      const left = bookedOn(store, id, date) - spots
-      if (left > 0) store.booked.putSync([id, date], left)
-      else store.booked.removeSync([id, date])
-      for (const [hour, share] of hours ?? []) {
-        const rest = bookedInHour(store, id, date, hour) - share
-        if (rest > 0) store.bookedHours.putSync([id, date, hour], rest)
-        else store.bookedHours.removeSync([id, date, hour])
-      }
+      moveBooked(store, [{ screen: id, date, spots: booked.spots, capacity: 0, version: 0, at: 0, ...(hours !== undefined ? { hours } : {}) }], -1)
     }
   }
+  return { ok: true }
+}
+
+/**
+ * Keeps a hold's spots for good (a reservation confirmed): 410 expired when its time came first, 409 invalid_transition
+ * when its spots were given back. A hold made before claims has none to keep. Call inside Store.write.
+ */
+export function keep (store: Store, claim: string | undefined, now: number, what: string): void {
+  if (claim === undefined) return
+  const kept = bookings(store).keep(store, claim, now)
+  if (kept.ok) return
+  if (kept.reason === 'expired') throw new ApiError('expired', `${what} expired before it was confirmed; create a new one.`)
+  if (kept.reason === 'claim_gone') throw new ApiError('invalid_transition', `${what} no longer holds its spots.`)
+  throw undecided(kept)
+}
+
+/** Gives a record's spots back for a new booking of it (a placement's spots changed), then takes the new ones. */
+export function rebook (store: Store, booked: Booked, screens: ScreenRecord[], spots: number, now: number, param?: string, dayparts?: Daypart[]): { claim: string, spots: number } {
+  const given = give(store, booked, 'rebook', now)
+  if (!given.ok) throw given.reason === 'claim_gone' ? new ApiError('invalid_transition', 'These spots were booked again meanwhile; read the record and retry.') : undecided(given)
+  return take(store, screens, booked.start_date, booked.end_date, spots, now, param, dayparts)
 }

@@ -7,7 +7,7 @@ import type { PartitionMark } from './records.js'
 // them against one).
 
 const options = { leaseMs: 1000, ttlMs: 5000 }
-const mark: PartitionMark = { stream_created: 'c', applied: 9, log_time: 10_000, epoch: 3, owner: { node: 'a', incarnation: 'a1' }, last_beat_at: 9_500 }
+const mark: PartitionMark = { stream_created: 'c', applied: 9, digest: '', log_time: 10_000, epoch: 3, owner: { node: 'a', incarnation: 'a1' }, last_beat_at: 9_500 }
 const cmd = (over: Partial<Extract<PartitionEntry, { t: 'cmd' }>> = {}): PartitionEntry => ({ t: 'cmd', key: 'k', fenced: true, epoch: 3, node: 'a', incarnation: 'a1', proposed_at: 9_900, body: {}, ...over })
 
 t.test('a takeover is accepted for the next epoch only, and only once the lease has passed in log time', async (t) => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { DeliverPolicy, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg } from 'nats'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
@@ -27,16 +28,25 @@ export type PartitionEntry =
     body: unknown
   }
 
-/** What a partition's rows do with a command apply has let through: its verdict, written in the apply transaction. */
+/** Where a command is applied: its log, its sequence, log time, and the node (in one life) that appended it. */
+export interface AppliedAt {
+  log: string
+  seq: number
+  logTime: number
+  from: PartitionOwner
+}
+
+/** What a log's rows do with a command apply has let through: its verdict, written in the apply transaction. */
 export interface PartitionMachine {
-  apply (body: unknown, at: { partition: number, seq: number, logTime: number }): Verdict
+  apply (body: unknown, at: AppliedAt): Verdict
 }
 
 export interface PartitionLogOptions {
   js: JetStreamClient
   jsm: JetStreamManager
   store: Store
-  partition: number
+  /** The log's stream (partitionStream(p) for a partition of the screens). */
+  stream: string
   machine: PartitionMachine
   /** This node, in this life of its process. */
   self: PartitionOwner
@@ -49,27 +59,32 @@ export interface PartitionLogOptions {
   log: Logger
 }
 
-/** A partition's log could not be read on from this node's mark: entries it needs are gone, or the stream is new. */
+/**
+ * A log could not be read on from this node's mark: entries it needs are gone, the stream is new, or the entry at the
+ * mark is not the one this node applied (an engine that lost acknowledged entries and wrote others in their place).
+ */
 export class PartitionGap extends Error {
   override name = 'PartitionGap'
 }
 
 export const partitionStream = (partition: number): string => `PART_${partition}`
-const subjectOf = (partition: number): string => `part.${partition}`
+const subjectOf = (log: string): string => `log.${log}`
 
 /**
- * Creates the partition's stream when it does not exist. An existing stream's configuration is left as it is: no
- * node's start may shorten what another node still needs to read. No age limit: a partition is trimmed only below a
- * checkpoint every holder has applied past.
+ * Creates a log's stream when it does not exist. An existing stream's configuration is left as it is: no node's start
+ * may shorten what another node still needs to read. No age limit: a log is trimmed only below a checkpoint every
+ * holder has applied past.
  */
-export async function ensurePartitionStream (jsm: JetStreamManager, partition: number, replicas: number): Promise<void> {
-  const name = partitionStream(partition)
+export async function ensureLogStream (jsm: JetStreamManager, log: string, replicas: number): Promise<void> {
   try {
-    await jsm.streams.info(name)
+    await jsm.streams.info(log)
   } catch {
-    await jsm.streams.add({ name, subjects: [subjectOf(partition)], num_replicas: replicas, storage: StorageType.File, retention: RetentionPolicy.Limits, max_age: 0, max_msgs: -1, max_bytes: -1 })
+    await jsm.streams.add({ name: log, subjects: [subjectOf(log)], num_replicas: replicas, storage: StorageType.File, retention: RetentionPolicy.Limits, max_age: 0, max_msgs: -1, max_bytes: -1 })
   }
 }
+
+/** An entry's digest as applied: its sequence and bytes (which name its node, life and proposal time). */
+const digestOf = (seq: number, data: Uint8Array): string => createHash('sha256').update(`${seq}:`).update(data).digest('base64url')
 
 const encode = (entry: PartitionEntry): Uint8Array => Buffer.from(JSON.stringify(entry))
 
@@ -114,6 +129,7 @@ export class PartitionLog {
   readonly #applied = new MarkWaiters()
   #messages: ConsumerMessages | undefined
   #stopped = false
+  #failure: Error | undefined
   /**
    * The log time of the newest entry applied while it was the log's head, and when (performance.now()): a command is
    * stamped with log time estimated from it, so a node whose wall clock is off by a minute does not have every
@@ -125,9 +141,9 @@ export class PartitionLog {
     this.#o = options
   }
 
-  /** The partition as this node has applied it (a fresh mark before the first entry). */
+  /** The log as this node has applied it (a fresh mark before the first entry). */
   mark (): PartitionMark {
-    return this.#o.store.partitionMarks.get(this.#o.partition) ?? { stream_created: '', applied: 0, log_time: 0, epoch: 0, last_beat_at: 0 }
+    return this.#o.store.partitionMarks.get(this.#o.stream) ?? { stream_created: '', applied: 0, digest: '', log_time: 0, epoch: 0, last_beat_at: 0 }
   }
 
   /** Whether this node, in this life, owns the partition as of what it has applied. */
@@ -136,24 +152,35 @@ export class PartitionLog {
     return owner !== undefined && owner.node === this.#o.self.node && owner.incarnation === this.#o.self.incarnation
   }
 
+  /** Why the apply loop stopped (a gap, or the engine's log unlike what this node applied), once it has. */
+  get stopped (): Error | undefined {
+    return this.#failure
+  }
+
   /**
    * Follows the log from the entry after this node's mark. Throws PartitionGap when that entry is gone (trimmed past
-   * the mark) or the stream is not the one the mark was applied from: the partition must be rebuilt, not read on.
+   * the mark), the stream is not the one the mark was applied from, or the entry at the mark is not the one this node
+   * applied: the log must be rebuilt, not read on.
    */
   async start (): Promise<void> {
-    const { jsm, js, partition } = this.#o
-    const name = partitionStream(partition)
-    const info = await jsm.streams.info(name)
+    const { jsm, js, stream: log, store } = this.#o
+    const info = await jsm.streams.info(log)
     const mark = this.mark()
-    if (mark.stream_created !== '' && mark.stream_created !== info.created) throw new PartitionGap(`${name} was created again (${info.created}); this node applied ${mark.stream_created}'s`)
-    if (info.state.messages > 0 && info.state.first_seq > mark.applied + 1) throw new PartitionGap(`${name} starts at ${info.state.first_seq}; this node applied through ${mark.applied}`)
-    if (mark.stream_created === '') this.#o.store.write(() => this.#o.store.partitionMarks.putSync(partition, { ...mark, stream_created: info.created }))
-    const consumer = await js.consumers.get(name, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: mark.applied + 1 })
+    if (mark.stream_created !== '' && mark.stream_created !== info.created) throw new PartitionGap(`${log} was created again (${info.created}); this node applied ${mark.stream_created}'s`)
+    if (info.state.messages > 0 && info.state.first_seq > mark.applied + 1) throw new PartitionGap(`${log} starts at ${info.state.first_seq}; this node applied through ${mark.applied}`)
+    if (mark.applied > 0 && mark.applied >= info.state.first_seq) {
+      const at = await jsm.streams.getMessage(log, { seq: mark.applied }).catch(() => undefined)
+      if (at === undefined || digestOf(at.seq, at.data) !== mark.digest) throw new PartitionGap(`${log}'s entry ${mark.applied} is not the one this node applied`)
+    }
+    if (mark.stream_created === '') store.write(() => store.partitionMarks.putSync(log, { ...mark, stream_created: info.created }))
+    const consumer = await js.consumers.get(log, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: mark.applied + 1 })
     const messages = this.#messages = await consumer.consume()
     void (async () => {
       for await (const m of messages) this.#apply(m)
     })().catch((err: unknown) => {
-      if (!this.#stopped) this.#o.log.error('partition log: the apply loop stopped', { partition, error: err instanceof Error ? err.message : String(err) })
+      if (this.#stopped) return
+      this.#failure = err instanceof Error ? err : new Error(String(err))
+      this.#o.log.error('log: the apply loop stopped; this node no longer follows it', { log, error: this.#failure.message })
     })
   }
 
@@ -163,21 +190,21 @@ export class PartitionLog {
   }
 
   #apply (m: JsMsg): void {
-    const { store, partition, machine, leaseMs, ttlMs } = this.#o
+    const { store, stream: log, machine, leaseMs, ttlMs } = this.#o
     const mark = this.mark()
     if (m.seq <= mark.applied) return
-    if (m.seq !== mark.applied + 1) throw new PartitionGap(`${partitionStream(partition)}: entry ${m.seq} after ${mark.applied}`)
+    if (m.seq !== mark.applied + 1) throw new PartitionGap(`${log}: entry ${m.seq} after ${mark.applied}`)
     const entry = JSON.parse(Buffer.from(m.data).toString('utf8')) as PartitionEntry
     const timestamp = Math.floor(m.info.timestampNanos / 1e6)
     store.write(() => {
-      const decidedKey = entry.t === 'cmd' && store.partitionKeys.get([partition, entry.key]) !== undefined
+      const decidedKey = entry.t === 'cmd' && store.partitionKeys.get([log, entry.key]) !== undefined
       const decided = decideEntry(mark, decidedKey, entry, timestamp, { leaseMs, ttlMs })
-      const next: PartitionMark = { ...decided.mark, applied: m.seq }
-      const verdict = decided.verdict === 'machine' ? machine.apply((entry as { body: unknown }).body, { partition, seq: m.seq, logTime: next.log_time }) : decided.verdict
+      const next: PartitionMark = { ...decided.mark, applied: m.seq, digest: digestOf(m.seq, m.data) }
+      const verdict = decided.verdict === 'machine' ? machine.apply((entry as { body: unknown }).body, { log, seq: m.seq, logTime: next.log_time, from: { node: entry.node, incarnation: entry.incarnation } }) : decided.verdict
       const key = entry.t === 'cmd' ? entry.key : `${entry.t}:${entry.epoch}:${entry.node}:${entry.incarnation}`
-      store.partitionVerdicts.putSync([partition, m.seq], { key, verdict })
-      if (entry.t === 'cmd' && decided.verdict === 'machine' && !RETRYABLE.has(verdict.reason ?? '')) store.partitionKeys.putSync([partition, entry.key], m.seq)
-      store.partitionMarks.putSync(partition, next)
+      store.partitionVerdicts.putSync([log, m.seq], { key, verdict })
+      if (entry.t === 'cmd' && decided.verdict === 'machine' && !RETRYABLE.has(verdict.reason ?? '')) store.partitionKeys.putSync([log, entry.key], m.seq)
+      store.partitionMarks.putSync(log, next)
     })
     // An entry read from the backlog says nothing of the log's present; the head does.
     if (m.info.pending === 0) this.#head = { logTime: this.mark().log_time, at: performance.now() }
@@ -192,7 +219,7 @@ export class PartitionLog {
 
   /** Appends an entry; resolves with its sequence once a majority of the engine holds it. */
   async append (entry: PartitionEntry): Promise<number> {
-    const ack = await this.#o.js.publish(subjectOf(this.#o.partition), encode(entry), { timeout: this.#o.ackTimeoutMs })
+    const ack = await this.#o.js.publish(subjectOf(this.#o.stream), encode(entry), { timeout: this.#o.ackTimeoutMs })
     return ack.seq
   }
 
@@ -202,14 +229,14 @@ export class PartitionLog {
    */
   async verdictAt (seq: number, key: string, timeoutMs: number): Promise<Verdict | undefined> {
     if (this.mark().applied < seq && !await this.#applied.wait(seq, timeoutMs)) return undefined
-    const found = this.#o.store.partitionVerdicts.get([this.#o.partition, seq])
+    const found = this.#o.store.partitionVerdicts.get([this.#o.stream, seq])
     return found?.key === key ? found.verdict : undefined
   }
 
   /** The outcome of a command key: the verdict that used it up, or undefined while none has. */
   outcomeOf (key: string): Verdict | undefined {
-    const seq = this.#o.store.partitionKeys.get([this.#o.partition, key])
-    return seq === undefined ? undefined : this.#o.store.partitionVerdicts.get([this.#o.partition, seq])?.verdict
+    const seq = this.#o.store.partitionKeys.get([this.#o.stream, key])
+    return seq === undefined ? undefined : this.#o.store.partitionVerdicts.get([this.#o.stream, seq])?.verdict
   }
 
   /** Proposes a command under this node's view of the epoch; its verdict once applied (undefined: unknown yet). */

@@ -15,6 +15,8 @@ export interface PartitionMark {
   stream_created: string
   /** The last sequence applied. */
   applied: number
+  /** The digest of the entry applied last: a restart checks that the engine still holds that entry at that place. */
+  digest: string
   /** Log time: the latest stream timestamp applied (ms), the one clock apply reads. */
   log_time: number
   epoch: number
@@ -39,9 +41,10 @@ export interface EntryVerdict {
 
 /** The cluster's own tables (src/store/tables.ts). */
 export const clusterTables = {
-  partitionMarks: table<PartitionMark, number>({ name: 'partition_marks', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
-  /** [partition, sequence]: every applied entry's verdict. */
-  partitionVerdicts: table<EntryVerdict, [number, number]>({ name: 'partition_verdicts', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
-  /** [partition, command key]: the sequence whose verdict is the key's outcome (accepted, or a refusal of the machine's). */
-  partitionKeys: table<number, [number, string]>({ name: 'partition_keys', ordered: true, replication: 'local', owners: ['src/cluster/'] })
+  /** log (its stream's name) -> how far this node applied it. */
+  partitionMarks: table<PartitionMark, string>({ name: 'partition_marks', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
+  /** [log, sequence]: every applied entry's verdict. */
+  partitionVerdicts: table<EntryVerdict, [string, number]>({ name: 'partition_verdicts', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
+  /** [log, command key]: the sequence whose verdict is the key's outcome (accepted, or a refusal of the machine's). */
+  partitionKeys: table<number, [string, string]>({ name: 'partition_keys', ordered: true, replication: 'local', owners: ['src/cluster/'] })
 }

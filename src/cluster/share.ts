@@ -29,6 +29,7 @@ export function clusterShare (node: string, budgets: {
     node,
     ownCopy: (store, write) => store.changes !== undefined ? store.changes.applying(write) : write(),
     milestonesWithPlay: false,
+    bookings: undefined,
     budgetLeft (store, campaignId, reservedMicros, partMicros, owed, now) {
       const left = budgets.leasedLeft(store, campaignId) - reservedMicros
       if (owed && left < partMicros / 2) {

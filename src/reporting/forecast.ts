@@ -1,7 +1,7 @@
 import { DAY, type Reports } from '../analytics/reports.js'
 import type { Answer } from '../analytics/results.js'
 import { iso } from '../clock.js'
-import { capacityOn } from '../campaigns/screen-bookings.js'
+import { capacityOn } from '../campaigns/capacity.js'
 import type { Forecast, Targeting } from '../generated/types.js'
 import { vas7d } from '../inventory/fein.js'
 import { datesBetween } from '../inventory/hours.js'

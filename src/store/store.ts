@@ -4,6 +4,7 @@ import { open, type Database, type Key, type RootDatabase, type RootDatabaseOpti
 import { CachedTable, type CacheScope } from './read-cache.js'
 import { ChangeLog, type Change } from './changes.js'
 import { CACHED_TABLES, TABLES, type Tables } from './tables.js'
+import type { BookingItem, ClaimOutcome, Shortfall } from '../campaigns/records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
 export interface Store extends Tables {
@@ -94,6 +95,21 @@ export interface Share {
    * owed, it asks for the next part, ahead of need, at most once a second per campaign (now: the service's clock).
    */
   budgetLeft (store: Store, campaignId: string, reservedMicros: number, partMicros: number, owed: boolean, now: number): number | undefined
+  /**
+   * Where this node's bookings of screen time are decided when it does not decide them itself, in the request's own
+   * transaction (ALONE: undefined). The rule is src/campaigns/capacity.ts either way.
+   */
+  readonly bookings: Bookings | undefined
+}
+
+/** Bookings of screen time decided elsewhere than in the booking request's transaction (Share.bookings). */
+export interface Bookings {
+  /** Takes items under a new claim (a hold for holdMs), or names the first that does not fit. */
+  take (store: Store, items: BookingItem[], holdMs: number | undefined, now: number): { claim: string } | { short: Shortfall } | { refused: ClaimOutcome }
+  /** Gives a claim back: a hold released, a hold whose time came, or a firm booking booked again. */
+  give (store: Store, claim: string, why: 'release' | 'expire' | 'rebook', now: number): ClaimOutcome
+  /** Keeps a held claim for good. */
+  keep (store: Store, claim: string, now: number): ClaimOutcome
 }
 
 /** One node alone. */
@@ -103,7 +119,8 @@ export const ALONE: Share = {
   node: undefined,
   ownCopy: (_store, write) => write(),
   milestonesWithPlay: true,
-  budgetLeft: () => undefined
+  budgetLeft: () => undefined,
+  bookings: undefined
 }
 
 /**

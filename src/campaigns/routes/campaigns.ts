@@ -13,7 +13,7 @@ import { seatPage } from '../../accounts/seat-lists.js'
 import { approvedCreative, flightOf, usableScreens } from '../inputs.js'
 import { place, seatCampaign } from '../placements.js'
 
-function assignmentView ({ seat_id: _seat, ...a }: AssignmentRecord): Assignment {
+function assignmentView ({ seat_id: _seat, claim: _claim, ...a }: AssignmentRecord): Assignment {
   return a
 }
 

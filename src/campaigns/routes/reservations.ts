@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto'
 import { catalogRecord } from '../catalog-lock.js'
-import { give, take } from '../screen-bookings.js'
+import { give, keep, recordIdOf, take } from '../screen-bookings.js'
 import { runCampaignJobs } from '../lifecycle.js'
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
@@ -12,7 +11,7 @@ import { place } from '../placements.js'
 import { indexForSeat, seatPage } from '../../accounts/seat-lists.js'
 import { approvedCreative, checkFlight, usableScreens } from '../inputs.js'
 
-function view ({ seat_id: _seat, expires_ms: _expires, ...r }: ReservationRecord): Reservation {
+function view ({ seat_id: _seat, expires_ms: _expires, claim: _claim, ...r }: ReservationRecord): Reservation {
   return r
 }
 
@@ -50,10 +49,11 @@ export function reservationRoutes (deps: Deps): RouteDef[] {
         const screens = usableScreens(inventory, body.screen_ids)
         // Holds past their time give their spots back before this one is counted.
         runCampaignJobs(store, outbox, ctx.now)
-        const total = take(store, screens, body.start_date, body.end_date, body.spots_per_day)
-        const id = `rsv_${randomUUID().replace(/-/g, '')}`
-        const expires = ctx.now + config.reservationHoldSeconds * 1000
-        const r: ReservationRecord = { reservation_id: id, seat_id: seatId, status: 'held', screen_ids: body.screen_ids, start_date: body.start_date, end_date: body.end_date, spots_per_day: body.spots_per_day, total_spots: total, expires_at: iso(expires), expires_ms: expires, created_at: iso(ctx.now) }
+        const holdMs = config.reservationHoldSeconds * 1000
+        const expires = ctx.now + holdMs
+        const { claim, spots: total } = take(store, screens, body.start_date, body.end_date, body.spots_per_day, ctx.now, 'screen_ids', undefined, holdMs)
+        const id = recordIdOf('rsv', claim)
+        const r: ReservationRecord = { reservation_id: id, seat_id: seatId, status: 'held', screen_ids: body.screen_ids, start_date: body.start_date, end_date: body.end_date, spots_per_day: body.spots_per_day, total_spots: total, expires_at: iso(expires), expires_ms: expires, created_at: iso(ctx.now), claim }
         if (body.name !== undefined) r.name = body.name
         if (body.creative_id !== undefined) r.creative_id = body.creative_id
         store.reservations.putSync(id, r)
@@ -105,8 +105,9 @@ export function reservationRoutes (deps: Deps): RouteDef[] {
         if (creativeId === undefined) throw new ApiError('missing_creative_id', 'Give the creative to place: creative_id.', { param: 'creative_id' })
         approvedCreative(store, seatId, creativeId)
         const screens = usableScreens(inventory, r.screen_ids)
-        // The spots are already taken by the hold; the placement keeps them.
-        const a = place(deps, seatId, { creative_id: creativeId, screen_ids: r.screen_ids, start_date: r.start_date, end_date: r.end_date, spots_per_day: r.spots_per_day }, screens, ctx.now, `reservation:${r.reservation_id}`, false)
+        // The spots are already taken by the hold; the placement keeps them, under the hold's claim.
+        keep(store, r.claim, ctx.now, `Reservation ${r.reservation_id}`)
+        const a = place(deps, seatId, { creative_id: creativeId, screen_ids: r.screen_ids, start_date: r.start_date, end_date: r.end_date, spots_per_day: r.spots_per_day }, screens, ctx.now, `reservation:${r.reservation_id}`, { claim: r.claim })
         store.holds.removeSync([r.expires_ms, r.reservation_id])
         const next: ReservationRecord = { ...r, status: 'confirmed', creative_id: creativeId, assignment_id: a.assignment_id, confirmed_at: iso(ctx.now) }
         store.reservations.putSync(r.reservation_id, next)
@@ -125,7 +126,9 @@ export function reservationRoutes (deps: Deps): RouteDef[] {
       handler: (ctx) => {
         const r = own(ctx.principal!.seat!.seat_id, ctx.params.id!, ctx.now)
         if (r.status !== 'held') throw new ApiError('invalid_transition', `Reservation ${r.reservation_id} is ${r.status}; only a held one can be released.`, { status: r.status })
-        give(store, r.screen_ids, r.start_date, r.end_date, r.spots_per_day)
+        const given = give(store, { claim: r.claim, screen_ids: r.screen_ids, start_date: r.start_date, end_date: r.end_date, spots: r.spots_per_day }, 'release', ctx.now)
+        if (!given.ok && given.reason === 'expired') throw new ApiError('expired', `Reservation ${r.reservation_id} expired at ${r.expires_at}; create a new one.`)
+        if (!given.ok) throw new ApiError('invalid_transition', `Reservation ${r.reservation_id} no longer holds its spots (confirmed or released elsewhere).`, { status: r.status })
         store.holds.removeSync([r.expires_ms, r.reservation_id])
         const next: ReservationRecord = { ...r, status: 'released', released_at: iso(ctx.now) }
         store.reservations.putSync(r.reservation_id, next)

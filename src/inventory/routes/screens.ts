@@ -1,4 +1,4 @@
-import { bookedOn } from '../../campaigns/screen-bookings.js'
+import { bookedOn } from '../../campaigns/capacity.js'
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'

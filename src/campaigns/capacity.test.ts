@@ -1,0 +1,78 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { openStore, type Store } from '../store/store.js'
+import { bookedOn, partitionOf, releasePart, settlePart, stepClaim, takePart } from './capacity.js'
+import type { BookingItem } from './records.js'
+
+// The ledger's rules without a service: a partition counts a claim's part from its take until its settlement drops
+// it or a release gives it back, and never past a day's capacity; a claim's life moves only as its rules allow, so
+// that a late or stale step (a paused node's, a retry's) changes nothing.
+
+const A = { node: 'a', incarnation: 'a1' }
+const B = { node: 'b', incarnation: 'b1' }
+const item = (spots: number, over: Partial<BookingItem> = {}): BookingItem => ({ screen: 's1', date: '2026-12-01', spots, capacity: 10, version: 5, at: 0, ...over })
+
+function store (t: { teardown (fn: () => unknown): void }): Store {
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-capacity-'))
+  const s = openStore(dir)
+  t.teardown(async () => { await s.close(); rmSync(dir, { recursive: true, force: true }) })
+  return s
+}
+
+t.test('a partition counts tentative parts, never books past capacity, and drops or gives parts back once', async (t) => {
+  const s = store(t)
+  const p = partitionOf('s1', 1)
+  s.write(() => {
+    t.same(takePart(s, 'c1', p, 1, [item(6)]), { ok: true }, 'six of ten taken, tentatively')
+    t.match(takePart(s, 'c2', p, 1, [item(6)]), { ok: false, reason: 'capacity_unavailable', short: { screen: 's1', free: 4, asked: 6 } }, 'a tentative part is counted: six more do not fit')
+    t.same(takePart(s, 'c1', p, 1, [item(1)]), { ok: false, reason: 'settled' }, 'a claim takes a partition once')
+    t.match(releasePart(s, 'c1', p), { ok: false, reason: 'pending' }, 'a tentative part is not released before it is settled')
+    settlePart(s, 'c1', p, 'abort')
+    t.equal(bookedOn(s, 's1', '2026-12-01'), 0, 'an aborted claim gives its part back')
+    t.same(takePart(s, 'c1', p, 1, [item(1)]), { ok: false, reason: 'settled' }, 'and its take, landing late, takes nothing')
+    t.same(takePart(s, 'c3', p, 1, [item(10)]), { ok: true })
+    settlePart(s, 'c3', p, 'commit')
+    settlePart(s, 'c3', p, 'abort')
+    t.equal(bookedOn(s, 's1', '2026-12-01'), 10, 'a part is settled once: a second settlement moves nothing')
+    t.same(releasePart(s, 'c3', p), { ok: true })
+    t.same(releasePart(s, 'c3', p), { ok: false, reason: 'claim_gone' }, 'and released once')
+    t.equal(bookedOn(s, 's1', '2026-12-01'), 0)
+    t.same(takePart(s, 'c4', p, 1, [item(1, { version: 9 })]), { ok: true })
+    t.same(takePart(s, 'c5', p, 1, [item(1, { version: 8, capacity: 100 })]), { ok: false, reason: 'stale_screen' }, 'a take read from an older screen than one the partition has seen is refused')
+  })
+  t.same(s.write(() => takePart(s, 'c6', (partitionOf('s1', 16) + 1) % 16, 16, [item(1)])), { ok: false, reason: 'wrong_partition' }, 'a part whose screen is another partition\'s is refused')
+  t.equal(new Set(Array.from({ length: 200 }, (_, i) => partitionOf(`screen-${i}`, 16))).size, 16, 'screens spread over every partition')
+})
+
+t.test('a claim is committed by its coordinator only, aborted by anyone once due, and held, kept or given as its rules allow', async (t) => {
+  const s = store(t)
+  s.write(() => {
+    stepClaim(s, { op: 'intent', claim: 'h', parts: [0, 3], hold_ms: 1000, timeout_ms: 500 }, 100, A)
+    t.same(stepClaim(s, { op: 'intent', claim: 'h', parts: [0], timeout_ms: 500 }, 100, B), { ok: false, reason: 'duplicate' })
+    t.same(stepClaim(s, { op: 'commit', claim: 'h' }, 200, B), { ok: false, reason: 'not_the_coordinator' }, 'another node cannot commit it')
+    t.same(stepClaim(s, { op: 'commit', claim: 'h' }, 200, { node: 'a', incarnation: 'a0' }), { ok: false, reason: 'not_the_coordinator' }, 'nor the coordinator\'s node in an earlier life')
+    t.same(stepClaim(s, { op: 'abort', claim: 'h' }, 599, B), { ok: false, reason: 'not_due' }, 'another node aborts it only once the intent is past its time')
+    t.same(stepClaim(s, { op: 'commit', claim: 'h' }, 300, A), { ok: true })
+    t.same(s.capacityClaims.get('h'), { state: 'held', parts: [0, 3], node: 'a', incarnation: 'a1', intent_at: 100, timeout_ms: 500, hold_ms: 1000, lapses_at: 1300 }, 'held until the commit\'s time plus the hold')
+    t.same(stepClaim(s, { op: 'abort', claim: 'h' }, 900, B), { ok: false, reason: 'decided' }, 'the first valid decision stands')
+    t.same(stepClaim(s, { op: 'expire', claim: 'h' }, 1299, B), { ok: false, reason: 'not_due' })
+    t.same(stepClaim(s, { op: 'give', claim: 'h', from: 'firm' }, 1000, B), { ok: false, reason: 'claim_gone' }, 'a give of a firm booking does not free a hold')
+    t.same(stepClaim(s, { op: 'keep', claim: 'h' }, 1300, A), { ok: false, reason: 'expired' }, 'a keep at its lapse is too late')
+    t.same(stepClaim(s, { op: 'expire', claim: 'h' }, 1300, B), { ok: true }, 'it lapses')
+    t.same(stepClaim(s, { op: 'keep', claim: 'h' }, 1300, A), { ok: false, reason: 'claim_gone' }, 'and cannot be kept after')
+    t.same([...s.capacityLapses.getKeys()], [], 'nothing left to lapse')
+
+    stepClaim(s, { op: 'intent', claim: 'k', parts: [0], hold_ms: 1000, timeout_ms: 500 }, 100, A)
+    stepClaim(s, { op: 'commit', claim: 'k' }, 100, A)
+    t.same(stepClaim(s, { op: 'keep', claim: 'k' }, 500, A), { ok: true }, 'a hold kept in time is firm')
+    t.same(stepClaim(s, { op: 'give', claim: 'k', from: 'held' }, 600, B), { ok: false, reason: 'claim_gone' }, 'a release that read it held, landing after the keep, frees nothing')
+    t.same(stepClaim(s, { op: 'expire', claim: 'k' }, 5000, B), { ok: false, reason: 'not_due' }, 'a firm claim never lapses')
+    t.same(stepClaim(s, { op: 'give', claim: 'k', from: 'firm' }, 5000, B), { ok: true }, 'a firm booking is given back when booked again')
+
+    stepClaim(s, { op: 'intent', claim: 'x', parts: [1], timeout_ms: 500 }, 100, A)
+    t.same(stepClaim(s, { op: 'abort', claim: 'x' }, 600, B), { ok: true }, 'an intent past its time is aborted by anyone')
+    t.same(stepClaim(s, { op: 'commit', claim: 'x' }, 601, A), { ok: false, reason: 'decided' }, 'its coordinator, waking, cannot commit it')
+  })
+})

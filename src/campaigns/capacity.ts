@@ -1,0 +1,213 @@
+// Screen time as a ledger of claims: what a booking takes (its items), whether it fits, and the rows it moves. One
+// rule, used where a node books alone and where a partition's log applies a booking on every node that holds it
+// (capacity-machine.ts), so both decide the same.
+import type { Daypart } from '../generated/types.js'
+import { datesBetween, openMinutesOn } from '../inventory/hours.js'
+import { openMinutesByHour } from '../inventory/local-time.js'
+import type { ScreenRecord } from '../inventory/records.js'
+import type { Store } from '../store/store.js'
+import { fnv } from '../http/shared-table.js'
+import type { BookingItem, ClaimOutcome, ClaimRecord, Shortfall } from './records.js'
+
+/** Spots a screen can play on a date: open time in its local hours divided by its slot duration. */
+export function capacityOn (screen: ScreenRecord, date: string): number {
+  return Math.floor((openMinutesOn(screen.operating_hours, date) * 60) / screen.slot_duration_seconds)
+}
+
+export function bookedOn (store: Store, screenId: string, date: string): number {
+  return store.booked.get([screenId, date]) ?? 0
+}
+
+/** Spots still free on a screen's date: its capacity less what placements, holds and deals booked. */
+export function freeOn (store: Store, screen: ScreenRecord, date: string): number {
+  return capacityOn(screen, date) - bookedOn(store, screen.screen_id, date)
+}
+
+/** Spots booked in an hour of a screen's date by guaranteed lines with dayparts. */
+export function bookedInHour (store: Store, screenId: string, date: string, hour: number): number {
+  return store.bookedHours.get([screenId, date, hour]) ?? 0
+}
+
+/**
+ * How a daypart line's spots of a date spread over the hours it plays in: in proportion to the spots each hour can
+ * play (its open minutes over the slot length), the remainders to the largest fractions, so that they sum to `spots`.
+ * Answers [hour, spots, capacity] for each hour; none on a date the dayparts leave no open hour.
+ */
+export function hourShares (screen: ScreenRecord, date: string, dayparts: Daypart[], spots: number): Array<[number, number, number]> {
+  const capacities = openMinutesByHour(screen.operating_hours, date, dayparts).map(([h, m]): [number, number] => [h, Math.floor((m * 60) / screen.slot_duration_seconds)])
+  const total = capacities.reduce((n, [, c]) => n + c, 0)
+  if (total === 0) return []
+  const exact = capacities.map(([h, c]) => ({ h, c, share: (spots * c) / total }))
+  const shares = exact.map((e) => Math.floor(e.share))
+  let left = spots - shares.reduce((a, b) => a + b, 0)
+  for (const i of exact.map((_, i) => i).sort((a, b) => (exact[b]!.share % 1) - (exact[a]!.share % 1) || a - b)) {
+    if (left === 0) break
+    shares[i]!++
+    left--
+  }
+  return exact.map((e, i) => [e.h, shares[i]!, e.c])
+}
+
+/**
+ * What booking `spots` a day on screens over a range takes: each screen and day with the capacity its record gives
+ * it, and for a daypart line the day's spots hour by hour within the dayparts (days without daypart hours take none).
+ * The capacities travel with the booking: whoever decides it (a partition's log, on every node) reads no screen record.
+ */
+export function planBooking (screens: ScreenRecord[], start: string, end: string, spots: number, dayparts?: Daypart[]): BookingItem[] {
+  const days = datesBetween(start, end)
+  const items: BookingItem[] = []
+  screens.forEach((screen, at) => {
+    for (const date of days) {
+      const hours = dayparts !== undefined ? hourShares(screen, date, dayparts, spots) : undefined
+      if (hours?.length === 0) continue
+      items.push({ screen: screen.screen_id, date, spots, capacity: capacityOn(screen, date), version: Date.parse(screen.updated_at), at, ...(hours !== undefined ? { hours } : {}) })
+    }
+  })
+  return items
+}
+
+/** The first item that does not fit beside what is booked, or undefined when all of it does. */
+export function shortfall (store: Store, items: BookingItem[]): Shortfall | undefined {
+  for (const item of items) {
+    const free = item.capacity - bookedOn(store, item.screen, item.date)
+    if (free < item.spots) return { at: item.at, screen: item.screen, date: item.date, free: Math.max(0, free), asked: item.spots }
+    for (const [hour, share, capacity] of item.hours ?? []) {
+      const left = capacity - bookedInHour(store, item.screen, item.date, hour)
+      if (left < share) return { at: item.at, screen: item.screen, date: item.date, free: Math.max(0, left), asked: share, hour }
+    }
+  }
+  return undefined
+}
+
+/** Adds a booking's items to the booked rows (sign 1) or takes them out (-1). Call inside Store.write. */
+export function moveBooked (store: Store, items: BookingItem[], sign: 1 | -1): void {
+  for (const item of items) {
+    const day = bookedOn(store, item.screen, item.date) + sign * item.spots
+    if (day > 0) store.booked.putSync([item.screen, item.date], day)
+    else store.booked.removeSync([item.screen, item.date])
+    for (const [hour, share] of item.hours ?? []) {
+      if (share === 0) continue
+      const inHour = bookedInHour(store, item.screen, item.date, hour) + sign * share
+      if (inHour > 0) store.bookedHours.putSync([item.screen, item.date, hour], inHour)
+      else store.bookedHours.removeSync([item.screen, item.date, hour])
+    }
+  }
+}
+
+/** Which partition of the screens a screen falls in, of `partitions` (1 on a node alone). */
+export function partitionOf (screenId: string, partitions: number): number {
+  return partitions === 1 ? 0 : (fnv(screenId, 0x811c9dc5) >>> 0) % partitions
+}
+
+/** A booking's items by the partition of their screens. */
+export function itemsByPartition (items: BookingItem[], partitions: number): Map<number, BookingItem[]> {
+  const parts = new Map<number, BookingItem[]>()
+  for (const item of items) {
+    const p = partitionOf(item.screen, partitions)
+    const list = parts.get(p)
+    if (list === undefined) parts.set(p, [item])
+    else list.push(item)
+  }
+  return parts
+}
+
+// The partition's side: a claim's items there are counted from its take, kept or dropped by its settlement, and
+// dropped by its release. A take is checked against everything counted, tentative parts included: it may be refused
+// for room another booking only might take, never booked past it.
+
+/**
+ * Takes a claim's part tentatively: counted until its settlement keeps or drops it. Refused when the part was settled
+ * before (a take landing after its claim was aborted takes nothing), when an item's screen is not the partition's or
+ * was read in an older version than one the partition has seen, or when it does not fit.
+ */
+export function takePart (store: Store, claim: string, partition: number, partitions: number, items: BookingItem[]): ClaimOutcome {
+  if (store.capacityParts.get([claim, partition]) !== undefined) return { ok: false, reason: 'settled' }
+  for (const item of items) {
+    if (partitionOf(item.screen, partitions) !== partition) return { ok: false, reason: 'wrong_partition' }
+    if (item.version < (store.capacityScreens.get(item.screen) ?? 0)) return { ok: false, reason: 'stale_screen' }
+  }
+  const short = shortfall(store, items)
+  if (short !== undefined) return { ok: false, reason: 'capacity_unavailable', short }
+  for (const item of items) if (item.version > (store.capacityScreens.get(item.screen) ?? 0)) store.capacityScreens.putSync(item.screen, item.version)
+  moveBooked(store, items, 1)
+  store.capacityParts.putSync([claim, partition], { items, state: 'tentative' })
+  return { ok: true }
+}
+
+/** Settles a claim's part as its claim was decided: kept (commit) or given back (abort); remembered either way. */
+export function settlePart (store: Store, claim: string, partition: number, outcome: 'commit' | 'abort'): ClaimOutcome {
+  const part = store.capacityParts.get([claim, partition])
+  if (part !== undefined && part.state !== 'tentative') return { ok: true }
+  if (outcome === 'commit' && part !== undefined) store.capacityParts.putSync([claim, partition], { ...part, state: 'taken' })
+  else {
+    if (part !== undefined) moveBooked(store, part.items, -1)
+    store.capacityParts.putSync([claim, partition], { items: [], state: 'dropped' })
+  }
+  return { ok: true }
+}
+
+/** Gives a taken part back (its claim was released, expired or booked again); a tentative part waits for its settlement. */
+export function releasePart (store: Store, claim: string, partition: number): ClaimOutcome {
+  const part = store.capacityParts.get([claim, partition])
+  if (part === undefined || part.state === 'dropped') return { ok: false, reason: 'claim_gone' }
+  if (part.state === 'tentative') return { ok: false, reason: 'pending' }
+  moveBooked(store, part.items, -1)
+  store.capacityParts.putSync([claim, partition], { items: [], state: 'dropped' })
+  return { ok: true }
+}
+
+// The claim's side: its life, decided in one place for all its parts (a cluster's claims log), so that a hold
+// confirmed in one partition cannot lapse in another: pending until committed or aborted, then held (lapsing at
+// lapses_at unless kept) or firm, until given back.
+
+/** A step of a claim's life; now is the decider's time (the claims log's log time on a cluster). */
+export type ClaimStep =
+  | { op: 'intent', claim: string, parts: number[], hold_ms?: number, timeout_ms: number }
+  | { op: 'commit' | 'abort' | 'keep' | 'expire', claim: string }
+  | { op: 'give', claim: string, from: 'held' | 'firm' }
+
+/**
+ * Moves a claim one step, or refuses: a commit comes only from the node (in the life) that declared the intent; an
+ * abort from it, or from anyone once the intent is past its time; a keep only before the hold lapses, an expire only
+ * after; a give only from the state the giver read. What is refused changes nothing.
+ */
+export function stepClaim (store: Store, step: ClaimStep, now: number, by: { node: string, incarnation: string }): ClaimOutcome {
+  const c = store.capacityClaims.get(step.claim)
+  const put = (next: ClaimRecord): ClaimOutcome => {
+    if (c?.lapses_at !== undefined) store.capacityLapses.removeSync([c.lapses_at, step.claim])
+    if (next.lapses_at !== undefined) store.capacityLapses.putSync([next.lapses_at, step.claim], true)
+    store.capacityClaims.putSync(step.claim, next)
+    return { ok: true }
+  }
+  if (step.op === 'intent') return c !== undefined ? { ok: false, reason: 'duplicate' } : put({ state: 'pending', parts: step.parts, node: by.node, incarnation: by.incarnation, intent_at: now, timeout_ms: step.timeout_ms, ...(step.hold_ms !== undefined ? { hold_ms: step.hold_ms } : {}) })
+  if (c === undefined) return { ok: false, reason: 'claim_gone' }
+  const { lapses_at: _lapses, ...rest } = c
+  const lapsed = c.state === 'held' && c.lapses_at! <= now
+  switch (step.op) {
+    case 'commit':
+      if (c.state !== 'pending' || by.node !== c.node || by.incarnation !== c.incarnation) return { ok: false, reason: c.state === 'pending' ? 'not_the_coordinator' : 'decided' }
+      return put(c.hold_ms !== undefined ? { ...rest, state: 'held', lapses_at: now + c.hold_ms } : { ...rest, state: 'firm' })
+    case 'abort':
+      if (c.state !== 'pending') return { ok: false, reason: 'decided' }
+      if ((by.node !== c.node || by.incarnation !== c.incarnation) && now < c.intent_at + c.timeout_ms) return { ok: false, reason: 'not_due' }
+      return put({ ...rest, state: 'aborted' })
+    case 'keep':
+      if (c.state === 'firm') return { ok: true }
+      if (c.state !== 'held') return { ok: false, reason: 'claim_gone' }
+      return lapsed ? { ok: false, reason: 'expired' } : put({ ...rest, state: 'firm' })
+    case 'expire':
+      return lapsed ? put({ ...rest, state: 'given' }) : { ok: false, reason: 'not_due' }
+    case 'give':
+      if (c.state !== step.from) return { ok: false, reason: 'claim_gone' }
+      return lapsed ? { ok: false, reason: 'expired' } : put({ ...rest, state: 'given' })
+  }
+}
+
+/** What a claim's parts must do once a step moved it: keep or drop tentative parts, or give taken ones back. */
+export function partsFollow (store: Store, claim: string): { op: 'settle', outcome: 'commit' | 'abort' } | { op: 'release' } | undefined {
+  const state = store.capacityClaims.get(claim)?.state
+  if (state === 'held' || state === 'firm') return { op: 'settle', outcome: 'commit' }
+  if (state === 'aborted') return { op: 'settle', outcome: 'abort' }
+  if (state === 'given') return { op: 'release' }
+  return undefined
+}
