@@ -9,7 +9,8 @@ const SUITES = {
   'clickhouse-server': /^dist\/test\/analytics-server\.test\.js$/,
   'clickhouse-cluster': /^dist\/test\/analytics-cluster\.test\.js$/,
   chromium: /^dist\/test\/(player|player-video|player-serving|dashboard)\.test\.js$/,
-  systemd: /^dist\/test\/supervision\.test\.js$/
+  systemd: /^dist\/test\/supervision\.test\.js$/,
+  faults: /^dist\/test\/(fault-injection|cluster-netns)\.test\.js$/
 }
 
 const results = JSON.parse(readFileSync('dist/test-results.json', 'utf8'))

@@ -106,6 +106,11 @@ export interface ClusterConfig {
    * CLUSTER_ACK_TIMEOUT_MS: how long a write to replicated state waits for the engine's quorum before it answers 503
    * (the write stands on this node and ships when the engine is back; a retry with its Idempotency-Key replays it).
    */
+  /**
+   * CLUSTER_PARTITIONS: how many partitions the screens hash into, each with its own log of bookings
+   * (docs/architecture.md). Every node of a cluster must say the same: it names where a screen's bookings are decided.
+   */
+  partitions: number
   ackTimeoutMs: number
   /**
    * CLUSTER_FUNNEL_KEEP_HOURS: how long the engine keeps the funnel stream's events (default 24): how long a node's
@@ -171,7 +176,7 @@ function clusterOf (env: Env, bidTtlSeconds: number): ClusterConfig | undefined 
   if (nodeId === undefined || !/^[A-Za-z0-9_-]{1,64}$/.test(nodeId)) throw new Error('CLUSTER_NATS_URLS needs CLUSTER_NODE_ID: a name unique in the cluster (letters, digits, - and _)')
   // Generated ones would differ per node: a key sealed on one could not be opened on another, nor the operator sign in.
   for (const name of ['ADMIN_TOKEN', 'KEY_ENCRYPTION_KEY']) if (str(env, name) === undefined) throw new Error(`CLUSTER_NATS_URLS needs ${name}, the same on every node`)
-  return { natsUrls: urls, nodeId, replicas: int(env, 'CLUSTER_REPLICAS', 3, 1, 5), ackTimeoutMs: int(env, 'CLUSTER_ACK_TIMEOUT_MS', 5000, 100, 60_000), funnelKeepHours: int(env, 'CLUSTER_FUNNEL_KEEP_HOURS', 24, 1, 24 * 30), bookKeepMs: (bidTtlSeconds + 600) * 1000 }
+  return { natsUrls: urls, nodeId, replicas: int(env, 'CLUSTER_REPLICAS', 3, 1, 5), ackTimeoutMs: int(env, 'CLUSTER_ACK_TIMEOUT_MS', 5000, 100, 60_000), partitions: int(env, 'CLUSTER_PARTITIONS', 16, 1, 256), funnelKeepHours: int(env, 'CLUSTER_FUNNEL_KEEP_HOURS', 24, 1, 24 * 30), bookKeepMs: (bidTtlSeconds + 600) * 1000 }
 }
 
 /** Reads the configuration from an environment (process.env by default); throws on a malformed value. */

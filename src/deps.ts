@@ -65,6 +65,9 @@ export interface Deps {
   endThread: (thread: number) => Promise<boolean>
   /** Answers computed here, handed to the other hot threads. */
   shared: Broadcast
-  /** What /readyz adds about this node's replication (src/cluster/readiness.ts); nothing on a node alone. */
-  readiness: () => Record<string, string>
+  /**
+   * What /readyz adds about this node's replication (src/cluster/readiness.ts), and why it is not ready when it is
+   * not; nothing on a node alone.
+   */
+  readiness: () => { checks: Record<string, string>, unready?: string }
 }

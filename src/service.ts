@@ -32,6 +32,7 @@ import { broadcast } from './hot/broadcast.js'
 import { Supervisor } from './control/supervisor.js'
 import { analyticsOf, relayAnalyticsState } from './control/analytics.js'
 import { startJobs } from './control/jobs.js'
+import { startCapacity } from './control/capacity.js'
 import { joinClusterOf } from './control/join.js'
 import { dashboardFor, supervisorOperations } from './control/operations.js'
 import type { ClusterNode } from './cluster/node.js'
@@ -39,13 +40,14 @@ import { shareSecrets } from './store/secrets.js'
 import { adoptMetaSettings } from './store/settings.js'
 import { adoptCampaignDelivery } from './campaigns/delivery.js'
 import { ShippedChanges } from './cluster/shipped.js'
+import { RehearsedBookings } from './campaigns/rehearsed-bookings.js'
 import { clusterShare } from './cluster/share.js'
 import { leasedLeft } from './campaigns/delivery.js'
 import { ALONE } from './store/store.js'
 import { createLogger, type Logger } from './log.js'
 import { Outbox } from './store/outbox.js'
 import { lockDataDir } from './store/data-dir-lock.js'
-import { openStore, type Store } from './store/store.js'
+import { openStore, type Bookings, type Store } from './store/store.js'
 import { DeliveryLog } from './webhooks/delivery-log.js'
 import { WebhookDispatcher } from './webhooks/dispatcher.js'
 import { webhookKind } from './webhooks/kind.js'
@@ -95,9 +97,9 @@ export interface ServiceOptions {
 
 /**
  * Takes the data directory and the port (or refuses to start), opens the store and resolves the configuration.
- * askBudget: where a cluster node's asks for the next part of a campaign's budget go.
+ * askBudget: where a cluster node's asks for the next part of a campaign's budget go; bookings: how it books.
  */
-async function takeNode (given: Config, log: Logger, askBudget: (campaignId: string, wantMicros: number) => void): Promise<{ lock: Awaited<ReturnType<typeof lockDataDir>>, claimed: ClaimedPort, store: Store, config: ResolvedConfig & { adminToken: string }, url: string }> {
+async function takeNode (given: Config, log: Logger, askBudget: (campaignId: string, wantMicros: number) => void, bookings: Bookings): Promise<{ lock: Awaited<ReturnType<typeof lockDataDir>>, claimed: ClaimedPort, store: Store, config: ResolvedConfig & { adminToken: string }, url: string }> {
   const lock = await lockDataDir(given.dataDir)
   let claimed: ClaimedPort
   try {
@@ -107,7 +109,7 @@ async function takeNode (given: Config, log: Logger, askBudget: (campaignId: str
     throw err
   }
   const port = claimed.port
-  const share = given.cluster !== undefined ? clusterShare(given.cluster.nodeId, { leasedLeft, ask: askBudget }) : ALONE
+  const share = given.cluster !== undefined ? clusterShare(given.cluster.nodeId, { leasedLeft, ask: askBudget }, bookings) : ALONE
   const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs }, undefined, { replicate: given.cluster !== undefined, share })
   const admin = resolveAdminToken(given.adminToken, given.dataDir)
   if (admin.generatedAt !== undefined) log.info('operator token', { path: admin.generatedAt })
@@ -172,26 +174,34 @@ function nodeParts (config: ResolvedConfig, store: Store, clock: Clock, log: Log
  */
 export async function startService ({ config: given, clock = systemClock, log = createLogger(given.logLevel) }: ServiceOptions): Promise<Service> {
   let cluster: ClusterNode | undefined
-  const { lock, claimed, store, config, url } = await takeNode(given, log, (campaignId, wantMicros) => cluster?.leaseBudget(campaignId, wantMicros))
+  let capacity: ReturnType<typeof startCapacity> | undefined
+  // The catalog's jobs book through the logs too (a hold's lapse), once the node has joined.
+  const bookings = new RehearsedBookings({
+    decide: async (base, commands) => await capacity!.decide(base, commands),
+    expire: (claim) => capacity?.expire(claim)
+  }, given.cluster?.partitions ?? 1)
+  const { lock, claimed, store, config, url } = await takeNode(given, log, (campaignId, wantMicros) => cluster?.leaseBudget(campaignId, wantMicros), bookings)
   const { port, adminToken } = config
   const parts = nodeParts(config, store, clock, log, adminToken)
   const { moderator, notices, funnel, claims, sender, webhooks, analytics, idempotency, deliveries } = parts
   const replicated = new ShippedChanges()
-  const ops = { ...parts, config, clock, log, store, cluster: () => cluster, threads: () => threads }
+  const ops = { ...parts, config, clock, log, store, cluster: () => cluster, capacity: () => capacity, threads: () => threads }
   const dashboard = dashboardFor(ops, clock.now())
   const threads: Supervisor = new Supervisor({
     config,
     shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: parts.limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer, claims: { buffer: claims.buffer, counters: claims.counters }, shipped: replicated.buffer, journals: parts.journals }
   }, supervisorOperations(ops, dashboard), log, () => store.refresh())
   // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.
-  const routes = allRoutes({ ...parts, config, clock, store, impIds: new ImpIds(store), proofSigner: ProofSigner.forService(config), journal: openHotJournal(parts.intake, config.dataDir, config.durability, 'supervisor', new JournalTurns(parts.journals, 0)), scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}), readiness: () => ({}) })
+  const routes = allRoutes({ ...parts, config, clock, store, impIds: new ImpIds(store), proofSigner: ProofSigner.forService(config), journal: openHotJournal(parts.intake, config.dataDir, config.durability, 'supervisor', new JournalTurns(parts.journals, 0)), scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}), readiness: () => ({ checks: {} }) })
   try {
     cluster = await joinClusterOf({ ...parts, config, clock, log, store, shipped: replicated, threads })
+    if (cluster !== undefined) capacity = startCapacity(store, cluster, config.cluster!, log)
     await threads.start(config.hotThreads)
     claimed.release()
   } catch (err) {
     claimed.release()
     await threads.close().catch(() => 0)
+    capacity?.stop()
     await cluster?.close().catch(() => {})
     await store.close()
     await lock.release()
@@ -237,6 +247,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
         webhooks.close()
         await sender.close()
         await analytics.close()
+        capacity?.stop()
         await cluster?.close()
         await store.close()
         await lock.release()

@@ -5,8 +5,9 @@ import { analyticsPidOf, approveCreative, clusterAvailable, gymScreens, startTes
 import { eventually, pause } from './helpers/eventually.js'
 
 // Money spent by many nodes (test/helpers/cluster.ts starts the cluster): a campaign's budget spent exactly, each node
-// spending only the parts the engine granted it, and every funnel event counted once in ClickHouse whichever node
-// logged it, analytics processes killed on the way.
+// spending only the parts the engine granted it, every funnel event counted once in ClickHouse whichever node logged
+// it, analytics processes killed on the way, and an agent's guaranteed buy over screens of many partitions booked
+// all or nothing through the logs.
 
 if (clusterAvailable(t)) {
   const c = await startTestCluster(t)
@@ -14,6 +15,13 @@ if (clusterAvailable(t)) {
   let screens: ClusterScreens
   /** The buyer whose $5 campaign the nodes spend. */
   const ad = { key: '' }
+  let ids = 0
+  /** Calls an MCP tool as the buyer through a node. */
+  const tool = async (base: string, name: string, args: Record<string, unknown>) => {
+    const res = await fetch(`${base}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${ad.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: ++ids, method: 'tools/call', params: { name, arguments: args } }) })
+    const body = await res.json() as any
+    return { status: res.status, data: body.result?.structuredContent, error: body.result?.isError === true }
+  }
   t.test('the setting: an operator\'s 31 screens, five of them measured, one priced high, a buyer', async (t) => {
     screens = await gymScreens(t, c)
     // A floor of $42.50 on one screen prices the gyms' preferred product at $46.75 CPM: the budget goes in a few plays.
@@ -32,12 +40,6 @@ if (clusterAvailable(t)) {
   t.test('a campaign played through three nodes at once spends exactly its budget: each node spends only the parts the engine granted it', async (t) => {
     const [one, two, three] = c.nodes
     t.equal((await call(one.url, 'PUT', '/admin/v1/seats/creative-buyer/rate-limits', { key: cluster.adminToken, body: { limits: { campaigns: 100000, creatives: 100000 }, reason: 'cluster test' } })).status, 200)
-    let ids = 0
-    const tool = async (base: string, name: string, args: Record<string, unknown>) => {
-      const res = await fetch(`${base}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${ad.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: ++ids, method: 'tools/call', params: { name, arguments: args } }) })
-      const body = await res.json() as any
-      return { status: res.status, data: body.result?.structuredContent, error: body.result?.isError === true }
-    }
     const products = (await tool(one.url, 'get_products', { brief: 'gyms in Austin' })).data.products as Array<{ product_id: string }>
     const preferred = products.find((p) => p.product_id.endsWith(':preferred'))
     t.ok(preferred !== undefined, 'a preferred product of the Austin gyms')
@@ -124,5 +126,30 @@ if (clusterAvailable(t)) {
     await pause(1000)
     const again = await Promise.all(c.nodes.map((n) => summaryOf(n.url)))
     t.same(again.map((s) => [s.plays, s.spend_usd]), [[plays, 5], [plays, 5], [plays, 5]], `the stream's ${resent} messages sent again and loaded by every node: still ${plays} plays and $5 on each`)
+  })
+
+  t.test('an agent\'s guaranteed buy over 31 screens in many partitions books through the logs, every node shows it, and its change rebooks it', async (t) => {
+    const [one, two, three] = c.nodes
+    const products = (await tool(one.url, 'get_products', { brief: 'gyms in Austin' })).data.products as Array<{ product_id: string }>
+    const guaranteed = products.find((p) => p.product_id.endsWith(':guaranteed'))!
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)
+    const screenIds = screens.devices.map((d) => d.screen_id)
+    /** Spots booked tomorrow on each of the 31 screens, as a node shows them. */
+    const bookedVia = async (base: string) => ((await call(base, 'POST', '/openrtb/v2/screens/availability', { key: ad.key, body: { screen_ids: screenIds, start_date: tomorrow, end_date: tomorrow } })).body.data.screens as Array<{ periods: Array<{ booked: number }> }>).map((s) => s.periods[0]!.booked)
+    const before = await bookedVia(one.url)
+    const made = await tool(two.url, 'create_media_buy', {
+      buyer_ref: 'guaranteed-everywhere', start_time: `${tomorrow}T00:00:00Z`, end_time: `${tomorrow}T23:59:00Z`,
+      packages: [{ buyer_ref: 'g', product_id: guaranteed.product_id, pricing_option_id: 'cpm_fixed', budget: 300 }]
+    })
+    t.equal(made.error, false, `a guaranteed buy made through node-2 (${JSON.stringify(made.data?.errors ?? '')})`)
+    const buyId = made.data.media_buy_id as string
+    const booked = await eventually(t, 'every node shows the buy\'s spots on every screen', () => Promise.all([one, two, three].map((n) => bookedVia(n.url))), { every: 100, until: (all) => all.every((b) => JSON.stringify(b) === JSON.stringify(all[0])) && all[0]!.some((x, i) => x > before[i]!) })
+    const added = booked[0]!.map((x, i) => x - before[i]!)
+    t.ok(added.every((x) => x === added[0]) && added[0]! > 0, `${added[0]} spots a day booked on each of the 31 screens, the same on every node`)
+    const changed = await tool(three.url, 'update_media_buy', { media_buy_id: buyId, packages: [{ package_id: 'pkg-0', budget: 600 }] })
+    t.equal(changed.error, false, `its budget doubled through node-3 (${JSON.stringify(changed.data?.errors ?? '')})`)
+    const rebooked = await eventually(t, 'every node shows the buy booked again', () => Promise.all([one, two, three].map((n) => bookedVia(n.url))), { every: 100, until: (all) => all.every((b) => JSON.stringify(b) === JSON.stringify(all[0])) && all[0]![0]! - before[0]! !== added[0] })
+    const now = rebooked[0]!.map((x, i) => x - before[i]!)
+    t.ok(now.every((x) => x === now[0]) && now[0]! > added[0]!, `booked again at ${now[0]} spots a day on each screen, its first ${added[0]} given back: the same on every node`)
   })
 }

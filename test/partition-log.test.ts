@@ -1,14 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdtempSync } from 'node:fs'
 import { join } from 'node:path'
-import { connect, type NatsConnection } from 'nats'
 import t from 'tap'
 import { ensureLogStream, PartitionLog, partitionStream, type PartitionEntry, type PartitionMachine } from '../src/cluster/partition-log.js'
 import { createLogger } from '../src/log.js'
 import { openStore, type Store } from '../src/store/store.js'
-import { natsInstalled, startNatsCluster } from '../scripts/lib/engines/nats.js'
+import { fileEngine } from './helpers/engine.js'
 import { eventually, pause } from './helpers/eventually.js'
-import { skipFile } from './helpers/required.js'
 
 // A partition's log (issue 47's first step) against a real three-member NATS JetStream engine: two nodes, each with
 // its own LMDB, apply one partition's stream. Exclusivity is decided in the log's order, a paused owner's late write
@@ -31,23 +28,15 @@ function bookings (store: Store): PartitionMachine & { booked: () => number } {
   }
 }
 
-if (!natsInstalled()) skipFile(t, 'cluster', 'nats-server is not installed (apt-get install nats-server): the cluster tests run in CI (.ci/run)')
-else {
-  const dir = mkdtempSync(join(tmpdir(), 'oohbid-partition-log-'))
-  const engine = await startNatsCluster(join(dir, 'engine'))
-  const connections: NatsConnection[] = []
-  t.teardown(async () => {
-    for (const nc of connections) await nc.close().catch(() => {})
-    await engine.stop()
-    rmSync(dir, { recursive: true, force: true })
-  })
+const engine = await fileEngine(t, 'partition-log')
+if (engine !== undefined) {
+  const { dir } = engine
   const log = createLogger('error')
   let partition = 0
 
   /** A node of the test: its own store and connection, following one partition's log. */
   const node = async (t: { teardown (fn: () => unknown): void }, name: string, p: number, start = true) => {
-    const nc = await connect({ servers: engine.urls })
-    connections.push(nc)
+    const nc = await engine.connect()
     const store = openStore(mkdtempSync(join(dir, `${name}-`)))
     const machine = bookings(store)
     const part = new PartitionLog({ js: nc.jetstream(), jsm: await nc.jetstreamManager(), store, stream: partitionStream(p), machine, self: { node: name, incarnation: `${name}-life-1` }, leaseMs: LEASE_MS, ttlMs: 5000, ackTimeoutMs: 5000, log })
@@ -58,8 +47,7 @@ else {
   /** A partition of its own for each test. */
   const fresh = async (): Promise<number> => {
     const p = ++partition
-    const nc = await connect({ servers: engine.urls })
-    connections.push(nc)
+    const nc = await engine.connect()
     await ensureLogStream(await nc.jetstreamManager(), partitionStream(p), 3)
     return p
   }
@@ -128,8 +116,7 @@ else {
     const p = await fresh()
     const a = await node(t, 'node-a', p)
     for (let i = 0; i < 3; i++) await a.part.propose(`booking-${i}`, { spots: 1 }, false, 5000)
-    const nc = await connect({ servers: engine.urls })
-    connections.push(nc)
+    const nc = await engine.connect()
     const jsm = await nc.jetstreamManager()
     await jsm.streams.purge(partitionStream(p), { seq: 3 })
     const late = await node(t, 'node-c', p, false)

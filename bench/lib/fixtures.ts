@@ -21,6 +21,14 @@ export async function benchScreen (call: Call): Promise<{ partnerKey: string, sc
   return { partnerKey, screenId: result.screen_id, embedUrl: result.embed_url }
 }
 
+/** A partner of its own with count screens (gyms in Austin): their ids, for bookings spread over many screens. */
+export async function benchScreens (call: Call, count: number): Promise<string[]> {
+  const partner = await call('/v1/partner/register', { method: 'POST', body: { name: 'Bench Bookings', slug: 'bench-bookings', contact_email: 'ops@bookings.example', partner_type: 'screen_operator', domain: 'benchbookings.example' } })
+  const devices = Array.from({ length: count }, (_, i) => ({ device_id: `booked-${i}`, name: `Booked ${i}`, display: { width: 1920, height: 1080 }, location: { lat: 30.2672, lng: -97.7431, venue_type: 'gym', city: 'Austin', state: 'TX', country: 'US' } }))
+  const { results } = await call('/v1/partner/devices/batch', { method: 'POST', key: partner.api_key.key, body: { devices } }) as { results: Array<{ screen_id: string }> }
+  return results.map((r) => r.screen_id)
+}
+
 /**
  * An approved creative (with any other creative fields given): the PNG uploaded and moderated, or without one a URL
  * that fails at once; approved on review by the operator when moderation did not approve it.

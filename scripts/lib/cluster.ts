@@ -50,6 +50,20 @@ export interface LocalClusterOptions {
   frontPort: number
   /** The environment every node starts with (npm start's own: ADMIN_TOKEN, HOT_THREADS, LOG_LEVEL...). */
   env: Record<string, string | undefined>
+  /**
+   * What differs for one node, by its id (node-1...), asked before it first starts (issue 47's faults,
+   * scripts/lib/faults/launch.ts): a command prefix (`ip netns exec <ns>`), environment over env (a moved clock's
+   * LD_PRELOAD and FAKETIME, the engine's urls as relayed to a namespace), and the address it listens on and is
+   * reached at (default 127.0.0.1).
+   */
+  launch?: (id: string, engine: NatsEngine) => Promise<NodeLaunch | undefined> | NodeLaunch | undefined
+}
+
+/** How one node is launched (LocalClusterOptions.launch). */
+export interface NodeLaunch {
+  wrap?: string[]
+  env?: Record<string, string>
+  host?: string
 }
 
 /**
@@ -74,17 +88,23 @@ export async function startLocalCluster (options: LocalClusterOptions): Promise<
   try {
     const frontPort = options.frontPort === 0 ? await freePort() : options.frontPort
     const frontUrl = `http://127.0.0.1:${frontPort}`
-    const node = async (i: number): Promise<ClusterNodeProcess> => nodeProcess(`node-${i}`, await freePort(), join(dir, `node-${i}`), {
-      ...options.env,
-      ...secrets,
-      HOST: '127.0.0.1',
-      BASE_URL: frontUrl,
-      TRUST_PROXY: '127.0.0.1',
-      CLUSTER_NATS_URLS: engine.urls.join(','),
-      CLUSTER_NODE_ID: `node-${i}`,
-      // One demo market runs against the front (scripts/cluster.ts), not one a node.
-      DEMO_FLEET: '0'
-    })
+    const node = async (i: number): Promise<ClusterNodeProcess> => {
+      const id = `node-${i}`
+      const launch = (await options.launch?.(id, engine)) ?? {}
+      const host = launch.host ?? '127.0.0.1'
+      return nodeProcess(id, host, await freePort(), join(dir, id), {
+        ...options.env,
+        ...secrets,
+        HOST: host,
+        BASE_URL: frontUrl,
+        TRUST_PROXY: '127.0.0.1',
+        CLUSTER_NATS_URLS: engine.urls.join(','),
+        CLUSTER_NODE_ID: id,
+        // One demo market runs against the front (scripts/cluster.ts), not one a node.
+        DEMO_FLEET: '0',
+        ...launch.env
+      }, launch.wrap ?? [])
+    }
     for (let i = 1; i <= options.nodes; i++) nodes.push(await node(i))
     await Promise.all(nodes.map((n) => n.start()))
     const config = join(dir, 'haproxy.cfg')
@@ -135,12 +155,12 @@ function sharedSecrets (dir: string, env: Record<string, string | undefined>): {
 }
 
 /** A node as users run one (node dist/src/main.js), its log appended to DATA_DIR/node.log. */
-function nodeProcess (id: string, port: number, dataDir: string, env: Record<string, string | undefined>): ClusterNodeProcess {
+function nodeProcess (id: string, host: string, port: number, dataDir: string, env: Record<string, string | undefined>, wrap: string[]): ClusterNodeProcess {
   let child: ChildProcess | undefined
   mkdirSync(dataDir, { recursive: true })
   return {
     id,
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host}:${port}`,
     dataDir,
     get pid () { return child?.exitCode === null && child.signalCode === null ? child.pid : undefined },
     async kill (signal = 'SIGTERM') {
@@ -152,7 +172,9 @@ function nodeProcess (id: string, port: number, dataDir: string, env: Record<str
     },
     start () {
       const log = createWriteStream(join(dataDir, 'node.log'), { flags: 'a' })
-      const started = spawn(process.execPath, [join(root, 'dist', 'src', 'main.js')], {
+      // A wrap must exec the node (ip netns exec does), so that pid, kill and SIGSTOP reach the node itself.
+      const [command, ...args] = [...wrap, process.execPath, join(root, 'dist', 'src', 'main.js')]
+      const started = spawn(command!, args, {
         env: { ...env, PORT: String(port), DATA_DIR: dataDir },
         stdio: ['ignore', 'pipe', 'pipe']
       })

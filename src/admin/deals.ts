@@ -17,6 +17,7 @@ export function adminDealRoutes ({ store, outbox, inventory }: Deps): RouteDef[]
     data: 'Deal',
     errors: ['deal_not_found', 'invalid_transition', 'capacity_unavailable'],
     exclusive: catalogRecord,
+    books: true,
     handler: (ctx) => ok(dealView(moveDeal({ store, outbox, inventory }, ctx.params.dealId!, name, ctx.body.reason, ctx.now)))
   })
   return [

@@ -27,6 +27,11 @@ export interface ToolCall {
   now: number
   /** ?dry_run=true (or X-Dry-Run on an approved seat): the tools run their checks and answer, and nothing they would record is kept. */
   dryRun: boolean
+  /**
+   * The request's bookings (Bookings.current), which its transactions run within: its tools record on later turns
+   * than the request's own (undefined where bookings are decided in the request's transaction).
+   */
+  booking: unknown
 }
 
 /** This agent's own URL (its MCP endpoint), as AdCP names agents: in format ids, signal deployments, property lists. */
@@ -45,13 +50,15 @@ class DryRun<T> {
  * Runs fn in one write transaction: everything a tool records happens together or not at all (a refusal thrown
  * halfway writes nothing). In a dry run the transaction is rolled back once fn has answered.
  */
-export function record<T> (call: Pick<ToolCall, 'store' | 'dryRun'>, fn: () => T): T {
+export function record<T> (call: Pick<ToolCall, 'store' | 'dryRun' | 'booking'>, fn: () => T): T {
+  const transaction = (): T => call.store.write(() => {
+    const result = fn()
+    if (call.dryRun) throw new DryRun(result)
+    return result
+  })
   try {
-    return call.store.write(() => {
-      const result = fn()
-      if (call.dryRun) throw new DryRun(result)
-      return result
-    })
+    const bookings = call.store.share.bookings
+    return bookings === undefined ? transaction() : bookings.within(call.booking, transaction)
   } catch (err) {
     if (err instanceof DryRun) return err.result as T
     throw err

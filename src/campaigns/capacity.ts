@@ -146,11 +146,13 @@ export function settlePart (store: Store, claim: string, partition: number, outc
   return { ok: true }
 }
 
-/** Gives a taken part back (its claim was released, expired or booked again); a tentative part waits for its settlement. */
+/**
+ * Gives a part back (its claim was released, expired or booked again). A claim is given only once committed, so a
+ * release that lands before the commit's settlement drops a tentative part too, and the settlement finds it settled.
+ */
 export function releasePart (store: Store, claim: string, partition: number): ClaimOutcome {
   const part = store.capacityParts.get([claim, partition])
   if (part === undefined || part.state === 'dropped') return { ok: false, reason: 'claim_gone' }
-  if (part.state === 'tentative') return { ok: false, reason: 'pending' }
   moveBooked(store, part.items, -1)
   store.capacityParts.putSync([claim, partition], { items: [], state: 'dropped' })
   return { ok: true }
@@ -168,8 +170,9 @@ export type ClaimStep =
 
 /**
  * Moves a claim one step, or refuses: a commit comes only from the node (in the life) that declared the intent; an
- * abort from it, or from anyone once the intent is past its time; a keep only before the hold lapses, an expire only
- * after; a give only from the state the giver read. What is refused changes nothing.
+ * abort from it, or from anyone once the intent is past its time; a keep only of a hold, before it lapses (once: two
+ * confirmations of one hold make one placement), an expire only after; a give only from the state the giver read.
+ * What is refused changes nothing.
  */
 export function stepClaim (store: Store, step: ClaimStep, now: number, by: { node: string, incarnation: string }): ClaimOutcome {
   const c = store.capacityClaims.get(step.claim)
@@ -192,11 +195,11 @@ export function stepClaim (store: Store, step: ClaimStep, now: number, by: { nod
       if ((by.node !== c.node || by.incarnation !== c.incarnation) && now < c.intent_at + c.timeout_ms) return { ok: false, reason: 'not_due' }
       return put({ ...rest, state: 'aborted' })
     case 'keep':
-      if (c.state === 'firm') return { ok: true }
+      if (c.state === 'expired') return { ok: false, reason: 'expired' }
       if (c.state !== 'held') return { ok: false, reason: 'claim_gone' }
       return lapsed ? { ok: false, reason: 'expired' } : put({ ...rest, state: 'firm' })
     case 'expire':
-      return lapsed ? put({ ...rest, state: 'given' }) : { ok: false, reason: 'not_due' }
+      return lapsed ? put({ ...rest, state: 'expired' }) : { ok: false, reason: 'not_due' }
     case 'give':
       if (c.state !== step.from) return { ok: false, reason: 'claim_gone' }
       return lapsed ? { ok: false, reason: 'expired' } : put({ ...rest, state: 'given' })
@@ -208,6 +211,6 @@ export function partsFollow (store: Store, claim: string): { op: 'settle', outco
   const state = store.capacityClaims.get(claim)?.state
   if (state === 'held' || state === 'firm') return { op: 'settle', outcome: 'commit' }
   if (state === 'aborted') return { op: 'settle', outcome: 'abort' }
-  if (state === 'given') return { op: 'release' }
+  if (state === 'given' || state === 'expired') return { op: 'release' }
   return undefined
 }

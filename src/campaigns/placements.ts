@@ -7,7 +7,7 @@ import type { Outbox } from '../store/outbox.js'
 import type { CreativeWeight, Daypart, LiveAudience } from '../generated/types.js'
 import type { AssignmentRecord, CampaignRecord } from './records.js'
 import type { Store } from '../store/store.js'
-import { rebook, take } from './screen-bookings.js'
+import { rebook, recordIdOf, take } from './screen-bookings.js'
 
 /** How a placement plays and pays beyond its spots (the waterfall line it is; absent: a guaranteed line charging nothing). */
 export type LineTerms = Partial<Pick<AssignmentRecord, 'line' | 'cpm' | 'pacing' | 'dayparts' | 'audience' | 'rotation'>>
@@ -22,7 +22,8 @@ export function place (deps: { store: Store, outbox: Outbox, config: Pick<Resolv
   const { store, outbox, config } = deps
   const spots = body.spots_per_day
   const claim = booked !== undefined ? booked.claim : (body.line ?? 'guaranteed') === 'guaranteed' ? take(store, screens, body.start_date, body.end_date, spots, now, undefined, body.dayparts).claim : undefined
-  const id = `as_${randomUUID().replace(/-/g, '')}`
+  // A booked placement is named by its claim: the same booking run twice (a retry, a node woken from a pause) makes one.
+  const id = claim !== undefined ? recordIdOf('as', claim) : `as_${randomUUID().replace(/-/g, '')}`
   const a: AssignmentRecord = {
     assignment_id: id,
     seat_id: seatId,

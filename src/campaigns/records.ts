@@ -77,7 +77,7 @@ export interface ClaimPart {
 
 /** A claim's life (src/campaigns/capacity.ts stepClaim), with the partitions its parts are in. */
 export interface ClaimRecord {
-  state: 'pending' | 'held' | 'firm' | 'given' | 'aborted'
+  state: 'pending' | 'held' | 'firm' | 'given' | 'expired' | 'aborted'
   parts: number[]
   /** The node, in one life of its process, that declared it: only it commits. */
   node: string
@@ -133,20 +133,24 @@ export const campaignTables = {
   assignments: table<AssignmentRecord>({ name: 'assignments', replication: 'quorum', owners: ['src/campaigns/'] }),
   reservations: table<ReservationRecord>({ name: 'reservations', replication: 'quorum', owners: ['src/campaigns/'] }),
   deals: cachedTable<DealRecord>({ name: 'deals', replication: 'quorum', owners: ['src/campaigns/'] }),
+  // Screen time's rows: written where bookings are decided, in the request's transaction on a node alone, by the
+  // logs' apply on every node of a cluster (capacity-logs.ts), so never replicated as rows.
   /** [screen_id, date] -> spots taken by placements, held reservations and guaranteed deals. */
-  booked: table<number, [string, string]>({ name: 'booked', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
+  booked: table<number, [string, string]>({ name: 'booked', ordered: true, replication: 'local', owners: ['src/campaigns/'] }),
   /** [screen_id, date, hour] -> spots of that day booked in that hour by guaranteed lines with dayparts. */
-  bookedHours: table<number, [string, string, number]>({ name: 'booked_hours', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
+  bookedHours: table<number, [string, string, number]>({ name: 'booked_hours', ordered: true, replication: 'local', owners: ['src/campaigns/'] }),
   /** [screen_id, start_date, assignment_id] -> assignment_id: what each screen plays (the player feed reads it). */
   placements: table<string, [string, string, string]>({ name: 'placements', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
   /** [claim, partition] -> what the claim booked in that partition of the screens (src/campaigns/capacity.ts). */
-  capacityParts: table<ClaimPart, [string, number]>({ name: 'capacity_parts', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
+  capacityParts: table<ClaimPart, [string, number]>({ name: 'capacity_parts', ordered: true, shapes: true, replication: 'local', owners: ['src/campaigns/'] }),
   /** claim -> its life. */
-  capacityClaims: table<ClaimRecord>({ name: 'capacity_claims', replication: 'quorum', owners: ['src/campaigns/'] }),
+  capacityClaims: table<ClaimRecord>({ name: 'capacity_claims', shapes: true, replication: 'local', owners: ['src/campaigns/'] }),
   /** [lapses_at ms, claim] -> true: held claims in the order they lapse. */
-  capacityLapses: table<true, [number, string]>({ name: 'capacity_lapses', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
+  capacityLapses: table<true, [number, string]>({ name: 'capacity_lapses', ordered: true, replication: 'local', owners: ['src/campaigns/'] }),
+  /** claim -> true: claims of several partitions pending, or whose parts may not follow their last move yet (capacity-logs.ts). */
+  capacityOpen: table<true>({ name: 'capacity_open', replication: 'local', owners: ['src/campaigns/'] }),
   /** screen_id -> the newest version of the screen a take in its partition was read from. */
-  capacityScreens: table<number>({ name: 'capacity_screens', replication: 'quorum', owners: ['src/campaigns/'] }),
+  capacityScreens: table<number>({ name: 'capacity_screens', replication: 'local', owners: ['src/campaigns/'] }),
   /** [expires ms, reservation_id] -> reservation_id: holds in expiry order. */
   holds: table<string, [number, string]>({ name: 'holds', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
   /** campaign_id -> the budget this node's exchange bids in flight hold (its spend is in campaignDelivery). */

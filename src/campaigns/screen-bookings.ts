@@ -31,7 +31,9 @@ const LOCAL: Bookings = {
     const given = stepClaim(store, why === 'expire' ? { op: 'expire', claim } : { op: 'give', claim, from: why === 'release' ? 'held' : 'firm' }, now, ALONE)
     return given.ok ? releasePart(store, claim, 0) : given
   },
-  keep: (store, claim, now) => stepClaim(store, { op: 'keep', claim }, now, ALONE)
+  keep: (store, claim, now) => stepClaim(store, { op: 'keep', claim }, now, ALONE),
+  current: () => undefined,
+  within: (_booking, fn) => fn()
 }
 
 const bookings = (store: Store): Bookings => store.share.bookings ?? LOCAL

@@ -9,10 +9,22 @@ import { BudgetLeases, type BudgetBook } from './budget-leases.js'
 import { connectEngine } from './engine.js'
 import { ObjectReplica } from './objects.js'
 import { RateLeases } from './rate-leases.js'
+import { ensureLogStream, PartitionLog, type PartitionMachine } from './partition-log.js'
+import { LOG_STOPPED } from './readiness.js'
+import type { Verdict } from './records.js'
 import { RecordLocks } from './record-locks.js'
 import { ChangeShipper } from './shipper.js'
 import type { ShippedChanges } from './shipped.js'
 import { NameClaims } from './unique-names.js'
+
+/** How long, in a log's time, its owner's beats may stop before a takeover is accepted. */
+const LOG_LEASE_MS = 10_000
+
+/**
+ * How long after its proposal a command may land in a log and still be applied: a publish buffered by a client cut off
+ * from the engine, sent minutes later, takes nothing.
+ */
+const COMMAND_TTL_MS = 30_000
 
 /** This node's part in a cluster, run by the supervisor. */
 export interface ClusterNode {
@@ -36,6 +48,13 @@ export interface ClusterNode {
   leaseBudget (campaignId: string, wantMicros: number): void
   /** Resolves true once this node has applied every change the state bucket held when called; false after a second. */
   caughtUp (): Promise<boolean>
+  /**
+   * Proposes an unfenced command to one of the logs this node follows (a booking: src/campaigns/capacity-logs.ts); its
+   * verdict once this node has applied it, undefined when the engine did not acknowledge it or it was not applied in
+   * time.
+   */
+  propose (stream: string, key: string, body: unknown): Promise<Verdict | undefined>
+
   close (): Promise<void>
 }
 
@@ -43,7 +62,7 @@ export interface ClusterNode {
  * Joins the cluster: connects to the engine, ships what this node recorded and did not ship before it stopped, and
  * applies what the other nodes changed meanwhile, before the hot threads serve (startService awaits this).
  */
-export async function joinCluster (deps: { cluster: ClusterConfig, store: Store, objects: ObjectStore, shipped: ShippedChanges, limiter: RateLimiter, budgets: BudgetBook, log: Logger, onShipped: () => void, onGranted: () => void, onApplied: AppliedHook }): Promise<ClusterNode> {
+export async function joinCluster (deps: { cluster: ClusterConfig, store: Store, objects: ObjectStore, shipped: ShippedChanges, limiter: RateLimiter, budgets: BudgetBook, log: Logger, onShipped: () => void, onGranted: () => void, onApplied: AppliedHook, logs: Array<{ stream: string, machine: PartitionMachine }> }): Promise<ClusterNode> {
   const { cluster, store, shipped, log } = deps
   const changes = store.changes
   if (changes === undefined) throw new Error('a cluster node needs a store opened with replicate: true')
@@ -89,6 +108,17 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   })
   await applier.start(engine)
   replica.resume()
+  // This process's life: a command it proposed before a restart is not its to decide now (a claim's commit).
+  const self = { node: cluster.nodeId, incarnation: randomBytes(8).toString('hex') }
+  const logs = new Map<string, PartitionLog>()
+  store.write(() => store.meta.removeSync(LOG_STOPPED))
+  const onStopped = (stream: string) => (err: Error) => store.write(() => store.meta.putSync(LOG_STOPPED, `${stream}: ${err.message}`))
+  for (const { stream, machine } of deps.logs) {
+    await ensureLogStream(engine.jsm, stream, cluster.replicas)
+    const log = new PartitionLog({ js: engine.js, jsm: engine.jsm, store, stream, machine, self, leaseMs: LOG_LEASE_MS, ttlMs: COMMAND_TTL_MS, ackTimeoutMs: cluster.ackTimeoutMs, log: deps.log, onStopped: onStopped(stream) })
+    await log.start()
+    logs.set(stream, log)
+  }
   // Retries what the engine did not acknowledge (a member lost, no quorum for a while).
   const timer = setInterval(() => shipper.kick(), 1000)
   timer.unref()
@@ -100,10 +130,17 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     lock: (name, owner) => locks.lock(name, owner, cluster.ackTimeoutMs),
     unlock: (name, n) => locks.unlock(name, n),
     caughtUp: () => applier.caughtUp(engine, 1000),
+    async propose (stream, key, body) {
+      const log = logs.get(stream)
+      if (log === undefined) throw new Error(`this node follows no log ${stream}`)
+      return await log.propose(key, body, false, cluster.ackTimeoutMs).catch(() => undefined)
+    },
+
     lease: (ask) => leases.ask(ask),
     leaseBudget: (campaignId, wantMicros) => budgets.ask(campaignId, wantMicros),
     async close () {
       clearInterval(timer)
+      for (const l of logs.values()) l.stop()
       applier.stop()
       replica.stop()
       locks.stop()

@@ -57,6 +57,8 @@ export interface PartitionLogOptions {
   /** How long an append waits for the engine's acknowledgement. */
   ackTimeoutMs: number
   log: Logger
+  /** The apply loop stopped for good (PartitionGap, or a failing store): the node must not serve as if it followed. */
+  onStopped?: (err: Error) => void
 }
 
 /**
@@ -130,6 +132,10 @@ export class PartitionLog {
   #messages: ConsumerMessages | undefined
   #stopped = false
   #failure: Error | undefined
+  /** The mark as last committed: this log's apply is its only writer on this node. */
+  #mark: PartitionMark | undefined
+  /** Entries delivered and not applied yet: applied together, on the next turn. */
+  #arrived: JsMsg[] = []
   /**
    * The log time of the newest entry applied while it was the log's head, and when (performance.now()): a command is
    * stamped with log time estimated from it, so a node whose wall clock is off by a minute does not have every
@@ -143,18 +149,13 @@ export class PartitionLog {
 
   /** The log as this node has applied it (a fresh mark before the first entry). */
   mark (): PartitionMark {
-    return this.#o.store.partitionMarks.get(this.#o.stream) ?? { stream_created: '', applied: 0, digest: '', log_time: 0, epoch: 0, last_beat_at: 0 }
+    return this.#mark ??= this.#o.store.partitionMarks.get(this.#o.stream) ?? { stream_created: '', applied: 0, digest: '', log_time: 0, epoch: 0, last_beat_at: 0 }
   }
 
   /** Whether this node, in this life, owns the partition as of what it has applied. */
   owns (): boolean {
     const owner = this.mark().owner
     return owner !== undefined && owner.node === this.#o.self.node && owner.incarnation === this.#o.self.incarnation
-  }
-
-  /** Why the apply loop stopped (a gap, or the engine's log unlike what this node applied), once it has. */
-  get stopped (): Error | undefined {
-    return this.#failure
   }
 
   /**
@@ -172,16 +173,49 @@ export class PartitionLog {
       const at = await jsm.streams.getMessage(log, { seq: mark.applied }).catch(() => undefined)
       if (at === undefined || digestOf(at.seq, at.data) !== mark.digest) throw new PartitionGap(`${log}'s entry ${mark.applied} is not the one this node applied`)
     }
-    if (mark.stream_created === '') store.write(() => store.partitionMarks.putSync(log, { ...mark, stream_created: info.created }))
+    if (mark.stream_created === '') {
+      const created = { ...mark, stream_created: info.created }
+      store.write(() => store.partitionMarks.putSync(log, created))
+      this.#mark = created
+    }
     const consumer = await js.consumers.get(log, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: mark.applied + 1 })
     const messages = this.#messages = await consumer.consume()
     void (async () => {
-      for await (const m of messages) this.#apply(m)
-    })().catch((err: unknown) => {
-      if (this.#stopped) return
-      this.#failure = err instanceof Error ? err : new Error(String(err))
-      this.#o.log.error('log: the apply loop stopped; this node no longer follows it', { log, error: this.#failure.message })
-    })
+      for await (const m of messages) {
+        // Entries delivered together apply in one transaction: a commit each cost the node most of a booking's CPU.
+        if (this.#arrived.push(m) === 1) setImmediate(() => this.#applyArrived())
+      }
+    })().catch((err: unknown) => this.#fail(err))
+  }
+
+  #fail (err: unknown): void {
+    if (this.#stopped || this.#failure !== undefined) return
+    this.#failure = err instanceof Error ? err : new Error(String(err))
+    this.#messages?.stop()
+    this.#o.log.error('log: the apply loop stopped; this node no longer follows it', { log: this.#o.stream, error: this.#failure.message })
+    this.#o.onStopped?.(this.#failure)
+  }
+
+  #applyArrived (): void {
+    const batch = this.#arrived
+    this.#arrived = []
+    if (this.#failure !== undefined || batch.length === 0) return
+    const { store, stream } = this.#o
+    try {
+      this.#mark = store.write(() => {
+        let mark = this.mark()
+        for (const m of batch) mark = this.#apply(m, mark)
+        store.partitionMarks.putSync(stream, mark)
+        return mark
+      })
+    } catch (err) {
+      this.#mark = undefined
+      return this.#fail(err)
+    }
+    const last = batch[batch.length - 1]!
+    // An entry read from the backlog says nothing of the log's present; the head does.
+    if (last.info.pending === 0) this.#head = { logTime: this.mark().log_time, at: performance.now() }
+    this.#applied.reached(this.mark().applied)
   }
 
   stop (): void {
@@ -189,26 +223,21 @@ export class PartitionLog {
     this.#messages?.stop()
   }
 
-  #apply (m: JsMsg): void {
+  /** Applies one entry after mark, inside the transaction of its batch; the mark after it. */
+  #apply (m: JsMsg, mark: PartitionMark): PartitionMark {
     const { store, stream: log, machine, leaseMs, ttlMs } = this.#o
-    const mark = this.mark()
-    if (m.seq <= mark.applied) return
+    if (m.seq <= mark.applied) return mark
     if (m.seq !== mark.applied + 1) throw new PartitionGap(`${log}: entry ${m.seq} after ${mark.applied}`)
     const entry = JSON.parse(Buffer.from(m.data).toString('utf8')) as PartitionEntry
     const timestamp = Math.floor(m.info.timestampNanos / 1e6)
-    store.write(() => {
-      const decidedKey = entry.t === 'cmd' && store.partitionKeys.get([log, entry.key]) !== undefined
-      const decided = decideEntry(mark, decidedKey, entry, timestamp, { leaseMs, ttlMs })
-      const next: PartitionMark = { ...decided.mark, applied: m.seq, digest: digestOf(m.seq, m.data) }
-      const verdict = decided.verdict === 'machine' ? machine.apply((entry as { body: unknown }).body, { log, seq: m.seq, logTime: next.log_time, from: { node: entry.node, incarnation: entry.incarnation } }) : decided.verdict
-      const key = entry.t === 'cmd' ? entry.key : `${entry.t}:${entry.epoch}:${entry.node}:${entry.incarnation}`
-      store.partitionVerdicts.putSync([log, m.seq], { key, verdict })
-      if (entry.t === 'cmd' && decided.verdict === 'machine' && !RETRYABLE.has(verdict.reason ?? '')) store.partitionKeys.putSync([log, entry.key], m.seq)
-      store.partitionMarks.putSync(log, next)
-    })
-    // An entry read from the backlog says nothing of the log's present; the head does.
-    if (m.info.pending === 0) this.#head = { logTime: this.mark().log_time, at: performance.now() }
-    this.#applied.reached(m.seq)
+    const decidedKey = entry.t === 'cmd' && store.partitionKeys.get([log, entry.key]) !== undefined
+    const decided = decideEntry(mark, decidedKey, entry, timestamp, { leaseMs, ttlMs })
+    const next: PartitionMark = { ...decided.mark, applied: m.seq, digest: digestOf(m.seq, m.data) }
+    const verdict = decided.verdict === 'machine' ? machine.apply((entry as { body: unknown }).body, { log, seq: m.seq, logTime: next.log_time, from: { node: entry.node, incarnation: entry.incarnation } }) : decided.verdict
+    const key = entry.t === 'cmd' ? entry.key : `${entry.t}:${entry.epoch}:${entry.node}:${entry.incarnation}`
+    store.partitionVerdicts.putSync([log, m.seq], { key, verdict })
+    if (entry.t === 'cmd' && decided.verdict === 'machine' && !RETRYABLE.has(verdict.reason ?? '')) store.partitionKeys.putSync([log, entry.key], m.seq)
+    return next
   }
 
   /** Now in log time, as far as this node can tell: its wall clock only until it has seen the log's head. */

@@ -1,13 +1,22 @@
 import type { Store } from '../store/store.js'
 import { appliedRevision } from './applied-revision.js'
 
+/** meta key: a log this node stopped following, and why (src/cluster/node.ts). */
+export const LOG_STOPPED = 'cluster:log_stopped'
+
 /**
  * What a cluster node's /readyz adds (checks.cluster): how many of its transactions wait to ship to the engine, and
  * through which revision it has applied the replicated state. A node stays ready while the engine is away (it serves
- * bids and reads); this says how far behind it is.
+ * bids and reads); this says how far behind it is. It is not ready once it stopped following one of the logs its
+ * bookings are decided in: what it would answer of them is no longer the cluster's.
  */
-export function replicationChecks (nodeId: string, store: Store): () => Record<string, string> {
-  return (): Record<string, string> => store.changes === undefined
-    ? {}
-    : { cluster: `${nodeId}: ${store.changes.waiting} transactions waiting to ship to the engine; replicated state applied through revision ${appliedRevision(store)}` }
+export function replicationChecks (nodeId: string, store: Store): () => { checks: Record<string, string>, unready?: string } {
+  return (): { checks: Record<string, string>, unready?: string } => {
+    if (store.changes === undefined) return { checks: {} }
+    const stopped = store.meta.get(LOG_STOPPED) as string | undefined
+    return {
+      checks: { cluster: `${nodeId}: ${store.changes.waiting} transactions waiting to ship to the engine; replicated state applied through revision ${appliedRevision(store)}` },
+      ...(stopped !== undefined ? { unready: `${nodeId} stopped following a log (${stopped}); restart it to rebuild` } : {})
+    }
+  }
 }

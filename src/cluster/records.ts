@@ -42,9 +42,9 @@ export interface EntryVerdict {
 /** The cluster's own tables (src/store/tables.ts). */
 export const clusterTables = {
   /** log (its stream's name) -> how far this node applied it. */
-  partitionMarks: table<PartitionMark, string>({ name: 'partition_marks', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
+  partitionMarks: table<PartitionMark, string>({ name: 'partition_marks', ordered: true, shapes: true, replication: 'local', owners: ['src/cluster/'] }),
   /** [log, sequence]: every applied entry's verdict. */
-  partitionVerdicts: table<EntryVerdict, [string, number]>({ name: 'partition_verdicts', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
+  partitionVerdicts: table<EntryVerdict, [string, number]>({ name: 'partition_verdicts', ordered: true, shapes: true, replication: 'local', owners: ['src/cluster/'] }),
   /** [log, command key]: the sequence whose verdict is the key's outcome (accepted, or a refusal of the machine's). */
   partitionKeys: table<number, [string, string]>({ name: 'partition_keys', ordered: true, replication: 'local', owners: ['src/cluster/'] })
 }

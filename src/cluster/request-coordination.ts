@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import type { BeforeHandler, Coordination, RequestCoordination } from '../http/coordination.js'
 import type { RateGroup } from '../generated/types.js'
 import type { RateDecision } from '../http/rate-limit.js'
+import type { Result } from '../http/route.js'
 import type { NodeLink } from './link.js'
 
 /** What a cluster node's request coordination needs besides its link to the cluster. */
@@ -13,6 +15,21 @@ export interface ClusterRequestDeps {
   stored: (claim: string) => boolean
   /** The thread's journal: resolves with the seq its turn recorded once the turn has committed. */
   journal: { applied (): Promise<number> | undefined }
+  /** Bookings of screen time decided in the logs (src/campaigns/rehearsed-bookings.ts). */
+  bookings: RequestBookings
+}
+
+/** What a booking route's coordination does with the node's bookings: rehearse, decide, run, give back the rest. */
+export interface RequestBookings<S = unknown, C = unknown> {
+  /** Runs the handler as a rehearsal: what it would book. */
+  rehearse (base: string, run: () => Promise<void>): Promise<C[]>
+  /** Has a rehearsal's commands decided; the session the handler then runs with. */
+  decide (base: string, commands: C[]): Promise<S>
+  /** A dry run's session: checked against this node's copy, booking nothing. */
+  dry (): S
+  within<T> (session: S, run: () => T): T
+  /** Gives back what a session took and its run did not commit. */
+  giveBackUnused (session: S): void
 }
 
 /** An Idempotency-Key's name among the names claimed across a cluster. */
@@ -49,6 +66,8 @@ class ClusterRequest implements RequestCoordination {
   #lock: { name: string, n: number, held: boolean } | undefined
   /** The unique name it claimed (RouteDef.unique), with its owner, and whether it still holds it. */
   #name: { name: string, owner: string, won: boolean, held: boolean } | undefined
+  /** What the logs decided it may book (RouteDef.books), once they have. */
+  #booking: unknown
 
   constructor (deps: ClusterRequestDeps, requestId: string) {
     this.#deps = deps
@@ -95,7 +114,42 @@ class ClusterRequest implements RequestCoordination {
       if (this.#name === undefined) return this.#claimName(unique.name, step.owner())
       if (!this.#name.won) throw unique.taken()
     }
+    if (step.books !== undefined && this.#booking === undefined) return this.#book(step)
     return undefined
+  }
+
+  /**
+   * A booking route's handler runs with what the logs decided it may book; a dry run's, checked here. What the run
+   * did not keep is given back.
+   */
+  executing (run: () => Result): Result {
+    const session = this.#booking
+    if (session === undefined) return run()
+    const bookings = this.#deps.bookings
+    let result: Result | undefined
+    try {
+      result = bookings.within(session, run)
+      return result.kind !== 'held' ? result : { kind: 'held', answer: result.answer.finally(() => bookings.giveBackUnused(session)) }
+    } finally {
+      if (result?.kind !== 'held') bookings.giveBackUnused(session)
+    }
+  }
+
+  /**
+   * Rehearses the handler, then has what it books decided in the logs, before it runs for real. Its claims are named
+   * from its Idempotency-Key and request when it has one, so a retry asks for the claims the first try made.
+   */
+  #book (step: BeforeHandler): Promise<void> | undefined {
+    const bookings = this.#deps.bookings
+    if (step.books === 'dry') {
+      this.#booking = bookings.dry()
+      return undefined
+    }
+    const base = step.claim !== undefined ? createHash('sha256').update(`${step.claim}\u0000${step.owner()}`).digest('base64url').slice(0, 22) : this.#id
+    return bookings.rehearse(base, step.rehearse).then(async (commands) => await bookings.decide(base, commands)).then((session) => {
+      this.#booking = session
+      if (this.#ended) bookings.giveBackUnused(session)
+    })
   }
 
   failed (): Promise<void> | undefined {

@@ -1,4 +1,4 @@
-import type { Share, Store } from '../store/store.js'
+import type { Bookings, Share, Store } from '../store/store.js'
 
 /**
  * How long past its imp's expiry a cluster node waits before it settles a bid itself: the node deciding the bid's
@@ -21,7 +21,7 @@ export function clusterShare (node: string, budgets: {
   leasedLeft: (store: Store, campaignId: string) => number
   /** Where this thread's asks for the next part go (its supervisor). */
   ask: (campaignId: string, wantMicros: number) => void
-}): Share {
+}, bookings?: Bookings): Share {
   const asked = new Map<string, number>()
   return {
     expiryGraceMs: CLUSTER_EXPIRY_GRACE_MS,
@@ -29,7 +29,7 @@ export function clusterShare (node: string, budgets: {
     node,
     ownCopy: (store, write) => store.changes !== undefined ? store.changes.applying(write) : write(),
     milestonesWithPlay: false,
-    bookings: undefined,
+    bookings,
     budgetLeft (store, campaignId, reservedMicros, partMicros, owed, now) {
       const left = budgets.leasedLeft(store, campaignId) - reservedMicros
       if (owed && left < partMicros / 2) {

@@ -13,6 +13,7 @@ import type { Logger } from '../log.js'
 import type { Moderator } from '../moderation/moderator.js'
 import { proofApplied } from '../proof/chain.js'
 import { StartRefused } from '../start-refused.js'
+import { capacityMachines } from './capacity.js'
 import type { ObjectStore } from '../store/objects.js'
 import type { Store } from '../store/store.js'
 import type { Supervisor } from './supervisor.js'
@@ -52,6 +53,7 @@ export async function joinClusterOf (d: JoinDeps): Promise<ClusterNode | undefin
     log: d.log,
     onShipped: () => d.threads.notify('shipped'),
     onGranted: () => d.threads.notify('granted'),
+    logs: capacityMachines(store, config.cluster.partitions),
     onApplied: (table, key, previous) => {
       d.inventory.applied(table, key as string)
       seatListApplied(store, table, key as string, previous)

@@ -1,6 +1,7 @@
 import { dashboardOf } from '../admin/dashboard.js'
 import type { Analytics } from '../analytics/client.js'
 import type { Clock } from '../clock.js'
+import type { BookingLink } from '../campaigns/rehearsed-bookings.js'
 import type { ClusterNode } from '../cluster/node.js'
 import type { ResolvedConfig } from '../config.js'
 import type { FunnelLog } from '../events/funnel.js'
@@ -30,6 +31,8 @@ export interface OperationDeps {
   analytics: Analytics
   /** The node's cluster once it has joined; undefined on a single node. */
   cluster: () => ClusterNode | undefined
+  /** Its bookings, decided in the cluster's logs, once it has joined. */
+  capacity: () => BookingLink | undefined
   /** The supervisor these answers are given to (it exists once they are). */
   threads: () => Supervisor
 }
@@ -61,6 +64,12 @@ export function supervisorOperations (d: OperationDeps, dashboard: () => Promise
     caughtUp: async () => await d.cluster()?.caughtUp() ?? false,
     lease: (ask) => d.cluster()?.lease(ask),
     budget: (campaignId, wantMicros) => d.cluster()?.leaseBudget(campaignId, wantMicros),
+    book: async (base, commands) => {
+      const capacity = d.capacity()
+      if (capacity === undefined) throw new Error('not a cluster node')
+      return await capacity.decide(base, commands)
+    },
+    expire: (claim) => d.capacity()?.expire(claim),
     log: (line) => d.log.write(line),
     moderate: (id) => d.moderator.schedule(id),
     analyze: async (url, declaredType) => await d.moderator.analyze(url, declaredType),

@@ -1,4 +1,5 @@
 import type { AnalyticsSource } from '../analytics/source.js'
+import type { BookingCommand, BookingDecisions } from '../campaigns/capacity-logs.js'
 import type { Params } from '../analytics/sql.js'
 import type { ClockShare } from '../clock.js'
 import type { ResolvedConfig } from '../config.js'
@@ -22,6 +23,8 @@ export interface SupervisorCalls {
   lock: (name: string, owner: string) => number | false
   /** Whether this node holds what the cluster acknowledged while it was away (false on a single node). */
   caughtUp: () => boolean
+  /** Decides a booking request's rehearsed commands in the logs (a cluster node only). */
+  book: (base: string, commands: BookingCommand[]) => BookingDecisions
   analyze: (url: string, declaredType: string) => ModerationReply
   query: (sql: string, params?: Params, timeoutMs?: number) => Array<Record<string, unknown>>
   dashboard: () => Dashboard
@@ -39,6 +42,8 @@ export interface SupervisorNotes {
   unlock: (name: string, n: number) => void
   lease: (ask: WindowAsk) => void
   budget: (campaignId: string, wantMicros: number) => void
+  /** Asks the claims log to let a hold lapse. */
+  expire: (claim: string) => void
   moderate: (creativeId: string) => void
   outbox: () => void
   /** Notices queued, the earliest due time of each origin. */

@@ -31,6 +31,7 @@ import { Rpc, type Port } from './rpc.js'
 import { ShippedChanges } from '../cluster/shipped.js'
 import { nodeLinkThrough } from '../cluster/node-link.js'
 import { clusterCoordination } from '../cluster/request-coordination.js'
+import { RehearsedBookings } from '../campaigns/rehearsed-bookings.js'
 import { clusterShare } from '../cluster/share.js'
 import { replicationChecks } from '../cluster/readiness.js'
 import { leasedLeft } from '../campaigns/delivery.js'
@@ -76,7 +77,9 @@ const rpc = new Rpc<ThreadSide, SupervisorSide>(port, {
 const log = createLogger(config.logLevel, (line) => rpc.notify('log', line))
 const clock = clockOf(memory.clock)
 // A cluster node's campaigns spend the parts of their budgets the engine granted it; the supervisor asks for them.
-const share = config.cluster !== undefined ? clusterShare(config.cluster.nodeId, { leasedLeft, ask: (campaignId, wantMicros) => rpc.notify('budget', campaignId, wantMicros) }) : ALONE
+// Its bookings are decided in the cluster's logs, which its supervisor follows.
+const bookings = config.cluster !== undefined ? new RehearsedBookings({ decide: async (base, commands) => await rpc.call('book', base, commands), expire: (claim) => rpc.notify('expire', claim) }, config.cluster.partitions) : undefined
+const share = config.cluster !== undefined ? clusterShare(config.cluster.nodeId, { leasedLeft, ask: (campaignId, wantMicros) => rpc.notify('budget', campaignId, wantMicros) }, bookings) : ALONE
 const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 }, memory.generations, { replicate: config.cluster !== undefined, share })
 // A cluster node's supervisor ships what this thread's commits recorded for the other nodes.
 store.changes?.onCommitted(onNextTurn(() => rpc.notify('replicate')))
@@ -143,7 +146,7 @@ const routes = allRoutes({
   dashboard: () => rpc.call('dashboard'),
   endThread: (n) => rpc.call('endThread', n),
   shared,
-  readiness: config.cluster !== undefined ? replicationChecks(config.cluster.nodeId, store) : () => ({})
+  readiness: config.cluster !== undefined ? replicationChecks(config.cluster.nodeId, store) : () => ({ checks: {} })
 })
 const server = await listen(config.host, config.port)
 // An error nothing caught ends this thread, and the supervisor starts another. uWS's sockets are closed first: a
@@ -160,8 +163,8 @@ function stop (): never {
 process.on('uncaughtException', die)
 process.on('unhandledRejection', die)
 const idempotency = new Idempotency(store, clock, memory.inFlight)
-const coordination = link !== undefined && config.cluster !== undefined
-  ? clusterCoordination({ link, ackTimeoutMs: config.cluster.ackTimeoutMs, stored: (claim) => idempotency.stored(claim), journal })
+const coordination = link !== undefined && config.cluster !== undefined && bookings !== undefined
+  ? clusterCoordination({ link, ackTimeoutMs: config.cluster.ackTimeoutMs, stored: (claim) => idempotency.stored(claim), journal, bookings })
   : localCoordination
 server.mount(routes, { config, clock, log, store, auth, metrics, lifecycle, limiter: new RateLimiter(clock, memory.limits, { leased: config.cluster !== undefined }), idempotency, coordination })
 // Screens' freshness and heartbeat deadlines armed by this thread's requests come due here.

@@ -1,6 +1,7 @@
 import type { ApiError } from '../errors.js'
 import type { RateGroup } from '../generated/types.js'
 import type { RateDecision } from './rate-limit.js'
+import type { Result } from './route.js'
 
 /**
  * What a request needs from the other nodes that share its state: claims, locks, rate grants, catching up, and the
@@ -30,6 +31,8 @@ export interface RequestCoordination {
    * answer a claim held elsewhere gives.
    */
   before (step: BeforeHandler): Promise<void> | undefined
+  /** Runs the handler (execute): with what before() decided it may book, on a cluster node. */
+  executing (run: () => Result): Result
   /** The handler threw: what to give back before the failure is answered, so that a corrected retry finds it free. */
   failed (): Promise<void> | undefined
   /**
@@ -53,12 +56,17 @@ export interface BeforeHandler {
   unique: () => { name: string, taken: () => ApiError } | undefined
   /** The caller's request as one string: a retry of the same request finds its own claim of a name. */
   owner: () => string
+  /** Whether the handler may book screen time (RouteDef.books): for real, or in a dry run. */
+  books: 'yes' | 'dry' | undefined
+  /** Runs the handler as a dry run, rolled back (the rehearsal of a booking route); rejects with what it throws. */
+  rehearse: () => Promise<void>
 }
 
 const GO_ON: RequestCoordination = {
   rated: () => {},
   again: () => undefined,
   before: () => undefined,
+  executing: (run) => run(),
   failed: () => undefined,
   acknowledged: () => undefined,
   turn: () => undefined,

@@ -30,6 +30,27 @@ export function saveOutcome (e: Execution, claim: string, result: Written): void
 }
 
 /**
+ * Runs a mutating route's handler as a dry run whose transaction is always rolled back: what it would do, learnt
+ * without doing it (a booking route's rehearsal on a cluster node). A held answer (an agent's tool call) is awaited:
+ * its own transactions are dry runs too. Rejects with what the handler throws; its warnings are not the answer's.
+ */
+export async function rehearse (e: Execution): Promise<void> {
+  const { route, store } = e
+  const ctx: Ctx = { ...e.ctx, dryRun: true, warn: () => {} }
+  if (route.prepare !== undefined) ctx.prepared = route.prepare(ctx)
+  let result: Result
+  try {
+    result = store.write(() => {
+      throw new Rollback(route.handler(ctx))
+    })
+  } catch (err) {
+    if (!(err instanceof Rollback)) throw err
+    result = err.result
+  }
+  if (result.kind === 'held') await result.answer
+}
+
+/**
  * Runs the handler: a mutating route inside a write transaction, with its key's outcome committed with its writes,
  * and a dry run rolled back while its answer is kept; a journaled route outside one (its journal makes it durable).
  */

@@ -12,7 +12,7 @@ import type { Coordination, RequestCoordination } from './coordination.js'
 import { statusLine } from './envelope.js'
 import { Idempotency } from './idempotency.js'
 import { Admission, callerOf } from './admission.js'
-import { execute, saveOutcome, type Execution } from './execution.js'
+import { execute, rehearse, saveOutcome, type Execution } from './execution.js'
 import type { Metrics, RouteSeries } from './metrics.js'
 import { type RateLimiter } from './rate-limit.js'
 import { errorBody, renderResult, type Written } from './render.js'
@@ -155,12 +155,14 @@ export class RequestCycle {
         claim,
         exclusive: () => ctx.dryRun ? undefined : route.exclusive?.(ctx),
         unique: () => ctx.dryRun ? undefined : route.unique?.(ctx),
-        owner: () => `${callerOf(ctx)} ${claim !== undefined ? fingerprint : this.#fingerprint(raw)}`
+        owner: () => `${callerOf(ctx)} ${claim !== undefined ? fingerprint : this.#fingerprint(raw)}`,
+        books: route.books === true || route.books?.(ctx) === true ? (ctx.dryRun ? 'dry' : 'yes') : undefined,
+        rehearse: () => rehearse(this.#execution(fingerprint))
       })
       if (wait !== undefined) return this.#completeAfter(raw, wait)
       let result: Result
       try {
-        result = execute(this.#execution(fingerprint))
+        result = this.#coord.executing(() => execute(this.#execution(fingerprint)))
       } catch (err) {
         // What the request took for its write is given back before the answer: a client that corrects its request
         // and sends it again finds it free.

@@ -162,6 +162,13 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * this request rewrites nothing that needs it (an MCP call of a tool that books nothing).
    */
   exclusive?: (ctx: Ctx<B, Q>) => string | undefined
+  /**
+   * Its handler may take or give screen time (src/campaigns/screen-bookings.ts). A cluster node rehearses it first, in
+   * a transaction rolled back, to learn what it books, has that decided in the logs of the screens' partitions, then
+   * runs it with those decisions: no lock, so bookings of different screens never wait for each other. Awaited, so on
+   * a cluster node such a route does not support HTTP pipelining.
+   */
+  books?: true | ((ctx: Ctx<B, Q>) => boolean)
   handler: Handler<B, Q>
 }
 

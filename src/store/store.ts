@@ -110,6 +110,10 @@ export interface Bookings {
   give (store: Store, claim: string, why: 'release' | 'expire' | 'rebook', now: number): ClaimOutcome
   /** Keeps a held claim for good. */
   keep (store: Store, claim: string, now: number): ClaimOutcome
+  /** The bookings of the request under way, for work it goes on with on a later turn (an agent's tool call). */
+  current (): unknown
+  /** Runs fn (one transaction) within what current() gave. */
+  within<T> (booking: unknown, fn: () => T): T
 }
 
 /** One node alone. */

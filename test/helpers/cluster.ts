@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Test } from 'tap'
-import { clusterInstalled, startLocalCluster, type LocalCluster } from '../../scripts/lib/cluster.js'
+import { clusterInstalled, startLocalCluster, type LocalCluster, type LocalClusterOptions } from '../../scripts/lib/cluster.js'
+import { resumeAll } from '../../scripts/lib/faults/pause.js'
 import { eventually } from './eventually.js'
 import { adImage } from './media.js'
 import { inherited } from './process.js'
@@ -43,24 +44,44 @@ export function clusterAvailable (t: Test): boolean {
   return false
 }
 
-/** A cluster of three nodes for this file, stopped at its end. */
-export async function startTestCluster (t: Test): Promise<TestCluster> {
+/** What a file's cluster has of its own. */
+export interface TestClusterOptions {
+  /** Variables over the environment every node gets. */
+  env?: Record<string, string>
+  /** How a node differs (on a namespace host, its clock off: scripts/lib/faults/launch.ts). */
+  launch?: LocalClusterOptions['launch']
+  /**
+   * How long a call waits for its answer: a node stopped or cut off answers nothing, and the outcome of a call that
+   * gave up is unknown. Default: as long as it takes.
+   */
+  callTimeoutMs?: number
+}
+
+/**
+ * A cluster of three nodes for this file, stopped at its end; any node a fault left stopped (SIGSTOP) is continued
+ * first, since it would never exit. OOHBID_FAULTS_KEEP=1 keeps its directory, with each node's log.
+ */
+export async function startTestCluster (t: Test, options: TestClusterOptions = {}): Promise<TestCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-cluster-'))
   // Each node's analytics in a chDB of its own, or, where CI names a ClickHouse server for it, every node's in one
   // database there.
   const sharedClickHouse = process.env.OOHBID_TEST_CLUSTER_CLICKHOUSE_URL === '' ? undefined : process.env.OOHBID_TEST_CLUSTER_CLICKHOUSE_URL
   const analytics = sharedClickHouse !== undefined ? { CLICKHOUSE_URL: sharedClickHouse, CLICKHOUSE_DATABASE: `cluster_test_${process.pid}_${Date.now()}` } : {}
-  const cluster = await startLocalCluster({ nodes: 3, dir, frontPort: 0, env: { ...inherited(), ...analytics, HOT_THREADS: '1', LOG_LEVEL: 'warn', CLUSTER_ACK_TIMEOUT_MS: '2000', HEARTBEAT_TIMEOUT_SECONDS: '5', ALLOW_PRIVATE_CALLBACK_URLS: 'true', RESERVATION_HOLD_SECONDS: '10', PICKUP_SECONDS: '1', ANALYTICS_BATCH_SECONDS: '1', REPORT_CACHE_SECONDS: '0' } })
+  const env = { ...inherited(), ...analytics, HOT_THREADS: '1', LOG_LEVEL: 'warn', CLUSTER_ACK_TIMEOUT_MS: '2000', HEARTBEAT_TIMEOUT_SECONDS: '5', ALLOW_PRIVATE_CALLBACK_URLS: 'true', RESERVATION_HOLD_SECONDS: '10', PICKUP_SECONDS: '1', ANALYTICS_BATCH_SECONDS: '1', REPORT_CACHE_SECONDS: '0', ...options.env }
+  const cluster = await startLocalCluster({ nodes: 3, dir, frontPort: 0, env, ...(options.launch !== undefined ? { launch: options.launch } : {}) })
   t.teardown(async () => {
+    resumeAll()
     await cluster.stop()
     if (sharedClickHouse !== undefined) await fetch(sharedClickHouse, { method: 'POST', body: `DROP DATABASE IF EXISTS ${analytics.CLICKHOUSE_DATABASE!}` })
-    rmSync(dir, { recursive: true, force: true })
+    if (process.env.OOHBID_FAULTS_KEEP === '1') t.comment(`kept ${dir} (OOHBID_FAULTS_KEEP=1): each node's log is node-N/node.log`)
+    else rmSync(dir, { recursive: true, force: true })
   })
+  const { callTimeoutMs } = options
   const call: TestCluster['call'] = async (base, method, path, options = {}) => {
     const headers: Record<string, string> = { ...options.headers }
     if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`
     if (options.body !== undefined) headers['content-type'] = 'application/json'
-    const res = await fetch(base + path, { method, headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) })
+    const res = await fetch(base + path, { method, headers, ...(callTimeoutMs !== undefined ? { signal: AbortSignal.timeout(callTimeoutMs) } : {}), ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) })
     const text = await res.text()
     let body: unknown = text
     try { body = JSON.parse(text) } catch {}

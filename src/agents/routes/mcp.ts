@@ -6,15 +6,23 @@ import { held, raw, route, type Ctx, type Result, type RouteDef } from '../../ht
 /** The tools that book screen time or rewrite media buys, campaigns and placements. */
 const BOOKING_TOOLS: ReadonlySet<string> = new Set(['create_media_buy', 'update_media_buy'])
 
-/** On a cluster node, a call of a booking tool holds the catalog's lock (src/campaigns/catalog-lock.ts). */
-function bookingCall (ctx: Ctx<Buffer>): string | undefined {
+/** Whether the request calls a tool that books screen time or rewrites media buys, campaigns and placements. */
+function callsBookingTool (ctx: Ctx<Buffer>): boolean {
   let message: { method?: unknown, params?: { name?: unknown } }
   try {
     message = JSON.parse(ctx.body.toString('utf8')) as typeof message
   } catch {
-    return undefined
+    return false
   }
-  return message?.method === 'tools/call' && typeof message.params?.name === 'string' && BOOKING_TOOLS.has(message.params.name) ? catalogRecord() : undefined
+  return message?.method === 'tools/call' && typeof message.params?.name === 'string' && BOOKING_TOOLS.has(message.params.name)
+}
+
+/**
+ * On a cluster node, a call of a booking tool holds the catalog's lock (src/campaigns/catalog-lock.ts), and what it
+ * books is decided in the logs (RouteDef.books).
+ */
+function bookingCall (ctx: Ctx<Buffer>): string | undefined {
+  return callsBookingTool(ctx) ? catalogRecord() : undefined
 }
 
 /** Request headers the MCP transport reads. */
@@ -27,6 +35,8 @@ const PASSED = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-i
 export function mcpRoutes ({ config, store, outbox, inventory, moderator, sealer, analytics, reports: results }: Deps): RouteDef[] {
   const reports = new Reports(analytics, config.clickhouseDatabase)
   const respond = async (ctx: Ctx<Buffer>): Promise<Result> => {
+    // Taken on this turn: the tool runs on later ones.
+    const booking = store.share.bookings?.current()
     const seat = ctx.principal!.seat!
     // AdCP test clients mark runs X-Dry-Run: true. A sandbox seat is the test account (AdCP's sandbox), so there the
     // run goes through end to end, its buys made as its REST placements are; on an approved seat it records nothing.
@@ -39,7 +49,7 @@ export function mcpRoutes ({ config, store, outbox, inventory, moderator, sealer
     const request = new Request(`${config.baseUrl}/mcp`, { method: 'POST', headers, body: new Uint8Array(ctx.body) })
     // Loaded on the first call: the MCP SDK (and zod under it) would otherwise add to every hot thread's start.
     const { answerMcp } = await import('../mcp.js')
-    const response = await answerMcp({ store, outbox, inventory, moderator, sealer, reports, results, config, seat, keyId: ctx.principal!.key.key_id, now: ctx.now, dryRun }, request)
+    const response = await answerMcp({ store, outbox, inventory, moderator, sealer, reports, results, config, seat, keyId: ctx.principal!.key.key_id, now: ctx.now, dryRun, booking }, request)
     const out: Record<string, string> = {}
     for (const name of ['mcp-session-id', 'mcp-protocol-version', 'allow']) {
       const value = response.headers.get(name)
@@ -58,6 +68,6 @@ export function mcpRoutes ({ config, store, outbox, inventory, moderator, sealer
     produces: 'application/json'
   } as const
   return [
-    route<Buffer>({ ...common, method: 'post', summary: 'MCP: one JSON-RPC message (initialize, tools/list, tools/call)', rawBody: true, maxBodyBytes: 1_048_576, exclusive: bookingCall, handler: (ctx) => held(respond(ctx)) })
+    route<Buffer>({ ...common, method: 'post', summary: 'MCP: one JSON-RPC message (initialize, tools/list, tools/call)', rawBody: true, maxBodyBytes: 1_048_576, exclusive: bookingCall, books: callsBookingTool, handler: (ctx) => held(respond(ctx)) })
   ]
 }

@@ -90,7 +90,7 @@ export function campaignRoutes (deps: Deps): RouteDef[] {
       data: 'Assignment',
       status: 201,
       errors: ['missing_creative_id', 'missing_screen_ids', 'invalid_screen', 'creative_not_found', 'validation_failed', 'invalid_date', 'capacity_unavailable', 'campaign_not_found'],
-      exclusive: catalogRecord,
+      books: true,
       handler: (ctx) => {
         const seatId = ctx.principal!.seat!.seat_id
         approvedCreative(store, seatId, ctx.body.creative_id)

@@ -1,4 +1,3 @@
-import { catalogRecord } from '../catalog-lock.js'
 import { give, keep, recordIdOf, take } from '../screen-bookings.js'
 import { runCampaignJobs } from '../lifecycle.js'
 import { iso } from '../../clock.js'
@@ -40,7 +39,7 @@ export function reservationRoutes (deps: Deps): RouteDef[] {
       data: 'Reservation',
       status: 201,
       errors: ['missing_screen_ids', 'invalid_screen', 'invalid_date', 'capacity_unavailable', 'creative_not_found', 'validation_failed'],
-      exclusive: catalogRecord,
+      books: true,
       handler: (ctx) => {
         const seatId = ctx.principal!.seat!.seat_id
         const body = ctx.body
@@ -96,7 +95,7 @@ export function reservationRoutes (deps: Deps): RouteDef[] {
       body: 'ReservationConfirmRequest',
       data: 'Reservation',
       errors: ['reservation_not_found', 'expired', 'invalid_transition', 'missing_creative_id', 'creative_not_found', 'validation_failed'],
-      exclusive: catalogRecord,
+      books: true,
       handler: (ctx) => {
         const seatId = ctx.principal!.seat!.seat_id
         const r = own(seatId, ctx.params.id!, ctx.now)
@@ -122,7 +121,7 @@ export function reservationRoutes (deps: Deps): RouteDef[] {
       summary: 'Release a held reservation',
       data: 'Reservation',
       errors: ['reservation_not_found', 'expired', 'invalid_transition'],
-      exclusive: catalogRecord,
+      books: true,
       handler: (ctx) => {
         const r = own(ctx.principal!.seat!.seat_id, ctx.params.id!, ctx.now)
         if (r.status !== 'held') throw new ApiError('invalid_transition', `Reservation ${r.reservation_id} is ${r.status}; only a held one can be released.`, { status: r.status })

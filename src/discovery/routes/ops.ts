@@ -1,4 +1,4 @@
-import { errorTable } from '../../errors.js'
+import { ApiError, errorTable } from '../../errors.js'
 import { held, ok, raw, route, type RouteDef } from '../../http/route.js'
 import type { Deps } from '../../deps.js'
 import { VERSION } from '../../version.js'
@@ -21,10 +21,14 @@ export function opsRoutes ({ clock, outbox, funnel, analytics, scrape, readiness
       method: 'get',
       path: '/readyz',
       summary: 'Readiness: 503 service_unavailable while draining',
-      description: 'On a cluster node (CLUSTER_NATS_URLS), checks.cluster says how many of its transactions wait to ship to the engine and through which revision it has applied the replicated state. A node stays ready while the engine is away: it still serves bids and reads.',
+      description: 'On a cluster node (CLUSTER_NATS_URLS), checks.cluster says how many of its transactions wait to ship to the engine and through which revision it has applied the replicated state. A node stays ready while the engine is away: it still serves bids and reads. It answers 503 service_unavailable once it has stopped following one of the logs bookings are decided in (the engine lost entries it had applied, or trimmed past them): restarted, it rebuilds.',
       data: 'Health',
       errors: ['service_unavailable'],
-      handler: () => ok({ status: 'ok', version: VERSION, checks: { store: 'ok', outbox_pending: String(outbox.size()), funnel_pending: String(funnel.size()), analytics: analytics.backend ?? `unavailable${analytics.lastError !== undefined ? `: ${analytics.lastError}` : ''}`, ...readiness() } })
+      handler: () => {
+        const node = readiness()
+        if (node.unready !== undefined) throw new ApiError('service_unavailable', node.unready, { retry_after_seconds: 5 }, { 'Retry-After': '5' })
+        return ok({ status: 'ok', version: VERSION, checks: { store: 'ok', outbox_pending: String(outbox.size()), funnel_pending: String(funnel.size()), analytics: analytics.backend ?? `unavailable${analytics.lastError !== undefined ? `: ${analytics.lastError}` : ''}`, ...node.checks } })
+      }
     }),
     route({
       ...common,

@@ -1,0 +1,105 @@
+import type { History, Op } from './history.js'
+
+// Invariants checked over a history (history.ts) and the reads made once the cluster has healed, Jepsen-style: each
+// says how many cases it checked and lists every violation, so that a run that checked nothing cannot pass unseen.
+// Written against the public API only (issue 47): what clients were told and what every node answers afterwards.
+
+export interface Check {
+  name: string
+  /** The cases it looked at (a screen-day, a reservation on a node). */
+  checked: number
+  violations: string[]
+}
+
+/** A POST /openrtb/v2/reservations as a client invoked it: one screen, one day. */
+export interface ReserveArgs { seat: string, screen: string, date: string, spots: number }
+
+/** What one node answered for a screen's day (POST /openrtb/v2/screens/availability) once the cluster healed. */
+export interface DayRead { node: string, screen: string, date: string, capacity: number, booked: number }
+
+/** What one node answered for an acknowledged reservation (GET /openrtb/v2/reservations/:id) once healed. */
+export interface ReservationRead { node: string, reservationId: string, status: number, body: unknown }
+
+/** The reservations a seat lists through one node (GET /openrtb/v2/reservations, every page), once healed. */
+export interface ListRead { node: string, seat: string, reservations: Array<{ reservation_id: string, screen_ids: string[], start_date: string, spots_per_day: number, status: string }> }
+
+/** Statuses of a reservation that still take its spots. */
+const LIVE = new Set(['held', 'confirmed'])
+
+const day = (screen: string, date: string) => `${screen} ${date}`
+const idOf = (o: Op) => (o.body as { data?: { reservation_id?: string } } | undefined)?.data?.reservation_id
+
+/**
+ * The booking invariants of issue 47 over the history's `reserve` operations (args ReserveArgs) and the final reads:
+ *  - capacity: on each screen-day, the spots of acknowledged reservations come to no more than its capacity (the holds
+ *    live for the whole run: the cluster is started with holds longer than it);
+ *  - acknowledged readable: every acknowledged reservation is read back, live and with its spots, on every node;
+ *  - nodes agree: every node shows the same spots booked on each screen-day;
+ *  - booked accounts for acknowledged: what a node shows booked is at least the acknowledged spots and at most those
+ *    plus the spots of unknown outcomes (availability shows booked capped at capacity, so both ends are capped too);
+ *  - no phantom reservations: a seat lists no more reservations nobody was told about than there were unknown outcomes.
+ */
+export function checkBookings (history: History, reads: { days: DayRead[], reservations: ReservationRead[], lists?: ListRead[] }): Check[] {
+  const reserves = history.select<ReserveArgs>('reserve')
+  const acked = reserves.filter((o) => o.outcome === 'ok')
+  const unknown = reserves.filter((o) => o.outcome === 'unknown')
+  const capacityOf = new Map(reads.days.map((r) => [day(r.screen, r.date), r.capacity]))
+  const sum = (ops: Array<Op<ReserveArgs>>, key: string) => ops.filter((o) => day(o.args.screen, o.args.date) === key).reduce((n, o) => n + o.args.spots, 0)
+
+  const capacity: Check = { name: 'acknowledged spots within capacity', checked: 0, violations: [] }
+  for (const [key, cap] of capacityOf) {
+    capacity.checked++
+    const spots = sum(acked, key)
+    if (spots > cap) capacity.violations.push(`${key}: ${spots} spots acknowledged over a capacity of ${cap} (oversold by ${spots - cap}, ${acked.filter((o) => day(o.args.screen, o.args.date) === key).length} holds acknowledged)`)
+  }
+
+  const readable: Check = { name: 'acknowledged reservations readable on every node', checked: 0, violations: [] }
+  const nodes = [...new Set(reads.days.map((r) => r.node))]
+  for (const o of acked) {
+    const id = idOf(o)
+    for (const node of nodes) {
+      readable.checked++
+      const read = reads.reservations.find((r) => r.node === node && r.reservationId === id)
+      const data = (read?.body as { data?: { status?: string, spots_per_day?: number } } | undefined)?.data
+      if (id === undefined) readable.violations.push(`op ${o.index} (${o.client} via ${o.node}) was acknowledged without a reservation_id`)
+      else if (read === undefined) readable.violations.push(`${id} (acknowledged by ${o.node}) was not read on ${node}`)
+      else if (read.status !== 200 || data?.status === undefined || !LIVE.has(data.status) || data.spots_per_day !== o.args.spots) readable.violations.push(`${id} (acknowledged by ${o.node}) on ${node}: ${read.status} ${JSON.stringify(read.body).slice(0, 200)}`)
+    }
+  }
+
+  const agree: Check = { name: 'nodes agree on spots booked', checked: 0, violations: [] }
+  const accounts: Check = { name: 'spots booked account for acknowledged holds', checked: 0, violations: [] }
+  for (const [key, cap] of capacityOf) {
+    const shown = reads.days.filter((r) => day(r.screen, r.date) === key)
+    agree.checked++
+    if (new Set(shown.map((r) => r.booked)).size > 1) agree.violations.push(`${key}: ${shown.map((r) => `${r.node} ${r.booked}`).join(', ')}`)
+    const low = Math.min(cap, sum(acked, key))
+    const high = Math.min(cap, sum(acked, key) + sum(unknown, key))
+    for (const r of shown) {
+      accounts.checked++
+      if (r.booked < low || r.booked > high) accounts.violations.push(`${key} on ${r.node}: ${r.booked} booked, expected ${low === high ? low : `${low} to ${high}`} (${sum(acked, key)} acknowledged, ${sum(unknown, key)} unknown)`)
+    }
+  }
+
+  const checks = [capacity, readable, agree, accounts]
+  if (reads.lists !== undefined) {
+    const phantoms: Check = { name: 'no phantom reservations', checked: 0, violations: [] }
+    const known = new Set(acked.map(idOf))
+    for (const list of reads.lists) {
+      for (const key of capacityOf.keys()) {
+        phantoms.checked++
+        const live = list.reservations.filter((r) => LIVE.has(r.status) && day(r.screen_ids[0] ?? '', r.start_date) === key)
+        const strangers = live.filter((r) => !known.has(r.reservation_id))
+        const couldBe = unknown.filter((o) => o.args.seat === list.seat && day(o.args.screen, o.args.date) === key).length
+        if (strangers.length > couldBe) phantoms.violations.push(`${list.seat} on ${list.node}, ${key}: ${strangers.length} live reservations no client was told about, ${couldBe} unknown outcomes to explain them (${strangers.map((r) => r.reservation_id).join(', ')})`)
+      }
+    }
+    checks.push(phantoms)
+  }
+  return checks
+}
+
+/** One line a check, `checked N, violations M`, and each violation under it: what a test prints. */
+export function summary (checks: Check[]): string[] {
+  return checks.flatMap((c) => [`${c.name}: checked ${c.checked}, violations ${c.violations.length}`, ...c.violations.slice(0, 20).map((v) => `  ${v}`), ...(c.violations.length > 20 ? [`  ... and ${c.violations.length - 20} more`] : [])])
+}

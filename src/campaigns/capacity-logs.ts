@@ -1,0 +1,206 @@
+// Screen time booked across a cluster (docs/architecture.md, "Bookings decided in the logs"): a claim's parts are
+// decided in the logs of the partitions of its screens, each applied in its order by every node with the rules of
+// capacity.ts. A claim in one partition (most: a hold of one screen) lives there whole, each step of its life one
+// entry. A claim over several partitions is all or nothing, its life in the claims log: declared there, taken
+// tentatively in each partition, committed there by its coordinator only if every part was taken (else aborted, by it
+// or by anyone once its time is past), and the decision relayed to the parts.
+import type { AppliedAt, PartitionMachine } from '../cluster/partition-log.js'
+import type { Verdict } from '../cluster/records.js'
+import type { Store } from '../store/store.js'
+import { itemsByPartition, partsFollow, releasePart, settlePart, stepClaim, takePart, type ClaimStep } from './capacity.js'
+import type { BookingItem, ClaimOutcome, Shortfall } from './records.js'
+
+/** What a request's handler would book, in the order it asked, as its rehearsal recorded it. */
+export type BookingCommand =
+  | { op: 'take', claim: string, items: BookingItem[], hold_ms?: number }
+  | { op: 'give', claim: string, why: 'release' | 'rebook' }
+  | { op: 'keep', claim: string }
+
+/** What the logs decided of a request's commands, by command (`take:<claim>`, `give:<claim>`, `keep:<claim>`). */
+export type BookingDecisions = Array<[string, ClaimOutcome]>
+
+/** The claims log's stream. */
+export const CLAIMS_LOG = 'CLAIMS'
+
+/** What a partition's log decides of a claim's part, or of a claim it holds whole. */
+export type PartCommand =
+  | { op: 'book', claim: string, items: BookingItem[], hold_ms?: number }
+  | { op: 'step', step: ClaimStep }
+  | { op: 'take', claim: string, items: BookingItem[] }
+  | { op: 'settle', claim: string, outcome: 'commit' | 'abort' }
+  | { op: 'release', claim: string }
+
+/** A log as the protocol uses it: a partition of the screens (its number) or the claims log. */
+export type CapacityLog = number | 'claims'
+
+/** The logs a node proposes to and applies. */
+export interface CapacityLogs {
+  readonly partitions: number
+  /** Proposes a command; its verdict once this node has applied it, undefined when that is unknown in time. */
+  propose (log: CapacityLog, key: string, body: PartCommand | ClaimStep): Promise<Verdict | undefined>
+}
+
+function verdictOf (outcome: ClaimOutcome): Verdict {
+  if (outcome.ok) return { status: 'accepted' }
+  return { status: 'refused', reason: outcome.reason, ...('short' in outcome ? { result: outcome.short } : {}) }
+}
+
+/** A verdict as the ledger's outcome: unknown when there is none (no acknowledgement, or not applied in time). */
+export function outcomeOf (verdict: Verdict | undefined): ClaimOutcome {
+  if (verdict === undefined) return { ok: false, reason: 'unknown' }
+  if (verdict.status === 'accepted') return { ok: true }
+  if (verdict.reason === 'capacity_unavailable') return { ok: false, reason: 'capacity_unavailable', short: verdict.result as Shortfall }
+  return { ok: false, reason: (verdict.reason ?? 'unknown') as Exclude<ClaimOutcome, { ok: true } | { reason: 'capacity_unavailable' }>['reason'] }
+}
+
+/**
+ * Where a claim's life is decided: the partition named in its id (`<id>@<partition>`, a claim in one partition), else
+ * the claims log.
+ */
+export function claimLog (claim: string): CapacityLog {
+  const at = claim.lastIndexOf('@')
+  return at === -1 ? 'claims' : Number(claim.slice(at + 1))
+}
+
+/** A claim's id: `@<partition>` appended when all its items are in one partition, which then decides its whole life. */
+export function claimId (base: string, items: BookingItem[], partitions: number): string {
+  const parts = itemsByPartition(items, partitions)
+  return parts.size === 1 ? `${base}@${[...parts.keys()][0]!}` : base
+}
+
+/**
+ * Books a claim of one partition whole: taken, declared and committed in one step, by the node that appended it.
+ * Call inside Store.write.
+ */
+function bookWhole (store: Store, c: Extract<PartCommand, { op: 'book' }>, partition: number, partitions: number, at: AppliedAt): ClaimOutcome {
+  const taken = takePart(store, c.claim, partition, partitions, c.items)
+  if (!taken.ok) return taken
+  stepClaim(store, { op: 'intent', claim: c.claim, parts: [partition], timeout_ms: 0, ...(c.hold_ms !== undefined ? { hold_ms: c.hold_ms } : {}) }, at.logTime, at.from)
+  stepClaim(store, { op: 'commit', claim: c.claim }, at.logTime, at.from)
+  settlePart(store, c.claim, partition, 'commit')
+  return taken
+}
+
+/** A step of the life of a claim the partition holds whole, its part following at once. Call inside Store.write. */
+function stepWhole (store: Store, step: ClaimStep, partition: number, at: AppliedAt): ClaimOutcome {
+  const moved = stepClaim(store, step, at.logTime, at.from)
+  if (moved.ok && partsFollow(store, step.claim)?.op === 'release') releasePart(store, step.claim, partition)
+  return moved
+}
+
+/** A partition's log applied on this node: the parts of claims in its screens, and the claims it holds whole. */
+export function partitionMachine (store: Store, partition: number, partitions: number): PartitionMachine {
+  return {
+    apply (body, at) {
+      const c = body as PartCommand
+      switch (c.op) {
+        case 'book': return verdictOf(bookWhole(store, c, partition, partitions, at))
+        case 'step': return verdictOf(stepWhole(store, c.step, partition, at))
+        case 'take': return verdictOf(takePart(store, c.claim, partition, partitions, c.items))
+        case 'settle': return verdictOf(settlePart(store, c.claim, partition, c.outcome))
+        case 'release': return verdictOf(releasePart(store, c.claim, partition))
+      }
+    }
+  }
+}
+
+/**
+ * The claims log applied on this node. A claim that moved is kept among the open ones (capacityOpen) until its parts
+ * follow, so that the node's recovery relays what a coordinator that stopped did not.
+ */
+export function claimsMachine (store: Store): PartitionMachine {
+  return {
+    apply (body, at) {
+      const step = body as ClaimStep
+      const outcome = stepClaim(store, step, at.logTime, at.from)
+      if (outcome.ok) store.capacityOpen.putSync(step.claim, true)
+      return verdictOf(outcome)
+    }
+  }
+}
+
+/** Relays a claim's decision to its parts: settled as committed or aborted, or given back. */
+async function relay (store: Store, logs: CapacityLogs, claim: string): Promise<void> {
+  const follow = partsFollow(store, claim)
+  const parts = store.capacityClaims.get(claim)?.parts ?? []
+  if (follow === undefined) return
+  await Promise.all(parts.map(async (p) => await logs.propose(p, `${follow.op}:${claim}`, { ...follow, claim })))
+}
+
+/**
+ * Takes items under a claim across the partitions of their screens, all or nothing (the protocol above); resolves once
+ * the claim is decided, with its outcome: capacity_unavailable naming a short item, or unknown when a step was not
+ * decided in time (the claim is then aborted by recovery once its timeout has passed, unless it was committed).
+ */
+export async function takeClaim (store: Store, logs: CapacityLogs, claim: string, items: BookingItem[], holdMs: number | undefined, timeoutMs: number): Promise<ClaimOutcome> {
+  const whole = claimLog(claim)
+  if (whole !== 'claims') return outcomeOf(await logs.propose(whole, `book:${claim}`, { op: 'book', claim, items, ...(holdMs !== undefined ? { hold_ms: holdMs } : {}) }))
+  const byPart = itemsByPartition(items, logs.partitions)
+  const parts = [...byPart.keys()].sort((a, b) => a - b)
+  const declared = outcomeOf(await logs.propose('claims', `intent:${claim}`, { op: 'intent', claim, parts, timeout_ms: timeoutMs, ...(holdMs !== undefined ? { hold_ms: holdMs } : {}) }))
+  if (!declared.ok) return declared
+  const taken = (await Promise.all(parts.map(async (p) => await logs.propose(p, `take:${claim}`, { op: 'take', claim, items: byPart.get(p)! })))).map(outcomeOf)
+  const refused = taken.find((o) => !o.ok)
+  const decision = refused === undefined ? 'commit' : 'abort'
+  const decided = outcomeOf(await logs.propose('claims', `${decision}:${claim}`, { op: decision, claim }))
+  if (decided.ok || decided.reason === 'decided') await relay(store, logs, claim)
+  const state = store.capacityClaims.get(claim)?.state
+  if (state === 'held' || state === 'firm') return { ok: true }
+  return refused ?? (decided.ok ? { ok: false, reason: 'unknown' } : decided)
+}
+
+/**
+ * Moves a claim a step (kept, given, expired): in its partition when it holds it whole, else in the claims log, then
+ * relays what its parts must do.
+ */
+export async function stepAndRelay (store: Store, logs: CapacityLogs, step: ClaimStep, key: string): Promise<ClaimOutcome> {
+  const whole = claimLog(step.claim)
+  if (whole !== 'claims') return outcomeOf(await logs.propose(whole, key, { op: 'step', step }))
+  const moved = outcomeOf(await logs.propose('claims', key, step))
+  if (moved.ok) await relay(store, logs, step.claim)
+  return moved
+}
+
+/**
+ * What a coordinator that stopped, or an engine that did not answer, left undone, as this node sees the claims log:
+ * claims pending past their time are aborted, holds past their time lapse, and decisions the parts do not show yet
+ * are relayed. Steps of any node are decided by the log's own time, so this node's clock only says when to try; its
+ * attempts are keyed by the second, so nodes trying at once propose one entry, and a try too early takes nothing.
+ */
+export async function recoverClaims (store: Store, logs: CapacityLogs, now: number, graceMs: number): Promise<void> {
+  const second = Math.floor(now / 1000)
+  const lapsed = [...store.capacityLapses.getKeys({ end: [now - graceMs, '\uffff'] })].map((key) => (key as [number, string])[1])
+  await Promise.all(lapsed.map(async (claim) => await stepAndRelay(store, logs, { op: 'expire', claim }, `expire:${claim}:${second}`)))
+  for (const claim of store.capacityOpen.getKeys()) {
+    const c = store.capacityClaims.get(claim)
+    if (c?.state === 'pending') {
+      if (now >= c.intent_at + c.timeout_ms + graceMs) await stepAndRelay(store, logs, { op: 'abort', claim }, `abort:${claim}:${second}`)
+      continue
+    }
+    const follow = partsFollow(store, claim)
+    const settled = c === undefined || c.parts.every((p) => {
+      const part = store.capacityParts.get([claim, p])
+      return part !== undefined && (follow?.op === 'settle' ? part.state !== 'tentative' : part.state === 'dropped')
+    })
+    if (!settled) await relay(store, logs, claim)
+    else store.write(() => store.capacityOpen.removeSync(claim))
+  }
+}
+
+/**
+ * Decides a request's rehearsed commands in order (src/campaigns/rehearsed-bookings.ts), stopping at the first
+ * refused: its handler stops there too. A give or keep is keyed by the request, so that two requests moving one
+ * claim each get their own verdict (one wins), while the same request retried gets its first.
+ */
+export async function decideBookings (store: Store, logs: CapacityLogs, base: string, commands: BookingCommand[], timeoutMs: number): Promise<BookingDecisions> {
+  const decisions: BookingDecisions = []
+  for (const c of commands) {
+    const key = `${c.op}:${c.claim}`
+    const outcome = c.op === 'take'
+      ? await takeClaim(store, logs, c.claim, c.items, c.hold_ms, timeoutMs)
+      : await stepAndRelay(store, logs, c.op === 'keep' ? { op: 'keep', claim: c.claim } : { op: 'give', claim: c.claim, from: c.why === 'release' ? 'held' : 'firm' }, `${key}:${base}`)
+    decisions.push([key, outcome])
+    if (!outcome.ok) break
+  }
+  return decisions
+}

@@ -1,0 +1,27 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { openStore } from '../store/store.js'
+import { LOG_STOPPED, replicationChecks } from './readiness.js'
+
+// A cluster node's /readyz: ready while it follows every log, with how far it has shipped and applied; not ready once
+// it stopped following one (the engine lost entries it had applied), until a restart rebuilds it.
+
+t.test('a node that stopped following a log is not ready, and says which and why', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-readiness-'))
+  const store = openStore(dir, undefined, undefined, { replicate: true })
+  t.teardown(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
+  const readiness = replicationChecks('node-1', store)
+  t.match(readiness(), { checks: { cluster: /^node-1: 0 transactions waiting to ship/ } }, 'ready, with its replication')
+  t.equal(readiness().unready, undefined)
+  store.write(() => store.meta.putSync(LOG_STOPPED, 'PART_3: entry 9 is not the one this node applied'))
+  t.match(readiness().unready, /node-1 stopped following a log \(PART_3: entry 9 is not the one this node applied\)/, 'not ready once a log stopped')
+})
+
+t.test('a node alone adds nothing', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-readiness-'))
+  const store = openStore(dir)
+  t.teardown(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
+  t.same(replicationChecks('alone', store)(), { checks: {} })
+})
