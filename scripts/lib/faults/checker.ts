@@ -11,8 +11,8 @@ export interface Check {
   violations: string[]
 }
 
-/** A POST /openrtb/v2/reservations as a client invoked it: one screen, one day. */
-export interface ReserveArgs { seat: string, screen: string, date: string, spots: number }
+/** A POST /openrtb/v2/reservations as a client invoked it: its screens, one day. */
+export interface ReserveArgs { seat: string, screens: string[], date: string, spots: number }
 
 /** What one node answered for a screen's day (POST /openrtb/v2/screens/availability) once the cluster healed. */
 export interface DayRead { node: string, screen: string, date: string, capacity: number, booked: number }
@@ -31,7 +31,8 @@ const idOf = (o: Op) => (o.body as { data?: { reservation_id?: string } } | unde
 
 /**
  * The booking invariants of issue 47 over the history's `reserve` operations (args ReserveArgs) and the final reads:
- *  - capacity: on each screen-day, the spots of acknowledged reservations come to no more than its capacity (the holds
+ *  - capacity: on each screen-day, the spots of acknowledged reservations come to no more than its capacity (a hold of
+ *    several screens counts on each of them; the holds
  *    live for the whole run: the cluster is started with holds longer than it);
  *  - acknowledged readable: every acknowledged reservation is read back, live and with its spots, on every node;
  *  - nodes agree: every node shows the same spots booked on each screen-day;
@@ -44,13 +45,14 @@ export function checkBookings (history: History, reads: { days: DayRead[], reser
   const acked = reserves.filter((o) => o.outcome === 'ok')
   const unknown = reserves.filter((o) => o.outcome === 'unknown')
   const capacityOf = new Map(reads.days.map((r) => [day(r.screen, r.date), r.capacity]))
-  const sum = (ops: Array<Op<ReserveArgs>>, key: string) => ops.filter((o) => day(o.args.screen, o.args.date) === key).reduce((n, o) => n + o.args.spots, 0)
+  const takes = (o: Op<ReserveArgs>, key: string) => o.args.screens.some((s) => day(s, o.args.date) === key)
+  const sum = (ops: Array<Op<ReserveArgs>>, key: string) => ops.filter((o) => takes(o, key)).reduce((n, o) => n + o.args.spots, 0)
 
   const capacity: Check = { name: 'acknowledged spots within capacity', checked: 0, violations: [] }
   for (const [key, cap] of capacityOf) {
     capacity.checked++
     const spots = sum(acked, key)
-    if (spots > cap) capacity.violations.push(`${key}: ${spots} spots acknowledged over a capacity of ${cap} (oversold by ${spots - cap}, ${acked.filter((o) => day(o.args.screen, o.args.date) === key).length} holds acknowledged)`)
+    if (spots > cap) capacity.violations.push(`${key}: ${spots} spots acknowledged over a capacity of ${cap} (oversold by ${spots - cap}, ${acked.filter((o) => takes(o, key)).length} holds acknowledged)`)
   }
 
   const readable: Check = { name: 'acknowledged reservations readable on every node', checked: 0, violations: [] }
@@ -88,9 +90,9 @@ export function checkBookings (history: History, reads: { days: DayRead[], reser
     for (const list of reads.lists) {
       for (const key of capacityOf.keys()) {
         phantoms.checked++
-        const live = list.reservations.filter((r) => LIVE.has(r.status) && day(r.screen_ids[0] ?? '', r.start_date) === key)
+        const live = list.reservations.filter((r) => LIVE.has(r.status) && r.screen_ids.some((s) => day(s, r.start_date) === key))
         const strangers = live.filter((r) => !known.has(r.reservation_id))
-        const couldBe = unknown.filter((o) => o.args.seat === list.seat && day(o.args.screen, o.args.date) === key).length
+        const couldBe = unknown.filter((o) => o.args.seat === list.seat && takes(o, key)).length
         if (strangers.length > couldBe) phantoms.violations.push(`${list.seat} on ${list.node}, ${key}: ${strangers.length} live reservations no client was told about, ${couldBe} unknown outcomes to explain them (${strangers.map((r) => r.reservation_id).join(', ')})`)
       }
     }

@@ -1,0 +1,117 @@
+import type { Test } from 'tap'
+import { checkBookings, summary, type DayRead, type ListRead, type ReserveArgs, type ReservationRead } from '../../scripts/lib/faults/checker.js'
+import type { History } from '../../scripts/lib/faults/history.js'
+import type { TestCluster } from './cluster.js'
+import { eventually, pause } from './eventually.js'
+
+// The fault suite's bookings (issue 47): clients holding screen time through chosen nodes while a fault is injected,
+// recorded in a history, and the reads through the public API on every node, once the cluster has healed, that the
+// booking invariants (scripts/lib/faults/checker.ts) are checked against.
+
+/** What a scenario books: the screens each hold takes (all of them), on one day, so many spots a hold. */
+export interface Booking {
+  screens: string[]
+  date: string
+  spots: number
+  seats: Array<{ seat: string, key: string }>
+}
+
+/**
+ * Starts `perNode` clients on each node, each holding the booking's screens again and again, paced (so that the day
+ * fills over seconds), every answer recorded in the history; until stop(), which resolves once every client has had
+ * its last answer. booked(): the spots acknowledged so far.
+ */
+export function bookingClients (c: TestCluster, history: History, nodes: Array<{ id: string, url: string }>, b: Booking, perNode = 3): { stop: () => Promise<void>, booked: () => number } {
+  let stopped = false
+  let booked = 0
+  const hold = async (name: string, node: { id: string, url: string }, seat: { seat: string, key: string }) => {
+    const args: ReserveArgs = { seat: seat.seat, screens: b.screens, date: b.date, spots: b.spots }
+    const r = await history.run(name, node.id, 'reserve', args, () => c.call(node.url, 'POST', '/openrtb/v2/reservations', { key: seat.key, body: { screen_ids: b.screens, start_date: b.date, end_date: b.date, spots_per_day: b.spots } }))
+    if (r?.status === 201) booked += b.spots
+    await pause(20 + Math.random() * 60)
+  }
+  const client = async (name: string, node: { id: string, url: string }, seat: { seat: string, key: string }) => {
+    while (!stopped) await hold(name, node, seat)
+  }
+  const clients = nodes.flatMap((node, n) => Array.from({ length: perNode }, (_, i) => client(`${node.id}/c${i}`, node, b.seats[(n + i) % b.seats.length]!)))
+  return {
+    stop: async () => {
+      stopped = true
+      await Promise.all(clients)
+      history.note('clients stopped')
+    },
+    booked: () => booked
+  }
+}
+
+/**
+ * Waits until every node shows the same spots booked on each screen, twice in a row a second apart, then checks the
+ * booking invariants over the history and every node's reads, printing the counts checked and each violation.
+ */
+export async function checkConverged (t: Test, c: TestCluster, history: History, b: Booking): Promise<void> {
+  let last = ''
+  await eventually(t, 'every node shows the same spots booked, steadily', async () => {
+    const reads = await dayReads(c, c.nodes, b.seats[0]!.key, b.screens, b.date)
+    const byScreen = b.screens.map((s) => reads.filter((r) => r.screen === s).map((r) => r.booked))
+    const shown = JSON.stringify(byScreen)
+    const steady = shown === last && byScreen.every((booked) => new Set(booked).size === 1)
+    last = shown
+    return steady
+  }, { within: 30_000, every: 1000 })
+  const checks = checkBookings(history, {
+    days: await dayReads(c, c.nodes, b.seats[0]!.key, b.screens, b.date),
+    reservations: await reservationReads(c, c.nodes, history, (seat) => b.seats.find((s) => s.seat === seat)!.key),
+    lists: await listReads(c, c.nodes, b.seats)
+  })
+  for (const line of history.tally()) t.comment(line)
+  for (const line of summary(checks)) t.comment(line)
+  for (const check of checks) {
+    t.ok(check.checked > 0, `${check.name}: something was checked (${check.checked})`)
+    t.equal(check.violations.length, 0, `${check.name}: ${check.checked} checked, no violation`)
+  }
+  const unanswered = history.ops.filter((o) => o.outcome === 'unknown')
+  if (unanswered.length > 0) t.comment(`unknown outcomes: ${unanswered.slice(0, 10).map((o) => `${o.client} ${o.status ?? o.error}`).join('; ')}`)
+}
+
+/** Screens' day and what each node shows booked on each. */
+export async function dayReads (c: TestCluster, nodes: Array<{ id: string, url: string }>, key: string, screens: string[], date: string): Promise<DayRead[]> {
+  return (await Promise.all(nodes.map(async (n) => {
+    const r = await c.call(n.url, 'POST', '/openrtb/v2/screens/availability', { key, body: { screen_ids: screens, start_date: date, end_date: date } })
+    const shown = r.body?.data?.screens as Array<{ periods: Array<{ capacity: number, booked: number }> }> | undefined
+    if (shown?.length !== screens.length) throw new Error(`${n.id} answered availability ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`)
+    return screens.map((screen, i) => ({ node: n.id, screen, date, capacity: shown[i]!.periods[0]!.capacity, booked: shown[i]!.periods[0]!.booked }))
+  }))).flat()
+}
+
+/** Every acknowledged reservation of the history read through every node, with its seat's key, a few at a time. */
+export async function reservationReads (c: TestCluster, nodes: Array<{ id: string, url: string }>, history: History, keyOf: (seat: string) => string): Promise<ReservationRead[]> {
+  const jobs = history.select<ReserveArgs>('reserve', 'ok').flatMap((o) => nodes.map((n) => ({ n, o, id: (o.body as { data: { reservation_id: string } }).data.reservation_id })))
+  const reads: ReservationRead[] = []
+  const worker = async () => {
+    for (let job = jobs.shift(); job !== undefined; job = jobs.shift()) {
+      const r = await c.call(job.n.url, 'GET', `/openrtb/v2/reservations/${job.id}`, { key: keyOf(job.o.args.seat) })
+      reads.push({ node: job.n.id, reservationId: job.id, status: r.status, body: r.body })
+    }
+  }
+  await Promise.all(Array.from({ length: 8 }, worker))
+  return reads
+}
+
+/** Every reservation each seat lists through each node, page by page. */
+export async function listReads (c: TestCluster, nodes: Array<{ id: string, url: string }>, seats: Array<{ seat: string, key: string }>): Promise<ListRead[]> {
+  const reads: ListRead[] = []
+  for (const n of nodes) {
+    for (const s of seats) {
+      const all: ListRead['reservations'] = []
+      let cursor: string | null = null
+      do {
+        const page: { status: number, body: any } = await c.call(n.url, 'GET', `/openrtb/v2/reservations?limit=200${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key: s.key })
+        if (page.status !== 200) throw new Error(`${n.id} listed ${s.seat}'s reservations with ${page.status} ${JSON.stringify(page.body).slice(0, 200)}`)
+        all.push(...page.body.data.reservations)
+        cursor = page.body.data.cursor?.has_more === true ? page.body.data.cursor.next : null
+      } while (cursor !== null)
+      reads.push({ node: n.id, seat: s.seat, reservations: all })
+    }
+  }
+  return reads
+}
