@@ -2,18 +2,14 @@ import t from 'tap'
 import { partitionOf } from '../src/campaigns/capacity.js'
 import { partitionStream } from '../src/cluster/partition-log.js'
 import { History } from '../scripts/lib/faults/history.js'
-import { clusterAvailable, gymDevice, startTestCluster } from './helpers/cluster.js'
+import { clusterAvailable, startTestCluster } from './helpers/cluster.js'
 import { eventually, pause } from './helpers/eventually.js'
-import { bookingClients, checkConverged, dayReads } from './helpers/fault-bookings.js'
-import { freshIp } from './helpers/service.js'
+import { bookingClients, bookingSetting, checkConverged, PARTITIONS } from './helpers/fault-bookings.js'
 
 // Issue 47's fault suite, the engine's side: clients book two screens' day (in two partitions, so each hold is all or
 // nothing through the claims log) through two nodes while the engine loses the leader of the claims log, then the
 // leader of a screen's partition log, each killed with -9 and started again. Elections delay bookings (answered 503,
 // outcomes unknown to the client); none may be oversold or lost, and every node ends with the same rows.
-
-/** CLUSTER_PARTITIONS as the test cluster's nodes have it (the default). */
-const PARTITIONS = 16
 
 if (clusterAvailable(t)) {
   // Holds outlive the run: one lapsing in the middle would make "the acknowledged spots fit the day" a question of when.
@@ -23,21 +19,7 @@ if (clusterAvailable(t)) {
 
   t.test('a stream leader of the claims log, then of a partition\'s log, killed while clients book across partitions: no hold oversold or lost, every node agrees', async (t) => {
     const history = new History()
-    const partner = (await c.call(cluster.frontUrl, 'POST', '/v1/partner/register', { body: { name: 'Engine Fault Screens', slug: 'engine-fault-screens', contact_email: 'ops@enginefaults.example', partner_type: 'screen_operator', domain: 'enginefaults.example' }, headers: { 'x-forwarded-for': freshIp() } })).body.data.api_key.key as string
-    const batch = await c.call(one.url, 'POST', '/v1/partner/devices/batch', { key: partner, body: { devices: [0, 1, 2, 3].map((i) => gymDevice(`engine-fault-${i}`)) } })
-    t.equal(batch.status, 200, 'four screens registered')
-    // Chosen by the partitions' hash (src/campaigns/capacity.ts), the one thing here not read through the API.
-    const ids = (batch.body.data.results as Array<{ screen_id: string }>).map((r) => r.screen_id)
-    const screens = [ids[0]!, ids.find((id) => partitionOf(id, PARTITIONS) !== partitionOf(ids[0]!, PARTITIONS))!]
-    const seats: Array<{ seat: string, key: string }> = []
-    for (const seat of ['engine-buyer-1', 'engine-buyer-2']) {
-      const key = (await c.onboard(cluster.frontUrl, seat)).body.data.api_key.key as string
-      t.equal((await c.admin(one.url, 'PUT', `/admin/v1/seats/${seat}/rate-limits`, { limits: { campaigns: 1_000_000, inventory: 1_000_000, account: 1_000_000 }, reason: 'engine fault test' })).status, 200)
-      seats.push({ seat, key })
-    }
-    const date = new Date(Date.now() + 14 * 86_400_000).toISOString().slice(0, 10)
-    for (const node of c.nodes) await eventually(t, `${node.id} knows the screens and the seats`, async () => (await c.call(node.url, 'POST', '/openrtb/v2/screens/availability', { key: seats[1]!.key, body: { screen_ids: screens, start_date: date, end_date: date } })).body.data?.screens?.length as number | undefined, { within: 20_000, every: 100, until: (n) => n === 2 })
-    const capacity = Math.min(...(await dayReads(c, [one], seats[0]!.key, screens, date)).map((r) => r.capacity))
+    const { screens, seats, date, capacity } = await bookingSetting(t, c, 'engine-fault', 14)
     // About 50 holds fill the day: some before each kill, the rest after.
     const booking = { screens, date, spots: Math.ceil(capacity / 50), seats }
     const clients = bookingClients(c, history, [one, two], booking, 2)

@@ -2,11 +2,9 @@ import t from 'tap'
 import type { ReserveArgs } from '../scripts/lib/faults/checker.js'
 import { History } from '../scripts/lib/faults/history.js'
 import { pauseFor, processState } from '../scripts/lib/faults/pause.js'
-import { partitionOf } from '../src/campaigns/capacity.js'
-import { clusterAvailable, gymDevice, startTestCluster } from './helpers/cluster.js'
+import { clusterAvailable, startTestCluster } from './helpers/cluster.js'
 import { eventually, pause } from './helpers/eventually.js'
-import { bookingClients, checkConverged, dayReads } from './helpers/fault-bookings.js'
-import { freshIp } from './helpers/service.js'
+import { bookingClients, bookingSetting, checkConverged, dayReads } from './helpers/fault-bookings.js'
 
 // Issue 47's fault suite, its first scenario: a node frozen with SIGSTOP while it books, for longer than anything the
 // cluster times (a claim's timeout, a command's 30 s to land, a record lock's 30 s), while another node books the rest
@@ -18,39 +16,23 @@ import { freshIp } from './helpers/service.js'
 /** Past a command's 30 s to land (src/cluster/node.ts) and a lock's 30 s, with room for the engine's TTL sweep. */
 const PAUSE_MS = 35_000
 const ROUNDS = Number(process.env.OOHBID_FAULT_ROUNDS ?? 1)
-/** CLUSTER_PARTITIONS as the test cluster's nodes have it (the default). */
-const PARTITIONS = 16
 
 if (clusterAvailable(t)) {
   // Holds outlive the run: one lapsing in the middle would make "the acknowledged spots fit the day" a question of when.
   const c = await startTestCluster(t, { env: { RESERVATION_HOLD_SECONDS: '3600' }, callTimeoutMs: 60_000 })
   const [a, b] = c.nodes
-  /** Two screens in different partitions: each hold takes both, all or nothing through the claims log. */
-  let screens: string[] = []
-  const seats: Array<{ seat: string, key: string }> = []
+  /** Two screens in different partitions (each hold takes both, all or nothing through the claims log), two seats. */
+  let setting: Awaited<ReturnType<typeof bookingSetting>>
 
   t.test('the setting: two screens in different partitions every node knows, two buyer seats', async (t) => {
-    const registered = await c.call(c.cluster.frontUrl, 'POST', '/v1/partner/register', { body: { name: 'Fault Screens', slug: 'fault-screens', contact_email: 'ops@faults.example', partner_type: 'screen_operator', domain: 'faults.example' }, headers: { 'x-forwarded-for': freshIp() } })
-    t.equal(registered.status, 201, 'a screen operator registered')
-    const batch = await c.call(a.url, 'POST', '/v1/partner/devices/batch', { key: registered.body.data.api_key.key, body: { devices: [0, 1, 2, 3].map((i) => gymDevice(`fault-${i}`)) } })
-    t.equal(batch.status, 200, 'its screens registered through node-1')
-    // Chosen by the partitions' hash (src/campaigns/capacity.ts), the one thing here not read through the API.
-    const ids = (batch.body.data.results as Array<{ screen_id: string }>).map((r) => r.screen_id)
-    screens = [ids[0]!, ids.find((id) => partitionOf(id, PARTITIONS) !== partitionOf(ids[0]!, PARTITIONS))!]
-    t.ok(screens[1] !== undefined, 'two of them in different partitions')
-    for (const seat of ['fault-buyer-1', 'fault-buyer-2']) {
-      const key = (await c.onboard(c.cluster.frontUrl, seat)).body.data.api_key.key as string
-      t.equal((await c.admin(a.url, 'PUT', `/admin/v1/seats/${seat}/rate-limits`, { limits: { campaigns: 1_000_000, inventory: 1_000_000, account: 1_000_000 }, reason: 'fault test' })).status, 200)
-      seats.push({ seat, key })
-    }
-    const date = new Date(Date.now() + 10 * 86_400_000).toISOString().slice(0, 10)
-    for (const node of c.nodes) await eventually(t, `${node.id} knows the screens`, async () => (await dayReads(c, [node], seats[1]!.key, screens, date)).length, { within: 20_000, every: 100 })
+    setting = await bookingSetting(t, c, 'fault', 10)
   })
 
   for (let round = 0; round < ROUNDS; round++) {
     t.test(`round ${round + 1}: node-1 frozen with SIGSTOP for ${PAUSE_MS / 1000} s while clients book two screens' day through node-1 and node-2; no acknowledged hold is lost or oversold`, async (t) => {
       const history = new History()
       const date = new Date(Date.now() + (10 + round) * 86_400_000).toISOString().slice(0, 10)
+      const { screens, seats } = setting
       const capacity = Math.min(...(await dayReads(c, [b], seats[0]!.key, screens, date)).map((r) => r.capacity))
       // About 60 holds fill the day: a quarter of it is booked before the pause, the rest by node-2 while node-1 sleeps.
       const booking = { screens, date, spots: Math.ceil(capacity / 60), seats }

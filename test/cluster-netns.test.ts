@@ -3,10 +3,9 @@ import t from 'tap'
 import { clockUnavailable } from '../scripts/lib/faults/clock.js'
 import { onNetHost, withClock } from '../scripts/lib/faults/launch.js'
 import { netHost, netnsUnavailable } from '../scripts/lib/faults/netns.js'
-import { partitionOf } from '../src/campaigns/capacity.js'
 import { History } from '../scripts/lib/faults/history.js'
 import { clusterAvailable, everyNode, gymDevice, startTestCluster } from './helpers/cluster.js'
-import { bookingClients, checkConverged, dayReads } from './helpers/fault-bookings.js'
+import { bookingClients, bookingSetting, checkConverged } from './helpers/fault-bookings.js'
 import { eventually, pause } from './helpers/eventually.js'
 import { skipFile } from './helpers/required.js'
 import { freshIp } from './helpers/service.js'
@@ -86,20 +85,7 @@ async function main (): Promise<void> {
 
   t.test('clients book two screens\' day through all three nodes while node-3 is cut off from the engine and the front, then healed, node-2 a minute ahead: no hold oversold or lost, every node agrees', async (t) => {
     const history = new History()
-    const partner = (await c.call(c.cluster.frontUrl, 'POST', '/v1/partner/register', { body: { name: 'Cut Screens', slug: 'cut-screens', contact_email: 'ops@cut.example', partner_type: 'screen_operator', domain: 'cut.example' }, headers: { 'x-forwarded-for': freshIp() } })).body.data.api_key.key as string
-    const batch = await c.call(one.url, 'POST', '/v1/partner/devices/batch', { key: partner, body: { devices: [0, 1, 2, 3].map((i) => gymDevice(`cut-${i}`)) } })
-    // Chosen by the partitions' hash (src/campaigns/capacity.ts): each hold is all or nothing over two partitions.
-    const ids = (batch.body.data.results as Array<{ screen_id: string }>).map((r) => r.screen_id)
-    const screens = [ids[0]!, ids.find((id) => partitionOf(id, 16) !== partitionOf(ids[0]!, 16))!]
-    const seats: Array<{ seat: string, key: string }> = []
-    for (const seat of ['cut-buyer-1', 'cut-buyer-2']) {
-      const key = (await c.onboard(c.cluster.frontUrl, seat)).body.data.api_key.key as string
-      t.equal((await c.admin(one.url, 'PUT', `/admin/v1/seats/${seat}/rate-limits`, { limits: { campaigns: 1_000_000, inventory: 1_000_000, account: 1_000_000 }, reason: 'netns test' })).status, 200)
-      seats.push({ seat, key })
-    }
-    const date = new Date(Date.now() + 12 * 86_400_000).toISOString().slice(0, 10)
-    for (const node of c.nodes) await eventually(t, `${node.id} knows the screens and the seats`, async () => (await c.call(node.url, 'POST', '/openrtb/v2/screens/availability', { key: seats[1]!.key, body: { screen_ids: screens, start_date: date, end_date: date } })).body.data?.screens?.length as number | undefined, { within: 20_000, every: 100, until: (n) => n === 2 })
-    const capacity = Math.min(...(await dayReads(c, [one], seats[0]!.key, screens, date)).map((r) => r.capacity))
+    const { screens, seats, date, capacity } = await bookingSetting(t, c, 'cut', 12)
     // About 40 holds fill the day: a fifth of it before the cut, the rest on either side of it.
     const booking = { screens, date, spots: Math.ceil(capacity / 40), seats }
     const clients = bookingClients(c, history, c.nodes, booking, 2)

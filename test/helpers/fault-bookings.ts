@@ -1,8 +1,10 @@
 import type { Test } from 'tap'
 import { checkBookings, summary, type DayRead, type ListRead, type ReserveArgs, type ReservationRead } from '../../scripts/lib/faults/checker.js'
 import type { History } from '../../scripts/lib/faults/history.js'
-import type { TestCluster } from './cluster.js'
+import { partitionOf } from '../../src/campaigns/capacity.js'
+import { gymDevice, type TestCluster } from './cluster.js'
 import { eventually, pause } from './eventually.js'
+import { freshIp } from './service.js'
 
 // The fault suite's bookings (issue 47): clients holding screen time through chosen nodes while a fault is injected,
 // recorded in a history, and the reads through the public API on every node, once the cluster has healed, that the
@@ -14,6 +16,35 @@ export interface Booking {
   date: string
   spots: number
   seats: Array<{ seat: string, key: string }>
+}
+
+/** CLUSTER_PARTITIONS as the test cluster's nodes have it (the default). */
+export const PARTITIONS = 16
+
+/**
+ * A scenario's setting, named by prefix: an operator's screens registered through node-1, two of them in different
+ * partitions (chosen by the partitions' hash, src/campaigns/capacity.ts, the one thing not read through the API, so
+ * that each hold is all or nothing through the claims log), and two buyer seats whose limits the load cannot reach,
+ * once every node knows them. Answers the screens, the seats, and the capacity of their day `daysAhead` from now.
+ */
+export async function bookingSetting (t: Test, c: TestCluster, prefix: string, daysAhead: number): Promise<Omit<Booking, 'spots'> & { capacity: number }> {
+  const partner = await c.call(c.cluster.frontUrl, 'POST', '/v1/partner/register', { body: { name: `${prefix} Screens`, slug: `${prefix}-screens`, contact_email: `ops@${prefix}.example`, partner_type: 'screen_operator', domain: `${prefix}.example` }, headers: { 'x-forwarded-for': freshIp() } })
+  t.equal(partner.status, 201, 'a screen operator registered')
+  const batch = await c.call(c.nodes[0].url, 'POST', '/v1/partner/devices/batch', { key: partner.body.data.api_key.key, body: { devices: [0, 1, 2, 3].map((i) => gymDevice(`${prefix}-${i}`)) } })
+  t.equal(batch.status, 200, 'its screens registered through node-1')
+  const ids = (batch.body.data.results as Array<{ screen_id: string }>).map((r) => r.screen_id)
+  const screens = [ids[0]!, ids.find((id) => partitionOf(id, PARTITIONS) !== partitionOf(ids[0]!, PARTITIONS))!]
+  t.ok(screens[1] !== undefined, 'two of them in different partitions')
+  const seats: Array<{ seat: string, key: string }> = []
+  for (const seat of [`${prefix}-buyer-1`, `${prefix}-buyer-2`]) {
+    const key = (await c.onboard(c.cluster.frontUrl, seat)).body.data.api_key.key as string
+    t.equal((await c.admin(c.nodes[0].url, 'PUT', `/admin/v1/seats/${seat}/rate-limits`, { limits: { campaigns: 1_000_000, inventory: 1_000_000, account: 1_000_000 }, reason: 'fault test' })).status, 200)
+    seats.push({ seat, key })
+  }
+  const date = new Date(Date.now() + daysAhead * 86_400_000).toISOString().slice(0, 10)
+  for (const node of c.nodes) await eventually(t, `${node.id} knows the screens and the seats`, async () => (await c.call(node.url, 'POST', '/openrtb/v2/screens/availability', { key: seats[1]!.key, body: { screen_ids: screens, start_date: date, end_date: date } })).body.data?.screens?.length as number | undefined, { within: 20_000, every: 100, until: (n) => n === 2 })
+  const capacity = Math.min(...(await dayReads(c, [c.nodes[0]], seats[0]!.key, screens, date)).map((r) => r.capacity))
+  return { screens, seats, date, capacity }
 }
 
 /**
