@@ -17,8 +17,8 @@ if (clusterAvailable(t)) {
   const ad = { key: '' }
   let ids = 0
   /** Calls an MCP tool as the buyer through a node. */
-  const tool = async (base: string, name: string, args: Record<string, unknown>) => {
-    const res = await fetch(`${base}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${ad.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: ++ids, method: 'tools/call', params: { name, arguments: args } }) })
+  const tool = async (base: string, name: string, args: Record<string, unknown>, query = '') => {
+    const res = await fetch(`${base}/mcp${query}`, { method: 'POST', headers: { authorization: `Bearer ${ad.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: ++ids, method: 'tools/call', params: { name, arguments: args } }) })
     const body = await res.json() as any
     return { status: res.status, data: body.result?.structuredContent, error: body.result?.isError === true }
   }
@@ -146,6 +146,9 @@ if (clusterAvailable(t)) {
     const booked = await eventually(t, 'every node shows the buy\'s spots on every screen', () => Promise.all([one, two, three].map((n) => bookedVia(n.url))), { every: 100, until: (all) => all.every((b) => JSON.stringify(b) === JSON.stringify(all[0])) && all[0]!.some((x, i) => x > before[i]!) })
     const added = booked[0]!.map((x, i) => x - before[i]!)
     t.ok(added.every((x) => x === added[0]) && added[0]! > 0, `${added[0]} spots a day booked on each of the 31 screens, the same on every node`)
+    const tried = await tool(three.url, 'update_media_buy', { media_buy_id: buyId, packages: [{ package_id: 'pkg-0', budget: 600 }] }, '?dry_run=true')
+    t.equal(tried.error, false, 'the change tried first as a dry run through node-3')
+    t.same(await bookedVia(three.url), booked[0], 'a dry run books and gives back nothing: node-3 shows the buy as it was')
     const changed = await tool(three.url, 'update_media_buy', { media_buy_id: buyId, packages: [{ package_id: 'pkg-0', budget: 600 }] })
     t.equal(changed.error, false, `its budget doubled through node-3 (${JSON.stringify(changed.data?.errors ?? '')})`)
     const rebooked = await eventually(t, 'every node shows the buy booked again', () => Promise.all([one, two, three].map((n) => bookedVia(n.url))), { every: 100, until: (all) => all.every((b) => JSON.stringify(b) === JSON.stringify(all[0])) && all[0]![0]! - before[0]! !== added[0] })

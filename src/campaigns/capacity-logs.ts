@@ -134,7 +134,11 @@ async function relay (store: Store, logs: CapacityLogs, claim: string): Promise<
  */
 export async function takeClaim (store: Store, logs: CapacityLogs, claim: string, items: BookingItem[], holdMs: number | undefined, timeoutMs: number): Promise<ClaimOutcome> {
   const whole = claimLog(claim)
-  if (whole !== 'claims') return outcomeOf(await logs.propose(whole, `book:${claim}`, { op: 'book', claim, items, ...(holdMs !== undefined ? { hold_ms: holdMs } : {}) }))
+  if (whole !== 'claims') {
+    const booked = outcomeOf(await logs.propose(whole, `book:${claim}`, { op: 'book', claim, items, ...(holdMs !== undefined ? { hold_ms: holdMs } : {}) }))
+    // A retry's book is a duplicate of the first try's: it counts only while that claim still stands.
+    return booked.ok && !standing(store, claim) ? { ok: false, reason: 'claim_gone' } : booked
+  }
   const byPart = itemsByPartition(items, logs.partitions)
   const parts = [...byPart.keys()].sort((a, b) => a - b)
   const declared = outcomeOf(await logs.propose('claims', `intent:${claim}`, { op: 'intent', claim, parts, timeout_ms: timeoutMs, ...(holdMs !== undefined ? { hold_ms: holdMs } : {}) }))
@@ -144,9 +148,14 @@ export async function takeClaim (store: Store, logs: CapacityLogs, claim: string
   const decision = refused === undefined ? 'commit' : 'abort'
   const decided = outcomeOf(await logs.propose('claims', `${decision}:${claim}`, { op: decision, claim }))
   if (decided.ok || decided.reason === 'decided') await relay(store, logs, claim)
+  if (standing(store, claim)) return { ok: true }
+  return refused ?? (decided.ok ? { ok: false, reason: 'claim_gone' } : decided)
+}
+
+/** Whether a claim books its items now: held or firm, as this node has applied its log. */
+function standing (store: Store, claim: string): boolean {
   const state = store.capacityClaims.get(claim)?.state
-  if (state === 'held' || state === 'firm') return { ok: true }
-  return refused ?? (decided.ok ? { ok: false, reason: 'unknown' } : decided)
+  return state === 'held' || state === 'firm'
 }
 
 /**

@@ -170,8 +170,9 @@ export type ClaimStep =
 
 /**
  * Moves a claim one step, or refuses: a commit comes only from the node (in the life) that declared the intent; an
- * abort from it, or from anyone once the intent is past its time; a keep only of a hold, before it lapses (once: two
- * confirmations of one hold make one placement), an expire only after; a give only from the state the giver read.
+ * abort from it, or from anyone once the intent is past its time; a keep only of a hold before it lapses, or of one
+ * kept already (a confirmation retried: the placement is named by the claim, so repeats make one), an expire only
+ * after; a give only from the state the giver read.
  * What is refused changes nothing.
  */
 export function stepClaim (store: Store, step: ClaimStep, now: number, by: { node: string, incarnation: string }): ClaimOutcome {
@@ -195,6 +196,7 @@ export function stepClaim (store: Store, step: ClaimStep, now: number, by: { nod
       if ((by.node !== c.node || by.incarnation !== c.incarnation) && now < c.intent_at + c.timeout_ms) return { ok: false, reason: 'not_due' }
       return put({ ...rest, state: 'aborted' })
     case 'keep':
+      if (c.state === 'firm') return { ok: true }
       if (c.state === 'expired') return { ok: false, reason: 'expired' }
       if (c.state !== 'held') return { ok: false, reason: 'claim_gone' }
       return lapsed ? { ok: false, reason: 'expired' } : put({ ...rest, state: 'firm' })

@@ -12,6 +12,11 @@ export interface BookingSession {
   mode: 'rehearse' | 'decided' | 'dry'
   /** The request's claims are `<base>.<n>`: the same request run again makes the same claims (see below). */
   base: string
+  /**
+   * Whether the base comes from an Idempotency-Key: a retry may be running on the same claims, so what this run did
+   * not keep is not this run's to give back (a hold lapses; a firm claim left over is capacity lost, never sold twice).
+   */
+  keyed: boolean
   n: number
   commands: BookingCommand[]
   decided: Map<string, { outcome: ClaimOutcome, items?: string }>
@@ -48,23 +53,23 @@ export class RehearsedBookings implements Bookings {
 
   /** Runs fn as a rehearsal (an agent's tool call answers on later turns, its transactions in the session it captured). */
   async rehearse (base: string, fn: () => Promise<void>): Promise<BookingCommand[]> {
-    const session: BookingSession = { mode: 'rehearse', base, n: 0, commands: [], decided: new Map(), used: new Set() }
+    const session: BookingSession = { mode: 'rehearse', base, keyed: false, n: 0, commands: [], decided: new Map(), used: new Set() }
     await this.within(session, fn)
     return session.commands
   }
 
   /** Decides a rehearsal's commands (none: at once); the session the handler then runs with. */
-  async decide (base: string, commands: BookingCommand[]): Promise<BookingSession> {
+  async decide (base: string, commands: BookingCommand[], keyed: boolean): Promise<BookingSession> {
     const decided: BookingSession['decided'] = new Map()
     const items = new Map(commands.flatMap((c) => c.op === 'take' ? [[c.claim, JSON.stringify(c.items)] as const] : []))
     const decisions = commands.length === 0 ? [] : await this.#link.decide(base, commands)
     for (const [key, outcome] of decisions) decided.set(key, { outcome, ...(key.startsWith('take:') ? { items: items.get(key.slice(5))! } : {}) })
-    return { mode: 'decided', base, n: 0, commands, decided, used: new Set() }
+    return { mode: 'decided', base, keyed, n: 0, commands, decided, used: new Set() }
   }
 
   /** A dry run's session: checked here, booking nothing. */
   dry (): BookingSession {
-    return { mode: 'dry', base: 'dry-run', n: 0, commands: [], decided: new Map(), used: new Set() }
+    return { mode: 'dry', base: 'dry-run', keyed: false, n: 0, commands: [], decided: new Map(), used: new Set() }
   }
 
   /**
@@ -91,6 +96,7 @@ export class RehearsedBookings implements Bookings {
    * otherwise, or failed and rolled back): a request books what its answer says, nothing beside it.
    */
   giveBackUnused (session: BookingSession): void {
+    if (session.keyed) return
     const left: BookingCommand[] = []
     for (const c of session.commands) {
       if (c.op !== 'take' || session.used.has(c.claim) || session.decided.get(`take:${c.claim}`)?.outcome.ok !== true) continue
@@ -131,7 +137,21 @@ export class RehearsedBookings implements Bookings {
       }
       return { ok: false, reason: 'claim_gone' }
     }
-    return this.#step(store, { op: 'give', claim, why }, (state) => state === (why === 'release' ? 'held' : 'firm'))
+    if (why === 'rebook') return this.#rebook(store, claim)
+    return this.#step(store, { op: 'give', claim, why: 'release' }, (state) => state === 'held')
+  }
+
+  /**
+   * A firm booking given back to be booked again (a placement's spots changed): given only once the run that took the
+   * new spots has committed, so that a run refused or failed after it leaves the booking as it was. Until then both
+   * are counted: near a full day a change a node alone would fit is refused, and nothing is sold twice.
+   */
+  #rebook (store: Store, claim: string): ClaimOutcome {
+    const s = this.#session
+    if (s === undefined) return UNKNOWN
+    if (store.capacityClaims.get(claim)?.state !== 'firm') return { ok: false, reason: 'claim_gone' }
+    if (s.mode === 'decided') store.afterCommit(() => { this.#link.decide(`${s.base}:rebook`, [{ op: 'give', claim, why: 'rebook' }]).catch(() => {}) })
+    return { ok: true }
   }
 
   keep (store: Store, claim: string): ClaimOutcome {

@@ -4,7 +4,7 @@ import type { Daypart } from '../generated/types.js'
 import { datesBetween } from '../inventory/hours.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Bookings, Store } from '../store/store.js'
-import { hourShares, moveBooked, planBooking, releasePart, settlePart, shortfall, stepClaim, takePart } from './capacity.js'
+import { hourShares, moveBooked, planBooking, releasePart, settlePart, stepClaim, takePart } from './capacity.js'
 import type { ClaimOutcome, Shortfall } from './records.js'
 
 /** A node alone is the only decider of its claims. */
@@ -18,11 +18,10 @@ const ALONE = { node: '', incarnation: '' }
  */
 const LOCAL: Bookings = {
   take (store, items, holdMs, now) {
-    const short = shortfall(store, items)
-    if (short !== undefined) return { short }
     const claim = `clm_${randomUUID().replace(/-/g, '')}`
+    const taken = takePart(store, claim, 0, 1, items)
+    if (!taken.ok) return taken.reason === 'capacity_unavailable' ? { short: taken.short } : { refused: taken }
     stepClaim(store, { op: 'intent', claim, parts: [0], timeout_ms: 0, ...(holdMs !== undefined ? { hold_ms: holdMs } : {}) }, now, ALONE)
-    takePart(store, claim, 0, 1, items)
     stepClaim(store, { op: 'commit', claim }, now, ALONE)
     settlePart(store, claim, 0, 'commit')
     return { claim }

@@ -6,10 +6,10 @@ import type { Store } from '../store/store.js'
 import type { RateLimiter, WindowAsk } from '../http/rate-limit.js'
 import { ChangeApplier, type AppliedHook } from './applier.js'
 import { BudgetLeases, type BudgetBook } from './budget-leases.js'
-import { connectEngine } from './engine.js'
+import { connectEngine, untilAnswered } from './engine.js'
 import { ObjectReplica } from './objects.js'
 import { RateLeases } from './rate-leases.js'
-import { ensureLogStream, PartitionLog, type PartitionMachine } from './partition-log.js'
+import { ensureLogStream, PartitionGap, PartitionLog, type PartitionMachine } from './partition-log.js'
 import { LOG_STOPPED } from './readiness.js'
 import type { Verdict } from './records.js'
 import { RecordLocks } from './record-locks.js'
@@ -114,9 +114,16 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   store.write(() => store.meta.removeSync(LOG_STOPPED))
   const onStopped = (stream: string) => (err: Error) => store.write(() => store.meta.putSync(LOG_STOPPED, `${stream}: ${err.message}`))
   for (const { stream, machine } of deps.logs) {
-    await ensureLogStream(engine.jsm, stream, cluster.replicas)
+    // Nodes starting at once create the same streams, and a busy engine answers late: each is waited out, as writes
+    // wait for their quorum; a gap in a log is not, since no wait closes it.
+    await untilAnswered(`creating the log ${stream}`, async () => await ensureLogStream(engine.jsm, stream, cluster.replicas), deps.log)
     const log = new PartitionLog({ js: engine.js, jsm: engine.jsm, store, stream, machine, self, leaseMs: LOG_LEASE_MS, ttlMs: COMMAND_TTL_MS, ackTimeoutMs: cluster.ackTimeoutMs, log: deps.log, onStopped: onStopped(stream) })
-    await log.start()
+    let gap: PartitionGap | undefined
+    await untilAnswered(`following the log ${stream}`, async () => await log.start().catch((err: unknown) => {
+      if (!(err instanceof PartitionGap)) throw err
+      gap = err
+    }), deps.log)
+    if (gap !== undefined) throw gap
     logs.set(stream, log)
   }
   // Retries what the engine did not acknowledge (a member lost, no quorum for a while).

@@ -23,8 +23,8 @@ export interface ClusterRequestDeps {
 export interface RequestBookings<S = unknown, C = unknown> {
   /** Runs the handler as a rehearsal: what it would book. */
   rehearse (base: string, run: () => Promise<void>): Promise<C[]>
-  /** Has a rehearsal's commands decided; the session the handler then runs with. */
-  decide (base: string, commands: C[]): Promise<S>
+  /** Has a rehearsal's commands decided (keyed: its claims are named from an Idempotency-Key); the session the handler then runs with. */
+  decide (base: string, commands: C[], keyed: boolean): Promise<S>
   /** A dry run's session: checked against this node's copy, booking nothing. */
   dry (): S
   within<T> (session: S, run: () => T): T
@@ -146,7 +146,7 @@ class ClusterRequest implements RequestCoordination {
       return undefined
     }
     const base = step.claim !== undefined ? createHash('sha256').update(`${step.claim}\u0000${step.owner()}`).digest('base64url').slice(0, 22) : this.#id
-    return bookings.rehearse(base, step.rehearse).then(async (commands) => await bookings.decide(base, commands)).then((session) => {
+    return this.#rehearse(base, step).then(async (commands) => await bookings.decide(base, commands, step.claim !== undefined)).then((session) => {
       this.#booking = session
       if (this.#ended) bookings.giveBackUnused(session)
     })
@@ -222,6 +222,22 @@ class ClusterRequest implements RequestCoordination {
     if (this.#ended) return this.end()
     if (!await this.#deps.link.caughtUp()) {
       throw new ApiError('service_unavailable', 'This node could not catch up with the cluster in time to read the record; retry shortly.', retryShortly, retryHeader)
+    }
+  }
+
+  /**
+   * The handler's rehearsal. A record it does not find may have been made through another node a moment ago (a hold
+   * confirmed at once through another node): it is rehearsed again once this node has caught up, once.
+   */
+  async #rehearse (base: string, step: BeforeHandler): Promise<unknown[]> {
+    const bookings = this.#deps.bookings
+    try {
+      return await bookings.rehearse(base, step.rehearse)
+    } catch (err) {
+      if (this.#caughtUp || !(err instanceof ApiError) || err.status !== 404) throw err
+      this.#caughtUp = true
+      if (!await this.#deps.link.caughtUp()) throw err
+      return await bookings.rehearse(base, step.rehearse)
     }
   }
 

@@ -156,7 +156,7 @@ export class RequestCycle {
         exclusive: () => ctx.dryRun ? undefined : route.exclusive?.(ctx),
         unique: () => ctx.dryRun ? undefined : route.unique?.(ctx),
         owner: () => `${callerOf(ctx)} ${claim !== undefined ? fingerprint : this.#fingerprint(raw)}`,
-        books: route.books === true || route.books?.(ctx) === true ? (ctx.dryRun ? 'dry' : 'yes') : undefined,
+        books: this.#books(),
         rehearse: () => rehearse(this.#execution(fingerprint))
       })
       if (wait !== undefined) return this.#completeAfter(raw, wait)
@@ -174,6 +174,14 @@ export class RequestCycle {
     } catch (err) {
       this.#fail(err, false)
     }
+  }
+
+  /** Whether the handler may book screen time (RouteDef.books), and whether as a dry run. */
+  #books (): 'yes' | 'dry' | undefined {
+    const { route, ctx } = { route: this.#route, ctx: this.#ctx }
+    const books = typeof route.books === 'function' ? route.books(ctx) : route.books
+    if (books === undefined || books === false) return undefined
+    return ctx.dryRun || books === 'dry' ? 'dry' : 'yes'
   }
 
   #fingerprint (raw: Buffer | undefined): string {

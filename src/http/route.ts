@@ -166,9 +166,10 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * Its handler may take or give screen time (src/campaigns/screen-bookings.ts). A cluster node rehearses it first, in
    * a transaction rolled back, to learn what it books, has that decided in the logs of the screens' partitions, then
    * runs it with those decisions: no lock, so bookings of different screens never wait for each other. Awaited, so on
-   * a cluster node such a route does not support HTTP pipelining.
+   * a cluster node such a route does not support HTTP pipelining. 'dry': this request is a dry run by the route's own
+   * rule (an agent's X-Dry-Run), checked and booking nothing, as ?dry_run=true is for every route.
    */
-  books?: true | ((ctx: Ctx<B, Q>) => boolean)
+  books?: true | ((ctx: Ctx<B, Q>) => boolean | 'dry')
   handler: Handler<B, Q>
 }
 

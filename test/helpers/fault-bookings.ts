@@ -1,6 +1,6 @@
 import type { Test } from 'tap'
 import { checkBookings, summary, type DayRead, type ListRead, type ReserveArgs, type ReservationRead } from '../../scripts/lib/faults/checker.js'
-import type { History } from '../../scripts/lib/faults/history.js'
+import type { Answer, History } from '../../scripts/lib/faults/history.js'
 import { partitionOf } from '../../src/campaigns/capacity.js'
 import { gymDevice, type TestCluster } from './cluster.js'
 import { eventually, pause } from './eventually.js'
@@ -50,15 +50,25 @@ export async function bookingSetting (t: Test, c: TestCluster, prefix: string, d
 /**
  * Starts `perNode` clients on each node, each holding the booking's screens again and again, paced (so that the day
  * fills over seconds), every answer recorded in the history; until stop(), which resolves once every client has had
- * its last answer. booked(): the spots acknowledged so far.
+ * its last answer. Each hold has an Idempotency-Key of its own; a hold whose outcome is unknown (no answer, a 5xx) is
+ * sent again with it, through the same node, up to three times a second apart, as a careful client does. booked():
+ * the spots acknowledged so far.
  */
 export function bookingClients (c: TestCluster, history: History, nodes: Array<{ id: string, url: string }>, b: Booking, perNode = 3): { stop: () => Promise<void>, booked: () => number } {
   let stopped = false
   let booked = 0
+  let holds = 0
+  const attempt = async (name: string, node: { id: string, url: string }, seat: { seat: string, key: string }, args: ReserveArgs) => await history.run(name, node.id, 'reserve', args, () => c.call(node.url, 'POST', '/openrtb/v2/reservations', { key: seat.key, headers: { 'idempotency-key': args.key }, body: { screen_ids: b.screens, start_date: b.date, end_date: b.date, spots_per_day: b.spots } }))
+  /** An attempt, and while its outcome is unknown up to `left` more with the same key, a second apart. */
+  const settled = async (name: string, node: { id: string, url: string }, seat: { seat: string, key: string }, args: ReserveArgs, left: number): Promise<Answer | undefined> => {
+    const r = await attempt(name, node, seat, args)
+    if (left === 0 || (r !== undefined && r.status < 500)) return r
+    await pause(1000)
+    return await settled(name, node, seat, args, left - 1)
+  }
   const hold = async (name: string, node: { id: string, url: string }, seat: { seat: string, key: string }) => {
-    const args: ReserveArgs = { seat: seat.seat, screens: b.screens, date: b.date, spots: b.spots }
-    const r = await history.run(name, node.id, 'reserve', args, () => c.call(node.url, 'POST', '/openrtb/v2/reservations', { key: seat.key, body: { screen_ids: b.screens, start_date: b.date, end_date: b.date, spots_per_day: b.spots } }))
-    if (r?.status === 201) booked += b.spots
+    const args: ReserveArgs = { seat: seat.seat, screens: b.screens, date: b.date, spots: b.spots, key: `${name}-${++holds}` }
+    if ((await settled(name, node, seat, args, 3))?.status === 201) booked += b.spots
     await pause(20 + Math.random() * 60)
   }
   const client = async (name: string, node: { id: string, url: string }, seat: { seat: string, key: string }) => {

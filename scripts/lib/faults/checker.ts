@@ -11,8 +11,11 @@ export interface Check {
   violations: string[]
 }
 
-/** A POST /openrtb/v2/reservations as a client invoked it: its screens, one day. */
-export interface ReserveArgs { seat: string, screens: string[], date: string, spots: number }
+/**
+ * A POST /openrtb/v2/reservations as a client invoked it: its screens, one day, and the Idempotency-Key it sent (a
+ * client retries an unknown outcome with the same key: every attempt is one operation of the history).
+ */
+export interface ReserveArgs { seat: string, screens: string[], date: string, spots: number, key: string }
 
 /** What one node answered for a screen's day (POST /openrtb/v2/screens/availability) once the cluster healed. */
 export interface DayRead { node: string, screen: string, date: string, capacity: number, booked: number }
@@ -38,12 +41,16 @@ const idOf = (o: Op) => (o.body as { data?: { reservation_id?: string } } | unde
  *  - nodes agree: every node shows the same spots booked on each screen-day;
  *  - booked accounts for acknowledged: what a node shows booked is at least the acknowledged spots and at most those
  *    plus the spots of unknown outcomes (availability shows booked capped at capacity, so both ends are capped too);
+ *  - each Idempotency-Key made one reservation: every acknowledgement of a key (a retry's too) names the same one;
  *  - no phantom reservations: a seat lists no more reservations nobody was told about than there were unknown outcomes.
  */
 export function checkBookings (history: History, reads: { days: DayRead[], reservations: ReservationRead[], lists?: ListRead[] }): Check[] {
   const reserves = history.select<ReserveArgs>('reserve')
-  const acked = reserves.filter((o) => o.outcome === 'ok')
-  const unknown = reserves.filter((o) => o.outcome === 'unknown')
+  // A key acknowledged twice (a retry of an unknown outcome) is one hold.
+  const acked = [...new Map(reserves.filter((o) => o.outcome === 'ok').map((o) => [o.args.key, o])).values()]
+  // A key whose retry was answered is not unknown any more.
+  const answered = new Set(reserves.filter((o) => o.outcome !== 'unknown').map((o) => o.args.key))
+  const unknown = [...new Map(reserves.filter((o) => o.outcome === 'unknown' && !answered.has(o.args.key)).map((o) => [o.args.key, o])).values()]
   const capacityOf = new Map(reads.days.map((r) => [day(r.screen, r.date), r.capacity]))
   const takes = (o: Op<ReserveArgs>, key: string) => o.args.screens.some((s) => day(s, o.args.date) === key)
   const sum = (ops: Array<Op<ReserveArgs>>, key: string) => ops.filter((o) => takes(o, key)).reduce((n, o) => n + o.args.spots, 0)
@@ -83,7 +90,15 @@ export function checkBookings (history: History, reads: { days: DayRead[], reser
     }
   }
 
-  const checks = [capacity, readable, agree, accounts]
+  const once: Check = { name: 'each Idempotency-Key made one reservation', checked: 0, violations: [] }
+  const byKey = new Map<string, Set<string | undefined>>()
+  for (const o of reserves.filter((o) => o.outcome === 'ok')) byKey.set(o.args.key, (byKey.get(o.args.key) ?? new Set()).add(idOf(o)))
+  for (const [key, ids] of byKey) {
+    once.checked++
+    if (ids.size > 1) once.violations.push(`${key}: acknowledged as ${[...ids].join(', ')}`)
+  }
+
+  const checks = [capacity, readable, agree, accounts, once]
   if (reads.lists !== undefined) {
     const phantoms: Check = { name: 'no phantom reservations', checked: 0, violations: [] }
     const known = new Set(acked.map(idOf))

@@ -18,11 +18,23 @@ function callsBookingTool (ctx: Ctx<Buffer>): boolean {
 }
 
 /**
+ * AdCP test clients mark runs X-Dry-Run: true. A sandbox seat is the test account (AdCP's sandbox), so there the run
+ * goes through end to end, its buys made as its REST placements are; on an approved seat it records nothing.
+ */
+function markedDry (ctx: Ctx<Buffer>): boolean {
+  return ctx.headers['x-dry-run']?.toLowerCase() === 'true' && ctx.principal!.seat!.status !== 'sandbox'
+}
+
+/**
  * On a cluster node, a call of a booking tool holds the catalog's lock (src/campaigns/catalog-lock.ts), and what it
- * books is decided in the logs (RouteDef.books).
+ * books is decided in the logs (RouteDef.books), or only checked when the call is a dry run.
  */
 function bookingCall (ctx: Ctx<Buffer>): string | undefined {
   return callsBookingTool(ctx) ? catalogRecord() : undefined
+}
+
+function booksThrough (ctx: Ctx<Buffer>): boolean | 'dry' {
+  return callsBookingTool(ctx) && (markedDry(ctx) ? 'dry' : true)
 }
 
 /** Request headers the MCP transport reads. */
@@ -38,9 +50,7 @@ export function mcpRoutes ({ config, store, outbox, inventory, moderator, sealer
     // Taken on this turn: the tool runs on later ones.
     const booking = store.share.bookings?.current()
     const seat = ctx.principal!.seat!
-    // AdCP test clients mark runs X-Dry-Run: true. A sandbox seat is the test account (AdCP's sandbox), so there the
-    // run goes through end to end, its buys made as its REST placements are; on an approved seat it records nothing.
-    const dryRun = ctx.dryRun || (ctx.headers['x-dry-run']?.toLowerCase() === 'true' && seat.status !== 'sandbox')
+    const dryRun = ctx.dryRun || markedDry(ctx)
     const headers = new Headers()
     for (const name of PASSED) if (ctx.headers[name] !== undefined) headers.set(name, ctx.headers[name]!)
     // MCP clients send both; a plain HTTP client that sends neither still gets the JSON answer every reply here is.
@@ -68,6 +78,6 @@ export function mcpRoutes ({ config, store, outbox, inventory, moderator, sealer
     produces: 'application/json'
   } as const
   return [
-    route<Buffer>({ ...common, method: 'post', summary: 'MCP: one JSON-RPC message (initialize, tools/list, tools/call)', rawBody: true, maxBodyBytes: 1_048_576, exclusive: bookingCall, books: callsBookingTool, handler: (ctx) => held(respond(ctx)) })
+    route<Buffer>({ ...common, method: 'post', summary: 'MCP: one JSON-RPC message (initialize, tools/list, tools/call)', rawBody: true, maxBodyBytes: 1_048_576, exclusive: bookingCall, books: booksThrough, handler: (ctx) => held(respond(ctx)) })
   ]
 }
