@@ -4,10 +4,10 @@
 // entry. A claim over several partitions is all or nothing, its life in the claims log: declared there, taken
 // tentatively in each partition, committed there by its coordinator only if every part was taken (else aborted, by it
 // or by anyone once its time is past), and the decision relayed to the parts.
-import type { AppliedAt, PartitionMachine } from '../cluster/partition-log.js'
+import type { PartitionMachine } from '../cluster/partition-log.js'
 import type { Verdict } from '../cluster/records.js'
 import type { Store } from '../store/store.js'
-import { itemsByPartition, partsFollow, releasePart, settlePart, stepClaim, takePart, type ClaimStep } from './capacity.js'
+import { bookWhole, itemsByPartition, partsFollow, releasePart, settlePart, stepClaim, stepWhole, takePart, type ClaimStep } from './capacity.js'
 import type { BookingItem, ClaimOutcome, Shortfall } from './records.js'
 
 /** What a request's handler would book, in the order it asked, as its rehearsal recorded it. */
@@ -68,34 +68,14 @@ export function claimId (base: string, items: BookingItem[], partitions: number)
   return parts.size === 1 ? `${base}@${[...parts.keys()][0]!}` : base
 }
 
-/**
- * Books a claim of one partition whole: taken, declared and committed in one step, by the node that appended it.
- * Call inside Store.write.
- */
-function bookWhole (store: Store, c: Extract<PartCommand, { op: 'book' }>, partition: number, partitions: number, at: AppliedAt): ClaimOutcome {
-  const taken = takePart(store, c.claim, partition, partitions, c.items)
-  if (!taken.ok) return taken
-  stepClaim(store, { op: 'intent', claim: c.claim, parts: [partition], timeout_ms: 0, ...(c.hold_ms !== undefined ? { hold_ms: c.hold_ms } : {}) }, at.logTime, at.from)
-  stepClaim(store, { op: 'commit', claim: c.claim }, at.logTime, at.from)
-  settlePart(store, c.claim, partition, 'commit')
-  return taken
-}
-
-/** A step of the life of a claim the partition holds whole, its part following at once. Call inside Store.write. */
-function stepWhole (store: Store, step: ClaimStep, partition: number, at: AppliedAt): ClaimOutcome {
-  const moved = stepClaim(store, step, at.logTime, at.from)
-  if (moved.ok && partsFollow(store, step.claim)?.op === 'release') releasePart(store, step.claim, partition)
-  return moved
-}
-
 /** A partition's log applied on this node: the parts of claims in its screens, and the claims it holds whole. */
 export function partitionMachine (store: Store, partition: number, partitions: number): PartitionMachine {
   return {
     apply (body, at) {
       const c = body as PartCommand
       switch (c.op) {
-        case 'book': return verdictOf(bookWhole(store, c, partition, partitions, at))
-        case 'step': return verdictOf(stepWhole(store, c.step, partition, at))
+        case 'book': return verdictOf(bookWhole(store, c.claim, partition, partitions, c.items, c.hold_ms, at.logTime, at.from))
+        case 'step': return verdictOf(stepWhole(store, c.step, partition, at.logTime, at.from))
         case 'take': return verdictOf(takePart(store, c.claim, partition, partitions, c.items))
         case 'settle': return verdictOf(settlePart(store, c.claim, partition, c.outcome))
         case 'release': return verdictOf(releasePart(store, c.claim, partition))
@@ -180,7 +160,8 @@ export async function recoverClaims (store: Store, logs: CapacityLogs, now: numb
   const second = Math.floor(now / 1000)
   const lapsed = [...store.capacityLapses.getKeys({ end: [now - graceMs, '\uffff'] })].map((key) => (key as [number, string])[1])
   await Promise.all(lapsed.map(async (claim) => await stepAndRelay(store, logs, { op: 'expire', claim }, `expire:${claim}:${second}`)))
-  for (const claim of store.capacityOpen.getKeys()) {
+  // Read whole before the first await: a read that spans turns may see its snapshot renewed under it.
+  for (const claim of [...store.capacityOpen.getKeys()]) {
     const c = store.capacityClaims.get(claim)
     if (c?.state === 'pending') {
       if (now >= c.intent_at + c.timeout_ms + graceMs) await stepAndRelay(store, logs, { op: 'abort', claim }, `abort:${claim}:${second}`)

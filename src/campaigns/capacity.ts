@@ -120,7 +120,7 @@ export function itemsByPartition (items: BookingItem[], partitions: number): Map
  * before (a take landing after its claim was aborted takes nothing), when an item's screen is not the partition's or
  * was read in an older version than one the partition has seen, or when it does not fit.
  */
-export function takePart (store: Store, claim: string, partition: number, partitions: number, items: BookingItem[]): ClaimOutcome {
+export function takePart (store: Store, claim: string, partition: number, partitions: number, items: BookingItem[], state: 'tentative' | 'taken' = 'tentative'): ClaimOutcome {
   if (store.capacityParts.get([claim, partition]) !== undefined) return { ok: false, reason: 'settled' }
   for (const item of items) {
     if (partitionOf(item.screen, partitions) !== partition) return { ok: false, reason: 'wrong_partition' }
@@ -130,7 +130,7 @@ export function takePart (store: Store, claim: string, partition: number, partit
   if (short !== undefined) return { ok: false, reason: 'capacity_unavailable', short }
   for (const item of items) if (item.version > (store.capacityScreens.get(item.screen) ?? 0)) store.capacityScreens.putSync(item.screen, item.version)
   moveBooked(store, items, 1)
-  store.capacityParts.putSync([claim, partition], { items, state: 'tentative' })
+  store.capacityParts.putSync([claim, partition], { items, state })
   return { ok: true }
 }
 
@@ -215,4 +215,23 @@ export function partsFollow (store: Store, claim: string): { op: 'settle', outco
   if (state === 'aborted') return { op: 'settle', outcome: 'abort' }
   if (state === 'given' || state === 'expired') return { op: 'release' }
   return undefined
+}
+
+/**
+ * Books a claim whose items are all in one partition whole, in one step: taken, declared and committed by `by` (a node
+ * alone books every claim so; a cluster's partition log, a claim of its screens only). Call inside Store.write.
+ */
+export function bookWhole (store: Store, claim: string, partition: number, partitions: number, items: BookingItem[], holdMs: number | undefined, now: number, by: { node: string, incarnation: string }): ClaimOutcome {
+  const taken = takePart(store, claim, partition, partitions, items, 'taken')
+  if (!taken.ok) return taken
+  stepClaim(store, { op: 'intent', claim, parts: [partition], timeout_ms: 0, ...(holdMs !== undefined ? { hold_ms: holdMs } : {}) }, now, by)
+  stepClaim(store, { op: 'commit', claim }, now, by)
+  return taken
+}
+
+/** A step of the life of a claim booked whole, its part following at once. Call inside Store.write. */
+export function stepWhole (store: Store, step: ClaimStep, partition: number, now: number, by: { node: string, incarnation: string }): ClaimOutcome {
+  const moved = stepClaim(store, step, now, by)
+  if (moved.ok && partsFollow(store, step.claim)?.op === 'release') releasePart(store, step.claim, partition)
+  return moved
 }

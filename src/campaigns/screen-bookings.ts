@@ -4,7 +4,7 @@ import type { Daypart } from '../generated/types.js'
 import { datesBetween } from '../inventory/hours.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Bookings, Store } from '../store/store.js'
-import { hourShares, moveBooked, planBooking, releasePart, settlePart, stepClaim, takePart } from './capacity.js'
+import { bookWhole, hourShares, moveBooked, planBooking, stepWhole } from './capacity.js'
 import type { ClaimOutcome, Shortfall } from './records.js'
 
 /** A node alone is the only decider of its claims. */
@@ -13,24 +13,18 @@ const ALONE = { node: '', incarnation: '' }
 /**
  * A node alone decides its bookings in the request's own transaction: handlers run one at a time, so the check and
  * the write cannot interleave with another request's (two seats racing for the last spots: exactly one wins). It
- * takes a claim's whole life in one step (declared, taken, committed, settled), with the rules a cluster's logs apply
+ * books each claim whole in one step (taken, declared, committed: bookWhole), with the rules a cluster's logs apply
  * one entry at a time, in one partition: the partitions of the screens are a cluster's.
  */
 const LOCAL: Bookings = {
   take (store, items, holdMs, now) {
     const claim = `clm_${randomUUID().replace(/-/g, '')}`
-    const taken = takePart(store, claim, 0, 1, items)
+    const taken = bookWhole(store, claim, 0, 1, items, holdMs, now, ALONE)
     if (!taken.ok) return taken.reason === 'capacity_unavailable' ? { short: taken.short } : { refused: taken }
-    stepClaim(store, { op: 'intent', claim, parts: [0], timeout_ms: 0, ...(holdMs !== undefined ? { hold_ms: holdMs } : {}) }, now, ALONE)
-    stepClaim(store, { op: 'commit', claim }, now, ALONE)
-    settlePart(store, claim, 0, 'commit')
     return { claim }
   },
-  give (store, claim, why, now) {
-    const given = stepClaim(store, why === 'expire' ? { op: 'expire', claim } : { op: 'give', claim, from: why === 'release' ? 'held' : 'firm' }, now, ALONE)
-    return given.ok ? releasePart(store, claim, 0) : given
-  },
-  keep: (store, claim, now) => stepClaim(store, { op: 'keep', claim }, now, ALONE),
+  give: (store, claim, why, now) => stepWhole(store, why === 'expire' ? { op: 'expire', claim } : { op: 'give', claim, from: why === 'release' ? 'held' : 'firm' }, 0, now, ALONE),
+  keep: (store, claim, now) => stepWhole(store, { op: 'keep', claim }, 0, now, ALONE),
   current: () => undefined,
   within: (_booking, fn) => fn()
 }
