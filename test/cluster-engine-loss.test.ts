@@ -53,8 +53,8 @@ if (clusterAvailable(t)) {
     const listed = await eventually(t, 'every node lists the key minted without a quorum', () => Promise.all(cluster.nodes.map((n) => labels(n.url))), { within: 20_000, every: 250, until: (all) => all.every((l: unknown[]) => l.includes('minted-without-quorum')) })
     t.ok(listed.every((l: unknown[]) => l.includes('minted-without-quorum')), 'the key minted while the engine had no quorum reaches every node')
     t.comment(`on every node ${(((performance.now() - back) / 1000)).toFixed(1)} s after the engine's members were started again`)
-    // As its Retry-After says: the claims bucket may still be electing its leader (each of the engine's streams elects
-    // its own after the restarts; on a busy machine the claims' election has taken more than 10 s).
+    // As its Retry-After says: the names' log may still be electing its leader (each of the engine's streams elects
+    // its own after the restarts; on a busy machine an election has taken more than 10 s).
     const ran = await eventually(t, 'the refused Idempotency-Key request run on a retry', () => call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'claimed-without-quorum' }, headers }), { within: 30_000, every: 1000, until: (r) => r.status !== 503 })
     t.equal(ran.status, 201, 'the refused Idempotency-Key request, retried, runs')
     t.equal(ran.headers.get('idempotent-replayed'), null, 'for the first time: the refusal wrote nothing to replay')

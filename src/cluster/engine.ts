@@ -2,13 +2,9 @@ import { connect, nanos, type JetStreamClient, type JetStreamManager, type KV, t
 import type { ClusterConfig } from '../config.js'
 import type { Logger } from '../log.js'
 import { retryFor } from '../retry.js'
-import { CLAIM_TTL_MS } from './unique-names.js'
 
 /** The KV bucket that holds the replicated tables, one key per row (src/cluster/state-keys.ts). */
 export const STATE_BUCKET = 'oohbid_state'
-
-/** The KV bucket of names claimed across the cluster (src/cluster/unique-names.ts). */
-const CLAIMS_BUCKET = 'oohbid_claims'
 
 /** The KV bucket of records locked while a request rewrites them (src/cluster/record-locks.ts). */
 const LOCKS_BUCKET = 'oohbid_locks'
@@ -50,7 +46,6 @@ export interface Engine {
   js: JetStreamClient
   jsm: JetStreamManager
   state: KV
-  claims: KV
   rates: KV
   budgets: KV
   locks: KV
@@ -92,7 +87,6 @@ export async function connectEngine (cluster: ClusterConfig, log: Logger, startW
       // history 1: a bucket of the current rows, which a node that joins reads whole and a node that returns
       // resumes from the revision it last applied.
       const state = await js.views.kv(STATE_BUCKET, { history: 1, replicas: cluster.replicas })
-      const claims = await js.views.kv(CLAIMS_BUCKET, { history: 1, replicas: cluster.replicas, ttl: CLAIM_TTL_MS })
       const rates = await js.views.kv(RATES_BUCKET, { history: 1, replicas: cluster.replicas, ttl: RATES_TTL_MS })
       const budgets = await js.views.kv(BUDGETS_BUCKET, { history: 1, replicas: cluster.replicas })
       const locks = await js.views.kv(LOCKS_BUCKET, { history: 1, replicas: cluster.replicas, ttl: LOCK_TTL_MS })
@@ -101,7 +95,7 @@ export async function connectEngine (cluster: ClusterConfig, log: Logger, startW
       await ensureStream(jsm, { name: SIGNALS_STREAM, subjects: [`${SIGNALS_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(SIGNALS_KEEP_MS) })
       await ensureStream(jsm, { name: BOOK_STREAM, subjects: [`${BOOK_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(cluster.bookKeepMs) })
       const conn = nc
-      return { nc, js, jsm, state, claims, rates, budgets, locks, objects, close: () => conn.drain() }
+      return { nc, js, jsm, state, rates, budgets, locks, objects, close: () => conn.drain() }
     } catch (err) {
       last = err
       await nc?.close().catch(() => {})

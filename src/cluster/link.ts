@@ -5,9 +5,9 @@ import type { WindowAsk } from '../http/rate-limit.js'
 
 /**
  * Names that must be unique across a cluster (a seat_id, a partner slug, an Idempotency-Key), claimed in the engine
- * before the write that makes them: one winner however many nodes try at once (a numbered hold, src/cluster/
- * numbered-keys.ts). A claim lapses after CLAIM_TTL_MS, by when the row that took the name is on every node and the
- * owner's own check refuses it again.
+ * before the write that makes them: one winner however many nodes try at once, the first in the names' log
+ * (src/cluster/name-claims.ts). A claim lapses CLAIM_TTL_MS later in log time, by when the row that took the name is on
+ * every node and the owner's own check refuses it again.
  */
 export interface UniqueNames {
   /**

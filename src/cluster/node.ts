@@ -15,7 +15,7 @@ import type { Verdict } from './records.js'
 import { RecordLocks } from './record-locks.js'
 import { ChangeShipper } from './shipper.js'
 import type { ShippedChanges } from './shipped.js'
-import { NameClaims } from './unique-names.js'
+import { NameClaims, nameMachine, NAMES_LOG } from './name-claims.js'
 
 /** How long, in a log's time, its owner's beats may stop before a takeover is accepted. */
 const LOG_LEASE_MS = 10_000
@@ -31,8 +31,8 @@ export interface ClusterNode {
   /** Ships what the hot threads recorded (they say so after each commit that recorded changes). */
   kick (): void
   /**
-   * Claims a name cluster-wide for owner: true when owner holds it now (src/cluster/unique-names.ts); a claim older
-   * than takeOverAfterMs is taken over (its request is over).
+   * Claims a name cluster-wide for owner: true when owner holds it now (decided in the names' log,
+   * src/cluster/name-claims.ts); a claim older than takeOverAfterMs in log time is taken over (its request is over).
    */
   claim (name: string, owner: string, takeOverAfterMs?: number): Promise<boolean>
   release (name: string, owner: string): Promise<void>
@@ -92,7 +92,6 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   })
   changes.onCommitted(() => shipper.kick())
   shipper.kick()
-  const names = new NameClaims(engine.claims, log, cluster.ackTimeoutMs)
   const locks = new RecordLocks(engine.locks, log)
   const leases = new RateLeases({ rates: engine.rates, limiter: deps.limiter, log, onGranted: deps.onGranted })
   const budgets = new BudgetLeases({ budgets: engine.budgets, book: deps.budgets, log })
@@ -113,7 +112,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   const logs = new Map<string, PartitionLog>()
   store.write(() => store.meta.removeSync(LOG_STOPPED))
   const onStopped = (stream: string) => (err: Error) => store.write(() => store.meta.putSync(LOG_STOPPED, `${stream}: ${err.message}`))
-  for (const { stream, machine } of deps.logs) {
+  for (const { stream, machine } of [{ stream: NAMES_LOG, machine: nameMachine(store) }, ...deps.logs]) {
     // Nodes starting at once create the same streams, and a busy engine answers late: each is waited out, as writes
     // wait for their quorum; a gap in a log is not, since no wait closes it.
     await untilAnswered(`creating the log ${stream}`, async () => await ensureLogStream(engine.jsm, stream, cluster.replicas), deps.log)
@@ -126,6 +125,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     if (gap !== undefined) throw gap
     logs.set(stream, log)
   }
+  const names = new NameClaims(async (key, body) => await logs.get(NAMES_LOG)!.propose(key, body, false, cluster.ackTimeoutMs).catch(() => undefined), log, cluster.ackTimeoutMs)
   // Retries what the engine did not acknowledge (a member lost, no quorum for a while).
   const timer = setInterval(() => shipper.kick(), 1000)
   timer.unref()

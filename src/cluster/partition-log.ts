@@ -69,6 +69,9 @@ export class PartitionGap extends Error {
   override name = 'PartitionGap'
 }
 
+/** How long one pull of a log's consumer waits: nats.js counts two missed heartbeats, each half of it, as a lost consumer. */
+const PULL_EXPIRES_MS = 4000
+
 export const partitionStream = (partition: number): string => `PART_${partition}`
 const subjectOf = (log: string): string => `log.${log}`
 
@@ -179,7 +182,10 @@ export class PartitionLog {
       this.#mark = created
     }
     const consumer = await js.consumers.get(log, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: mark.applied + 1 })
-    const messages = this.#messages = await consumer.consume()
+    // A consumer lives on one member: when that member dies, nats.js recreates it once two heartbeats are missed. Its
+    // default (a heartbeat each 15 s) left a log unapplied for 30 s after a member was killed, and every verdict on it
+    // unknown; a pull that expires each 4 s has a heartbeat each 2 s.
+    const messages = this.#messages = await consumer.consume({ max_messages: 256, expires: PULL_EXPIRES_MS })
     void (async () => {
       for await (const m of messages) {
         // Entries delivered together apply in one transaction: a commit each cost the node most of a booking's CPU.

@@ -39,6 +39,13 @@ export interface EntryVerdict {
   verdict: Verdict
 }
 
+/** A name claimed in the names' log (src/cluster/name-claims.ts): by whom, since when and until when, in log time. */
+export interface NameClaim {
+  owner: string
+  at: number
+  lapses_at: number
+}
+
 /** The cluster's own tables (src/store/tables.ts). */
 export const clusterTables = {
   /** log (its stream's name) -> how far this node applied it. */
@@ -46,5 +53,9 @@ export const clusterTables = {
   /** [log, sequence]: every applied entry's verdict. */
   partitionVerdicts: table<EntryVerdict, [string, number]>({ name: 'partition_verdicts', ordered: true, shapes: true, replication: 'local', owners: ['src/cluster/'] }),
   /** [log, command key]: the sequence whose verdict is the key's outcome (accepted, or a refusal of the machine's). */
-  partitionKeys: table<number, [string, string]>({ name: 'partition_keys', ordered: true, replication: 'local', owners: ['src/cluster/'] })
+  partitionKeys: table<number, [string, string]>({ name: 'partition_keys', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
+  /** name -> its live claim, as the names' log decided it. */
+  nameClaims: table<NameClaim, string>({ name: 'name_claims', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
+  /** [lapses_at, name]: the claims in the order they lapse. */
+  nameLapses: table<true, [number, string]>({ name: 'name_lapses', ordered: true, replication: 'local', owners: ['src/cluster/'] })
 }

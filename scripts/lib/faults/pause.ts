@@ -63,8 +63,15 @@ export async function pause (pid: number): Promise<Paused> {
 export async function pauseFor<T> (pid: number, ms: number, during: () => Promise<T> = async () => undefined as T): Promise<{ stoppedMs: number, result: T }> {
   const p = await pause(pid)
   let timer: NodeJS.Timeout | undefined
+  // A timer may fire up to a millisecond before performance.now() says it is due (libuv rounds its clock): it is
+  // rearmed until the whole pause has passed, as measured from the stop.
+  const full = (resolve: () => void) => {
+    const left = p.at + ms - performance.now()
+    if (left <= 0) resolve()
+    else timer = setTimeout(() => full(resolve), Math.ceil(left))
+  }
   try {
-    const [result] = await Promise.all([during(), new Promise((resolve) => { timer = setTimeout(resolve, ms) })])
+    const [result] = await Promise.all([during(), new Promise<void>(full)])
     return { stoppedMs: performance.now() - p.at, result }
   } finally {
     // A failure of during leaves the timer: cleared, or it would hold the process open for the rest of ms.
