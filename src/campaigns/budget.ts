@@ -22,15 +22,16 @@ export function leasePart (c: Pick<CampaignRecord, 'budget_usd'>, playMicros = 0
   return Math.max(10_000, Math.round(toMicros(c.budget_usd) / 20), 4 * playMicros)
 }
 
-/** A cluster node's side of its budget leases (src/cluster/budget-leases.ts): a running campaign's budget, and a part granted. */
-export function budgetBook (store: Store, now: () => number): { limitOf (campaignId: string): number | undefined, granted (campaignId: string, micros: number): void } {
+/** A cluster node's side of its budget grants (src/cluster/budget-grants.ts): a running campaign's budget, and a part granted. */
+export function budgetBook (store: Store, now: () => number): { limitOf (campaignId: string): number | undefined, grantedBefore (campaignId: string): number, granted (campaignId: string, micros: number, seq: number): void } {
   return {
     limitOf (campaignId) {
       store.refresh()
       const c = store.campaigns.get(campaignId)
       return c !== undefined && c.status === 'active' ? toMicros(c.budget_usd) : undefined
     },
-    granted: (campaignId, micros) => store.write(() => addLease(store, campaignId, micros, now()))
+    grantedBefore: (campaignId) => deliveredOf(store, campaignId).leased_micros,
+    granted: (campaignId, micros, seq) => addLease(store, campaignId, micros, seq, now())
   }
 }
 

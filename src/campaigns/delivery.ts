@@ -15,19 +15,21 @@ function dayOf (now: number): string {
 }
 
 /** A campaign's delivery over every node: impressions, spend (all and on now's UTC day), first impression. */
-export function deliveredOf (store: Store, campaignId: string, now = 0): { impressions: number, spent_micros: number, day_spent_micros: number, started_at?: string } {
+export function deliveredOf (store: Store, campaignId: string, now = 0): { impressions: number, spent_micros: number, day_spent_micros: number, leased_micros: number, started_at?: string } {
   const day = dayOf(now)
   let impressions = 0
   let spent = 0
   let today = 0
+  let leased = 0
   let started: string | undefined
   for (const { value } of store.campaignDelivery.getRange({ start: [campaignId], end: [campaignId + '\u0000'] } as never)) {
     impressions += value.impressions
     spent += value.spent_micros
+    leased += value.leased_micros ?? 0
     if (value.day === day) today += value.day_spent_micros
     if (value.impressions > 0 && (started === undefined || value.started_at < started)) started = value.started_at
   }
-  return { impressions, spent_micros: spent, day_spent_micros: today, ...(started !== undefined ? { started_at: started } : {}) }
+  return { impressions, spent_micros: spent, day_spent_micros: today, leased_micros: leased, ...(started !== undefined ? { started_at: started } : {}) }
 }
 
 /** A campaign as its seat sees it: its record with what it delivered. */
@@ -58,11 +60,16 @@ export function leasedLeft (store: Store, campaignId: string): number {
   return (mine?.leased_micros ?? 0) - (mine?.spent_micros ?? 0)
 }
 
-/** A cluster node: adds a part of the campaign's budget the engine granted this node. Call inside Store.write. */
-export function addLease (store: Store, campaignId: string, micros: number, now: number): void {
+/**
+ * A cluster node: adds a part of the campaign's budget granted to this node at seq of the grants' log, unless a grant
+ * at or past seq was added already (the log applied again from its start, by a node that lost its disk and kept its
+ * id). Call inside Store.write.
+ */
+export function addLease (store: Store, campaignId: string, micros: number, seq: number, now: number): void {
   const key: [string, string] = [campaignId, store.node]
   const mine = store.campaignDelivery.get(key)
-  store.campaignDelivery.putSync(key, { impressions: 0, spent_micros: 0, day: dayOf(now), day_spent_micros: 0, started_at: iso(now), ...mine, leased_micros: (mine?.leased_micros ?? 0) + micros })
+  if (mine?.leased_seq !== undefined && seq <= mine.leased_seq) return
+  store.campaignDelivery.putSync(key, { impressions: 0, spent_micros: 0, day: dayOf(now), day_spent_micros: 0, started_at: iso(now), ...mine, leased_micros: (mine?.leased_micros ?? 0) + micros, leased_seq: seq })
 }
 
 /**

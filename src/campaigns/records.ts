@@ -121,8 +121,10 @@ export interface CampaignDelivery {
   day_spent_micros: number
   /** When this node recorded the campaign's first impression (until then, when the row was made). */
   started_at: string
-  /** A cluster node: the part of the budget the engine granted this node (src/cluster/budget-leases.ts). */
+  /** A cluster node: the part of the budget granted to this node (src/cluster/budget-grants.ts). */
   leased_micros?: number
+  /** The grants' log sequence of the last grant counted in leased_micros. */
+  leased_seq?: number
 }
 
 /** The campaigns domain's tables (src/store/tables.ts). */

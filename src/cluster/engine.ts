@@ -15,9 +15,6 @@ export const LOCK_TTL_MS = 30_000
 /** The KV bucket of rate-limit windows, each a run of numbered grants to the nodes (src/cluster/rate-leases.ts). */
 const RATES_BUCKET = 'oohbid_rates'
 
-/** The KV bucket of campaigns' budget grants to nodes (src/cluster/budget-leases.ts): kept as long as campaigns are. */
-const BUDGETS_BUCKET = 'oohbid_budgets'
-
 /** How long a window's grants are kept: the longest window (an hour) and an hour more. */
 const RATES_TTL_MS = 2 * 3600_000
 
@@ -47,7 +44,6 @@ export interface Engine {
   jsm: JetStreamManager
   state: KV
   rates: KV
-  budgets: KV
   locks: KV
   objects: ObjectStore
   close (): Promise<void>
@@ -88,14 +84,13 @@ export async function connectEngine (cluster: ClusterConfig, log: Logger, startW
       // resumes from the revision it last applied.
       const state = await js.views.kv(STATE_BUCKET, { history: 1, replicas: cluster.replicas })
       const rates = await js.views.kv(RATES_BUCKET, { history: 1, replicas: cluster.replicas, ttl: RATES_TTL_MS })
-      const budgets = await js.views.kv(BUDGETS_BUCKET, { history: 1, replicas: cluster.replicas })
       const locks = await js.views.kv(LOCKS_BUCKET, { history: 1, replicas: cluster.replicas, ttl: LOCK_TTL_MS })
       const objects = await js.views.os(OBJECTS_BUCKET, { replicas: cluster.replicas })
       const jsm = await nc.jetstreamManager()
       await ensureStream(jsm, { name: SIGNALS_STREAM, subjects: [`${SIGNALS_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(SIGNALS_KEEP_MS) })
       await ensureStream(jsm, { name: BOOK_STREAM, subjects: [`${BOOK_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(cluster.bookKeepMs) })
       const conn = nc
-      return { nc, js, jsm, state, rates, budgets, locks, objects, close: () => conn.drain() }
+      return { nc, js, jsm, state, rates, locks, objects, close: () => conn.drain() }
     } catch (err) {
       last = err
       await nc?.close().catch(() => {})

@@ -5,7 +5,7 @@ import type { ObjectStore } from '../store/objects.js'
 import type { Store } from '../store/store.js'
 import type { RateLimiter, WindowAsk } from '../http/rate-limit.js'
 import { ChangeApplier, type AppliedHook } from './applier.js'
-import { BudgetLeases, type BudgetBook } from './budget-leases.js'
+import { BUDGET_LOG, budgetMachine, BudgetGrants, type BudgetBook } from './budget-grants.js'
 import { connectEngine, untilAnswered } from './engine.js'
 import { ObjectReplica } from './objects.js'
 import { RateLeases } from './rate-leases.js'
@@ -94,7 +94,6 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   shipper.kick()
   const locks = new RecordLocks(engine.locks, log)
   const leases = new RateLeases({ rates: engine.rates, limiter: deps.limiter, log, onGranted: deps.onGranted })
-  const budgets = new BudgetLeases({ budgets: engine.budgets, book: deps.budgets, log })
   const applier = new ChangeApplier({
     store,
     changes,
@@ -112,7 +111,8 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   const logs = new Map<string, PartitionLog>()
   store.write(() => store.meta.removeSync(LOG_STOPPED))
   const onStopped = (stream: string) => (err: Error) => store.write(() => store.meta.putSync(LOG_STOPPED, `${stream}: ${err.message}`))
-  for (const { stream, machine } of [{ stream: NAMES_LOG, machine: nameMachine(store) }, ...deps.logs]) {
+  const ownLogs = [{ stream: NAMES_LOG, machine: nameMachine(store) }, { stream: BUDGET_LOG, machine: budgetMachine(store, cluster.nodeId, deps.budgets) }]
+  for (const { stream, machine } of [...ownLogs, ...deps.logs]) {
     // Nodes starting at once create the same streams, and a busy engine answers late: each is waited out, as writes
     // wait for their quorum; a gap in a log is not, since no wait closes it.
     await untilAnswered(`creating the log ${stream}`, async () => await ensureLogStream(engine.jsm, stream, cluster.replicas), deps.log)
@@ -125,7 +125,9 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     if (gap !== undefined) throw gap
     logs.set(stream, log)
   }
-  const names = new NameClaims(async (key, body) => await logs.get(NAMES_LOG)!.propose(key, body, false, cluster.ackTimeoutMs).catch(() => undefined), log, cluster.ackTimeoutMs)
+  const proposeTo = (stream: string) => async (key: string, body: unknown) => await logs.get(stream)!.propose(key, body, false, cluster.ackTimeoutMs).catch(() => undefined)
+  const names = new NameClaims(proposeTo(NAMES_LOG), log, cluster.ackTimeoutMs)
+  const budgets = new BudgetGrants({ store, book: deps.budgets, propose: proposeTo(BUDGET_LOG), log })
   // Retries what the engine did not acknowledge (a member lost, no quorum for a while).
   const timer = setInterval(() => shipper.kick(), 1000)
   timer.unref()
@@ -138,9 +140,8 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     unlock: (name, n) => locks.unlock(name, n),
     caughtUp: () => applier.caughtUp(engine, 1000),
     async propose (stream, key, body) {
-      const log = logs.get(stream)
-      if (log === undefined) throw new Error(`this node follows no log ${stream}`)
-      return await log.propose(key, body, false, cluster.ackTimeoutMs).catch(() => undefined)
+      if (!logs.has(stream)) throw new Error(`this node follows no log ${stream}`)
+      return await proposeTo(stream)(key, body)
     },
 
     lease: (ask) => leases.ask(ask),

@@ -56,6 +56,8 @@ export const clusterTables = {
   partitionKeys: table<number, [string, string]>({ name: 'partition_keys', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
   /** name -> its live claim, as the names' log decided it. */
   nameClaims: table<NameClaim, string>({ name: 'name_claims', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
+  /** campaign id -> the micro-dollars of its budget granted to the nodes, as the grants' log decided (budget-grants.ts). */
+  budgetGrants: table<number, string>({ name: 'budget_grants', replication: 'local', owners: ['src/cluster/'] }),
   /** [lapses_at, name]: the claims in the order they lapse. */
   nameLapses: table<true, [number, string]>({ name: 'name_lapses', ordered: true, replication: 'local', owners: ['src/cluster/'] })
 }

@@ -1,0 +1,38 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { openStore, type Store } from '../store/store.js'
+import { budgetMachine } from './budget-grants.js'
+
+// The grants' rule without an engine: each grant decided at its place in the log from the grants before it, never
+// past the budget however many nodes ask at once, and credited to the node that asked in the same transaction.
+
+function store (t: { teardown (fn: () => unknown): void }): Store {
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-grants-'))
+  const s = openStore(dir)
+  t.teardown(async () => { await s.close(); rmSync(dir, { recursive: true, force: true }) })
+  return s
+}
+
+t.test('grants in log order never pass the budget, and each is credited once to the node that asked', async (t) => {
+  const s = store(t)
+  const credited: Array<[string, number, number]> = []
+  const m = budgetMachine(s, 'node-1', { granted: (campaign, micros, seq) => credited.push([campaign, micros, seq]) })
+  let seq = 0
+  const ask = (node: string, want: number, limit = 1_000_000, before = 0) => s.write(() => m.apply({ op: 'grant', campaign: 'cmp', want, limit, before }, { log: 'BUDGET', seq: ++seq, logTime: 1000 + seq, from: { node, incarnation: 'x' } }))
+  t.same(ask('node-1', 400_000), { status: 'accepted', result: { granted: 400_000, total: 400_000 } })
+  t.same(ask('node-2', 400_000), { status: 'accepted', result: { granted: 400_000, total: 800_000 } }, 'another node\'s grant counts against the same budget')
+  t.same(ask('node-1', 400_000), { status: 'accepted', result: { granted: 200_000, total: 1_000_000 } }, 'the third gets only what is left')
+  t.same(ask('node-3', 400_000), { status: 'accepted', result: { granted: 0, total: 1_000_000 } }, 'and past the budget nothing is granted')
+  t.same(credited, [['cmp', 400_000, 1], ['cmp', 200_000, 3]], 'this node is credited its own grants, with their place in the log, and no one else\'s')
+  t.same(ask('node-2', 400_000, 1_500_000), { status: 'accepted', result: { granted: 400_000, total: 1_400_000 } }, 'a budget raised grants more')
+})
+
+t.test('a campaign granted before its grants were in the log starts from what the asker saw granted', async (t) => {
+  const s = store(t)
+  const m = budgetMachine(s, 'node-1', { granted: () => {} })
+  const ask = (before: number, seq: number) => s.write(() => m.apply({ op: 'grant', campaign: 'old', want: 300_000, limit: 1_000_000, before }, { log: 'BUDGET', seq, logTime: seq, from: { node: 'node-2', incarnation: 'x' } }))
+  t.same(ask(900_000, 1), { status: 'accepted', result: { granted: 100_000, total: 1_000_000 } }, 'the first grant in the log counts the 900,000 granted before')
+  t.same(ask(0, 2), { status: 'accepted', result: { granted: 0, total: 1_000_000 } }, 'later asks count the log\'s total, not theirs')
+})

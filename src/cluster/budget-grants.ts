@@ -1,0 +1,91 @@
+import { randomBytes } from 'node:crypto'
+import type { Logger } from '../log.js'
+import type { Store } from '../store/store.js'
+import type { AppliedAt, PartitionMachine } from './partition-log.js'
+import type { Verdict } from './records.js'
+
+// Campaign budgets spent by many nodes (issue 28), granted in parts decided in a log of their own (issue 47). A node
+// spends only the parts granted to it. The grants were numbered records made by KV creates, which nats-server 2.9.10
+// lets race (two creates in flight can both succeed: a part granted twice, the budget overspent), and a create that
+// timed out but landed was counted as another node's grant (that part of the budget lost). In the log, the first grant
+// that fits wins, every node decides alike, and the node that asked is credited at apply, answered or not.
+
+/** The grants' log: every node follows it. */
+export const BUDGET_LOG = 'BUDGET'
+
+/** What the campaigns give the grants: a running campaign's budget, and where a part granted to this node goes. */
+export interface BudgetBook {
+  /** The campaign's budget in micro-dollars, or undefined when it is not running. */
+  limitOf (campaignId: string): number | undefined
+  /** What every node was granted of the campaign's budget before its grants were in the log (a cluster upgraded). */
+  grantedBefore (campaignId: string): number
+  /**
+   * Credits a part granted to this node, inside the transaction that applies the grant at seq of the log: once per
+   * grant, however often the log is applied again from the start (src/campaigns/delivery.ts addLease).
+   */
+  granted (campaignId: string, micros: number, seq: number): void
+}
+
+interface GrantCommand {
+  op: 'grant'
+  campaign: string
+  /** The part asked for. */
+  want: number
+  /** The campaign's budget as the asker read it. */
+  limit: number
+  /** The campaign's grants before the log, as the asker read them: counted when the log has none of the campaign yet. */
+  before: number
+}
+
+/**
+ * The grants' rule, applied in log order on every node: a part is granted up to what is left of the budget the asker
+ * read, counted from every grant the log applied before it; the node that asked (by node id: its restarts included)
+ * is credited in the same transaction.
+ */
+export function budgetMachine (store: Store, self: string, book: Pick<BudgetBook, 'granted'>): PartitionMachine {
+  return {
+    apply (body: unknown, at: AppliedAt): Verdict {
+      const c = body as GrantCommand
+      const total = store.budgetGrants.get(c.campaign) ?? c.before
+      const granted = Math.max(0, Math.min(c.want, c.limit - total))
+      if (granted > 0) {
+        store.budgetGrants.putSync(c.campaign, total + granted)
+        if (at.from.node === self) book.granted(c.campaign, granted, at.seq)
+      }
+      return { status: 'accepted', result: { granted, total: total + granted } }
+    }
+  }
+}
+
+/**
+ * A node's asks for the next part of a campaign's budget, once at a time per campaign, run by the supervisor. The
+ * part lands in the node's delivery row when this node applies the grant, so an ask whose answer was lost loses
+ * nothing.
+ */
+export class BudgetGrants {
+  readonly #store: Store
+  readonly #book: BudgetBook
+  readonly #propose: (key: string, body: GrantCommand) => Promise<Verdict | undefined>
+  readonly #log: Logger
+  readonly #asking = new Set<string>()
+
+  constructor (deps: { store: Store, book: BudgetBook, propose: (key: string, body: GrantCommand) => Promise<Verdict | undefined>, log: Logger }) {
+    this.#store = deps.store
+    this.#book = deps.book
+    this.#propose = deps.propose
+    this.#log = deps.log
+  }
+
+  ask (campaignId: string, wantMicros: number): void {
+    if (this.#asking.has(campaignId)) return
+    const limit = this.#book.limitOf(campaignId)
+    if (limit === undefined) return
+    this.#asking.add(campaignId)
+    const before = this.#store.budgetGrants.get(campaignId) === undefined ? this.#book.grantedBefore(campaignId) : 0
+    this.#propose(`grant:${randomBytes(9).toString('base64url')}`, { op: 'grant', campaign: campaignId, want: wantMicros, limit, before }).then((verdict) => {
+      if (verdict === undefined) this.#log.warn('cluster: a budget part was not granted in time; the campaign spends what this node holds until the next ask', { campaign_id: campaignId })
+    }, (err: unknown) => {
+      this.#log.warn('cluster: a budget part was not granted; the campaign spends what this node holds until the next ask', { campaign_id: campaignId, error: err instanceof Error ? err.message : String(err) })
+    }).finally(() => this.#asking.delete(campaignId))
+  }
+}
