@@ -55,7 +55,9 @@ if (engine !== undefined) {
     t.teardown(async () => { for (const l of logs.values()) l.stop(); await store.close() })
     const capacity: CapacityLogs = {
       partitions: PARTITIONS,
-      propose: async (l, key, body) => await logs.get(l === 'claims' ? `${prefix}_${CLAIMS_LOG}` : `${prefix}_${partitionStream(l)}`)!.propose(key, body, false, 5000)
+      propose: async (l, key, body) => await logs.get(l === 'claims' ? `${prefix}_${CLAIMS_LOG}` : `${prefix}_${partitionStream(l)}`)!.propose(key, body, false, 5000),
+      // The node these tests recover through acts as every log's owner (src/cluster/partition-owners.ts chooses one).
+      owns: () => true
     }
     return { store, capacity, claims: logs.get(`${prefix}_${CLAIMS_LOG}`)! }
   }

@@ -2,7 +2,7 @@ import t from 'tap'
 import type { ReserveArgs } from '../scripts/lib/faults/checker.js'
 import { History } from '../scripts/lib/faults/history.js'
 import { pauseFor, processState } from '../scripts/lib/faults/pause.js'
-import { clusterAvailable, startTestCluster } from './helpers/cluster.js'
+import { clusterAvailable, logOwners, logsFollowed, startTestCluster } from './helpers/cluster.js'
 import { eventually, pause } from './helpers/eventually.js'
 import { bookingClients, bookingSetting, checkConverged, dayReads } from './helpers/fault-bookings.js'
 
@@ -43,11 +43,19 @@ if (clusterAvailable(t)) {
       await eventually(t, 'a quarter of the day booked', clients.booked, { within: 60_000, every: 20, until: (n) => n >= capacity / 4 })
       const inFlight = await eventually(t, 'a booking in flight on node-1', () => history.inFlightAt(history.now(), a.id).length, { within: 10_000, every: 1, until: (n) => n > 0 })
       const pid = a.pid!
+      const logs = await logsFollowed(c)
+      const before = await logOwners(c, c.nodes)
+      const itsOwn = [...before].filter(([, o]) => o.some((x) => x.node === a.id)).map(([log]) => log)
       history.note(`pause ${a.id}`)
       const pausedAt = history.now()
       const { stoppedMs } = await pauseFor(pid, PAUSE_MS, async () => {
         await pause(1000)
         t.equal(processState(pid), 'T', `${a.id} is stopped`)
+        // Its logs move once its beats have stopped for a lease (10 s) in log time: the others own all of them.
+        const others = await eventually(t, `the other nodes own every log while ${a.id} is stopped`, () => logOwners(c, c.nodes.slice(1)), { within: 25_000, every: 500, until: (o) => o.size === logs && [...o.values()].every((x) => x.length === 1) })
+        t.equal(others.size, logs, `${c.nodes.slice(1).map((n) => n.id).join(' and ')} own all ${logs} logs, one owner each`)
+        t.ok(itsOwn.every((log) => others.get(log)![0]!.epoch > before.get(log)![0]!.epoch), `the ${itsOwn.length} logs ${a.id} owned were taken over under a later epoch (${itsOwn.join(', ')})`)
+        t.comment(`${a.id}'s logs owned by the others ${Math.round(history.now() - pausedAt)} ms into the pause`)
       })
       history.note(`wake ${a.id}`)
       const wokeAt = history.now()
@@ -68,6 +76,9 @@ if (clusterAvailable(t)) {
       const late = history.select<ReserveArgs>('reserve', 'ok').filter((o) => o.node === a.id && o.completedAt! >= wokeAt)
       t.comment(`${a.id} acknowledged ${late.length} holds after it woke, ${late.filter((o) => o.invokedAt < pausedAt).length} of them asked before the pause`)
       await checkConverged(t, c, history, booking)
+      // Awake and heard from steadily, it is handed its share again, each log with one owner under a new epoch.
+      const after = await eventually(t, 'every log with one owner, node-1 among them', () => logOwners(c, c.nodes), { within: 30_000, every: 500, until: (o) => o.size === logs && [...o.values()].every((x) => x.length === 1) && [...o.values()].some((x) => x[0]!.node === a.id) })
+      t.ok([...after.values()].every((x) => x.length === 1), `every one of ${logs} logs has one owner once ${a.id} is back (${[...after].filter(([, x]) => x[0]!.node === a.id).length} of them ${a.id}'s)`)
     })
   }
 }

@@ -38,6 +38,8 @@ export interface CapacityLogs {
   readonly partitions: number
   /** Proposes a command; its verdict once this node has applied it, undefined when that is unknown in time. */
   propose (log: CapacityLog, key: string, body: PartCommand | ClaimStep): Promise<Verdict | undefined>
+  /** Whether this node owns the log now (src/cluster/partition-owners.ts): a log's time-driven steps are its owner's. */
+  owns (log: CapacityLog): boolean
 }
 
 function verdictOf (outcome: ClaimOutcome): Verdict {
@@ -153,18 +155,21 @@ export async function stepAndRelay (store: Store, logs: CapacityLogs, step: Clai
 /**
  * What a coordinator that stopped, or an engine that did not answer, left undone, as this node sees the claims log:
  * claims pending past their time are aborted, holds past their time lapse, and decisions the parts do not show yet
- * are relayed. Steps of any node are decided by the log's own time, so this node's clock only says when to try; its
- * attempts are keyed by the second, so nodes trying at once propose one entry, and a try too early takes nothing.
+ * are relayed, each by the owner of the log it is decided in (its claim's partition, or the claims log), so that one
+ * node proposes it. Steps are decided by the log's own time, so this node's clock only says when to try; its attempts
+ * are keyed by the second, so that a new owner's and an old one's at once are one entry, and a try too early takes
+ * nothing.
  */
 export async function recoverClaims (store: Store, logs: CapacityLogs, now: number, graceMs: number): Promise<void> {
   const second = Math.floor(now / 1000)
-  const lapsed = [...store.capacityLapses.getKeys({ end: [now - graceMs, '\uffff'] })].map((key) => (key as [number, string])[1])
+  const lapsed = [...store.capacityLapses.getKeys({ end: [now - graceMs, '\uffff'] })].map((key) => (key as [number, string])[1]).filter((claim) => logs.owns(claimLog(claim)))
   await Promise.all(lapsed.map(async (claim) => await stepAndRelay(store, logs, { op: 'expire', claim }, `expire:${claim}:${second}`)))
+  const owner = logs.owns('claims')
   // Read whole before the first await: a read that spans turns may see its snapshot renewed under it.
   for (const claim of [...store.capacityOpen.getKeys()]) {
     const c = store.capacityClaims.get(claim)
     if (c?.state === 'pending') {
-      if (now >= c.intent_at + c.timeout_ms + graceMs) await stepAndRelay(store, logs, { op: 'abort', claim }, `abort:${claim}:${second}`)
+      if (owner && now >= c.intent_at + c.timeout_ms + graceMs) await stepAndRelay(store, logs, { op: 'abort', claim }, `abort:${claim}:${second}`)
       continue
     }
     const follow = partsFollow(store, claim)
@@ -172,8 +177,9 @@ export async function recoverClaims (store: Store, logs: CapacityLogs, now: numb
       const part = store.capacityParts.get([claim, p])
       return part !== undefined && (follow?.op === 'settle' ? part.state !== 'tentative' : part.state === 'dropped')
     })
-    if (!settled) await relay(store, logs, claim)
-    else store.write(() => store.capacityOpen.removeSync(claim))
+    // Every node forgets a claim its parts have settled; only the owner relays to parts that have not.
+    if (settled) store.write(() => store.capacityOpen.removeSync(claim))
+    else if (owner) await relay(store, logs, claim)
   }
 }
 

@@ -10,6 +10,7 @@ import { connectEngine, untilAnswered } from './engine.js'
 import { ObjectReplica } from './objects.js'
 import { RateLeases } from './rate-leases.js'
 import { ensureLogStream, PartitionGap, PartitionLog, type PartitionMachine } from './partition-log.js'
+import { PartitionOwners } from './partition-owners.js'
 import { LOG_STOPPED } from './readiness.js'
 import type { Verdict } from './records.js'
 import { RecordLocks } from './record-locks.js'
@@ -54,6 +55,8 @@ export interface ClusterNode {
    * time.
    */
   propose (stream: string, key: string, body: unknown): Promise<Verdict | undefined>
+  /** Whether this node, in this life, owns one of the logs it follows, as far as it has applied the log. */
+  owns (stream: string): boolean
 
   close (): Promise<void>
 }
@@ -128,6 +131,8 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   const proposeTo = (stream: string) => async (key: string, body: unknown) => await logs.get(stream)!.propose(key, body, false, cluster.ackTimeoutMs).catch(() => undefined)
   const names = new NameClaims(proposeTo(NAMES_LOG), log, cluster.ackTimeoutMs)
   const budgets = new BudgetGrants({ store, book: deps.budgets, propose: proposeTo(BUDGET_LOG), log })
+  const owners = new PartitionOwners({ nc: engine.nc, logs, self, ackTimeoutMs: cluster.ackTimeoutMs, log })
+  owners.start()
   // Retries what the engine did not acknowledge (a member lost, no quorum for a while).
   const timer = setInterval(() => shipper.kick(), 1000)
   timer.unref()
@@ -143,11 +148,13 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
       if (!logs.has(stream)) throw new Error(`this node follows no log ${stream}`)
       return await proposeTo(stream)(key, body)
     },
+    owns: (stream) => logs.get(stream)?.owns() ?? false,
 
     lease: (ask) => leases.ask(ask),
     leaseBudget: (campaignId, wantMicros) => budgets.ask(campaignId, wantMicros),
     async close () {
       clearInterval(timer)
+      owners.stop()
       for (const l of logs.values()) l.stop()
       applier.stop()
       replica.stop()

@@ -41,3 +41,13 @@ t.test('a beat keeps the lease of the owner only', async (t) => {
   const stale = decideEntry(mark, false, { t: 'beat', epoch: 2, node: 'a', incarnation: 'a1' }, 10_300, options)
   t.same([stale.verdict, stale.mark.last_beat_at], [{ status: 'refused', reason: 'fenced' }, 9_500], 'an old epoch\'s beat moves nothing')
 })
+
+t.test('the owner hands a partition over, and a restarted owner takes its partitions back at once', async (t) => {
+  const given = decideEntry(mark, false, { t: 'give', epoch: 3, node: 'a', incarnation: 'a1' }, 10_100, options)
+  t.same([given.verdict, given.mark.owner, given.mark.epoch], [{ status: 'accepted' }, undefined, 3], 'given: no owner, the epoch kept')
+  t.match(decideEntry(given.mark, false, cmd(), 10_200, options).verdict, { reason: 'fenced' }, 'the giver\'s commands on their way are refused')
+  t.match(decideEntry(given.mark, false, { t: 'own', epoch: 4, node: 'b', incarnation: 'b1' }, 10_200, options).verdict, { status: 'accepted' }, 'and the next takeover is accepted within what was the lease')
+  t.match(decideEntry(mark, false, { t: 'give', epoch: 3, node: 'b', incarnation: 'b1' }, 10_100, options).verdict, { reason: 'fenced' }, 'only the owner may give')
+  t.match(decideEntry(mark, false, { t: 'give', epoch: 3, node: 'a', incarnation: 'a0' }, 10_100, options).verdict, { reason: 'fenced' }, 'in this life')
+  t.match(decideEntry(mark, false, { t: 'own', epoch: 4, node: 'a', incarnation: 'a2' }, 9_600, options).verdict, { status: 'accepted' }, 'the owner\'s node restarted takes over within the lease: its old life is fenced')
+})

@@ -10,10 +10,11 @@ import type { PartitionMark, PartitionOwner, Verdict } from './records.js'
 // and log time alone. Exclusivity rests on the stream's total order of appends, which nats-server 2.9.10 keeps: no
 // expected-sequence header, no KV compare-and-set, no message-id deduplication, no read a follower may answer.
 
-/** An entry of a partition's log: a takeover, the owner's beat, or a command. */
+/** An entry of a partition's log: a takeover, the owner's beat, the owner's hand-over, or a command. */
 export type PartitionEntry =
   | { t: 'own', epoch: number, node: string, incarnation: string }
   | { t: 'beat', epoch: number, node: string, incarnation: string }
+  | { t: 'give', epoch: number, node: string, incarnation: string }
   | {
     t: 'cmd'
     /** The command's natural key: the same command retried, through any node, has the same key. */
@@ -106,13 +107,22 @@ export function decideEntry (mark: PartitionMark, decidedKey: boolean, entry: Pa
   switch (entry.t) {
     case 'own': {
       if (entry.epoch !== mark.epoch + 1) return { mark: next, verdict: { status: 'refused', reason: 'stale_epoch' } }
+      // The owner's node in a new life fences its old one at once: that life ended with the process that lived it.
+      const restarted = owner !== undefined && owner.node === entry.node && owner.incarnation !== entry.incarnation
       // The lease is counted in log time: a node whose view of the owner stalled, or whose clock jumped, is refused.
-      if (owner !== undefined && logTime - mark.last_beat_at <= options.leaseMs) return { mark: next, verdict: { status: 'refused', reason: 'owner_alive' } }
+      if (owner !== undefined && !restarted && logTime - mark.last_beat_at <= options.leaseMs) return { mark: next, verdict: { status: 'refused', reason: 'owner_alive' } }
       return { mark: { ...next, epoch: entry.epoch, owner: { node: entry.node, incarnation: entry.incarnation }, last_beat_at: logTime }, verdict: { status: 'accepted' } }
     }
     case 'beat':
       if (entry.epoch !== mark.epoch || !isOwner) return { mark: next, verdict: { status: 'refused', reason: 'fenced' } }
       return { mark: { ...next, last_beat_at: logTime }, verdict: { status: 'accepted' } }
+    case 'give': {
+      // The owner hands the partition over: the next takeover is accepted at once. Its epoch stays, so that the owner's
+      // commands still on their way are refused.
+      if (entry.epoch !== mark.epoch || !isOwner) return { mark: next, verdict: { status: 'refused', reason: 'fenced' } }
+      const { owner: _given, ...ownerless } = next
+      return { mark: { ...ownerless, last_beat_at: logTime }, verdict: { status: 'accepted' } }
+    }
     case 'cmd':
       if (decidedKey) return { mark: next, verdict: { status: 'refused', reason: 'duplicate' } }
       if (logTime > entry.proposed_at + options.ttlMs) return { mark: next, verdict: { status: 'refused', reason: 'late' } }
@@ -299,5 +309,24 @@ export class PartitionLog {
   async beat (): Promise<void> {
     const { self } = this.#o
     await this.append({ t: 'beat', epoch: this.mark().epoch, node: self.node, incarnation: self.incarnation })
+  }
+
+  /** The owner hands the partition over (another node is to own it); true once this node has applied the hand-over. */
+  async give (timeoutMs: number): Promise<boolean> {
+    const { self } = this.#o
+    const epoch = this.mark().epoch
+    const seq = await this.append({ t: 'give', epoch, node: self.node, incarnation: self.incarnation })
+    return (await this.verdictAt(seq, `give:${epoch}:${self.node}:${self.incarnation}`, timeoutMs))?.status === 'accepted'
+  }
+
+  /**
+   * Whether a takeover would be accepted now, as far as this node can tell: no owner, or its beats stopped a lease
+   * ago in log time (estimated; apply decides), or the owner is this node's previous life.
+   */
+  takeable (): boolean {
+    const { owner, last_beat_at: beatAt } = this.mark()
+    if (owner === undefined) return true
+    if (owner.node === this.#o.self.node) return owner.incarnation !== this.#o.self.incarnation
+    return this.#now() - beatAt > this.#o.leaseMs
   }
 }

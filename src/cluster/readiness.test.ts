@@ -15,6 +15,14 @@ t.test('a node that stopped following a log is not ready, and says which and why
   const readiness = replicationChecks('node-1', store)
   t.match(readiness(), { checks: { cluster: /^node-1: 0 transactions waiting to ship/ } }, 'ready, with its replication')
   t.equal(readiness().unready, undefined)
+  t.equal(readiness().checks.logs, 'node-1 owns 0 of the 0 logs it follows')
+  store.write(() => {
+    const mark = { stream_created: 'c', applied: 3, digest: '', log_time: 1, last_beat_at: 1 }
+    store.partitionMarks.putSync('PART_0', { ...mark, epoch: 2, owner: { node: 'node-1', incarnation: 'a' } })
+    store.partitionMarks.putSync('PART_1', { ...mark, epoch: 5, owner: { node: 'node-2', incarnation: 'b' } })
+    store.partitionMarks.putSync('PART_2', { ...mark, epoch: 1 })
+  })
+  t.equal(readiness().checks.logs, 'node-1 owns 1 of the 3 logs it follows: PART_0@2', 'which logs it owns, and under which epoch')
   store.write(() => store.meta.putSync(LOG_STOPPED, 'PART_3: entry 9 is not the one this node applied'))
   t.match(readiness().unready, /node-1 stopped following a log \(PART_3: entry 9 is not the one this node applied\)/, 'not ready once a log stopped')
 })

@@ -6,7 +6,7 @@ export const LOG_STOPPED = 'cluster:log_stopped'
 
 /**
  * What a cluster node's /readyz adds (checks.cluster): how many of its transactions wait to ship to the engine, and
- * through which revision it has applied the replicated state. A node stays ready while the engine is away (it serves
+ * through which revision it has applied the replicated state; and (checks.logs) which logs it owns, under which epoch. A node stays ready while the engine is away (it serves
  * bids and reads); this says how far behind it is. It is not ready once it stopped following one of the logs its
  * bookings are decided in: what it would answer of them is no longer the cluster's.
  */
@@ -15,8 +15,22 @@ export function replicationChecks (nodeId: string, store: Store): () => { checks
     if (store.changes === undefined) return { checks: {} }
     const stopped = store.meta.get(LOG_STOPPED) as string | undefined
     return {
-      checks: { cluster: `${nodeId}: ${store.changes.waiting} transactions waiting to ship to the engine; replicated state applied through revision ${appliedRevision(store)}` },
+      checks: {
+        cluster: `${nodeId}: ${store.changes.waiting} transactions waiting to ship to the engine; replicated state applied through revision ${appliedRevision(store)}`,
+        logs: ownedLogs(nodeId, store)
+      },
       ...(stopped !== undefined ? { unready: `${nodeId} stopped following a log (${stopped}); restart it to rebuild` } : {})
     }
   }
+}
+
+/** Which of the logs this node follows it owns (src/cluster/partition-owners.ts), each with its epoch. */
+function ownedLogs (nodeId: string, store: Store): string {
+  let total = 0
+  const owned: string[] = []
+  for (const { key, value } of store.partitionMarks.getRange()) {
+    total++
+    if (value.owner?.node === nodeId) owned.push(`${key as string}@${value.epoch}`)
+  }
+  return `${nodeId} owns ${owned.length} of the ${total} logs it follows${owned.length > 0 ? `: ${owned.join(', ')}` : ''}`
 }

@@ -1,4 +1,4 @@
-import { CLAIMS_LOG, claimsMachine, decideBookings, partitionMachine, recoverClaims, stepAndRelay, type CapacityLogs } from '../campaigns/capacity-logs.js'
+import { CLAIMS_LOG, claimsMachine, decideBookings, partitionMachine, recoverClaims, stepAndRelay, type CapacityLog, type CapacityLogs } from '../campaigns/capacity-logs.js'
 import type { BookingLink } from '../campaigns/rehearsed-bookings.js'
 import type { ClusterNode } from '../cluster/node.js'
 import { partitionStream, type PartitionMachine } from '../cluster/partition-log.js'
@@ -15,6 +15,8 @@ const RECOVER_MS = 1000
  */
 const RECOVER_GRACE_MS = 2000
 
+const streamOf = (log: CapacityLog): string => log === 'claims' ? CLAIMS_LOG : partitionStream(log)
+
 /** The logs a cluster node follows for bookings: one per partition of the screens, and the claims log. */
 export function capacityMachines (store: Store, partitions: number): Array<{ stream: string, machine: PartitionMachine }> {
   return [
@@ -30,7 +32,8 @@ export function capacityMachines (store: Store, partitions: number): Array<{ str
 export function startCapacity (store: Store, node: ClusterNode, cluster: ClusterConfig, log: Logger): BookingLink & { stop (): void } {
   const logs: CapacityLogs = {
     partitions: cluster.partitions,
-    propose: async (l, key, body) => await node.propose(l === 'claims' ? CLAIMS_LOG : partitionStream(l), key, body)
+    propose: async (l, key, body) => await node.propose(streamOf(l), key, body),
+    owns: (l) => node.owns(streamOf(l))
   }
   // A claim stays pending in the claims log this long before any node may abort it: its coordinator's steps take
   // at most three acknowledgements.

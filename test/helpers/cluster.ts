@@ -200,3 +200,22 @@ export async function uploadedAd (t: Test, c: TestCluster, seat = 'creative-buye
   for (const node of c.nodes) await assetOn(t, node.url, id)
   return { id, bytes, key }
 }
+
+/**
+ * Which node owns each log, as each of the nodes says of itself on /readyz (checks.logs): log -> the nodes claiming
+ * it, with the epoch each names. A node that does not answer claims nothing.
+ */
+export async function logOwners (c: TestCluster, nodes: Array<{ id: string, url: string }>): Promise<Map<string, Array<{ node: string, epoch: number }>>> {
+  const owners = new Map<string, Array<{ node: string, epoch: number }>>()
+  for (const n of nodes) {
+    const said = await c.call(n.url, 'GET', '/readyz').then((r) => r.body?.data?.checks?.logs as string | undefined, () => undefined)
+    for (const [, log, epoch] of (said ?? '').matchAll(/([A-Z_0-9]+)@(\d+)/g)) owners.set(log!, [...(owners.get(log!) ?? []), { node: n.id, epoch: Number(epoch) }])
+  }
+  return owners
+}
+
+/** How many logs each node follows, as node-1 says on /readyz. */
+export async function logsFollowed (c: TestCluster): Promise<number> {
+  const said = (await c.call(c.nodes[0].url, 'GET', '/readyz')).body.data.checks.logs as string
+  return Number(/ of the (\d+) logs/.exec(said)?.[1])
+}

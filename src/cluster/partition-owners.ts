@@ -1,0 +1,121 @@
+import { createHash } from 'node:crypto'
+import type { NatsConnection, Subscription } from 'nats'
+import type { Logger } from '../log.js'
+import type { PartitionLog } from './partition-log.js'
+import type { PartitionOwner } from './records.js'
+
+// Who owns each log a node follows (issue 47): one owner at a time, under an epoch that rises at each change, decided
+// in the log itself (partition-log.ts: a takeover is accepted only once the owner's beats have stopped a lease ago in
+// log time, or the owner handed the log over, or the owner's node restarted). This module only says when to try:
+// which node should own a log is a rendezvous hash over the nodes alive as this node sees them, and a wrong view (a
+// node that paused, a clock that jumped, a partition of the network) costs refused attempts, never two owners.
+
+/** How often each node says it is alive, on core NATS (not stored: a node that missed some hears the next). */
+const MEMBER_BEAT_MS = 1000
+
+/** A node not heard from for this long is taken for gone when choosing owners. */
+const MEMBER_LOST_MS = 3500
+
+/** How often an owner beats each log it owns: several times a lease, so that a late beat or two costs nothing. */
+const OWNER_BEAT_MS = 2000
+
+/** A node heard from this long without a break is handed the logs the hash gives it. */
+const SETTLED_MS = 5000
+
+export const MEMBERS_SUBJECT = 'oohbid.members'
+
+/** The node a log should be owned by among these: the highest hash of (log, node), so a change moves few logs. */
+export function rendezvousOwner (log: string, nodes: string[]): string | undefined {
+  let best: { node: string, score: string } | undefined
+  for (const node of nodes) {
+    const score = createHash('sha1').update(`${log}\u0000${node}`).digest('hex')
+    if (best === undefined || score > best.score) best = { node, score }
+  }
+  return best?.node
+}
+
+/** What a node should do about one log now, given who owns it and who should. */
+export function ownerStep (o: { owns: boolean, takeable: boolean, owner: PartitionOwner | undefined, self: string, should: string | undefined, shouldSettled: boolean, beatDue: boolean }): 'give' | 'beat' | 'take' | undefined {
+  if (o.owns) {
+    if (o.should !== undefined && o.should !== o.self && o.shouldSettled) return 'give'
+    return o.beatDue ? 'beat' : undefined
+  }
+  if (!o.takeable) return undefined
+  // The node the hash names takes it; so does this node's new life, from its old one, at once.
+  return o.should === o.self || o.owner?.node === o.self ? 'take' : undefined
+}
+
+export class PartitionOwners {
+  readonly #o: { nc: NatsConnection, logs: Map<string, PartitionLog>, self: PartitionOwner, ackTimeoutMs: number, log: Logger }
+  /** The other nodes heard from: their life, since when without a break, and when last. */
+  readonly #members = new Map<string, { incarnation: string, since: number, seen: number }>()
+  readonly #beatAt = new Map<string, number>()
+  readonly #busy = new Set<string>()
+  #sub: Subscription | undefined
+  #timer: NodeJS.Timeout | undefined
+
+  constructor (options: { nc: NatsConnection, logs: Map<string, PartitionLog>, self: PartitionOwner, ackTimeoutMs: number, log: Logger }) {
+    this.#o = options
+  }
+
+  start (): void {
+    const { nc, self } = this.#o
+    this.#sub = nc.subscribe(MEMBERS_SUBJECT, {
+      callback: (err, msg) => {
+        if (err !== null) return
+        const heard = JSON.parse(Buffer.from(msg.data).toString('utf8')) as PartitionOwner
+        if (heard.node === self.node) return
+        const now = performance.now()
+        const known = this.#members.get(heard.node)
+        const unbroken = known !== undefined && known.incarnation === heard.incarnation && now - known.seen <= MEMBER_LOST_MS
+        this.#members.set(heard.node, { incarnation: heard.incarnation, since: unbroken ? known.since : now, seen: now })
+      }
+    })
+    const beat = Buffer.from(JSON.stringify(self))
+    this.#timer = setInterval(() => {
+      nc.publish(MEMBERS_SUBJECT, beat)
+      this.#tick()
+    }, MEMBER_BEAT_MS)
+    this.#timer.unref()
+  }
+
+  stop (): void {
+    clearInterval(this.#timer)
+    this.#sub?.unsubscribe()
+  }
+
+  /** The nodes alive as this node sees them, itself included. */
+  #alive (now: number): string[] {
+    return [this.#o.self.node, ...[...this.#members].filter(([, m]) => now - m.seen <= MEMBER_LOST_MS).map(([node]) => node)]
+  }
+
+  #tick (): void {
+    const { self, ackTimeoutMs } = this.#o
+    const now = performance.now()
+    const alive = this.#alive(now)
+    for (const [stream, log] of this.#o.logs) {
+      if (this.#busy.has(stream)) continue
+      const should = rendezvousOwner(stream, alive)
+      const member = should === undefined ? undefined : this.#members.get(should)
+      const step = ownerStep({
+        owns: log.owns(),
+        takeable: log.takeable(),
+        owner: log.mark().owner,
+        self: self.node,
+        should,
+        shouldSettled: member !== undefined && now - member.since >= SETTLED_MS,
+        beatDue: now - (this.#beatAt.get(stream) ?? 0) >= OWNER_BEAT_MS
+      })
+      if (step === undefined) continue
+      if (step === 'beat') this.#beatAt.set(stream, now)
+      this.#busy.add(stream)
+      const run = step === 'give' ? log.give(ackTimeoutMs) : step === 'take' ? log.takeOver(ackTimeoutMs) : log.beat()
+      void run.then((done) => {
+        if (step === 'take' && done === true) this.#beatAt.set(stream, performance.now())
+        if (step !== 'beat' && done === true) this.#o.log.info(step === 'take' ? 'cluster: took over a log' : 'cluster: handed a log over', { log: stream, epoch: log.mark().epoch, ...(step === 'give' ? { to: should } : {}) })
+      }, () => {
+        // The engine did not answer (an election, no quorum): the next tick tries again.
+      }).finally(() => this.#busy.delete(stream))
+    }
+  }
+}
