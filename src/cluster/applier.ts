@@ -31,8 +31,17 @@ interface Followed {
   lastChecked: number
 }
 
-/** What the applier writes, in the order it came: a state bucket entry, or one node's round of a followed stream. */
-type Arrived = { entry: KvEntry } | { followed: Followed, seq: number, rows: Change[] }
+/**
+ * What the applier writes, in the order it came: a state bucket entry, or one node's round of a followed stream (for
+ * this node's own round, no rows, and the last of its changes the round carried).
+ */
+type Arrived = { entry: KvEntry } | { followed: Followed, seq: number, rows: Change[], ownThrough?: number }
+
+/** The last change a round carries, from its message id (`<incarnation>.<first>-<last>.<n>`, src/cluster/shipper.ts). */
+function roundThrough (msgId: string): number | undefined {
+  const through = Number(/\.\d+-(\d+)\.\d+$/.exec(msgId)?.[1])
+  return Number.isSafeInteger(through) ? through : undefined
+}
 
 /** How long a starting node waits to have applied the book as it stood, before it serves anyway (and says so). */
 const BOOK_CATCH_UP_MS = 30_000
@@ -62,9 +71,9 @@ async function lastMessage (engine: Engine, stream: string): Promise<{ last: num
  * Keeps this node's copy of the replicated tables current: watches the state bucket and writes every row change,
  * in the bucket's order, into local LMDB, where the routes read it as always (a cached table's generation moves, so
  * every hot thread's cache and resolved keys follow). Every node applies every change, its own included, so all
- * converge on the bucket's last value per row. A change is skipped while this node has a newer one to the same row
- * waiting to ship: that one will come later in the bucket's order and win, and applying the older one first would
- * briefly undo it here (a revoked key working again).
+ * converge on the bucket's last value per row. A change that comes before this node's own unacknowledged change to the
+ * same row, in the bucket's order, is skipped: that one comes later and wins, and applying the older one first would
+ * briefly undo it here (a revoked key working again). One that comes after it is applied.
  *
  * The eventual tables (FEIN, heartbeats) arrive as signals, each node's rounds in the stream's order; the state
  * bucket holds snapshots of them, which a node applies only while it catches up at start, before it follows the
@@ -98,6 +107,13 @@ export class ChangeApplier {
   #scheduled = false
   #stopped = false
   #unknown = new Set<string>()
+  /**
+   * Rows whose latest change by this node, still waiting for its acknowledgement, has been seen in the bucket's order,
+   * with that change's seq: whatever comes for them after it is newer, and applies.
+   */
+  readonly #landed = new Map<string, number>()
+  /** Per followed stream, the last change of this node's own rounds seen in its order. */
+  readonly #ownThrough = new Map<Followed, number>()
   #watch: Awaited<ReturnType<Engine['state']['watch']>> | undefined
   /** The engine's answer to "which revision is last", while one is on its way, and the one asked after it. */
   #asking: Promise<number> | undefined
@@ -156,7 +172,10 @@ export class ChangeApplier {
     const consumer = await engine.js.consumers.get(followed.stream, from > 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 } : await followed.start(engine))
     const messages = followed.messages = await consumer.consume()
     void (async () => {
-      for await (const m of messages) this.#arrive({ followed, seq: m.seq, rows: followed.own?.(m) === true ? [] : unpackValue(m.data) as Change[] })
+      for await (const m of messages) {
+        if (followed.own?.(m) === true) this.#arrive({ followed, seq: m.seq, rows: [], ownThrough: roundThrough(m.headers?.get('Nats-Msg-Id') ?? '') ?? 0 })
+        else this.#arrive({ followed, seq: m.seq, rows: unpackValue(m.data) as Change[] })
+      }
     })().then(() => this.#refollow(engine, followed, 'ended'), (err: unknown) => this.#refollow(engine, followed, err))
   }
 
@@ -274,10 +293,30 @@ export class ChangeApplier {
     this.#store.write(() => this.#changes.applying(() => {
       // Read once a flush, and only when it has rows to write: a busy node's own book rounds come back with none, and
       // its waiting changes hold every bid it has not shipped yet.
-      let waiting: Set<string> | undefined
-      const waits = (kvKey: () => string) => {
-        waiting ??= this.#changes.pendingKeys(stateKey)
-        return waiting.size > 0 && waiting.has(kvKey())
+      let waiting: Map<string, number> | undefined
+      const pending = (): Map<string, number> => {
+        if (waiting === undefined) {
+          waiting = this.#changes.pendingKeys(stateKey)
+          for (const [kvKey, seq] of this.#landed) if (waiting.get(kvKey) !== seq) this.#landed.delete(kvKey)
+        }
+        return waiting
+      }
+      // A change to a row this node changed too, and has not heard acknowledged, is skipped while it comes before this
+      // node's change in the engine's order (that one comes later and wins; applying the older one would undo it here
+      // for a moment: a revoked key working again), and applied once it comes after (it is newer: skipping it would
+      // leave this node on its own value for good, where every other node holds the newer one).
+      const waitsInBucket = (kvKey: string, table: string, key: Key, value: unknown): boolean => {
+        const w = pending()
+        const seq = w.size === 0 ? undefined : w.get(kvKey)
+        if (seq === undefined || this.#landed.get(kvKey) === seq) return false
+        // This node's latest value of the row, come back in the bucket's order: it has landed.
+        if (isDeepStrictEqual(this.#store.replicated(table)?.get(key), value)) this.#landed.set(kvKey, seq)
+        return true
+      }
+      const waitsInStream = (followed: Followed, kvKey: string): boolean => {
+        const w = pending()
+        const seq = w.size === 0 ? undefined : w.get(kvKey)
+        return seq !== undefined && seq > (this.#ownThrough.get(followed) ?? 0)
       }
       for (const item of arrived) {
         if ('entry' in item) {
@@ -285,10 +324,12 @@ export class ChangeApplier {
           revision = entry.revision
           const { table, key } = parseStateKey(entry.key)
           if (this.#following && EVENTUAL_TABLES.has(table)) continue
-          if (!waits(() => entry.key)) this.#apply(table, key, entry.operation === 'PUT' ? unpackValue(entry.value) : undefined)
+          const value = entry.operation === 'PUT' ? unpackValue(entry.value) : undefined
+          if (!waitsInBucket(entry.key, table, key, value)) this.#apply(table, key, value)
         } else {
           streams.set(item.followed, item.seq)
-          for (const [table, key, value] of item.rows) if (!waits(() => stateKey(table, key))) this.#apply(table, key, value)
+          if (item.ownThrough !== undefined) this.#ownThrough.set(item.followed, Math.max(this.#ownThrough.get(item.followed) ?? 0, item.ownThrough))
+          for (const [table, key, value] of item.rows) if (!waitsInStream(item.followed, stateKey(table, key))) this.#apply(table, key, value)
         }
       }
       if (revision !== undefined) this.#store.meta.putSync(APPLIED, revision)

@@ -94,10 +94,10 @@ export class ChangeLog {
     return out
   }
 
-  /** The tables and keys of every change not shipped yet, as `table\0encoded key` strings (see keyOf). */
-  pendingKeys (keyOf: (table: string, key: Key) => string): Set<string> {
-    const keys = new Set<string>()
-    for (const { value } of this.#log.getRange()) for (const [table, key] of value) keys.add(keyOf(table, key))
+  /** The rows of every change not shipped yet, by keyOf(table, key), each with the seq of its latest change. */
+  pendingKeys (keyOf: (table: string, key: Key) => string): Map<string, number> {
+    const keys = new Map<string, number>()
+    for (const { key: seq, value } of this.#log.getRange()) for (const [table, key] of value) keys.set(keyOf(table, key), seq as number)
     return keys
   }
 

@@ -9,6 +9,8 @@ import { skipFile } from './required.js'
 /** A file's own engine: three NATS JetStream members, a directory beside them, and connections to it. */
 export interface FileEngine {
   dir: string
+  /** Its members' client URLs. */
+  urls: string[]
   /** A connection of its own, closed at the file's end. */
   connect (): Promise<NatsConnection>
 }
@@ -32,6 +34,7 @@ export async function fileEngine (t: Test, name: string): Promise<FileEngine | u
   })
   return {
     dir,
+    urls: engine.urls,
     connect: async () => {
       const nc = await connect({ servers: engine.urls })
       connections.push(nc)
