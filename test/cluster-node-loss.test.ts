@@ -1,4 +1,6 @@
+import { connect } from 'nats'
 import t from 'tap'
+import { BOOK_STREAM } from '../src/cluster/engine.js'
 import { approveCreative, approvedBidder, assetOn, clusterAvailable, gymScreens, startTestCluster, uploadedAd, type ClusterScreens } from './helpers/cluster.js'
 import { eventually } from './helpers/eventually.js'
 import { adImage } from './helpers/media.js'
@@ -273,7 +275,20 @@ if (clusterAvailable(t)) {
   t.test('a node that joins a running cluster catches up: keys from its first request, screens in their FEIN order, creatives and their bytes', async (t) => {
     const one = c.nodes[0]
     const ad = everywhereAd
+    // The book stream keeps bids BID_TTL_SECONDS and ten minutes more: a node joining later finds none of the rounds
+    // that counted the DSP's bids (purged here, as that age limit would), node-3's among them, killed while it counted,
+    // and reads the counters from the state bucket, where every node writes them as it ships them.
+    const counters = async (base: string) => {
+      const d = (await call(base, 'GET', '/openrtb/v2/stats', { key: bookBuyer.key })).body.data
+      return { bids: d.bids, accepted: d.accepted, wins: d.wins, spend_usd: d.spend_usd }
+    }
+    const counted = await counters(one.url)
+    t.ok(counted.bids > 0, `node-1 counts the DSP's ${counted.bids as number} bids`)
+    const nc = await connect({ servers: cluster.engine.urls })
+    await (await nc.jetstreamManager()).streams.purge(BOOK_STREAM)
+    await nc.close()
     const four = await cluster.join()
+    t.same(await eventually(t, 'node-4 counts what node-1 does', () => counters(four.url), { until: (x) => JSON.stringify(x) === JSON.stringify(counted) }), counted, 'node-4, joining after the book stream has dropped every round, shows the DSP\'s counters: it read them from the state bucket')
     t.equal(four.id, 'node-4')
     t.equal(await seatStatus(four.url, ad.key), 200, 'node-4 knows a key minted before it joined, from its first request')
     const listing = async (base: string) => (await call(base, 'GET', '/openrtb/v2/adslots?format=screens&limit=100', { key: ad.key })).body.data?.screens as Array<{ screen_id: string, data_quality: string }> | undefined

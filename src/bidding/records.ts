@@ -63,7 +63,7 @@ export const biddingTables = {
    * [seat_id lower-cased, hour start ms, node] -> that hour's bidding counters on that node ('' on one node; rows an
    * earlier version wrote have no node). A seat's hour is the sum of its rows, each written by one node only.
    */
-  stats: table<HourStats, [string, number] | [string, number, string]>({ name: 'stats', ordered: true, shapes: true, replication: 'book', owners: ['src/bidding/'] }),
+  stats: table<HourStats, [string, number] | [string, number, string]>({ name: 'stats', ordered: true, shapes: true, replication: 'book', snapshot: true, owners: ['src/bidding/'] }),
   /** [expires ms, screen_id, imp id's tag, seat_id] -> 1: stored bids in expiry order, for their lurl with code 2. */
   bidExpiry: table<1, ExpiryKey>({ name: 'bid_expiry', ordered: true, replication: 'local', owners: ['src/bidding/'] })
 }

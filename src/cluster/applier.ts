@@ -4,11 +4,12 @@ import type { Key } from 'lmdb'
 import type { Logger } from '../log.js'
 import type { Change, ChangeLog } from '../store/changes.js'
 import type { Store } from '../store/store.js'
-import { EVENTUAL_TABLES } from '../store/tables.js'
+import { SNAPSHOT_TABLES } from '../store/tables.js'
 import { BOOK_STREAM, SIGNALS_STREAM, untilAnswered, type Engine } from './engine.js'
 import { SNAPSHOT_MS } from './shipper.js'
 import { MarkWaiters } from './mark-waiters.js'
 import { APPLIED, appliedRevision } from './applied-revision.js'
+import { BOOK_BEHIND } from './readiness.js'
 import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
 
 /**
@@ -43,7 +44,7 @@ function roundThrough (msgId: string): number | undefined {
   return Number.isSafeInteger(through) ? through : undefined
 }
 
-/** How long a starting node waits to have applied the book as it stood, before it serves anyway (and says so). */
+/** How long a starting node waits to have applied the book as it stood, before it serves what needs no book. */
 const BOOK_CATCH_UP_MS = 30_000
 
 /**
@@ -79,7 +80,9 @@ async function lastMessage (engine: Engine, stream: string): Promise<{ last: num
  * bucket holds snapshots of them, which a node applies only while it catches up at start, before it follows the
  * signals (from where it left off, or from two snapshot periods back when it has followed none). The book (stored bids
  * and the settlements that take them out) arrives the same way from its own stream, every node's rounds but this
- * node's own, and a node serves only once it has applied the book as it stood when it started.
+ * node's own, and a node is ready only once it has applied the book as it stood when it started. A node away longer
+ * than the book stream keeps misses only bids that expired meanwhile, and their settlements; the rows that outlive
+ * the stream (a seat's hourly counters) it reads from the state bucket's snapshot of them while it catches up.
  */
 export class ChangeApplier {
   readonly #store: Store
@@ -146,6 +149,7 @@ export class ChangeApplier {
    * away serves nothing older than what the cluster acknowledged before it came back.
    */
   async start (engine: Engine): Promise<void> {
+    this.#store.write(() => this.#store.meta.removeSync(BOOK_BEHIND))
     const target = await untilAnswered('reading the state bucket', () => bucketRevision(engine), this.#log)
     const ready = target <= this.applied ? Promise.resolve(true) : this.#applying.wait(target)
     await untilAnswered('watching the state bucket', () => this.#open(engine), this.#log)
@@ -159,7 +163,15 @@ export class ChangeApplier {
     const book = await untilAnswered('reading the book stream', () => lastMessage(engine, BOOK_STREAM), this.#log)
     const bookReady = !book.held || book.last <= this.#appliedOf(this.#book) ? Promise.resolve(true) : this.#bookApplying.wait(book.last, BOOK_CATCH_UP_MS)
     await untilAnswered('following the book', () => this.#follow(engine, this.#book), this.#log)
-    if (!await bookReady) this.#log.warn('cluster: serving before the book is caught up', { applied: this.#appliedOf(this.#book), newest: book.last })
+    if (await bookReady) return
+    // It serves what needs no book (keys, reads, bookings), and says on /readyz that it is not ready until it has
+    // applied the book as it stood: the front sends it no players (whose spots read the book) meanwhile.
+    this.#log.warn('cluster: the book is not caught up; not ready until it is', { applied: this.#appliedOf(this.#book), newest: book.last })
+    this.#store.write(() => this.#store.meta.putSync(BOOK_BEHIND, `applied the book through ${this.#appliedOf(this.#book)} of ${book.last}`))
+    void this.#bookApplying.wait(book.last).then(() => {
+      this.#store.write(() => this.#store.meta.removeSync(BOOK_BEHIND))
+      this.#log.info('cluster: the book is caught up', { applied: this.#appliedOf(this.#book) })
+    })
   }
 
   /**
@@ -323,7 +335,7 @@ export class ChangeApplier {
           const { entry } = item
           revision = entry.revision
           const { table, key } = parseStateKey(entry.key)
-          if (this.#following && EVENTUAL_TABLES.has(table)) continue
+          if (this.#following && SNAPSHOT_TABLES.has(table)) continue
           const value = entry.operation === 'PUT' ? unpackValue(entry.value) : undefined
           if (!waitsInBucket(entry.key, table, key, value)) this.#apply(table, key, value)
         } else {

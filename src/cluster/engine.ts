@@ -6,12 +6,6 @@ import { retryFor } from '../retry.js'
 /** The KV bucket that holds the replicated tables, one key per row (src/cluster/state-keys.ts). */
 export const STATE_BUCKET = 'oohbid_state'
 
-/** The KV bucket of records locked while a request rewrites them (src/cluster/record-locks.ts). */
-const LOCKS_BUCKET = 'oohbid_locks'
-
-/** How long a lock outlives a node that died holding it. */
-export const LOCK_TTL_MS = 30_000
-
 /** The KV bucket of rate-limit windows, each a run of numbered grants to the nodes (src/cluster/rate-leases.ts). */
 const RATES_BUCKET = 'oohbid_rates'
 
@@ -44,7 +38,6 @@ export interface Engine {
   jsm: JetStreamManager
   state: KV
   rates: KV
-  locks: KV
   objects: ObjectStore
   close (): Promise<void>
 }
@@ -84,13 +77,12 @@ export async function connectEngine (cluster: ClusterConfig, log: Logger, startW
       // resumes from the revision it last applied.
       const state = await js.views.kv(STATE_BUCKET, { history: 1, replicas: cluster.replicas })
       const rates = await js.views.kv(RATES_BUCKET, { history: 1, replicas: cluster.replicas, ttl: RATES_TTL_MS })
-      const locks = await js.views.kv(LOCKS_BUCKET, { history: 1, replicas: cluster.replicas, ttl: LOCK_TTL_MS })
       const objects = await js.views.os(OBJECTS_BUCKET, { replicas: cluster.replicas })
       const jsm = await nc.jetstreamManager()
       await ensureStream(jsm, { name: SIGNALS_STREAM, subjects: [`${SIGNALS_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(SIGNALS_KEEP_MS) })
       await ensureStream(jsm, { name: BOOK_STREAM, subjects: [`${BOOK_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(cluster.bookKeepMs) })
       const conn = nc
-      return { nc, js, jsm, state, rates, locks, objects, close: () => conn.drain() }
+      return { nc, js, jsm, state, rates, objects, close: () => conn.drain() }
     } catch (err) {
       last = err
       await nc?.close().catch(() => {})

@@ -45,14 +45,16 @@ function lapse (store: Store, now: number): void {
 /**
  * The names' rules, applied in log order on every node: a claim is accepted when the name is free, already the
  * owner's (its first claim landed though its answer was lost), or held longer than the claimer's take_over_after_ms
- * (a request that ended without storing its outcome: its claim is over); a release only by the owner.
+ * (a request that ended without storing its outcome: its claim is over); a release only by the owner. changed hears,
+ * once the apply has committed, of each name a command was about (record-locks.ts wakes the requests waiting).
  */
-export function nameMachine (store: Store): PartitionMachine {
+export function nameMachine (store: Store, changed: (name: string) => void = () => {}): PartitionMachine {
   return {
     apply (body: unknown, at: AppliedAt): Verdict {
       const now = at.logTime
       lapse(store, now)
       const c = body as NameCommand
+      store.afterCommit(() => changed(c.name))
       const held = store.nameClaims.get(c.name)
       const live = held !== undefined && held.lapses_at > now ? held : undefined
       if (c.op === 'release') {

@@ -95,7 +95,6 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   })
   changes.onCommitted(() => shipper.kick())
   shipper.kick()
-  const locks = new RecordLocks(engine.locks, log)
   const leases = new RateLeases({ rates: engine.rates, limiter: deps.limiter, log, onGranted: deps.onGranted })
   const applier = new ChangeApplier({
     store,
@@ -114,7 +113,11 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   const logs = new Map<string, PartitionLog>()
   store.write(() => store.meta.removeSync(LOG_STOPPED))
   const onStopped = (stream: string) => (err: Error) => store.write(() => store.meta.putSync(LOG_STOPPED, `${stream}: ${err.message}`))
-  const ownLogs = [{ stream: NAMES_LOG, machine: nameMachine(store) }, { stream: BUDGET_LOG, machine: budgetMachine(store, cluster.nodeId, deps.budgets) }]
+  const proposeTo = (stream: string) => async (key: string, body: unknown) => await logs.get(stream)!.propose(key, body, false, cluster.ackTimeoutMs).catch(() => undefined)
+  const names = new NameClaims(proposeTo(NAMES_LOG), log, cluster.ackTimeoutMs)
+  const locks = new RecordLocks(names, store, log)
+  const budgets = new BudgetGrants({ store, book: deps.budgets, propose: proposeTo(BUDGET_LOG), log })
+  const ownLogs = [{ stream: NAMES_LOG, machine: nameMachine(store, (name) => locks.changed(name)) }, { stream: BUDGET_LOG, machine: budgetMachine(store, cluster.nodeId, deps.budgets) }]
   for (const { stream, machine } of [...ownLogs, ...deps.logs]) {
     // Nodes starting at once create the same streams, and a busy engine answers late: each is waited out, as writes
     // wait for their quorum; a gap in a log is not, since no wait closes it.
@@ -128,9 +131,6 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     if (gap !== undefined) throw gap
     logs.set(stream, log)
   }
-  const proposeTo = (stream: string) => async (key: string, body: unknown) => await logs.get(stream)!.propose(key, body, false, cluster.ackTimeoutMs).catch(() => undefined)
-  const names = new NameClaims(proposeTo(NAMES_LOG), log, cluster.ackTimeoutMs)
-  const budgets = new BudgetGrants({ store, book: deps.budgets, propose: proposeTo(BUDGET_LOG), log })
   const owners = new PartitionOwners({ nc: engine.nc, logs, self, ackTimeoutMs: cluster.ackTimeoutMs, log })
   owners.start()
   // Retries what the engine did not acknowledge (a member lost, no quorum for a while).
@@ -158,7 +158,6 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
       for (const l of logs.values()) l.stop()
       applier.stop()
       replica.stop()
-      locks.stop()
       await shipper.idle()
       await engine.close()
     }

@@ -73,6 +73,13 @@ export class PartitionGap extends Error {
 /** How long one pull of a log's consumer waits: nats.js counts two missed heartbeats, each half of it, as a lost consumer. */
 const PULL_EXPIRES_MS = 4000
 
+/** How often a node looks whether a log's consumer has stalled, and how long one may deliver nothing. */
+const WATCHDOG_MS = 2000
+const SILENT_MS = 6000
+
+/** The pause before a log whose consumer ended is consumed again. */
+const REFOLLOW_MS = 500
+
 export const partitionStream = (partition: number): string => `PART_${partition}`
 const subjectOf = (log: string): string => `log.${log}`
 
@@ -155,6 +162,12 @@ export class PartitionLog {
    * command refused late, nor let its late ones through.
    */
   #head: { logTime: number, at: number } | undefined
+  /** The newest sequence the engine acknowledged for this node's own appends. */
+  #acked = 0
+  /** When the consumer last delivered an entry (or was opened), in performance.now() milliseconds. */
+  #delivered = 0
+  #lastChecked = -1
+  #watchdog: NodeJS.Timeout | undefined
 
   constructor (options: PartitionLogOptions) {
     this.#o = options
@@ -177,7 +190,7 @@ export class PartitionLog {
    * applied: the log must be rebuilt, not read on.
    */
   async start (): Promise<void> {
-    const { jsm, js, stream: log, store } = this.#o
+    const { jsm, stream: log, store } = this.#o
     const info = await jsm.streams.info(log)
     const mark = this.mark()
     if (mark.stream_created !== '' && mark.stream_created !== info.created) throw new PartitionGap(`${log} was created again (${info.created}); this node applied ${mark.stream_created}'s`)
@@ -191,17 +204,53 @@ export class PartitionLog {
       store.write(() => store.partitionMarks.putSync(log, created))
       this.#mark = created
     }
-    const consumer = await js.consumers.get(log, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: mark.applied + 1 })
+    await this.#consume()
+    this.#watchdog = setInterval(() => this.#check(), WATCHDOG_MS)
+    this.#watchdog.unref()
+  }
+
+  /** Consumes the log from the entry after this node's mark. */
+  async #consume (): Promise<void> {
+    const { js, stream: log } = this.#o
+    const consumer = await js.consumers.get(log, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.mark().applied + 1 })
     // A consumer lives on one member: when that member dies, nats.js recreates it once two heartbeats are missed. Its
     // default (a heartbeat each 15 s) left a log unapplied for 30 s after a member was killed, and every verdict on it
     // unknown; a pull that expires each 4 s has a heartbeat each 2 s.
     const messages = this.#messages = await consumer.consume({ max_messages: 256, expires: PULL_EXPIRES_MS })
+    this.#delivered = performance.now()
     void (async () => {
       for await (const m of messages) {
+        this.#delivered = performance.now()
         // Entries delivered together apply in one transaction: a commit each cost the node most of a booking's CPU.
         if (this.#arrived.push(m) === 1) setImmediate(() => this.#applyArrived())
       }
-    })().catch((err: unknown) => this.#fail(err))
+    })().then(() => this.#refollow('the consumer ended'), (err: unknown) => this.#refollow(err))
+  }
+
+  /**
+   * The consumer ended or failed (its member lost, an election): the log is consumed again from the mark. Entries
+   * delivered twice are skipped by their sequence.
+   */
+  #refollow (why: unknown): void {
+    if (this.#stopped || this.#failure !== undefined) return
+    this.#o.log.warn('log: following it again from the last entry applied', { log: this.#o.stream, applied: this.mark().applied, error: why instanceof Error ? why.message : String(why) })
+    setTimeout(() => {
+      if (this.#stopped || this.#failure !== undefined) return
+      this.#consume().catch((err: unknown) => this.#refollow(err))
+    }, REFOLLOW_MS)
+  }
+
+  /**
+   * A consumer can stall without ending (seen after a member's loss, past what its heartbeats catch): one that has
+   * not applied an entry this node's own append was acknowledged for, or has delivered nothing for three owner beats
+   * (every owned log has one each 2 s), is stopped, and the log consumed again.
+   */
+  #check (): void {
+    if (this.#stopped || this.#failure !== undefined || this.#messages === undefined) return
+    const applied = this.mark().applied
+    const behind = this.#acked > applied && applied === this.#lastChecked
+    this.#lastChecked = applied
+    if (behind || performance.now() - this.#delivered > SILENT_MS) this.#messages.stop()
   }
 
   #fail (err: unknown): void {
@@ -236,6 +285,7 @@ export class PartitionLog {
 
   stop (): void {
     this.#stopped = true
+    clearInterval(this.#watchdog)
     this.#messages?.stop()
   }
 
@@ -265,6 +315,7 @@ export class PartitionLog {
   /** Appends an entry; resolves with its sequence once a majority of the engine holds it. */
   async append (entry: PartitionEntry): Promise<number> {
     const ack = await this.#o.js.publish(subjectOf(this.#o.stream), encode(entry), { timeout: this.#o.ackTimeoutMs })
+    this.#acked = Math.max(this.#acked, ack.seq)
     return ack.seq
   }
 

@@ -2,9 +2,12 @@ import { headers } from 'nats'
 import type { Logger } from '../log.js'
 import type { Change, ChangeLog } from '../store/changes.js'
 import type { Store } from '../store/store.js'
-import { BOOK_TABLES, EVENTUAL_TABLES } from '../store/tables.js'
+import { BOOK_TABLES, EVENTUAL_TABLES, SNAPSHOT_TABLES } from '../store/tables.js'
 import { BOOK_SUBJECT, SIGNALS_SUBJECT, STATE_BUCKET, type Engine } from './engine.js'
 import { packValue, stateKey } from './state-keys.js'
+
+/** How often a node writes the latest values of the eventual rows it shipped as signals into the state bucket. */
+export const SNAPSHOT_MS = 30_000
 
 /** Transactions' changes published to the engine in one round of acknowledgements. */
 const BATCH = 256
@@ -24,9 +27,6 @@ function packedParts (rows: Change[]): Buffer[] {
   return [...packedParts(rows.slice(0, half)), ...packedParts(rows.slice(half))]
 }
 
-/** How often a node writes the latest values of the eventual rows it shipped as signals into the state bucket. */
-export const SNAPSHOT_MS = 30_000
-
 /**
  * Ships the node's recorded changes (src/store/changes.ts) to the engine, in commit order, and deletes them once the
  * engine has acknowledged every one: a quorum of its members holds them. One shipper per node, so a row's later value
@@ -40,8 +40,9 @@ export const SNAPSHOT_MS = 30_000
  * CPU per FEIN update (bench/cluster), most of it the engine's and the nodes' work per message. Every SNAPSHOT_MS
  * their latest values are also written to the state bucket, which a node joining reads before it follows the
  * signals. The book's rows (BOOK_TABLES: bids, and their removal by the spot that settled them) go the same way, one
- * message per round to the book stream, with no snapshot: a bid is dead once its imp expires, so the stream, kept
- * that long, is the whole book.
+ * message per round to the book stream; a bid is dead once its imp expires, so the stream, kept that long, is the
+ * whole book of bids, and only the book's rows that outlive it (a seat's hourly counters: SNAPSHOT_TABLES) also go to
+ * the state bucket, each once a round.
  */
 export class ChangeShipper {
   readonly #store: Store
@@ -143,6 +144,10 @@ export class ChangeShipper {
         for (const [subject, rows] of [[this.#signals, signals], [this.#book, book]] as const) {
           packedParts([...rows.values()]).forEach((part, n) => puts.push(this.#engine.js.publish(subject, part, { msgID: `${round}.${n}` })))
         }
+        // The book's rows that outlive the stream (a seat's hourly counters) go to the state bucket too, each row once
+        // a round and in the round's acknowledgement: a snapshot kept in memory until later was lost with a node killed
+        // before it, and a node joining later then under-counted.
+        for (const [kvKey, change] of book) if (SNAPSHOT_TABLES.has(change[0])) puts.push(this.#put(kvKey, change[2], `${round}.${kvKey}`))
         await Promise.all(puts)
       } catch (err) {
         // The changes stay recorded; the next kick (the supervisor's timer at the latest) ships them again.

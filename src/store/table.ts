@@ -27,6 +27,11 @@ export interface TableSpec<V, K extends Key> {
   /** Record shapes kept in the table rather than in each value: for tables written at the bidders' rate. */
   readonly shapes: boolean
   readonly replication: Replication
+  /**
+   * A book table whose rows outlive the book stream (a seat's hourly counters): also written to the state bucket, where
+   * a node new to the cluster, or away longer than the stream keeps, reads them (src/cluster/shipper.ts).
+   */
+  readonly snapshot: boolean
   /** The folders (or files) whose code may write the table; everyone else reads, or calls them. */
   readonly owners: readonly string[]
   /** Types only, never set: the values and keys. */
@@ -38,14 +43,14 @@ export interface CachedSpec<V> extends TableSpec<V, string> {
   readonly cached: true
 }
 
-type Options = Partial<Pick<TableSpec<unknown, Key>, 'ordered' | 'shapes'>> & Pick<TableSpec<unknown, Key>, 'name' | 'replication' | 'owners'>
+type Options = Partial<Pick<TableSpec<unknown, Key>, 'ordered' | 'shapes' | 'snapshot'>> & Pick<TableSpec<unknown, Key>, 'name' | 'replication' | 'owners'>
 
 /** Declares a table. */
 export function table<V, K extends Key = string> (options: Options): TableSpec<V, K> & { readonly cached: false } {
-  return { ordered: false, shapes: false, ...options, cached: false }
+  return { ordered: false, shapes: false, snapshot: false, ...options, cached: false }
 }
 
 /** Declares a table read through the read cache (string keys). */
-export function cachedTable<V> (options: Omit<Options, 'ordered' | 'shapes'>): CachedSpec<V> {
-  return { ...options, ordered: false, shapes: false, cached: true }
+export function cachedTable<V> (options: Omit<Options, 'ordered' | 'shapes' | 'snapshot'>): CachedSpec<V> {
+  return { ...options, ordered: false, shapes: false, snapshot: false, cached: true }
 }

@@ -79,5 +79,13 @@ export const EVENTUAL_TABLES: ReadonlySet<string> = new Set(specs.filter((s) => 
  */
 export const BOOK_TABLES: ReadonlySet<string> = new Set(specs.filter((s) => s.replication === 'book').map((s) => s.name))
 
+/**
+ * Replicated tables whose rows travel in a stream and are also written to the state bucket (src/cluster/shipper.ts):
+ * the eventual tables every few seconds, and the book's tables whose rows outlive the book stream each shipping
+ * round. A node reads them from the bucket only while it catches up at start; from then on the streams bring newer
+ * values.
+ */
+export const SNAPSHOT_TABLES: ReadonlySet<string> = new Set(specs.filter((s) => s.replication === 'eventual' || s.snapshot).map((s) => s.name))
+
 /** How many tables are read through CachedTable: each has two generations in the hot threads' shared memory. */
 export const CACHED_TABLES = specs.filter((s) => s.cached).length
