@@ -5,11 +5,13 @@ import { pauseFor, processState } from '../scripts/lib/faults/pause.js'
 import { clusterAvailable, logOwners, logsFollowed, startTestCluster } from './helpers/cluster.js'
 import { eventually, pause } from './helpers/eventually.js'
 import { bookingClients, bookingSetting, checkConverged, dayReads } from './helpers/fault-bookings.js'
+import { checkNamesConverged, onboardingClients } from './helpers/fault-names.js'
 
 // Issue 47's fault suite, its first scenario: a node frozen with SIGSTOP while it books, for longer than anything the
 // cluster times (a claim's timeout, a command's 30 s to land, a record lock's 30 s), while another node books the rest
-// of the day; then woken, its bookings in flight landing late. What every client was told is recorded
-// (scripts/lib/faults/history.ts) and held, once the cluster has converged, to the booking invariants
+// of the day, and clients onboarding the same seat_ids through both nodes; then woken, its bookings and onboardings in
+// flight landing late. What every client was told is recorded
+// (scripts/lib/faults/history.ts) and held, once the cluster has converged, to the booking and the names' invariants
 // (scripts/lib/faults/checker.ts). Only the public API is used, so that the file keeps its meaning whatever decides
 // bookings. OOHBID_FAULT_ROUNDS=n repeats the pause n times on fresh days (about 50 s a round).
 
@@ -29,7 +31,7 @@ if (clusterAvailable(t)) {
   })
 
   for (let round = 0; round < ROUNDS; round++) {
-    t.test(`round ${round + 1}: node-1 frozen with SIGSTOP for ${PAUSE_MS / 1000} s while clients book two screens' day through node-1 and node-2; no acknowledged hold is lost or oversold`, async (t) => {
+    t.test(`round ${round + 1}: node-1 frozen with SIGSTOP for ${PAUSE_MS / 1000} s while clients book two screens' day and onboard the same seat_ids through node-1 and node-2; no acknowledged hold is lost or oversold, no seat_id given twice`, async (t) => {
       const history = new History()
       const date = new Date(Date.now() + (10 + round) * 86_400_000).toISOString().slice(0, 10)
       const { screens, seats } = setting
@@ -38,6 +40,8 @@ if (clusterAvailable(t)) {
       const booking = { screens, date, spots: Math.ceil(capacity / 60), seats }
       // Three clients a node, each seat booking through both nodes.
       const clients = bookingClients(c, history, [a, b], booking)
+      // And a client a node onboarding the same seat_ids, one after the other, across the pause.
+      const onboarding = onboardingClients(c, history, [a, b], `pause-${round}`, 40)
 
       // The pause comes once a quarter of the day is booked, at a moment node-1 has a booking in flight.
       await eventually(t, 'a quarter of the day booked', clients.booked, { within: 60_000, every: 20, until: (n) => n >= capacity / 4 })
@@ -64,6 +68,7 @@ if (clusterAvailable(t)) {
       // Node-1's clients go on after it wakes: what it decides on what it knew before the pause is the question.
       await pause(5000)
       await clients.stop()
+      await onboarding.stop()
 
       const duringPause = history.select<ReserveArgs>('reserve', 'ok').filter((o) => o.node === b.id && o.completedAt! > pausedAt && o.completedAt! < wokeAt)
       t.ok(duringPause.length > 0, `${b.id} acknowledged ${duringPause.length} holds while ${a.id} was stopped`)
@@ -76,6 +81,9 @@ if (clusterAvailable(t)) {
       const late = history.select<ReserveArgs>('reserve', 'ok').filter((o) => o.node === a.id && o.completedAt! >= wokeAt)
       t.comment(`${a.id} acknowledged ${late.length} holds after it woke, ${late.filter((o) => o.invokedAt < pausedAt).length} of them asked before the pause`)
       await checkConverged(t, c, history, booking)
+      const onboarded = history.select('onboard')
+      t.comment(`onboarding: ${onboarded.filter((o) => o.outcome === 'ok').length} acknowledged, ${onboarded.filter((o) => o.outcome === 'fail').length} refused, ${onboarded.filter((o) => o.outcome === 'unknown').length} unknown, ${onboarded.filter((o) => o.node === a.id && o.invokedAt < pausedAt && (o.completedAt ?? Infinity) > pausedAt).length} in flight on ${a.id} at the pause`)
+      await checkNamesConverged(t, c, history)
       // Awake and heard from steadily, it is handed its share again, each log with one owner under a new epoch.
       const after = await eventually(t, 'every log with one owner, node-1 among them', () => logOwners(c, c.nodes), { within: 30_000, every: 500, until: (o) => o.size === logs && [...o.values()].every((x) => x.length === 1) && [...o.values()].some((x) => x[0]!.node === a.id) })
       t.ok([...after.values()].every((x) => x.length === 1), `every one of ${logs} logs has one owner once ${a.id} is back (${[...after].filter(([, x]) => x[0]!.node === a.id).length} of them ${a.id}'s)`)

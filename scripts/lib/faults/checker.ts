@@ -116,6 +116,48 @@ export function checkBookings (history: History, reads: { days: DayRead[], reser
   return checks
 }
 
+/** A POST /openrtb/v2/onboard as a client invoked it: the seat_id it asked for and its Idempotency-Key. */
+export interface OnboardArgs { seatId: string, key: string }
+
+/** What one node answered for an acknowledged seat's key (GET /openrtb/v2/seat), once healed. */
+export interface SeatRead { node: string, seatId: string, status: number, seatIdRead?: string }
+
+const registrationOf = (o: Op) => (o.body as { data?: { registration?: { id?: string } } } | undefined)?.data?.registration?.id
+
+/**
+ * The invariants of names unique across the cluster (issue 47: seat_ids and Idempotency-Keys, claimed in the names'
+ * log) over the history's `onboard` operations (args OnboardArgs) and the final reads:
+ *  - one seat a seat_id: every acknowledged onboarding of a seat_id, whatever its Idempotency-Key, names one
+ *    registration, and only one of the keys that asked for it was acknowledged;
+ *  - each Idempotency-Key ran once: every acknowledgement of a key (a retry's too) names the same registration;
+ *  - acknowledged readable: every acknowledged seat's key is accepted, naming its seat, on every node.
+ */
+export function checkNames (history: History, reads: SeatRead[]): Check[] {
+  const onboards = history.select<OnboardArgs>('onboard', 'ok')
+  const bySeat = new Map<string, Array<Op<OnboardArgs>>>()
+  for (const o of onboards) bySeat.set(o.args.seatId, [...(bySeat.get(o.args.seatId) ?? []), o])
+  const seats: Check = { name: 'one seat a seat_id', checked: 0, violations: [] }
+  for (const [seatId, ops] of bySeat) {
+    seats.checked++
+    const registrations = new Set(ops.map(registrationOf))
+    const keys = new Set(ops.map((o) => o.args.key))
+    if (registrations.size > 1 || keys.size > 1) seats.violations.push(`${seatId}: acknowledged to ${keys.size} Idempotency-Keys as ${registrations.size} registrations (${[...registrations].join(', ')})`)
+  }
+  const once: Check = { name: 'each Idempotency-Key ran once', checked: 0, violations: [] }
+  const byKey = new Map<string, Set<string | undefined>>()
+  for (const o of onboards) byKey.set(o.args.key, (byKey.get(o.args.key) ?? new Set()).add(registrationOf(o)))
+  for (const [key, registrations] of byKey) {
+    once.checked++
+    if (registrations.size > 1) once.violations.push(`${key}: acknowledged as ${registrations.size} registrations (${[...registrations].join(', ')})`)
+  }
+  const readable: Check = { name: 'acknowledged seats readable on every node', checked: 0, violations: [] }
+  for (const r of reads) {
+    readable.checked++
+    if (r.status !== 200 || r.seatIdRead !== r.seatId) readable.violations.push(`${r.seatId} on ${r.node}: ${r.status}, seat ${r.seatIdRead ?? '-'}`)
+  }
+  return [seats, once, readable]
+}
+
 /** One line a check, `checked N, violations M`, and each violation under it: what a test prints. */
 export function summary (checks: Check[]): string[] {
   return checks.flatMap((c) => [`${c.name}: checked ${c.checked}, violations ${c.violations.length}`, ...c.violations.slice(0, 20).map((v) => `  ${v}`), ...(c.violations.length > 20 ? [`  ... and ${c.violations.length - 20} more`] : [])])

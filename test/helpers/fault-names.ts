@@ -1,0 +1,59 @@
+import type { Test } from 'tap'
+import { checkNames, summary, type OnboardArgs, type SeatRead } from '../../scripts/lib/faults/checker.js'
+import type { Answer, History } from '../../scripts/lib/faults/history.js'
+import type { TestCluster } from './cluster.js'
+import { pause } from './eventually.js'
+
+// The fault suite's names (issue 47): clients onboarding the same seat_ids through chosen nodes while a fault is
+// injected, each attempt with an Idempotency-Key of its own, recorded in a history; then every acknowledged seat read
+// back through every node and held to the names' invariants (scripts/lib/faults/checker.ts checkNames).
+
+/**
+ * Starts one client a node, each onboarding the seat_ids `<prefix>-<i>` in turn, i from 0 below `names`, so that the
+ * clients on different nodes ask for the same names at about the same time. An outcome unknown (no answer, a 5xx) is
+ * sent again with the same key, through the same node, up to three times a second apart; a refusal moves on to the
+ * next name. Until the names run out or stop(), which resolves once every client has had its last answer.
+ */
+export function onboardingClients (c: TestCluster, history: History, nodes: Array<{ id: string, url: string }>, prefix: string, names: number): { stop: () => Promise<void> } {
+  let stopped = false
+  const attempt = async (client: string, node: { id: string, url: string }, args: OnboardArgs, left: number): Promise<Answer | undefined> => {
+    const r = await history.run(client, node.id, 'onboard', args, () => c.onboard(node.url, args.seatId, { 'idempotency-key': args.key }))
+    if (left === 0 || (r !== undefined && r.status < 500)) return r
+    await pause(1000)
+    return await attempt(client, node, args, left - 1)
+  }
+  const client = async (node: { id: string, url: string }) => {
+    const name = `${node.id}/onboard`
+    for (let i = 0; i < names && !stopped; i++) {
+      const seatId = `${prefix}-${i}`
+      await attempt(name, node, { seatId, key: `${name}/${seatId}` }, 3)
+      await pause(50 + Math.random() * 100)
+    }
+  }
+  const clients = nodes.map(client)
+  return {
+    stop: async () => {
+      stopped = true
+      await Promise.all(clients)
+    }
+  }
+}
+
+/** Reads every acknowledged seat back through every node with the key it was given, and checks the names' invariants. */
+export async function checkNamesConverged (t: Test, c: TestCluster, history: History): Promise<void> {
+  const acked = [...new Map(history.select<OnboardArgs>('onboard', 'ok').map((o) => [o.args.seatId, o])).values()]
+  const reads: SeatRead[] = []
+  for (const o of acked) {
+    const key = (o.body as { data: { api_key: { key: string } } }).data.api_key.key
+    for (const n of c.nodes) {
+      const r = await c.call(n.url, 'GET', '/openrtb/v2/seat', { key })
+      reads.push({ node: n.id, seatId: o.args.seatId, status: r.status, seatIdRead: r.body?.data?.seat?.seat_id })
+    }
+  }
+  const checks = checkNames(history, reads)
+  for (const line of summary(checks)) t.comment(line)
+  for (const check of checks) {
+    t.ok(check.checked > 0, `${check.name}: something was checked (${check.checked})`)
+    t.equal(check.violations.length, 0, `${check.name}: ${check.checked} checked, no violation`)
+  }
+}
