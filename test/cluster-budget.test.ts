@@ -2,10 +2,11 @@ import { connect } from 'nats'
 import t from 'tap'
 import { FUNNEL_STREAM } from '../src/cluster/funnel-stream.js'
 import { analyticsPidOf, approveCreative, clusterAvailable, gymScreens, startTestCluster, type ClusterScreens } from './helpers/cluster.js'
+import { pauseFor } from '../scripts/lib/faults/pause.js'
 import { eventually, pause } from './helpers/eventually.js'
 
 // Money spent by many nodes (test/helpers/cluster.ts starts the cluster): a campaign's budget spent exactly, each node
-// spending only the parts the engine granted it, every funnel event counted once in ClickHouse whichever node logged
+// spending only the parts the engine granted it, one node frozen with SIGSTOP on the way, every funnel event counted once in ClickHouse whichever node logged
 // it, analytics processes killed on the way, and an agent's guaranteed buy over screens of many partitions booked
 // all or nothing through the logs.
 
@@ -37,7 +38,7 @@ if (clusterAvailable(t)) {
   /** The plays of the $5 campaign below, all of its seat's: what every node's reports must count once. */
   let leasePlays: number | undefined
 
-  t.test('a campaign played through three nodes at once spends exactly its budget: each node spends only the parts the engine granted it', async (t) => {
+  t.test('a campaign played through three nodes at once spends exactly its budget, one of them frozen for a while: each node spends only the parts granted to it', async (t) => {
     const [one, two, three] = c.nodes
     t.equal((await call(one.url, 'PUT', '/admin/v1/seats/creative-buyer/rate-limits', { key: cluster.adminToken, body: { limits: { campaigns: 100000, creatives: 100000 }, reason: 'cluster test' } })).status, 200)
     const products = (await tool(one.url, 'get_products', { brief: 'gyms in Austin' })).data.products as Array<{ product_id: string }>
@@ -70,10 +71,25 @@ if (clusterAvailable(t)) {
     // Until the campaign has spent its budget: a node that has spent its part asks for the next, and plays nothing until
     // the engine grants it.
     let round = 0
-    const playRound = async () => {
+    let frozen: { plays: number } | undefined
+    const playRound = async (nodes: Array<{ id: string, url: string }> = c.nodes) => {
       // node-2's analytics process killed while the plays' events flow through the funnel stream (counted in the next test).
       if (++round === 3) process.kill(analyticsPidOf(two.pid!)!, 'SIGKILL')
-      const played = await Promise.all(c.nodes.map(async (node, i) => {
+      // Once node-3 holds a part of the budget, it is frozen past its logs' lease while the others play on: what it
+      // holds is granted to nobody else, so they cannot spend the budget without it, and it spends its part once woken.
+      if (round === 2 && frozen === undefined) {
+        frozen = { plays: 0 }
+        const until = performance.now() + 12_000
+        await pauseFor(three.pid!, 12_000, async () => {
+          while (performance.now() < until) {
+            const before = (via.get(one.id) ?? 0) + (via.get(two.id) ?? 0)
+            await playRound([one, two])
+            frozen!.plays += (via.get(one.id) ?? 0) + (via.get(two.id) ?? 0) - before
+          }
+        })
+      }
+      const played = await Promise.all(nodes.map(async (node) => {
+        const i = c.nodes.findIndex((n) => n.id === node.id)
         const spot = (await call(node.url, 'POST', `${embeds[i]!}/spots`, { body: {} })).body.data
         tiers.add(String(spot?.tier))
         if (spot?.tier !== 'preferred') return false
@@ -88,6 +104,7 @@ if (clusterAvailable(t)) {
     }
     await eventually(t, 'the campaign completed, played on three screens through three nodes', playRound, { within: 60_000, every: 0, until: (campaign) => campaign.status === 'completed' })
     t.equal(via.size, 3, `every node played it: ${[...via].map(([id, n]) => `${id} ${n}`).join(', ')} (tiers seen: ${[...tiers].join(', ')})`)
+    t.comment(`node-1 and node-2 played ${frozen?.plays ?? 0} times while node-3 was frozen for 12 s`)
     const shown = await eventually(t, 'every node shows the campaign completed, alike', () => Promise.all([one, two, three].map((n) => campaignOf(n.url))), { every: 100, until: (all) => all.every((c) => c.status === 'completed' && c.spent_usd === all[0]!.spent_usd) })
     t.same(shown.map((c) => c.spent_usd), [budget, budget, budget], `spent exactly its $${budget} budget over ${[...via.values()].reduce((a, b) => a + b, 0)} plays on three nodes, never more, shown by every node`)
     t.same(shown.map((c) => [c.status, c.completed_reason]), [['completed', 'budget spent'], ['completed', 'budget spent'], ['completed', 'budget spent']], 'completed once its budget was spent, on every node')

@@ -22,15 +22,16 @@ export function onboardingClients (c: TestCluster, history: History, nodes: Arra
     await pause(1000)
     return await attempt(client, node, args, left - 1)
   }
-  const client = async (node: { id: string, url: string }) => {
+  /** Onboards name i and, once answered, the next, through one node. */
+  const client = async (node: { id: string, url: string }, i = 0): Promise<void> => {
+    if (stopped || i === names) return
     const name = `${node.id}/onboard`
-    for (let i = 0; i < names && !stopped; i++) {
-      const seatId = `${prefix}-${i}`
-      await attempt(name, node, { seatId, key: `${name}/${seatId}` }, 3)
-      await pause(50 + Math.random() * 100)
-    }
+    const seatId = `${prefix}-${i}`
+    await attempt(name, node, { seatId, key: `${name}/${seatId}` }, 3)
+    await pause(50 + Math.random() * 100)
+    await client(node, i + 1)
   }
-  const clients = nodes.map(client)
+  const clients = nodes.map(async (node) => await client(node))
   return {
     stop: async () => {
       stopped = true
