@@ -9,15 +9,18 @@
 // then on node-1 of a local cluster (three nodes with one hot
 // thread each, the engine's three members, HAProxy: `npm run cluster`'s). A cluster's CPU per request counts every node
 // (its analytics process included) and every engine member, the idle ones too: what the cluster costs, not only the
-// node that answered. Beside them, the bare uWS reply and the durable floor.
+// node that answered. Beside them, the bare uWS reply and the durable floor, and the engine prototype's quorum append
+// (bench/engines.ts). Then the same bids on a cluster of five nodes, and issue 47's four figures of a cluster that
+// grows with its nodes, each against its bar.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { clusterInstalled, startLocalCluster } from '../scripts/lib/cluster.js'
+import { startNatsCluster } from '../scripts/lib/engines/nats.js'
 import { acceptedBid } from './lib/bid-fixture.js'
 import { benchFeinFleet, benchScreens, jsonClient } from './lib/fixtures.js'
 import { measure, type Measurement } from './lib/load.js'
-import { startBare, startDurable, startOohbid } from './lib/processes.js'
+import { startBare, startDurable, startOohbid, startQuorumFront } from './lib/processes.js'
 import { printTable, save } from './lib/report.js'
 import { benchSeat } from './lib/seat.js'
 
@@ -28,6 +31,32 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
  * many bids it carries), and a node's rounds carry about as many bids as there are clients waiting on one.
  */
 const manyClients = Number(process.env.BENCH_MANY_CONNECTIONS ?? 400)
+/** A figure the issue sets a bar for, with whether this run meets it. */
+const bar = (met: boolean, text: string): string => `${met ? 'met' : 'NOT met'}: ${text}`
+
+/**
+ * Issue 47's four figures of a cluster that grows with its nodes, each against its bar: CPU per bid at 5 nodes within
+ * 1.15x of 3, a node that neither took a bid nor decides its screen's spots spending under 5 us on it, a cluster's bid
+ * at most one node's plus 1.25 quorum appends of the engine prototype, and holds through the front at 1,000/s or 0.3x
+ * one node's rate.
+ */
+function scalingFigures (row: (prefix: string) => Measurement): string[] {
+  const cpu = (prefix: string) => row(prefix).cpuUs ?? NaN
+  const three = row('3-node cluster: POST /bid on node-1')
+  const five = row('5-node cluster: POST /bid on node-1')
+  const bystanderThree = three.cpuUsOf?.['node-3'] ?? NaN
+  const bystanderFive = five.cpuUsOf?.['node-5'] ?? NaN
+  const allowed = cpu('one node: POST /bid') + 1.25 * cpu('engine prototype')
+  const holds = row('3-node cluster: reservation holds')
+  const holdRatio = holds.rps / row('one node: reservation holds').rps
+  return [
+    bar(five.cpuUs! <= 1.15 * three.cpuUs!, `CPU per bid at 5 nodes ${five.cpuUs ?? '-'} us against ${three.cpuUs ?? '-'} at 3, ${(five.cpuUs! / three.cpuUs!).toFixed(2)}x (bar: 1.15x)`),
+    bar(bystanderFive < 5 && bystanderThree < 5, `a node that neither took a bid nor decides its screen's spots: ${bystanderThree} us a bid at 3 nodes (node-3), ${bystanderFive} at 5 (node-5) (bar: under 5 us)`),
+    bar(three.cpuUs! <= allowed, `a cluster's bid ${three.cpuUs ?? '-'} us against one node's ${cpu('one node: POST /bid')} plus 1.25 of the engine prototype's quorum append (${cpu('engine prototype')} us): ${Math.round(allowed)} us allowed`),
+    bar(holds.rps >= 1000 || holdRatio >= 0.3, `holds of different screens through the front: ${holds.rps}/s, ${holdRatio.toFixed(2)}x one node's rate (bar: 1,000/s or 0.3x)`)
+  ]
+}
+
 const missing = clusterInstalled()
 if (missing !== undefined) {
   console.log(`bench/cluster skipped: ${missing}`)
@@ -86,13 +115,27 @@ if (missing !== undefined) {
   rows.push(await measure(`one node: reservation holds of 64 screens, c=${connections} unpaced`, singleHold(single.url), single.child.pid))
   await single.stop()
 
+  // The engine prototype's quorum append (bench/engines.ts): the durable floor's front writing each turn's bids to a
+  // NATS stream of three replicas and answering once a quorum holds them. What a cluster's bid may cost, by the issue's
+  // bar: one node's bid and 1.25 of these.
+  const prototypeDir = mkdtempSync(join(tmpdir(), 'oohbid-bench-prototype-'))
+  const prototypeEngine = await startNatsCluster(prototypeDir, 3)
+  try {
+    const front = await startQuorumFront('nats', prototypeEngine.urls, 'turn', one.sample)
+    rows.push(await measure('engine prototype: a quorum append a bid', bid(front.url, one.key, one.body), [front.child.pid!, ...prototypeEngine.members().map((m) => m.pid)]))
+    await front.stop()
+  } finally {
+    await prototypeEngine.stop()
+    rmSync(prototypeDir, { recursive: true, force: true })
+  }
+
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-bench-cluster-'))
   const cluster = await startLocalCluster({ nodes: 3, dir, frontPort: 0, env: { ...process.env, HOT_THREADS: '1', LOG_LEVEL: 'warn', BID_TTL_SECONDS: '86400' } })
   try {
     const node = cluster.nodes[0]!
     const three = await acceptedBid({ url: node.url, adminToken: cluster.adminToken })
     const pids = [...cluster.nodes.map((n) => n.pid!), ...cluster.engine.members().map((m) => m.pid)]
-    rows.push(await measure('3-node cluster: POST /bid on node-1', bid(node.url, three.key, three.body), pids))
+    rows.push(await measure('3-node cluster: POST /bid on node-1', bid(node.url, three.key, three.body), pids, { 'node-3': [cluster.nodes[2]!.pid!] }))
     rows.push(await measure(`3-node cluster: POST /bid on node-1, c=${manyClients}`, bid(node.url, three.key, three.body, manyClients), pids))
     rows.push(await measure('3-node cluster: a key\'s scopes replaced on node-1 (80/s)', await keyWrite(node.url, cluster.adminToken, three.key), pids))
     const clusterFleet = await fleetOn(node.url)
@@ -105,6 +148,20 @@ if (missing !== undefined) {
     await cluster.stop()
     rmSync(dir, { recursive: true, force: true })
   }
+
+  // Five nodes, the same bids on node-1: what each bid costs the cluster as it grows, and a node that neither took it
+  // nor decides its screen's spots (node-5).
+  const fiveDir = mkdtempSync(join(tmpdir(), 'oohbid-bench-cluster5-'))
+  const five = await startLocalCluster({ nodes: 5, dir: fiveDir, frontPort: 0, env: { ...process.env, HOT_THREADS: '1', LOG_LEVEL: 'warn', BID_TTL_SECONDS: '86400' } })
+  try {
+    const node = five.nodes[0]!
+    const fixture = await acceptedBid({ url: node.url, adminToken: five.adminToken })
+    const pids = [...five.nodes.map((n) => n.pid!), ...five.engine.members().map((m) => m.pid)]
+    rows.push(await measure('5-node cluster: POST /bid on node-1', bid(node.url, fixture.key, fixture.body), pids, { 'node-5': [five.nodes[4]!.pid!] }))
+  } finally {
+    await five.stop()
+    rmSync(fiveDir, { recursive: true, force: true })
+  }
   const table = printTable('oohbid on one node and on a 3-node cluster (same run, loopback)', rows)
   const row = (prefix: string) => rows.find((r) => r.name.startsWith(prefix))!
   const ratio = (a: Measurement, b: Measurement) => ((a.cpuUs ?? NaN) / (b.cpuUs ?? NaN)).toFixed(2)
@@ -114,7 +171,8 @@ if (missing !== undefined) {
     `FEIN: the cluster ${ratio(row('3-node cluster: FEIN'), row('one node: FEIN'))}x one node's CPU per batch of 100 screens (each screen's measurement shipped in its node's round of signals and applied by every node), p99 ${row('3-node cluster: FEIN').p99} ms against ${row('one node: FEIN').p99} ms`,
     `a spot decision (the house tier, nothing to settle; spots are not partitioned yet): the cluster ${ratio(row('3-node cluster: a spot decision'), row('one node: a spot decision'))}x one node's CPU per decision, p99 ${row('3-node cluster: a spot decision').p99} ms against ${row('one node: a spot decision').p99} ms`,
     `a booking (a reservation hold): the cluster ${ratio(row('3-node cluster: a reservation hold'), row('one node: a reservation hold'))}x one node's CPU per hold, p99 ${row('3-node cluster: a reservation hold').p99} ms against ${row('one node: a reservation hold').p99} ms; unpaced, each decided in its screen's partition log, no lock: ${row('3-node cluster: reservation holds').rps} holds/s through HAProxy against ${row('one node: reservation holds').rps}/s on one node (${(row('3-node cluster: reservation holds').rps / row('one node: reservation holds').rps).toFixed(2)}x), ${ratio(row('3-node cluster: reservation holds'), row('one node: reservation holds'))}x its CPU per hold`,
-    'a cluster node answers a bid once the engine holds it (its turn\'s bids in one message of the book stream), and every node applies every bid to its own book: screens are not partitioned yet (issue 28)'
+    'a cluster node answers a bid once the engine holds it (its turn\'s bids in one message of the book stream), and every node applies every bid to its own book: screens are not partitioned yet (issue 28)',
+    ...scalingFigures(row)
   ].join('\n')
   console.log(note)
   save('cluster', 'oohbid on one node and on a 3-node cluster', rows, table + '\n\n' + note)

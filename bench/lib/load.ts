@@ -13,6 +13,8 @@ export interface Measurement {
   errors: number
   /** Server CPU per request served, microseconds: utime + stime of the server's processes over requests. */
   cpuUs?: number
+  /** The same for some of those processes apart, by name (measure's parts): a cluster node that only looks on. */
+  cpuUsOf?: Record<string, number>
 }
 
 /** A measured run as its progress line ends it: requests/s, p99, CPU per request, failures. */
@@ -23,11 +25,12 @@ export function outcome (m: Measurement): string {
 /**
  * Runs autocannon against a URL and reports requests/s, latency percentiles (ms) and, given the server's process id
  * (or the ids of every process it needs, such as the members of the engine it writes to), the CPU per request served
- * of those processes, children included.
+ * of those processes, children included; and the same for each of parts apart.
  */
-export async function measure (name: string, opts: autocannon.Options & { pipelining: number, connections: number }, serverPid?: number | readonly number[]): Promise<Measurement> {
+export async function measure (name: string, opts: autocannon.Options & { pipelining: number, connections: number }, serverPid?: number | readonly number[], parts: Record<string, number | readonly number[]> = {}): Promise<Measurement> {
   process.stdout.write(`  ${name.padEnd(28)} -p ${String(opts.pipelining).padEnd(3)} c=${opts.connections} ${opts.duration !== undefined ? `${opts.duration}s` : `${opts.amount} requests`} ... `)
   const cpu = cpuMeter(serverPid)
+  const partMeters = Object.entries(parts).map(([part, pids]) => [part, cpuMeter(pids)] as const)
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     autocannon(opts, (err, res) => err ? reject(err) : resolve(res))
   })
@@ -43,6 +46,10 @@ export async function measure (name: string, opts: autocannon.Options & { pipeli
   }
   const cpuUs = cpu(result.requests.total)
   if (cpuUs !== undefined) m.cpuUs = cpuUs
+  for (const [part, meter] of partMeters) {
+    const us = meter(result.requests.total)
+    if (us !== undefined) (m.cpuUsOf ??= {})[part] = us
+  }
   process.stdout.write(outcome(m))
   return m
 }
