@@ -6,6 +6,7 @@ import { dealOverEverywhere } from './deal-rules.js'
 import { give } from './screen-bookings.js'
 import { dealEvent } from './deals.js'
 import { addDelivery, deliveredOf } from './delivery.js'
+import { putReservation } from './holds.js'
 import { fromMicros, toMicros } from '../money.js'
 
 /** Today's date (UTC) of a clock reading. */
@@ -88,7 +89,7 @@ export function runCampaignJobs (store: Store, outbox: Outbox, now: number): { e
       store.holds.removeSync(key)
       // Given back before, or kept (confirmed) first: it did not expire.
       if (r === undefined || given?.ok !== true) continue
-      store.reservations.putSync(id, { ...r, status: 'expired' })
+      putReservation(store, { ...r, status: 'expired' })
       outbox.append('reservation.expired', `reservation:${id}`, { reservation_id: id }, r.seat_id)
       result.expiredHolds++
     }

@@ -153,8 +153,8 @@ export const campaignTables = {
   capacityOpen: table<true>({ name: 'capacity_open', replication: 'local', owners: ['src/campaigns/'] }),
   /** screen_id -> the newest version of the screen a take in its partition was read from. */
   capacityScreens: table<number>({ name: 'capacity_screens', replication: 'local', owners: ['src/campaigns/'] }),
-  /** [expires ms, reservation_id] -> reservation_id: holds in expiry order. */
-  holds: table<string, [number, string]>({ name: 'holds', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
+  /** [expires ms, reservation_id] -> reservation_id: holds in expiry order, derived on each node (holds.ts). */
+  holds: table<string, [number, string]>({ name: 'holds', ordered: true, replication: 'local', owners: ['src/campaigns/'] }),
   /** campaign_id -> the budget this node's exchange bids in flight hold (its spend is in campaignDelivery). */
   ledgers: table<HeldBudget>({ name: 'ledgers', shapes: true, replication: 'local', owners: ['src/campaigns/'] })
 }

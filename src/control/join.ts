@@ -3,6 +3,7 @@ import { bookApplied } from '../bidding/book.js'
 import type { ScreenClaims } from '../bidding/auction/claims.js'
 import type { BookKey } from '../bidding/records.js'
 import { budgetBook } from '../campaigns/budget.js'
+import { holdApplied } from '../campaigns/holds.js'
 import type { Clock } from '../clock.js'
 import type { ClusterNode } from '../cluster/node.js'
 import type { ShippedChanges } from '../cluster/shipped.js'
@@ -57,6 +58,7 @@ export async function joinClusterOf (d: JoinDeps): Promise<ClusterNode | undefin
     onApplied: (table, key, previous) => {
       d.inventory.applied(table, key as string)
       seatListApplied(store, table, key as string, previous)
+      holdApplied(store, table, key as string, previous)
       proofApplied(store, table, key as string)
       bookApplied(store, d.claims, table, key as BookKey)
     }

@@ -7,6 +7,7 @@ import type { ListQuery, Reservation, ReservationConfirmRequest, ReservationRequ
 import { ok, route, type RouteDef } from '../../http/route.js'
 import type { ReservationRecord } from '../records.js'
 import { place } from '../placements.js'
+import { putReservation } from '../holds.js'
 import { indexForSeat, seatPage } from '../../accounts/seat-lists.js'
 import { approvedCreative, checkFlight, usableScreens } from '../inputs.js'
 
@@ -55,8 +56,7 @@ export function reservationRoutes (deps: Deps): RouteDef[] {
         const r: ReservationRecord = { reservation_id: id, seat_id: seatId, status: 'held', screen_ids: body.screen_ids, start_date: body.start_date, end_date: body.end_date, spots_per_day: body.spots_per_day, total_spots: total, expires_at: iso(expires), expires_ms: expires, created_at: iso(ctx.now), claim }
         if (body.name !== undefined) r.name = body.name
         if (body.creative_id !== undefined) r.creative_id = body.creative_id
-        store.reservations.putSync(id, r)
-        store.holds.putSync([expires, id], id)
+        putReservation(store, r)
         indexForSeat(store, 'reservation', seatId, ctx.now, id)
         outbox.append('reservation.held', `reservation:${id}`, { reservation_id: id, screen_ids: r.screen_ids, total_spots: total, expires_at: r.expires_at }, seatId)
         return ok(view(r), 201)
@@ -107,9 +107,8 @@ export function reservationRoutes (deps: Deps): RouteDef[] {
         // The spots are already taken by the hold; the placement keeps them, under the hold's claim.
         keep(store, r.claim, ctx.now, `Reservation ${r.reservation_id}`)
         const a = place(deps, seatId, { creative_id: creativeId, screen_ids: r.screen_ids, start_date: r.start_date, end_date: r.end_date, spots_per_day: r.spots_per_day }, screens, ctx.now, `reservation:${r.reservation_id}`, { claim: r.claim })
-        store.holds.removeSync([r.expires_ms, r.reservation_id])
         const next: ReservationRecord = { ...r, status: 'confirmed', creative_id: creativeId, assignment_id: a.assignment_id, confirmed_at: iso(ctx.now) }
-        store.reservations.putSync(r.reservation_id, next)
+        putReservation(store, next)
         outbox.append('reservation.confirmed', `reservation:${r.reservation_id}`, { reservation_id: r.reservation_id, assignment_id: a.assignment_id }, seatId)
         return ok(view(next))
       }
@@ -128,9 +127,8 @@ export function reservationRoutes (deps: Deps): RouteDef[] {
         const given = give(store, { claim: r.claim, screen_ids: r.screen_ids, start_date: r.start_date, end_date: r.end_date, spots: r.spots_per_day }, 'release', ctx.now)
         if (!given.ok && given.reason === 'expired') throw new ApiError('expired', `Reservation ${r.reservation_id} expired at ${r.expires_at}; create a new one.`)
         if (!given.ok) throw new ApiError('invalid_transition', `Reservation ${r.reservation_id} no longer holds its spots (confirmed or released elsewhere).`, { status: r.status })
-        store.holds.removeSync([r.expires_ms, r.reservation_id])
         const next: ReservationRecord = { ...r, status: 'released', released_at: iso(ctx.now) }
-        store.reservations.putSync(r.reservation_id, next)
+        putReservation(store, next)
         outbox.append('reservation.released', `reservation:${r.reservation_id}`, { reservation_id: r.reservation_id }, r.seat_id)
         return ok(view(next))
       }
