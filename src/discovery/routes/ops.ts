@@ -21,7 +21,7 @@ export function opsRoutes ({ clock, outbox, funnel, analytics, scrape, readiness
       method: 'get',
       path: '/readyz',
       summary: 'Readiness: 503 service_unavailable while draining',
-      description: 'On a cluster node (CLUSTER_NATS_URLS), checks.cluster says how many of its transactions wait to ship to the engine and through which revision it has applied the replicated state. A node stays ready while the engine is away: it still serves bids and reads. It answers 503 service_unavailable once it has stopped following one of the logs bookings are decided in (the engine lost entries it had applied, or trimmed past them): restarted, it rebuilds.',
+      description: 'On a cluster node (CLUSTER_NATS_URLS), checks.cluster says how many of its transactions wait to ship to the engine and through which revision it has applied the replicated state, and checks.logs which of the cluster\'s logs (its screen partitions, the claims, names and budget grants) the node owns, each as <log>@<epoch>. A node stays ready while the engine is away: it still serves bids and reads. It answers 503 service_unavailable while it catches up with the bidding book it started behind (past 30 s: its spots would miss bids), and once it has stopped following one of the logs (the engine lost entries it had applied, or trimmed past them): restarted, it rebuilds.',
       data: 'Health',
       errors: ['service_unavailable'],
       handler: () => {
