@@ -34,7 +34,7 @@ if (engine !== undefined) {
     t.equal(store.changes!.waiting, 1, 'node-a\'s change waits for its acknowledgement')
     await publish(seat('node-a\'s'))
     await publish(seat('node-b\'s'))
-    const last = await eventually(t, 'node-a shows node-b\'s value, the bucket\'s last', shown, { until: (s) => s?.company_name === 'node-b\'s' })
+    const last = await eventually(t, 'node-a shows node-b\'s value, the bucket\'s last', shown, { within: 20_000, until: (s) => s?.company_name === 'node-b\'s' })
     t.equal(last?.company_name, 'node-b\'s', 'node-a converges on the bucket\'s last value while its own change still waits')
     store.write(() => store.changes!.shipped(store.changes!.recorded))
   })
@@ -46,6 +46,6 @@ if (engine !== undefined) {
     t.equal(shown()?.company_name, 'node-a\'s second', 'node-b\'s older value does not undo node-a\'s for a moment')
     await publish(seat('node-a\'s second'))
     await publish(seat('node-c\'s'))
-    t.equal((await eventually(t, 'the newest after node-a\'s own', shown, { until: (s) => s?.company_name === 'node-c\'s' }))?.company_name, 'node-c\'s', 'and what lands after node-a\'s own is applied')
+    t.equal((await eventually(t, 'the newest after node-a\'s own', shown, { within: 20_000, until: (s) => s?.company_name === 'node-c\'s' }))?.company_name, 'node-c\'s', 'and what lands after node-a\'s own is applied')
   })
 }

@@ -330,10 +330,14 @@ export class ChangeApplier {
         const seq = w.size === 0 ? undefined : w.get(kvKey)
         return seq !== undefined && seq > (this.#ownThrough.get(followed) ?? 0)
       }
+      // A change at or below the revision applied already is one a watch opened again delivered twice: applied again
+      // after a newer one, it would put an older value back.
+      let through = this.applied
       for (const item of arrived) {
         if ('entry' in item) {
           const { entry } = item
-          revision = entry.revision
+          if (entry.revision <= through) continue
+          revision = through = entry.revision
           const { table, key } = parseStateKey(entry.key)
           if (this.#following && SNAPSHOT_TABLES.has(table)) continue
           const value = entry.operation === 'PUT' ? unpackValue(entry.value) : undefined
