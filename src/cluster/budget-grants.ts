@@ -82,10 +82,8 @@ export class BudgetGrants {
     if (limit === undefined) return
     this.#asking.add(campaignId)
     const before = this.#store.budgetGrants.get(campaignId) === undefined ? this.#book.grantedBefore(campaignId) : 0
-    this.#propose(`grant:${randomBytes(9).toString('base64url')}`, { op: 'grant', campaign: campaignId, want: wantMicros, limit, before }).then((verdict) => {
+    this.#propose(`grant:${randomBytes(9).toString('base64url')}`, { op: 'grant', campaign: campaignId, want: wantMicros, limit, before }).catch(() => undefined).then((verdict) => {
       if (verdict === undefined) this.#log.warn('cluster: a budget part was not granted in time; the campaign spends what this node holds until the next ask', { campaign_id: campaignId })
-    }, (err: unknown) => {
-      this.#log.warn('cluster: a budget part was not granted; the campaign spends what this node holds until the next ask', { campaign_id: campaignId, error: err instanceof Error ? err.message : String(err) })
     }).finally(() => this.#asking.delete(campaignId))
   }
 }

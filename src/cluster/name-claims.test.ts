@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { openStore, type Store } from '../store/store.js'
-import { CLAIM_TTL_MS, nameMachine } from './name-claims.js'
+import { claimable, CLAIM_TTL_MS, nameMachine } from './name-claims.js'
 
 // The names' rules without an engine: what the names' log decides for each command at its place in the log, given
 // only the rows and log time, which every node applying the log shares.
@@ -55,4 +55,14 @@ t.test('claims lapse at the same point of the log on every node, and their rows 
   t.equal(s.nameClaims.get('n99'), undefined, 'lapsed claims are removed as the log moves on')
   t.equal([...s.nameClaims.getKeys()].length, 2, 'only the live claims are left')
   t.equal([...s.nameLapses.getKeys()].length, 2, 'and their lapses')
+})
+
+t.test('whether a claim would win, as the log decides it and a waiting node looks', async (t) => {
+  const held = { owner: 'r1', at: 1000, lapses_at: 1000 + CLAIM_TTL_MS }
+  t.ok(claimable(undefined, 'r2', 2000), 'nothing holds the name')
+  t.ok(claimable(held, 'r1', 2000), 'its own claim')
+  t.notOk(claimable(held, 'r2', 2000), 'another\'s live claim')
+  t.notOk(claimable(held, 'r2', 5000, 4000), 'not yet older than the take-over age')
+  t.ok(claimable(held, 'r2', 5001, 4000), 'older than it')
+  t.ok(claimable(held, 'r2', 1000 + CLAIM_TTL_MS), 'a lapsed claim')
 })

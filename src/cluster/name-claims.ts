@@ -4,7 +4,7 @@ import type { Logger } from '../log.js'
 import { retryFor } from '../retry.js'
 import type { UniqueNames } from './link.js'
 import type { AppliedAt, PartitionMachine } from './partition-log.js'
-import type { Verdict } from './records.js'
+import type { NameClaim, Verdict } from './records.js'
 
 // Names unique across a cluster (a seat_id, a partner slug, an Idempotency-Key, a creative being moderated), claimed in
 // a log of their own and decided at apply, in the log's order: the first claim wins (issue 47). They were numbered
@@ -43,6 +43,15 @@ function lapse (store: Store, now: number): void {
 }
 
 /**
+ * Whether owner's claim of a name, at log time now, wins over what holds it: nothing live, its own claim, or one held
+ * longer than takeOverAfterMs. The names' log decides by it; a node waiting for a name looks by it when to ask again.
+ */
+export function claimable (held: NameClaim | undefined, owner: string, now: number, takeOverAfterMs?: number): boolean {
+  if (held === undefined || held.lapses_at <= now || held.owner === owner) return true
+  return takeOverAfterMs !== undefined && now - held.at > takeOverAfterMs
+}
+
+/**
  * The names' rules, applied in log order on every node: a claim is accepted when the name is free, already the
  * owner's (its first claim landed though its answer was lost), or held longer than the claimer's take_over_after_ms
  * (a request that ended without storing its outcome: its claim is over); a release only by the owner. changed hears,
@@ -64,7 +73,7 @@ export function nameMachine (store: Store, changed: (name: string) => void = () 
         return ACCEPTED
       }
       if (live?.owner === c.owner) return ACCEPTED
-      if (live !== undefined && (c.take_over_after_ms === undefined || now - live.at <= c.take_over_after_ms)) return { status: 'refused', reason: 'held' }
+      if (!claimable(held, c.owner, now, c.take_over_after_ms)) return { status: 'refused', reason: 'held' }
       if (held !== undefined) store.nameLapses.removeSync([held.lapses_at, c.name])
       const lapsesAt = now + CLAIM_TTL_MS
       store.nameClaims.putSync(c.name, { owner: c.owner, at: now, lapses_at: lapsesAt })

@@ -9,10 +9,11 @@ export const BOOK_BEHIND = 'cluster:book_behind'
 
 /**
  * What a cluster node's /readyz adds (checks.cluster): how many of its transactions wait to ship to the engine, and
- * through which revision it has applied the replicated state; and (checks.logs) which logs it owns, under which epoch. A node stays ready while the engine is away (it serves
- * bids and reads); this says how far behind it is. It is not ready once it stopped following one of the logs its
- * bookings are decided in (what it would answer of them is no longer the cluster's), nor while it catches up with the
- * bidding book it started behind (a spot it decided would miss bids).
+ * through which revision it has applied the replicated state; and (checks.logs) which logs it owns, under which
+ * epoch. A node stays ready while the engine is away (it serves bids and reads); this says how far behind it is.
+ * It is not ready once it stopped following one of the logs its bookings are decided in (what it would answer of them
+ * is no longer the cluster's), nor while it catches up with the bidding book it started behind (a spot it decided
+ * would miss bids).
  */
 export function replicationChecks (nodeId: string, store: Store): () => { checks: Record<string, string>, unready?: string } {
   return (): { checks: Record<string, string>, unready?: string } => {

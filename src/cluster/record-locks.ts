@@ -1,6 +1,6 @@
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
-import type { NameClaims } from './name-claims.js'
+import { claimable, type NameClaims } from './name-claims.js'
 
 /** How long a lock outlives a request that died holding it, in log time: a later request then takes it over. */
 export const LOCK_TTL_MS = 30_000
@@ -75,16 +75,16 @@ export class RecordLocks {
       for (;;) {
         const left = deadline - Date.now()
         if (left <= 0) return false
-        if (this.#free(name)) break
+        if (this.#free(name, owner)) break
         await this.#wake(name, Math.min(LOOK_AGAIN_MS, left))
       }
     }
   }
 
-  #free (name: string): boolean {
+  /** Whether this node's copy of the claims shows the lock free for owner, by its clock (the log decides). */
+  #free (name: string, owner: string): boolean {
     this.#store.refresh()
-    const held = this.#store.nameClaims.get(name)
-    return held === undefined || Date.now() - held.at > LOCK_TTL_MS
+    return claimable(this.#store.nameClaims.get(name), owner, Date.now(), LOCK_TTL_MS)
   }
 
   /** Resolves when the claim changes here, or after ms. */

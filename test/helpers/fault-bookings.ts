@@ -1,9 +1,10 @@
 import type { Test } from 'tap'
 import { checkBookings, summary, type DayRead, type ListRead, type ReserveArgs, type ReservationRead } from '../../scripts/lib/faults/checker.js'
-import type { Answer, History } from '../../scripts/lib/faults/history.js'
+import type { History } from '../../scripts/lib/faults/history.js'
 import { partitionOf } from '../../src/campaigns/capacity.js'
 import { gymDevice, type TestCluster } from './cluster.js'
 import { eventually, pause } from './eventually.js'
+import { untilKnown } from './fault-retries.js'
 import { freshIp } from './service.js'
 
 // The fault suite's bookings (issue 47): clients holding screen time through chosen nodes while a fault is injected,
@@ -58,17 +59,10 @@ export function bookingClients (c: TestCluster, history: History, nodes: Array<{
   let stopped = false
   let booked = 0
   let holds = 0
-  const attempt = async (name: string, node: { id: string, url: string }, seat: { seat: string, key: string }, args: ReserveArgs) => await history.run(name, node.id, 'reserve', args, () => c.call(node.url, 'POST', '/openrtb/v2/reservations', { key: seat.key, headers: { 'idempotency-key': args.key }, body: { screen_ids: b.screens, start_date: b.date, end_date: b.date, spots_per_day: b.spots } }))
-  /** An attempt, and while its outcome is unknown up to `left` more with the same key, a second apart. */
-  const settled = async (name: string, node: { id: string, url: string }, seat: { seat: string, key: string }, args: ReserveArgs, left: number): Promise<Answer | undefined> => {
-    const r = await attempt(name, node, seat, args)
-    if (left === 0 || (r !== undefined && r.status < 500)) return r
-    await pause(1000)
-    return await settled(name, node, seat, args, left - 1)
-  }
+  const reserve = (node: { id: string, url: string }, seat: { seat: string, key: string }, args: ReserveArgs) => () => c.call(node.url, 'POST', '/openrtb/v2/reservations', { key: seat.key, headers: { 'idempotency-key': args.key }, body: { screen_ids: b.screens, start_date: b.date, end_date: b.date, spots_per_day: b.spots } })
   const hold = async (name: string, node: { id: string, url: string }, seat: { seat: string, key: string }) => {
     const args: ReserveArgs = { seat: seat.seat, screens: b.screens, date: b.date, spots: b.spots, key: `${name}-${++holds}` }
-    if ((await settled(name, node, seat, args, 3))?.status === 201) booked += b.spots
+    if ((await untilKnown(history, name, node.id, 'reserve', args, reserve(node, seat, args), 3))?.status === 201) booked += b.spots
     await pause(20 + Math.random() * 60)
   }
   const client = async (name: string, node: { id: string, url: string }, seat: { seat: string, key: string }) => {

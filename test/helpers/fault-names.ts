@@ -1,8 +1,9 @@
 import type { Test } from 'tap'
 import { checkNames, summary, type OnboardArgs, type SeatRead } from '../../scripts/lib/faults/checker.js'
-import type { Answer, History } from '../../scripts/lib/faults/history.js'
+import type { History } from '../../scripts/lib/faults/history.js'
 import type { TestCluster } from './cluster.js'
 import { pause } from './eventually.js'
+import { untilKnown } from './fault-retries.js'
 
 // The fault suite's names (issue 47): clients onboarding the same seat_ids through chosen nodes while a fault is
 // injected, each attempt with an Idempotency-Key of its own, recorded in a history; then every acknowledged seat read
@@ -16,18 +17,13 @@ import { pause } from './eventually.js'
  */
 export function onboardingClients (c: TestCluster, history: History, nodes: Array<{ id: string, url: string }>, prefix: string, names: number): { stop: () => Promise<void> } {
   let stopped = false
-  const attempt = async (client: string, node: { id: string, url: string }, args: OnboardArgs, left: number): Promise<Answer | undefined> => {
-    const r = await history.run(client, node.id, 'onboard', args, () => c.onboard(node.url, args.seatId, { 'idempotency-key': args.key }))
-    if (left === 0 || (r !== undefined && r.status < 500)) return r
-    await pause(1000)
-    return await attempt(client, node, args, left - 1)
-  }
   /** Onboards name i and, once answered, the next, through one node. */
   const client = async (node: { id: string, url: string }, i = 0): Promise<void> => {
     if (stopped || i === names) return
     const name = `${node.id}/onboard`
     const seatId = `${prefix}-${i}`
-    await attempt(name, node, { seatId, key: `${name}/${seatId}` }, 3)
+    const args: OnboardArgs = { seatId, key: `${name}/${seatId}` }
+    await untilKnown(history, name, node.id, 'onboard', args, () => c.onboard(node.url, seatId, { 'idempotency-key': args.key }), 3)
     await pause(50 + Math.random() * 100)
     await client(node, i + 1)
   }
