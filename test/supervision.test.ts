@@ -1,10 +1,10 @@
 import { execFileSync, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { freePort } from '../scripts/lib/engines/local.js'
 import { eventually } from './helpers/eventually.js'
 import { required } from './helpers/required.js'
 
@@ -15,15 +15,6 @@ import { required } from './helpers/required.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const pm2 = join(root, 'node_modules', '.bin', 'pm2')
-
-function freePort (): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number }
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 async function healthy (url: string): Promise<boolean> {
   try {

@@ -180,6 +180,9 @@ function nodeProcess (id: string, host: string, port: number, dataDir: string, e
       })
       child = started
       started.stderr!.pipe(log)
+      // The last of what it said, for the error when it does not start: CI keeps no data directories.
+      let said = ''
+      started.stderr!.on('data', (d: Buffer) => { said = (said + d.toString()).slice(-2000) })
       return new Promise((resolve, reject) => {
         let out = ''
         started.stdout!.on('data', (d: Buffer) => {
@@ -187,7 +190,7 @@ function nodeProcess (id: string, host: string, port: number, dataDir: string, e
           log.write(d)
           if (out.includes('listening on')) resolve()
         })
-        started.once('exit', (code, signal) => reject(new Error(`${id} exited (${code ?? signal}) before it listened; see ${join(dataDir, 'node.log')}`)))
+        started.once('exit', (code, signal) => reject(new Error(`${id} exited (${code ?? signal}) before it listened; see ${join(dataDir, 'node.log')}, which ends: ${said}`)))
       })
     }
   }

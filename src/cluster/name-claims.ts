@@ -117,8 +117,17 @@ export class NameClaims implements UniqueNames {
     }
   }
 
-  async release (name: string, owner: string): Promise<void> {
-    const verdict = await this.#propose(`release:${randomBytes(9).toString('base64url')}`, { op: 'release', name, owner }).catch(() => undefined)
-    if (verdict === undefined) this.#log.warn('cluster: a claimed name was not given back; it lapses by itself')
+  /**
+   * Gives a name back. A release whose verdict is unknown is sent again for up to retryMs: only for a claim whose owner
+   * is one request (a record's lock), which a late release can free nothing of but that request's own claim. A name a
+   * caller's retries share (a seat_id) is released once: a second release landing late could free the claim of the
+   * retry that holds it by then.
+   */
+  async release (name: string, owner: string, retryMs = 0): Promise<void> {
+    const body: NameCommand = { op: 'release', name, owner }
+    await retryFor(async () => {
+      const verdict = await this.#propose(`release:${randomBytes(9).toString('base64url')}`, body)
+      if (verdict === undefined) throw new Error('the names\' log did not decide the release in time')
+    }, retryMs, 500).catch(() => this.#log.warn('cluster: a claimed name was not given back; it lapses by itself', { name }))
   }
 }

@@ -115,7 +115,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   const onStopped = (stream: string) => (err: Error) => store.write(() => store.meta.putSync(LOG_STOPPED, `${stream}: ${err.message}`))
   const proposeTo = (stream: string) => async (key: string, body: unknown) => await logs.get(stream)!.propose(key, body, false, cluster.ackTimeoutMs).catch(() => undefined)
   const names = new NameClaims(proposeTo(NAMES_LOG), log, cluster.ackTimeoutMs)
-  const locks = new RecordLocks(names, store, log)
+  const locks = new RecordLocks(names, store)
   const budgets = new BudgetGrants({ store, book: deps.budgets, propose: proposeTo(BUDGET_LOG), log })
   const ownLogs = [{ stream: NAMES_LOG, machine: nameMachine(store, (name) => locks.changed(name)) }, { stream: BUDGET_LOG, machine: budgetMachine(store, cluster.nodeId, deps.budgets) }]
   for (const { stream, machine } of [...ownLogs, ...deps.logs]) {
@@ -142,7 +142,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     claim: (name, owner, takeOverAfterMs) => names.claim(name, owner, takeOverAfterMs),
     release: (name, owner) => names.release(name, owner),
     lock: (name, owner) => locks.lock(name, owner, cluster.ackTimeoutMs),
-    unlock: (name, n) => locks.unlock(name, n),
+    unlock: (_name, n) => locks.unlock(n),
     caughtUp: () => applier.caughtUp(engine, 1000),
     async propose (stream, key, body) {
       if (!logs.has(stream)) throw new Error(`this node follows no log ${stream}`)

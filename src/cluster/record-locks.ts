@@ -1,4 +1,3 @@
-import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
 import { claimable, type NameClaims } from './name-claims.js'
 
@@ -24,17 +23,15 @@ const lockName = (record: string): string => `lock\u0000${record}`
 export class RecordLocks {
   readonly #names: NameClaims
   readonly #store: Store
-  readonly #log: Logger
   /** Requests waiting for a record's lock, by its name among the claims. */
   readonly #waiting = new Map<string, Set<() => void>>()
   /** The locks this node holds, by number: the claim each is. */
   readonly #held = new Map<number, { name: string, owner: string }>()
   #next = 0
 
-  constructor (names: NameClaims, store: Store, log: Logger) {
+  constructor (names: NameClaims, store: Store) {
     this.#names = names
     this.#store = store
-    this.#log = log
   }
 
   /** The names' log applied a change to a claim (src/cluster/name-claims.ts): requests waiting for it look again. */
@@ -58,8 +55,12 @@ export class RecordLocks {
     return n
   }
 
+  /**
+   * Releases, sent again while the log has not decided them, until the lock would be taken over anyway: a release
+   * lost in an election (as the claim's answer was) left the record locked for 30 s.
+   */
   #giveUp (name: string, owner: string): void {
-    void this.#names.release(name, owner)
+    void this.#names.release(name, owner, LOCK_TTL_MS)
   }
 
   async #lock (name: string, owner: string, timeoutMs: number): Promise<number | false> {
@@ -104,12 +105,10 @@ export class RecordLocks {
   }
 
   /** Gives lock n of the record back. */
-  unlock (record: string, n: number): void {
+  unlock (n: number): void {
     const held = this.#held.get(n)
     if (held === undefined) return
     this.#held.delete(n)
-    this.#names.release(held.name, held.owner).catch((err: unknown) => {
-      this.#log.warn('cluster: a record lock was not given back; it is taken over in 30 s', { record, error: err instanceof Error ? err.message : String(err) })
-    })
+    this.#giveUp(held.name, held.owner)
   }
 }

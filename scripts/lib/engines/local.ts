@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
-import { accessSync, constants } from 'node:fs'
+import { accessSync, constants, readFileSync } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import { createServer } from 'node:net'
 
@@ -26,15 +26,40 @@ export function findBinary (name: string, dirs: string[] = []): string | undefin
   return undefined
 }
 
-/** A port nothing listens on now, on loopback. */
-export function freePort (): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A port nothing listens on now, on loopback, chosen below the kernel's ephemeral range. A member or node killed and
+ * started again binds its port again, and a port from that range (what listen(0) gives) may meanwhile have become the
+ * local end of any outgoing connection on the machine, which refuses the rebind (EADDRINUSE: CI saw a restarted node
+ * exit so, and HAProxy's health check reach another test's node on the port). The kernel hands out no port below the
+ * range; picks are random, so that concurrent clusters rarely try the same one, and a taken one is skipped.
+ */
+export async function freePort (): Promise<number> {
+  const top = Math.max(ephemeralLow(), FIRST_CHOSEN_PORT + 1000)
+  for (let attempt = 0; ; attempt++) {
+    const port = FIRST_CHOSEN_PORT + Math.floor(Math.random() * (top - FIRST_CHOSEN_PORT))
+    if (await listensOn(port)) return port
+    if (attempt === 100) throw new Error(`no free port between ${FIRST_CHOSEN_PORT} and ${top} after 100 tries`)
+  }
+}
+
+/** Above the ports services are configured on by default (8080, 9000, 5432...). */
+const FIRST_CHOSEN_PORT = 10_000
+
+/** Where the kernel's ephemeral ports begin: Linux says; 32768 elsewhere (the lowest default of the others). */
+function ephemeralLow (): number {
+  try {
+    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0])
+  } catch {
+    return 32768
+  }
+}
+
+/** Whether port could be listened on, on loopback, now (it is let go at once). */
+function listensOn (port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
+    server.once('error', () => resolve(false))
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)))
   })
 }
 
