@@ -6,12 +6,6 @@ import { retryFor } from '../retry.js'
 /** The KV bucket that holds the replicated tables, one key per row (src/cluster/state-keys.ts). */
 export const STATE_BUCKET = 'oohbid_state'
 
-/** The KV bucket of rate-limit windows, each a run of numbered grants to the nodes (src/cluster/rate-leases.ts). */
-const RATES_BUCKET = 'oohbid_rates'
-
-/** How long a window's grants are kept: the longest window (an hour) and an hour more. */
-const RATES_TTL_MS = 2 * 3600_000
-
 /** The object store of the bytes of stored objects, creative assets (src/cluster/objects.ts). */
 const OBJECTS_BUCKET = 'oohbid_objects'
 
@@ -37,7 +31,6 @@ export interface Engine {
   js: JetStreamClient
   jsm: JetStreamManager
   state: KV
-  rates: KV
   objects: ObjectStore
   close (): Promise<void>
 }
@@ -76,13 +69,12 @@ export async function connectEngine (cluster: ClusterConfig, log: Logger, startW
       // history 1: a bucket of the current rows, which a node that joins reads whole and a node that returns
       // resumes from the revision it last applied.
       const state = await js.views.kv(STATE_BUCKET, { history: 1, replicas: cluster.replicas })
-      const rates = await js.views.kv(RATES_BUCKET, { history: 1, replicas: cluster.replicas, ttl: RATES_TTL_MS })
       const objects = await js.views.os(OBJECTS_BUCKET, { replicas: cluster.replicas })
       const jsm = await nc.jetstreamManager()
       await ensureStream(jsm, { name: SIGNALS_STREAM, subjects: [`${SIGNALS_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(SIGNALS_KEEP_MS) })
       await ensureStream(jsm, { name: BOOK_STREAM, subjects: [`${BOOK_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(cluster.bookKeepMs) })
       const conn = nc
-      return { nc, js, jsm, state, rates, objects, close: () => conn.drain() }
+      return { nc, js, jsm, state, objects, close: () => conn.drain() }
     } catch (err) {
       last = err
       await nc?.close().catch(() => {})

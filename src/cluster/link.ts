@@ -33,7 +33,7 @@ export interface NodeLink {
     lock (name: string, owner: string): Promise<number>
     unlock (name: string, n: number): void
   }
-  /** Cluster-wide rate-limit windows (src/cluster/rate-leases.ts). */
+  /** Cluster-wide rate-limit windows (src/cluster/rate-grants.ts). */
   rates: {
     /** Asks for more of a window (the limiter said to: RateDecision.ask). */
     ask (ask: WindowAsk): void

@@ -8,7 +8,6 @@ import { ChangeApplier, type AppliedHook } from './applier.js'
 import { BUDGET_LOG, budgetMachine, BudgetGrants, type BudgetBook } from './budget-grants.js'
 import { connectEngine, untilAnswered } from './engine.js'
 import { ObjectReplica } from './objects.js'
-import { RateLeases } from './rate-leases.js'
 import { ensureLogStream, PartitionGap, PartitionLog, type PartitionMachine } from './partition-log.js'
 import { PartitionOwners } from './partition-owners.js'
 import { LOG_STOPPED } from './readiness.js'
@@ -17,6 +16,7 @@ import { RecordLocks } from './record-locks.js'
 import { ChangeShipper } from './shipper.js'
 import type { ShippedChanges } from './shipped.js'
 import { NameClaims, nameMachine, NAMES_LOG } from './name-claims.js'
+import { RateGrants, rateMachine, RATES_LOG } from './rate-grants.js'
 
 /** How long, in a log's time, its owner's beats may stop before a takeover is accepted. */
 const LOG_LEASE_MS = 10_000
@@ -95,7 +95,6 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   })
   changes.onCommitted(() => shipper.kick())
   shipper.kick()
-  const leases = new RateLeases({ rates: engine.rates, limiter: deps.limiter, log, onGranted: deps.onGranted })
   const applier = new ChangeApplier({
     store,
     changes,
@@ -117,7 +116,12 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   const names = new NameClaims(proposeTo(NAMES_LOG), log, cluster.ackTimeoutMs)
   const locks = new RecordLocks(names, store)
   const budgets = new BudgetGrants({ store, book: deps.budgets, propose: proposeTo(BUDGET_LOG), log })
-  const ownLogs = [{ stream: NAMES_LOG, machine: nameMachine(store, (name) => locks.changed(name)) }, { stream: BUDGET_LOG, machine: budgetMachine(store, cluster.nodeId, deps.budgets) }]
+  const rates = new RateGrants({ propose: proposeTo(RATES_LOG), limiter: deps.limiter, log, onGranted: deps.onGranted })
+  const ownLogs = [
+    { stream: NAMES_LOG, machine: nameMachine(store, (name) => locks.changed(name)) },
+    { stream: BUDGET_LOG, machine: budgetMachine(store, cluster.nodeId, deps.budgets) },
+    { stream: RATES_LOG, machine: rateMachine(store) }
+  ]
   for (const { stream, machine } of [...ownLogs, ...deps.logs]) {
     // Nodes starting at once create the same streams, and a busy engine answers late: each is waited out, as writes
     // wait for their quorum; a gap in a log is not, since no wait closes it.
@@ -150,7 +154,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     },
     owns: (stream) => logs.get(stream)?.owns() ?? false,
 
-    lease: (ask) => leases.ask(ask),
+    lease: (ask) => rates.ask(ask),
     leaseBudget: (campaignId, wantMicros) => budgets.ask(campaignId, wantMicros),
     async close () {
       clearInterval(timer)

@@ -58,6 +58,8 @@ export const clusterTables = {
   nameClaims: table<NameClaim, string>({ name: 'name_claims', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
   /** campaign id -> the micro-dollars of its budget granted to the nodes, as the grants' log decided (budget-grants.ts). */
   budgetGrants: table<number, string>({ name: 'budget_grants', replication: 'local', owners: ['src/cluster/'] }),
+  /** [ends, window]: the part of each rate window granted to the nodes, as the rate windows' log decided (rate-grants.ts). */
+  rateGrants: table<number, [number, string]>({ name: 'rate_grants', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
   /** [lapses_at, name]: the claims in the order they lapse. */
   nameLapses: table<true, [number, string]>({ name: 'name_lapses', ordered: true, replication: 'local', owners: ['src/cluster/'] })
 }

@@ -55,7 +55,7 @@ export interface RateDecision {
   remaining: number
   /** Seconds until the window resets (RateLimit-Reset, Retry-After). */
   resetSeconds: number
-  /** A cluster node: this node should ask the engine for more of the window now (src/cluster/rate-leases.ts). */
+  /** A cluster node: this node should ask the engine for more of the window now (src/cluster/rate-grants.ts). */
   ask?: WindowAsk
   /**
    * A cluster node: this node has spent what it holds of the window, and the engine may still grant more; the request
@@ -64,7 +64,7 @@ export interface RateDecision {
   wait?: boolean
 }
 
-/** A cluster node's request for more of a window than it holds, sent to its supervisor (src/cluster/rate-leases.ts). */
+/** A cluster node's request for more of a window than it holds, sent to its supervisor (src/cluster/rate-grants.ts). */
 export interface WindowAsk {
   group: RateGroup
   subject: string
@@ -143,8 +143,8 @@ export function chunkFor (limit: number, grants: number): number {
  * subjects cost nothing.
  *
  * With `leased: true` (a cluster node) a window is the whole cluster's: it starts at the same moment on every node
- * (alignedStart), and a node spends only what the engine granted it (src/cluster/rate-leases.ts: numbered grants, each
- * a create one node wins), plus its credit (creditFor), asking for more before it runs out. The limit then holds
+ * (alignedStart), and a node spends only what the engine granted it (src/cluster/rate-grants.ts: parts decided in a
+ * log, in its order), plus its credit (creditFor), asking for more before it runs out. The limit then holds
  * cluster-wide within N% for N nodes, however a client spreads its requests.
  */
 export class RateLimiter {
@@ -213,7 +213,7 @@ export class RateLimiter {
   }
 
   /**
-   * The engine's answer to a node's ask (src/cluster/rate-leases.ts), or the node's own when the engine could not
+   * The engine's answer to a node's ask (src/cluster/rate-grants.ts), or the node's own when the engine could not
    * answer in time. A window that ended meanwhile is left alone.
    */
   granted (ask: WindowAsk, grant: WindowGrant): void {
