@@ -26,7 +26,7 @@ function opener (dataDir: string) {
 /** A hot thread of the owner: commits without a pause until told to stop, counting commits and failures. */
 function writer (dataDir: string, shared: Int32Array): Worker {
   const script = `
-    import { workerData } from 'node:worker_threads'
+    import { parentPort, workerData } from 'node:worker_threads'
     import { openStore } from ${JSON.stringify(storeModule)}
     const [counts, dir] = workerData
     const store = openStore(dir)
@@ -37,8 +37,8 @@ function writer (dataDir: string, shared: Int32Array): Worker {
           store.meta.putSync('filler-' + (Atomics.load(counts, 1) % 2000), 'x'.repeat(200))
         })
         Atomics.add(counts, 1, 1)
-      } catch {
-        Atomics.add(counts, 2, 1)
+      } catch (err) {
+        if (Atomics.add(counts, 2, 1) === 0) parentPort.postMessage(String(err?.stack ?? err))
       }
     }
     await store.close()
@@ -53,6 +53,8 @@ t.test('other processes open the environment beside a thread committing without 
   // [stop, commits, failures]
   const counts = new Int32Array(new SharedArrayBuffer(12))
   const thread = writer(dataDir, counts)
+  let firstFailure = ''
+  thread.on('message', (m: string) => { firstFailure = m })
   const stopped = new Promise((resolve) => thread.once('exit', resolve))
   const OPENERS = 20
   let held = 0
@@ -68,7 +70,7 @@ t.test('other processes open the environment beside a thread committing without 
   const commits = Atomics.load(counts, 1)
   t.equal(stderr, '', 'no opener waited in vain or failed')
   t.equal(held, OPENERS, 'each opened while the writers were held')
-  t.equal(Atomics.load(counts, 2), 0, `no commit failed: ${commits} commits`)
+  t.equal(Atomics.load(counts, 2), 0, `no commit failed: ${commits} commits${firstFailure === '' ? '' : `; the first failure: ${firstFailure}`}`)
   store.refresh()
   t.equal(store.meta.get('counter'), commits, 'and each one landed')
   t.same(readdirSync(dataDir).filter((f) => f.startsWith('.open-')), [], 'the handshake leaves no file behind')
