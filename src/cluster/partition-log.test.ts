@@ -1,5 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t from 'tap'
-import { decideEntry, type PartitionEntry } from './partition-log.js'
+import { IDEMPOTENCY_TTL_MS } from '../http/idempotency.js'
+import { openStore } from '../store/store.js'
+import { decideEntry, trimVerdicts, type PartitionEntry } from './partition-log.js'
 import type { PartitionMark } from './records.js'
 
 // The partition log's rules as a pure function of the mark, the entry and its timestamp: takeovers counted in log
@@ -50,4 +55,30 @@ t.test('the owner hands a partition over, and a restarted owner takes its partit
   t.match(decideEntry(mark, false, { t: 'give', epoch: 3, node: 'b', incarnation: 'b1' }, 10_100, options).verdict, { reason: 'fenced' }, 'only the owner may give')
   t.match(decideEntry(mark, false, { t: 'give', epoch: 3, node: 'a', incarnation: 'a0' }, 10_100, options).verdict, { reason: 'fenced' }, 'in this life')
   t.match(decideEntry(mark, false, { t: 'own', epoch: 4, node: 'a', incarnation: 'a2' }, 9_600, options).verdict, { status: 'accepted' }, 'the owner\'s node restarted takes over within the lease: its old life is fenced')
+})
+
+t.test('verdicts and the keys they answer are kept a day of log time, then removed oldest first as the log moves on', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'oohbid-verdicts-'))
+  const store = openStore(dir)
+  t.teardown(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
+  const day = IDEMPOTENCY_TTL_MS
+  store.write(() => {
+    for (let seq = 1; seq <= 100; seq++) {
+      store.partitionVerdicts.putSync(['PART_0', seq], { key: `k${seq}`, verdict: { status: 'accepted' }, at: 1000 + seq })
+      store.partitionKeys.putSync(['PART_0', `k${seq}`], seq)
+    }
+    store.partitionVerdicts.putSync(['PART_1', 1], { key: 'other', verdict: { status: 'accepted' }, at: 1 })
+    // A retry's key that a later entry used up: removing the first verdict leaves it.
+    store.partitionKeys.putSync(['PART_0', 'k2'], 100)
+  })
+  const keys = (log: string) => [...store.partitionVerdicts.getKeys({ start: [log, 0], end: [log, Infinity] } as never)].length
+  store.write(() => trimVerdicts(store, 'PART_0', 1000 + day))
+  t.equal(keys('PART_0'), 100, 'nothing younger than a day goes')
+  store.write(() => trimVerdicts(store, 'PART_0', 1050 + day))
+  t.equal(keys('PART_0'), 50, 'a day old or older: removed up to the first younger one')
+  t.equal(store.partitionKeys.get(['PART_0', 'k1']), undefined, 'with the key each answered')
+  t.equal(store.partitionKeys.get(['PART_0', 'k2']), 100, 'but not a key that answers a later entry')
+  store.write(() => trimVerdicts(store, 'PART_0', 10_000 + day))
+  t.equal(keys('PART_0'), 0, 'the rest, 64 at most an apply')
+  t.equal(keys('PART_1'), 1, 'another log\'s verdicts are its own apply\'s to remove')
 })

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import { DeliverPolicy, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg } from 'nats'
+import { IDEMPOTENCY_TTL_MS } from '../http/idempotency.js'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
 import { MarkWaiters } from './mark-waiters.js'
@@ -142,6 +143,29 @@ export function decideEntry (mark: PartitionMark, decidedKey: boolean, entry: Pa
 const RETRYABLE = new Set(['fenced', 'late'])
 
 /**
+ * How long, in log time, an entry's verdict and its command's key are kept: as long as an Idempotency-Key is, since a
+ * booking retried under one proposes the same command key, which must find the first try's outcome.
+ */
+const VERDICT_KEEP_MS = IDEMPOTENCY_TTL_MS
+
+/** Verdicts removed by one batch's apply at most: the upkeep stays small beside the entries themselves. */
+const TRIM_BATCH = 64
+
+/**
+ * Removes a log's verdicts, and the command keys they answer, older than VERDICT_KEEP_MS at log time now, oldest first
+ * (sequence order is log time order: log time never goes back).
+ */
+export function trimVerdicts (store: Store, log: string, now: number): void {
+  let n = 0
+  for (const { key, value } of store.partitionVerdicts.getRange({ start: [log, 0], end: [log, Infinity] } as never)) {
+    if (n++ === TRIM_BATCH || (value.at ?? 0) > now - VERDICT_KEEP_MS) return
+    const at = key as [string, number]
+    store.partitionVerdicts.removeSync(at)
+    if (store.partitionKeys.get([log, value.key]) === at[1]) store.partitionKeys.removeSync([log, value.key])
+  }
+}
+
+/**
  * One partition's log as this node holds it: appends, the apply loop, and verdicts by key. A command is done only
  * when its verdict, read from the applied rows by its sequence and key, says accepted: never on an acknowledgement
  * alone, which a paused or fenced writer also gets.
@@ -270,6 +294,7 @@ export class PartitionLog {
       this.#mark = store.write(() => {
         let mark = this.mark()
         for (const m of batch) mark = this.#apply(m, mark)
+        trimVerdicts(store, stream, mark.log_time)
         store.partitionMarks.putSync(stream, mark)
         return mark
       })
@@ -300,8 +325,10 @@ export class PartitionLog {
     const decided = decideEntry(mark, decidedKey, entry, timestamp, { leaseMs, ttlMs })
     const next: PartitionMark = { ...decided.mark, applied: m.seq, digest: digestOf(m.seq, m.data) }
     const verdict = decided.verdict === 'machine' ? machine.apply((entry as { body: unknown }).body, { log, seq: m.seq, logTime: next.log_time, from: { node: entry.node, incarnation: entry.incarnation } }) : decided.verdict
+    // A beat's verdict is read by no one (the owner appends it and goes on): an owned log has one every 2 s.
+    if (entry.t === 'beat') return next
     const key = entry.t === 'cmd' ? entry.key : `${entry.t}:${entry.epoch}:${entry.node}:${entry.incarnation}`
-    store.partitionVerdicts.putSync([log, m.seq], { key, verdict })
+    store.partitionVerdicts.putSync([log, m.seq], { key, verdict, at: next.log_time })
     if (entry.t === 'cmd' && decided.verdict === 'machine' && !RETRYABLE.has(verdict.reason ?? '')) store.partitionKeys.putSync([log, entry.key], m.seq)
     return next
   }

@@ -37,6 +37,8 @@ export interface Verdict {
 export interface EntryVerdict {
   key: string
   verdict: Verdict
+  /** Log time when it was applied; rows from before it was kept read as long past. */
+  at?: number
 }
 
 /** A name claimed in the names' log (src/cluster/name-claims.ts): by whom, since when and until when, in log time. */
@@ -50,7 +52,7 @@ export interface NameClaim {
 export const clusterTables = {
   /** log (its stream's name) -> how far this node applied it. */
   partitionMarks: table<PartitionMark, string>({ name: 'partition_marks', ordered: true, shapes: true, replication: 'local', owners: ['src/cluster/'] }),
-  /** [log, sequence]: every applied entry's verdict. */
+  /** [log, sequence]: the verdict of every applied entry but an owner's beat, kept a day in log time (partition-log.ts). */
   partitionVerdicts: table<EntryVerdict, [string, number]>({ name: 'partition_verdicts', ordered: true, shapes: true, replication: 'local', owners: ['src/cluster/'] }),
   /** [log, command key]: the sequence whose verdict is the key's outcome (accepted, or a refusal of the machine's). */
   partitionKeys: table<number, [string, string]>({ name: 'partition_keys', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
