@@ -118,6 +118,11 @@ export interface ClusterConfig {
    */
   funnelKeepHours: number
   /**
+   * CLUSTER_CHECKPOINT_ENTRIES: how many entries apart a log's owner stores its checkpoint (default 10,000), below
+   * which the log is trimmed once the next is stored (src/cluster/checkpoints.ts).
+   */
+  checkpointEntries: number
+  /**
    * How long the engine keeps the book stream's bids and settlements (src/cluster/engine.ts): BID_TTL_SECONDS and ten
    * minutes more. A bid is dead once its imp expires, so a node away longer has nothing to catch up on.
    */
@@ -176,7 +181,7 @@ function clusterOf (env: Env, bidTtlSeconds: number): ClusterConfig | undefined 
   if (nodeId === undefined || !/^[A-Za-z0-9_-]{1,64}$/.test(nodeId)) throw new Error('CLUSTER_NATS_URLS needs CLUSTER_NODE_ID: a name unique in the cluster (letters, digits, - and _)')
   // Generated ones would differ per node: a key sealed on one could not be opened on another, nor the operator sign in.
   for (const name of ['ADMIN_TOKEN', 'KEY_ENCRYPTION_KEY']) if (str(env, name) === undefined) throw new Error(`CLUSTER_NATS_URLS needs ${name}, the same on every node`)
-  return { natsUrls: urls, nodeId, replicas: int(env, 'CLUSTER_REPLICAS', 3, 1, 5), ackTimeoutMs: int(env, 'CLUSTER_ACK_TIMEOUT_MS', 5000, 100, 60_000), partitions: int(env, 'CLUSTER_PARTITIONS', 16, 1, 256), funnelKeepHours: int(env, 'CLUSTER_FUNNEL_KEEP_HOURS', 24, 1, 24 * 30), bookKeepMs: (bidTtlSeconds + 600) * 1000 }
+  return { natsUrls: urls, nodeId, replicas: int(env, 'CLUSTER_REPLICAS', 3, 1, 5), ackTimeoutMs: int(env, 'CLUSTER_ACK_TIMEOUT_MS', 5000, 100, 60_000), partitions: int(env, 'CLUSTER_PARTITIONS', 16, 1, 256), funnelKeepHours: int(env, 'CLUSTER_FUNNEL_KEEP_HOURS', 24, 1, 24 * 30), checkpointEntries: int(env, 'CLUSTER_CHECKPOINT_ENTRIES', 10_000, 10, 10_000_000), bookKeepMs: (bidTtlSeconds + 600) * 1000 }
 }
 
 /** Reads the configuration from an environment (process.env by default); throws on a malformed value. */

@@ -1,15 +1,18 @@
 import { connect } from 'nats'
 import t from 'tap'
 import { BOOK_STREAM } from '../src/cluster/engine.js'
+import { NAMES_LOG } from '../src/cluster/name-claims.js'
 import { approveCreative, approvedBidder, assetOn, clusterAvailable, gymScreens, startTestCluster, uploadedAd, type ClusterScreens } from './helpers/cluster.js'
 import { eventually } from './helpers/eventually.js'
 import { adImage } from './helpers/media.js'
 
 // A node lost and a node joining (test/helpers/cluster.ts starts the cluster): kill -9 under load loses nothing any
-// node acknowledged, the node catches up when it rejoins, and a node that joins later serves what it never saw.
+// node acknowledged, the node catches up when it rejoins, and a node that joins later serves what it never saw. The
+// logs of names, budget grants and rate windows are checkpointed every 20 entries and trimmed (a cluster's default is
+// 10,000), so the node that rejoins and the one that joins start from checkpoints.
 
 if (clusterAvailable(t)) {
-  const c = await startTestCluster(t)
+  const c = await startTestCluster(t, { env: { CLUSTER_CHECKPOINT_ENTRIES: '20' } })
   const { cluster, call, onboard, seatStatus } = c
   let screens: ClusterScreens
   let screensPartner = ''
@@ -285,11 +288,15 @@ if (clusterAvailable(t)) {
     const counted = await counters(one.url)
     t.ok(counted.bids > 0, `node-1 counts the DSP's ${counted.bids as number} bids`)
     const nc = await connect({ servers: cluster.engine.urls })
-    await (await nc.jetstreamManager()).streams.purge(BOOK_STREAM)
+    const jsm = await nc.jetstreamManager()
+    await jsm.streams.purge(BOOK_STREAM)
+    const names = (await jsm.streams.info(NAMES_LOG)).state
     await nc.close()
+    t.ok(names.first_seq > 1, `the names' log was trimmed below a checkpoint: it starts at entry ${names.first_seq} of ${names.last_seq}`)
     const four = await cluster.join()
     t.same(await eventually(t, 'node-4 counts what node-1 does', () => counters(four.url), { until: (x) => JSON.stringify(x) === JSON.stringify(counted) }), counted, 'node-4, joining after the book stream has dropped every round, shows the DSP\'s counters: it read them from the state bucket')
     t.equal(four.id, 'node-4')
+    t.equal((await call(four.url, 'GET', '/readyz')).status, 200, 'node-4 is ready: it follows every log, the trimmed ones on from their checkpoints')
     t.equal(await seatStatus(four.url, ad.key), 200, 'node-4 knows a key minted before it joined, from its first request')
     const listing = async (base: string) => (await call(base, 'GET', '/openrtb/v2/adslots?format=screens&limit=100', { key: ad.key })).body.data?.screens as Array<{ screen_id: string, data_quality: string }> | undefined
     // The screens' FEIN so far comes to node-4 from the state bucket's snapshots and the signals after them; a screen

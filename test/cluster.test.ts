@@ -75,7 +75,8 @@ if (clusterAvailable(t)) {
     }
     t.same(outcomes, outcomes.map(() => '1 ran, 1 replayed or 409'), 'each of 10 keys: the request ran on one node; the other replayed its outcome or answered 409 idempotency_key_in_use')
     t.equal(minted.size, 10, 'a replay carries the key the request minted')
-    const listed = (await call(cluster.nodes[2]!.url, 'GET', '/openrtb/v2/keys', { key })).body.data.keys as Array<{ key_id: string }>
+    // Minted through node-1 and node-2, the keys reach node-3 milliseconds after their answers (one full run listed 8).
+    const listed = await eventually(t, 'node-3 lists the seat\'s keys', async () => (await call(cluster.nodes[2]!.url, 'GET', '/openrtb/v2/keys', { key })).body.data.keys as Array<{ key_id: string }>, { every: 10, until: (keys) => keys.length >= 11 })
     t.equal(listed.length, 11, 'the seat has its first key and the ten minted, no more')
     const again = await call(cluster.nodes[2]!.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'twice-0' }, headers: { 'idempotency-key': 'twice-0' } })
     t.equal(again.headers.get('idempotent-replayed'), 'true', 'a later retry through a third node replays', { status: again.status, body: again.body })

@@ -32,8 +32,8 @@ t.test('the test escape hatches are off by default and refused in production, wh
 t.test('cluster mode needs a node id and the secrets every node shares; without CLUSTER_NATS_URLS a node is one embedded service', async (t) => {
   t.equal(loadConfig({}).cluster, undefined, 'no cluster configuration: npm start as always')
   const shared = { ADMIN_TOKEN: 'same-everywhere', KEY_ENCRYPTION_KEY: '00'.repeat(32) }
-  t.same(loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://10.0.0.1:4222, nats://10.0.0.2:4222', CLUSTER_NODE_ID: 'edge-1' }).cluster, { natsUrls: ['nats://10.0.0.1:4222', 'nats://10.0.0.2:4222'], nodeId: 'edge-1', replicas: 3, ackTimeoutMs: 5000, partitions: 16, funnelKeepHours: 24, bookKeepMs: 900_000 })
-  t.match(loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a', CLUSTER_REPLICAS: '5', CLUSTER_ACK_TIMEOUT_MS: '250', CLUSTER_FUNNEL_KEEP_HOURS: '168', CLUSTER_PARTITIONS: '64', BID_TTL_SECONDS: '60' }).cluster, { replicas: 5, ackTimeoutMs: 250, partitions: 64, funnelKeepHours: 168, bookKeepMs: 660_000 })
+  t.same(loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://10.0.0.1:4222, nats://10.0.0.2:4222', CLUSTER_NODE_ID: 'edge-1' }).cluster, { natsUrls: ['nats://10.0.0.1:4222', 'nats://10.0.0.2:4222'], nodeId: 'edge-1', replicas: 3, ackTimeoutMs: 5000, partitions: 16, funnelKeepHours: 24, checkpointEntries: 10_000, bookKeepMs: 900_000 })
+  t.match(loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a', CLUSTER_REPLICAS: '5', CLUSTER_ACK_TIMEOUT_MS: '250', CLUSTER_FUNNEL_KEEP_HOURS: '168', CLUSTER_PARTITIONS: '64', CLUSTER_CHECKPOINT_ENTRIES: '500', BID_TTL_SECONDS: '60' }).cluster, { replicas: 5, ackTimeoutMs: 250, partitions: 64, funnelKeepHours: 168, checkpointEntries: 500, bookKeepMs: 660_000 })
   t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222' }), /needs CLUSTER_NODE_ID/)
   t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a', CLUSTER_PARTITIONS: '0' }), /CLUSTER_PARTITIONS/)
   t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'has space' }), /CLUSTER_NODE_ID/)

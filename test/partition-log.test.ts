@@ -1,6 +1,8 @@
 import { mkdtempSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
+import { Checkpoints } from '../src/cluster/checkpoints.js'
+import { nameMachine } from '../src/cluster/name-claims.js'
 import { ensureLogStream, PartitionLog, partitionStream, type PartitionEntry, type PartitionMachine } from '../src/cluster/partition-log.js'
 import { createLogger } from '../src/log.js'
 import { openStore, type Store } from '../src/store/store.js'
@@ -126,5 +128,50 @@ if (engine !== undefined) {
     await ensureLogStream(jsm, partitionStream(p), 3)
     const again = new PartitionLog({ js: nc.jetstream(), jsm, store: a.store, stream: partitionStream(p), machine: a.machine, self: { node: 'node-a', incarnation: 'node-a-life-2' }, leaseMs: LEASE_MS, ttlMs: 5000, ackTimeoutMs: 5000, log })
     await t.rejects(again.start(), { name: 'PartitionGap' }, 'a stream created again is not read on from the old mark')
+  })
+
+  t.test('the owner checkpoints the log and trims it; a node that joins later, or was away past a trim, reads on from the checkpoint and decides alike', async (t) => {
+    const p = await fresh()
+    const nc = await engine.connect()
+    const jsm = await nc.jetstreamManager()
+    const checkpoints = { store: new Checkpoints(await nc.jetstream().views.os(`test_checkpoints_${p}`, { replicas: 3 })), every: 10 }
+    /** A node of the names' log (its rows are its own tables, so it is checkpointed). */
+    const namesNode = async (name: string, life: number, dataDir = mkdtempSync(join(dir, `${name}-`))) => {
+      const store = openStore(dataDir)
+      const part = new PartitionLog({ js: nc.jetstream(), jsm, store, stream: partitionStream(p), machine: nameMachine(store), self: { node: name, incarnation: `${name}-life-${life}` }, leaseMs: LEASE_MS, ttlMs: 5000, ackTimeoutMs: 5000, log, checkpoints })
+      await part.start()
+      let closed = false
+      /** The node stops, its data directory kept. */
+      const leave = async () => {
+        if (closed) return
+        closed = true
+        part.stop()
+        await store.close()
+      }
+      t.teardown(leave)
+      return { store, part, dataDir, leave }
+    }
+    const claim = async (on: { part: PartitionLog }, name: string, owner: string) => await on.part.propose(`claim:${name}:${owner}`, { op: 'claim', name, owner }, false, 5000)
+    const claims = (store: Store) => [...store.nameClaims.getRange()].map(({ key, value }) => [key, value.owner, value.lapses_at])
+    const a = await namesNode('node-a', 1)
+    t.ok(await a.part.takeOver(5000), 'node-a owns the log')
+    const b = await namesNode('node-b', 1)
+    for (let i = 0; i < 5; i++) t.match(await claim(a, `n${i}`, 'r1'), { status: 'accepted' })
+    await eventually(t, 'node-b applied the first claims', () => b.part.mark().applied, { until: (n) => n >= a.part.mark().applied })
+    await b.leave()
+    for (let i = 5; i < 35; i++) t.match(await claim(a, `n${i}`, 'r1'), { status: 'accepted' })
+    const first = await eventually(t, 'the log trimmed below a checkpoint', async () => (await jsm.streams.info(partitionStream(p))).state.first_seq, { until: (n) => n > 10 })
+    t.ok(first > b.part.mark().applied + 1, `the log starts at entry ${first}, past node-b's mark (${b.part.mark().applied})`)
+    const c = await namesNode('node-c', 1)
+    await eventually(t, 'node-c, joining after the trim, caught up', () => c.part.mark().applied, { until: (n) => n >= a.part.mark().applied })
+    t.same(claims(c.store), claims(a.store), `node-c holds node-a's ${claims(a.store).length} claims`)
+    const back = await namesNode('node-b', 2, b.dataDir)
+    await eventually(t, 'node-b, back after the trim, caught up', () => back.part.mark().applied, { until: (n) => n >= a.part.mark().applied })
+    t.same(claims(back.store), claims(a.store), 'and so does node-b, away while the log was trimmed past it')
+    const refused = await claim(c, 'n3', 'r2')
+    t.match(refused, { status: 'refused', reason: 'held' }, 'a claim of a name held before the checkpoint is refused through node-c')
+    await eventually(t, 'node-a and node-b applied it', () => Math.min(a.part.mark().applied, back.part.mark().applied), { until: (n) => n >= c.part.mark().applied })
+    t.same([a.part.outcomeOf('claim:n3:r2'), back.part.outcomeOf('claim:n3:r2')], [refused, refused], 'and decided alike by every node')
+    t.same(back.part.mark(), a.part.mark(), 'all three hold the same mark')
   })
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
-import type { AppliedAt, PartitionMachine } from './partition-log.js'
+import { FRESH_KEYS_KEEP_MS, type AppliedAt, type PartitionMachine } from './partition-log.js'
 import type { Verdict } from './records.js'
 
 // Campaign budgets spent by many nodes (issue 28), granted in parts decided in a log of their own (issue 47). A node
@@ -44,6 +44,8 @@ interface GrantCommand {
  */
 export function budgetMachine (store: Store, self: string, book: Pick<BudgetBook, 'granted'>): PartitionMachine {
   return {
+    keepKeysMs: FRESH_KEYS_KEEP_MS,
+    tables: [store.budgetGrants],
     apply (body: unknown, at: AppliedAt): Verdict {
       const c = body as GrantCommand
       const total = store.budgetGrants.get(c.campaign) ?? c.before

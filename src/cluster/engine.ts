@@ -9,6 +9,9 @@ export const STATE_BUCKET = 'oohbid_state'
 /** The object store of the bytes of stored objects, creative assets (src/cluster/objects.ts). */
 const OBJECTS_BUCKET = 'oohbid_objects'
 
+/** The object store of the logs' checkpoints, one object a log (src/cluster/checkpoints.ts). */
+const CHECKPOINTS_BUCKET = 'oohbid_checkpoints'
+
 /**
  * The stream of the eventual tables' changes (FEIN, heartbeats): one message per shipping round of a node, on the
  * subject SIGNALS_SUBJECT.<node>, kept SIGNALS_KEEP_MS for nodes that were away briefly (src/cluster/shipper.ts).
@@ -32,6 +35,7 @@ export interface Engine {
   jsm: JetStreamManager
   state: KV
   objects: ObjectStore
+  checkpoints: ObjectStore
   close (): Promise<void>
 }
 
@@ -70,11 +74,12 @@ export async function connectEngine (cluster: ClusterConfig, log: Logger, startW
       // resumes from the revision it last applied.
       const state = await js.views.kv(STATE_BUCKET, { history: 1, replicas: cluster.replicas })
       const objects = await js.views.os(OBJECTS_BUCKET, { replicas: cluster.replicas })
+      const checkpoints = await js.views.os(CHECKPOINTS_BUCKET, { replicas: cluster.replicas })
       const jsm = await nc.jetstreamManager()
       await ensureStream(jsm, { name: SIGNALS_STREAM, subjects: [`${SIGNALS_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(SIGNALS_KEEP_MS) })
       await ensureStream(jsm, { name: BOOK_STREAM, subjects: [`${BOOK_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(cluster.bookKeepMs) })
       const conn = nc
-      return { nc, js, jsm, state, objects, close: () => conn.drain() }
+      return { nc, js, jsm, state, objects, checkpoints, close: () => conn.drain() }
     } catch (err) {
       last = err
       await nc?.close().catch(() => {})

@@ -3,7 +3,7 @@ import type { Store } from '../store/store.js'
 import type { Logger } from '../log.js'
 import { retryFor } from '../retry.js'
 import type { UniqueNames } from './link.js'
-import type { AppliedAt, PartitionMachine } from './partition-log.js'
+import { FRESH_KEYS_KEEP_MS, type AppliedAt, type PartitionMachine } from './partition-log.js'
 import type { NameClaim, Verdict } from './records.js'
 
 // Names unique across a cluster (a seat_id, a partner slug, an Idempotency-Key, a creative being moderated), claimed in
@@ -59,6 +59,8 @@ export function claimable (held: NameClaim | undefined, owner: string, now: numb
  */
 export function nameMachine (store: Store, changed: (name: string) => void = () => {}): PartitionMachine {
   return {
+    keepKeysMs: FRESH_KEYS_KEEP_MS,
+    tables: [store.nameClaims, store.nameLapses],
     apply (body: unknown, at: AppliedAt): Verdict {
       const now = at.logTime
       lapse(store, now)

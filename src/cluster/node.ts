@@ -6,6 +6,7 @@ import type { Store } from '../store/store.js'
 import type { RateLimiter, WindowAsk } from '../http/rate-limit.js'
 import { ChangeApplier, type AppliedHook } from './applier.js'
 import { BUDGET_LOG, budgetMachine, BudgetGrants, type BudgetBook } from './budget-grants.js'
+import { Checkpoints } from './checkpoints.js'
 import { connectEngine, untilAnswered } from './engine.js'
 import { ObjectReplica } from './objects.js'
 import { ensureLogStream, PartitionGap, PartitionLog, type PartitionMachine } from './partition-log.js'
@@ -110,6 +111,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   // This process's life: a command it proposed before a restart is not its to decide now (a claim's commit).
   const self = { node: cluster.nodeId, incarnation: randomBytes(8).toString('hex') }
   const logs = new Map<string, PartitionLog>()
+  const checkpoints = { store: new Checkpoints(engine.checkpoints), every: cluster.checkpointEntries }
   store.write(() => store.meta.removeSync(LOG_STOPPED))
   const onStopped = (stream: string) => (err: Error) => store.write(() => store.meta.putSync(LOG_STOPPED, `${stream}: ${err.message}`))
   const proposeTo = (stream: string) => async (key: string, body: unknown) => await logs.get(stream)!.propose(key, body, false, cluster.ackTimeoutMs).catch(() => undefined)
@@ -126,7 +128,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     // Nodes starting at once create the same streams, and a busy engine answers late: each is waited out, as writes
     // wait for their quorum; a gap in a log is not, since no wait closes it.
     await untilAnswered(`creating the log ${stream}`, async () => await ensureLogStream(engine.jsm, stream, cluster.replicas), deps.log)
-    const log = new PartitionLog({ js: engine.js, jsm: engine.jsm, store, stream, machine, self, leaseMs: LOG_LEASE_MS, ttlMs: COMMAND_TTL_MS, ackTimeoutMs: cluster.ackTimeoutMs, log: deps.log, onStopped: onStopped(stream) })
+    const log = new PartitionLog({ js: engine.js, jsm: engine.jsm, store, stream, machine, self, leaseMs: LOG_LEASE_MS, ttlMs: COMMAND_TTL_MS, ackTimeoutMs: cluster.ackTimeoutMs, log: deps.log, onStopped: onStopped(stream), checkpoints })
     let gap: PartitionGap | undefined
     await untilAnswered(`following the log ${stream}`, async () => await log.start().catch((err: unknown) => {
       if (!(err instanceof PartitionGap)) throw err

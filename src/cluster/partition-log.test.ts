@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { IDEMPOTENCY_TTL_MS } from '../http/idempotency.js'
 import { openStore } from '../store/store.js'
-import { decideEntry, trimVerdicts, type PartitionEntry } from './partition-log.js'
+import { decideEntry, keyDecided, trimVerdicts, type PartitionEntry } from './partition-log.js'
 import type { PartitionMark } from './records.js'
 
 // The partition log's rules as a pure function of the mark, the entry and its timestamp: takeovers counted in log
@@ -72,6 +72,8 @@ t.test('verdicts and the keys they answer are kept a day of log time, then remov
     store.partitionKeys.putSync(['PART_0', 'k2'], 100)
   })
   const keys = (log: string) => [...store.partitionVerdicts.getKeys({ start: [log, 0], end: [log, Infinity] } as never)].length
+  t.ok(keyDecided(store, 'PART_0', 'k60', 1059 + day, day), 'a key used up less than a day ago keeps a duplicate from running')
+  t.notOk(keyDecided(store, 'PART_0', 'k60', 1060 + day, day), 'a day after, it does not, its row removed or not: nodes remove rows at different points and decide alike')
   store.write(() => trimVerdicts(store, 'PART_0', 1000 + day))
   t.equal(keys('PART_0'), 100, 'nothing younger than a day goes')
   store.write(() => trimVerdicts(store, 'PART_0', 1050 + day))

@@ -3,6 +3,7 @@ import { DeliverPolicy, RetentionPolicy, StorageType, type ConsumerMessages, typ
 import { IDEMPOTENCY_TTL_MS } from '../http/idempotency.js'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
+import { readCheckpoint, restoreCheckpoint, type Checkpoints, type LogTable } from './checkpoints.js'
 import { MarkWaiters } from './mark-waiters.js'
 import type { PartitionMark, PartitionOwner, Verdict } from './records.js'
 
@@ -41,6 +42,16 @@ export interface AppliedAt {
 /** What a log's rows do with a command apply has let through: its verdict, written in the apply transaction. */
 export interface PartitionMachine {
   apply (body: unknown, at: AppliedAt): Verdict
+  /**
+   * How long, in log time, a command's key keeps a second command with it from running (VERDICT_KEEP_MS unless
+   * said): a machine whose proposers make a new key for every proposal needs only minutes.
+   */
+  keepKeysMs?: number
+  /**
+   * Every table whose rows this log's entries alone decide: a machine that lists them has its log checkpointed and
+   * trimmed (src/cluster/checkpoints.ts); one that does not keeps its whole log.
+   */
+  tables?: LogTable[]
 }
 
 export interface PartitionLogOptions {
@@ -61,6 +72,8 @@ export interface PartitionLogOptions {
   log: Logger
   /** The apply loop stopped for good (PartitionGap, or a failing store): the node must not serve as if it followed. */
   onStopped?: (err: Error) => void
+  /** Where the log's checkpoints are kept, and how many entries apart its owner stores them. */
+  checkpoints?: { store: Checkpoints, every: number }
 }
 
 /**
@@ -148,17 +161,34 @@ const RETRYABLE = new Set(['fenced', 'late'])
  */
 const VERDICT_KEEP_MS = IDEMPOTENCY_TTL_MS
 
+/**
+ * Whether a command's key was used up by an entry younger than keepMs at log time now. Decided from log time and the
+ * verdict's own, never from whether the row is still there: nodes remove old rows at different points (trimVerdicts
+ * works in batches as entries arrive), and must still decide a late duplicate alike.
+ */
+export function keyDecided (store: Store, log: string, key: string, now: number, keepMs: number): boolean {
+  const seq = store.partitionKeys.get([log, key])
+  if (seq === undefined) return false
+  return (store.partitionVerdicts.get([log, seq])?.at ?? 0) > now - keepMs
+}
+
+/**
+ * keepKeysMs for a machine whose proposers make a new key for every proposal (names, budget grants, rate windows): no
+ * later command can carry one, so a key is kept only well past the time a command may take to land (ttlMs).
+ */
+export const FRESH_KEYS_KEEP_MS = 10 * 60_000
+
 /** Verdicts removed by one batch's apply at most: the upkeep stays small beside the entries themselves. */
 const TRIM_BATCH = 64
 
 /**
- * Removes a log's verdicts, and the command keys they answer, older than VERDICT_KEEP_MS at log time now, oldest first
- * (sequence order is log time order: log time never goes back).
+ * Removes a log's verdicts, and the command keys they answer, keepMs old or older at log time now, oldest first
+ * (sequence order is log time order: log time never goes back). Rows from before verdicts had a time read as old.
  */
-export function trimVerdicts (store: Store, log: string, now: number): void {
+export function trimVerdicts (store: Store, log: string, now: number, keepMs = VERDICT_KEEP_MS): void {
   let n = 0
   for (const { key, value } of store.partitionVerdicts.getRange({ start: [log, 0], end: [log, Infinity] } as never)) {
-    if (n++ === TRIM_BATCH || (value.at ?? 0) > now - VERDICT_KEEP_MS) return
+    if (n++ === TRIM_BATCH || (value.at ?? 0) > now - keepMs) return
     const at = key as [string, number]
     store.partitionVerdicts.removeSync(at)
     if (store.partitionKeys.get([log, value.key]) === at[1]) store.partitionKeys.removeSync([log, value.key])
@@ -192,6 +222,9 @@ export class PartitionLog {
   #delivered = 0
   #lastChecked = -1
   #watchdog: NodeJS.Timeout | undefined
+  /** The entry of this life's last checkpoint (its mark at start until then), and whether one is being stored. */
+  #checkpointed = 0
+  #checkpointing = false
 
   constructor (options: PartitionLogOptions) {
     this.#o = options
@@ -216,9 +249,11 @@ export class PartitionLog {
   async start (): Promise<void> {
     const { jsm, stream: log, store } = this.#o
     const info = await jsm.streams.info(log)
-    const mark = this.mark()
-    if (mark.stream_created !== '' && mark.stream_created !== info.created) throw new PartitionGap(`${log} was created again (${info.created}); this node applied ${mark.stream_created}'s`)
-    if (info.state.messages > 0 && info.state.first_seq > mark.applied + 1) throw new PartitionGap(`${log} starts at ${info.state.first_seq}; this node applied through ${mark.applied}`)
+    let mark = this.mark()
+    const gap = mark.stream_created !== '' && mark.stream_created !== info.created
+      ? new PartitionGap(`${log} was created again (${info.created}); this node applied ${mark.stream_created}'s`)
+      : info.state.first_seq > mark.applied + 1 && (info.state.messages > 0 || info.state.first_seq > 1) ? new PartitionGap(`${log} starts at ${info.state.first_seq}; this node applied through ${mark.applied}`) : undefined
+    if (gap !== undefined) mark = await this.#restore(gap, info.created, info.state.first_seq)
     if (mark.applied > 0 && mark.applied >= info.state.first_seq) {
       const at = await jsm.streams.getMessage(log, { seq: mark.applied }).catch(() => undefined)
       if (at === undefined || digestOf(at.seq, at.data) !== mark.digest) throw new PartitionGap(`${log}'s entry ${mark.applied} is not the one this node applied`)
@@ -228,9 +263,44 @@ export class PartitionLog {
       store.write(() => store.partitionMarks.putSync(log, created))
       this.#mark = created
     }
+    this.#checkpointed = this.mark().applied
     await this.#consume()
     this.#watchdog = setInterval(() => this.#check(), WATCHDOG_MS)
     this.#watchdog.unref()
+  }
+
+  /**
+   * This node cannot read the log on from its mark (gap): its rows of the log are replaced by the newest checkpoint,
+   * if that reaches the log's first entry; else the gap stands, and the log must be rebuilt by hand.
+   */
+  async #restore (gap: PartitionGap, created: string, firstSeq: number): Promise<PartitionMark> {
+    const { store, stream: log, machine, checkpoints } = this.#o
+    if (checkpoints === undefined || machine.tables === undefined) throw gap
+    const checkpoint = await checkpoints.store.get(log)
+    if (checkpoint === undefined || checkpoint.mark.stream_created !== created || checkpoint.mark.applied + 1 < firstSeq) throw gap
+    const tables = machine.tables
+    store.write(() => restoreCheckpoint(store, log, checkpoint, tables))
+    this.#mark = checkpoint.mark
+    this.#o.log.warn('log: read on from its checkpoint', { log, reason: gap.message, checkpoint: checkpoint.mark.applied })
+    this.#applied.reached(checkpoint.mark.applied)
+    return checkpoint.mark
+  }
+
+  /**
+   * The owner stores a checkpoint every `every` entries, and then trims the log below the checkpoint before it: a
+   * node a little behind reads on, one further behind starts from the newest checkpoint.
+   */
+  #checkpoint (): void {
+    const { store, stream: log, machine, checkpoints, jsm } = this.#o
+    const mark = this.mark()
+    if (checkpoints === undefined || machine.tables === undefined || this.#checkpointing || mark.applied - this.#checkpointed < checkpoints.every || !this.owns()) return
+    this.#checkpointing = true
+    this.#checkpointed = mark.applied
+    const checkpoint = readCheckpoint(store, log, mark, machine.tables, mark.log_time - this.#keepMs())
+    checkpoints.store.put(log, checkpoint)
+      .then(async (before) => { if (before > 0) await jsm.streams.purge(log, { seq: before + 1 }) })
+      .catch((err: unknown) => this.#o.log.warn('log: a checkpoint was not stored; the log is trimmed after the next', { log, error: err instanceof Error ? err.message : String(err) }))
+      .finally(() => { this.#checkpointing = false })
   }
 
   /** Consumes the log from the entry after this node's mark. */
@@ -244,11 +314,18 @@ export class PartitionLog {
     this.#delivered = performance.now()
     void (async () => {
       for await (const m of messages) {
+        // Stopped for a checkpoint's restore: what it still had buffered is read again after it.
+        if (this.#messages !== messages) break
         this.#delivered = performance.now()
         // Entries delivered together apply in one transaction: a commit each cost the node most of a booking's CPU.
         if (this.#arrived.push(m) === 1) setImmediate(() => this.#applyArrived())
       }
-    })().then(() => this.#refollow('the consumer ended'), (err: unknown) => this.#refollow(err))
+    })().then(() => this.#ended(messages, 'the consumer ended'), (err: unknown) => this.#ended(messages, err))
+  }
+
+  /** A consumer ended: followed again if it is still the log's (not one stopped for a checkpoint's restore). */
+  #ended (messages: ConsumerMessages, why: unknown): void {
+    if (this.#messages === messages) this.#refollow(why)
   }
 
   /**
@@ -294,18 +371,34 @@ export class PartitionLog {
       this.#mark = store.write(() => {
         let mark = this.mark()
         for (const m of batch) mark = this.#apply(m, mark)
-        trimVerdicts(store, stream, mark.log_time)
+        trimVerdicts(store, stream, mark.log_time, this.#keepMs())
         store.partitionMarks.putSync(stream, mark)
         return mark
       })
     } catch (err) {
       this.#mark = undefined
+      if (err instanceof PartitionGap && this.#o.checkpoints !== undefined) return this.#readOnAfter(err)
       return this.#fail(err)
     }
     const last = batch[batch.length - 1]!
     // An entry read from the backlog says nothing of the log's present; the head does.
     if (last.info.pending === 0) this.#head = { logTime: this.mark().log_time, at: performance.now() }
     this.#applied.reached(this.mark().applied)
+    this.#checkpoint()
+  }
+
+  /** The log was trimmed past this node while it followed (it fell behind): on from the checkpoint, or stopped. */
+  #readOnAfter (gap: PartitionGap): void {
+    this.#arrived = []
+    const messages = this.#messages
+    this.#messages = undefined
+    messages?.stop()
+    const { jsm, stream: log } = this.#o
+    void (async () => {
+      const info = await jsm.streams.info(log)
+      await this.#restore(gap, info.created, info.state.first_seq)
+      await this.#consume()
+    })().catch((err: unknown) => this.#fail(err))
   }
 
   stop (): void {
@@ -321,7 +414,7 @@ export class PartitionLog {
     if (m.seq !== mark.applied + 1) throw new PartitionGap(`${log}: entry ${m.seq} after ${mark.applied}`)
     const entry = JSON.parse(Buffer.from(m.data).toString('utf8')) as PartitionEntry
     const timestamp = Math.floor(m.info.timestampNanos / 1e6)
-    const decidedKey = entry.t === 'cmd' && store.partitionKeys.get([log, entry.key]) !== undefined
+    const decidedKey = entry.t === 'cmd' && keyDecided(store, log, entry.key, Math.max(mark.log_time, timestamp), this.#keepMs())
     const decided = decideEntry(mark, decidedKey, entry, timestamp, { leaseMs, ttlMs })
     const next: PartitionMark = { ...decided.mark, applied: m.seq, digest: digestOf(m.seq, m.data) }
     const verdict = decided.verdict === 'machine' ? machine.apply((entry as { body: unknown }).body, { log, seq: m.seq, logTime: next.log_time, from: { node: entry.node, incarnation: entry.incarnation } }) : decided.verdict
@@ -331,6 +424,10 @@ export class PartitionLog {
     store.partitionVerdicts.putSync([log, m.seq], { key, verdict, at: next.log_time })
     if (entry.t === 'cmd' && decided.verdict === 'machine' && !RETRYABLE.has(verdict.reason ?? '')) store.partitionKeys.putSync([log, entry.key], m.seq)
     return next
+  }
+
+  #keepMs (): number {
+    return this.#o.machine.keepKeysMs ?? VERDICT_KEEP_MS
   }
 
   /** Now in log time, as far as this node can tell: its wall clock only until it has seen the log's head. */

@@ -3,7 +3,7 @@ import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
 import { chunkFor, type RateLimiter, type WindowAsk, type WindowGrant } from '../http/rate-limit.js'
 import { LOCAL_GRANT_MS } from './node-link.js'
-import type { AppliedAt, PartitionMachine } from './partition-log.js'
+import { FRESH_KEYS_KEEP_MS, type AppliedAt, type PartitionMachine } from './partition-log.js'
 import type { Verdict } from './records.js'
 
 // Cluster-wide rate limits (src/http/rate-limit.ts): a window's parts are granted to the nodes in a log of their own,
@@ -55,6 +55,8 @@ function lapse (store: Store, now: number): void {
  */
 export function rateMachine (store: Store): PartitionMachine {
   return {
+    keepKeysMs: FRESH_KEYS_KEEP_MS,
+    tables: [store.rateGrants],
     apply (body: unknown, at: AppliedAt): Verdict {
       lapse(store, at.logTime)
       const c = body as GrantCommand
