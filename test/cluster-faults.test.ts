@@ -21,8 +21,8 @@ const ROUNDS = Number(process.env.OOHBID_FAULT_ROUNDS ?? 1)
 
 if (clusterAvailable(t)) {
   // Holds outlive the run: one lapsing in the middle would make "the acknowledged spots fit the day" a question of when.
-  // The names' log is checkpointed every 20 entries and trimmed (10,000 by default): the frozen node wakes past a trim
-  // and reads on from a checkpoint, its names then held to the same invariants.
+  // Every log is checkpointed every 20 entries and trimmed (10,000 by default): the frozen node wakes past trims and
+  // reads on from checkpoints, its bookings and names then held to the same invariants.
   const c = await startTestCluster(t, { env: { RESERVATION_HOLD_SECONDS: '3600', CLUSTER_CHECKPOINT_ENTRIES: '20' }, callTimeoutMs: 60_000 })
   const [a, b] = c.nodes
   /** Two screens in different partitions (each hold takes both, all or nothing through the claims log), two seats. */

@@ -7,9 +7,9 @@ import { eventually } from './helpers/eventually.js'
 import { adImage } from './helpers/media.js'
 
 // A node lost and a node joining (test/helpers/cluster.ts starts the cluster): kill -9 under load loses nothing any
-// node acknowledged, the node catches up when it rejoins, and a node that joins later serves what it never saw. The
-// logs of names, budget grants and rate windows are checkpointed every 20 entries and trimmed (a cluster's default is
-// 10,000), so the node that rejoins and the one that joins start from checkpoints.
+// node acknowledged, the node catches up when it rejoins, and a node that joins later serves what it never saw. Every
+// log is checkpointed every 20 entries and trimmed (a cluster's default is 10,000), so the node that rejoins and the
+// one that joins start from checkpoints.
 
 if (clusterAvailable(t)) {
   const c = await startTestCluster(t, { env: { CLUSTER_CHECKPOINT_ENTRIES: '20' } })

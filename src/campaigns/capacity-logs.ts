@@ -4,10 +4,11 @@
 // entry. A claim over several partitions is all or nothing, its life in the claims log: declared there, taken
 // tentatively in each partition, committed there by its coordinator only if every part was taken (else aborted, by it
 // or by anyone once its time is past), and the decision relayed to the parts.
+import { tableSlice, wholeTable } from '../cluster/checkpoints.js'
 import type { PartitionMachine } from '../cluster/partition-log.js'
 import type { Verdict } from '../cluster/records.js'
 import type { Store } from '../store/store.js'
-import { bookWhole, itemsByPartition, partsFollow, releasePart, settlePart, stepClaim, stepWhole, takePart, type ClaimStep } from './capacity.js'
+import { bookWhole, itemsByPartition, partitionOf, partsFollow, releasePart, settlePart, stepClaim, stepWhole, takePart, type ClaimStep } from './capacity.js'
 import type { BookingItem, ClaimOutcome, Shortfall } from './records.js'
 
 /** What a request's handler would book, in the order it asked, as its rehearsal recorded it. */
@@ -70,9 +71,22 @@ export function claimId (base: string, items: BookingItem[], partitions: number)
   return parts.size === 1 ? `${base}@${[...parts.keys()][0]!}` : base
 }
 
-/** A partition's log applied on this node: the parts of claims in its screens, and the claims it holds whole. */
+/**
+ * A partition's log applied on this node: the parts of claims in its screens, and the claims it holds whole. Its rows
+ * are its screens' bookings and versions, its parts, and its whole claims: the slices of the capacity tables its
+ * checkpoints hold.
+ */
 export function partitionMachine (store: Store, partition: number, partitions: number): PartitionMachine {
+  const mine = (screen: string): boolean => partitionOf(screen, partitions) === partition
   return {
+    tables: [
+      tableSlice(store.booked, ([screen]) => mine(screen)),
+      tableSlice(store.bookedHours, ([screen]) => mine(screen)),
+      tableSlice(store.capacityScreens, mine),
+      tableSlice(store.capacityParts, ([, p]) => p === partition),
+      tableSlice(store.capacityClaims, (claim) => claimLog(claim) === partition),
+      tableSlice(store.capacityLapses, ([, claim]) => claimLog(claim) === partition)
+    ],
     apply (body, at) {
       const c = body as PartCommand
       switch (c.op) {
@@ -92,6 +106,11 @@ export function partitionMachine (store: Store, partition: number, partitions: n
  */
 export function claimsMachine (store: Store): PartitionMachine {
   return {
+    tables: [
+      tableSlice(store.capacityClaims, (claim) => claimLog(claim) === 'claims'),
+      tableSlice(store.capacityLapses, ([, claim]) => claimLog(claim) === 'claims'),
+      wholeTable(store.capacityOpen)
+    ],
     apply (body, at) {
       const step = body as ClaimStep
       const outcome = stepClaim(store, step, at.logTime, at.from)

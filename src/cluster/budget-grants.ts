@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
+import { wholeTable } from './checkpoints.js'
 import { FRESH_KEYS_KEEP_MS, type AppliedAt, type PartitionMachine } from './partition-log.js'
 import type { Verdict } from './records.js'
 
@@ -45,7 +46,7 @@ interface GrantCommand {
 export function budgetMachine (store: Store, self: string, book: Pick<BudgetBook, 'granted'>): PartitionMachine {
   return {
     keepKeysMs: FRESH_KEYS_KEEP_MS,
-    tables: [store.budgetGrants],
+    tables: [wholeTable(store.budgetGrants)],
     apply (body: unknown, at: AppliedAt): Verdict {
       const c = body as GrantCommand
       const total = store.budgetGrants.get(c.campaign) ?? c.before

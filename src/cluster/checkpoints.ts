@@ -9,8 +9,33 @@ import type { EntryVerdict, PartitionMark } from './records.js'
 // of one of its entries, in the engine's object store; the log is then trimmed below the checkpoint before it. A node
 // that cannot read the log on from its mark (it joined late, or was away past a trim) starts from the checkpoint.
 
-/** A table whose every row one log's entries decide, and nothing else writes: what a checkpoint of the log holds. */
-export type LogTable = Pick<Database<unknown, Key>, 'getRange' | 'getKeys' | 'putSync' | 'removeSync'>
+/**
+ * The rows of a table that one log's entries decide, and nothing else writes: what a checkpoint of the log holds. A
+ * whole table (the names' claims), or the slice of one that a log's keys fall in (a partition's screens' bookings).
+ */
+export interface LogTable {
+  rows (): Iterable<{ key: Key, value: unknown }>
+  putSync (key: Key, value: unknown): void
+  removeSync (key: Key): void
+}
+
+type Table<K extends Key> = Pick<Database<unknown, K>, 'getRange' | 'putSync' | 'removeSync'>
+
+/** Every row of a table is the log's. */
+export function wholeTable<K extends Key> (table: Table<K>): LogTable {
+  return tableSlice(table, () => true)
+}
+
+/** The rows of a table whose keys belong to the log. */
+export function tableSlice<K extends Key> (table: Table<K>, belongs: (key: K) => boolean): LogTable {
+  return {
+    * rows () {
+      for (const row of table.getRange()) if (belongs(row.key)) yield row
+    },
+    putSync: (key, value) => table.putSync(key as K, value),
+    removeSync: (key) => table.removeSync(key as K)
+  }
+}
 
 /** A log's rows as of one of its entries. */
 export interface Checkpoint {
@@ -36,7 +61,7 @@ export function readCheckpoint (store: Store, log: string, mark: PartitionMark, 
     verdicts.push([seq, value])
     if (store.partitionKeys.get([log, value.key]) === seq) keys.push([value.key, seq])
   }
-  return { mark, verdicts, keys, tables: tables.map((t) => [...t.getRange()].map(({ key, value }) => [key, value])) }
+  return { mark, verdicts, keys, tables: tables.map((t) => [...t.rows()].map(({ key, value }) => [key, value])) }
 }
 
 /**
@@ -45,7 +70,7 @@ export function readCheckpoint (store: Store, log: string, mark: PartitionMark, 
  */
 export function restoreCheckpoint (store: Store, log: string, checkpoint: Checkpoint, tables: LogTable[]): void {
   tables.forEach((table, i) => {
-    for (const key of [...table.getKeys()]) table.removeSync(key)
+    for (const { key } of [...table.rows()]) table.removeSync(key)
     for (const [key, value] of checkpoint.tables[i] ?? []) table.putSync(key, value)
   })
   for (const key of [...store.partitionVerdicts.getKeys({ start: [log, 0], end: [log, Infinity] } as never)]) store.partitionVerdicts.removeSync(key as [string, number])

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Store } from '../store/store.js'
+import { wholeTable } from './checkpoints.js'
 import type { Logger } from '../log.js'
 import { retryFor } from '../retry.js'
 import type { UniqueNames } from './link.js'
@@ -60,7 +61,7 @@ export function claimable (held: NameClaim | undefined, owner: string, now: numb
 export function nameMachine (store: Store, changed: (name: string) => void = () => {}): PartitionMachine {
   return {
     keepKeysMs: FRESH_KEYS_KEEP_MS,
-    tables: [store.nameClaims, store.nameLapses],
+    tables: [wholeTable(store.nameClaims), wholeTable(store.nameLapses)],
     apply (body: unknown, at: AppliedAt): Verdict {
       const now = at.logTime
       lapse(store, now)

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
+import { wholeTable } from './checkpoints.js'
 import { chunkFor, type RateLimiter, type WindowAsk, type WindowGrant } from '../http/rate-limit.js'
 import { LOCAL_GRANT_MS } from './node-link.js'
 import { FRESH_KEYS_KEEP_MS, type AppliedAt, type PartitionMachine } from './partition-log.js'
@@ -56,7 +57,7 @@ function lapse (store: Store, now: number): void {
 export function rateMachine (store: Store): PartitionMachine {
   return {
     keepKeysMs: FRESH_KEYS_KEEP_MS,
-    tables: [store.rateGrants],
+    tables: [wholeTable(store.rateGrants)],
     apply (body: unknown, at: AppliedAt): Verdict {
       lapse(store, at.logTime)
       const c = body as GrantCommand
