@@ -134,7 +134,7 @@ if (engine !== undefined) {
     const p = await fresh()
     const nc = await engine.connect()
     const jsm = await nc.jetstreamManager()
-    const checkpoints = { store: new Checkpoints(await nc.jetstream().views.os(`test_checkpoints_${p}`, { replicas: 3 })), every: 10 }
+    const checkpoints = { store: new Checkpoints(await nc.jetstream().views.os(`test_checkpoints_${p}`, { replicas: 3 }), 10_000), every: 10 }
     /** A node of the names' log (its rows are its own tables, so it is checkpointed). */
     const namesNode = async (name: string, life: number, dataDir = mkdtempSync(join(dir, `${name}-`))) => {
       const store = openStore(dataDir)

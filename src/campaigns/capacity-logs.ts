@@ -80,12 +80,12 @@ export function partitionMachine (store: Store, partition: number, partitions: n
   const mine = (screen: string): boolean => partitionOf(screen, partitions) === partition
   return {
     tables: [
-      tableSlice(store.booked, ([screen]) => mine(screen)),
-      tableSlice(store.bookedHours, ([screen]) => mine(screen)),
-      tableSlice(store.capacityScreens, mine),
-      tableSlice(store.capacityParts, ([, p]) => p === partition),
-      tableSlice(store.capacityClaims, (claim) => claimLog(claim) === partition),
-      tableSlice(store.capacityLapses, ([, claim]) => claimLog(claim) === partition)
+      tableSlice('booked', store.booked, ([screen]) => mine(screen)),
+      tableSlice('booked_hours', store.bookedHours, ([screen]) => mine(screen)),
+      tableSlice('capacity_screens', store.capacityScreens, mine),
+      tableSlice('capacity_parts', store.capacityParts, ([, p]) => p === partition),
+      tableSlice('capacity_claims', store.capacityClaims, (claim) => claimLog(claim) === partition),
+      tableSlice('capacity_lapses', store.capacityLapses, ([, claim]) => claimLog(claim) === partition)
     ],
     apply (body, at) {
       const c = body as PartCommand
@@ -107,9 +107,9 @@ export function partitionMachine (store: Store, partition: number, partitions: n
 export function claimsMachine (store: Store): PartitionMachine {
   return {
     tables: [
-      tableSlice(store.capacityClaims, (claim) => claimLog(claim) === 'claims'),
-      tableSlice(store.capacityLapses, ([, claim]) => claimLog(claim) === 'claims'),
-      wholeTable(store.capacityOpen)
+      tableSlice('capacity_claims', store.capacityClaims, (claim) => claimLog(claim) === 'claims'),
+      tableSlice('capacity_lapses', store.capacityLapses, ([, claim]) => claimLog(claim) === 'claims'),
+      wholeTable('capacity_open', store.capacityOpen)
     ],
     apply (body, at) {
       const step = body as ClaimStep

@@ -36,3 +36,17 @@ t.test('a campaign granted before its grants were in the log starts from what th
   t.same(ask(900_000, 1), { status: 'accepted', result: { granted: 100_000, total: 1_000_000 } }, 'the first grant in the log counts the 900,000 granted before')
   t.same(ask(0, 2), { status: 'accepted', result: { granted: 0, total: 1_000_000 } }, 'later asks count the log\'s total, not theirs')
 })
+
+t.test('a node that restores a checkpoint is credited the last part granted to it, at that part\'s place in the log', async (t) => {
+  const s = store(t)
+  const credited: Array<[string, number, number]> = []
+  const m = budgetMachine(s, 'node-1', { granted: (campaign, micros, seq) => credited.push([campaign, micros, seq]) })
+  const ask = (node: string, campaign: string, want: number, seq: number) => s.write(() => m.apply({ op: 'grant', campaign, want, limit: 1_000_000, before: 0 }, { log: 'BUDGET', seq, logTime: seq, from: { node, incarnation: 'x' } }))
+  ask('node-1', 'a', 100_000, 1)
+  ask('node-1', 'a', 200_000, 2)
+  ask('node-2', 'a', 300_000, 3)
+  ask('node-1', 'b', 50_000, 4)
+  credited.length = 0
+  s.write(() => m.restored!())
+  t.same(credited.sort(), [['a', 200_000, 2], ['b', 50_000, 4]], 'its last part of each campaign, with its sequence (the delivery row credits a sequence once), and none of node-2\'s')
+})

@@ -41,21 +41,27 @@ interface GrantCommand {
 /**
  * The grants' rule, applied in log order on every node: a part is granted up to what is left of the budget the asker
  * read, counted from every grant the log applied before it; the node that asked (by node id: its restarts included)
- * is credited in the same transaction.
+ * is credited in the same transaction. A node asks once at a time per campaign, so the last part granted to it is the
+ * one it may not have applied when it stopped: a node that restores a checkpoint credits itself that part (once: a
+ * grant is credited by its place in the log), else the budget would count a part no node spends.
  */
 export function budgetMachine (store: Store, self: string, book: Pick<BudgetBook, 'granted'>): PartitionMachine {
   return {
     keepKeysMs: FRESH_KEYS_KEEP_MS,
-    tables: [wholeTable(store.budgetGrants)],
+    tables: [wholeTable('budget_grants', store.budgetGrants), wholeTable('budget_last_grants', store.budgetLastGrants)],
     apply (body: unknown, at: AppliedAt): Verdict {
       const c = body as GrantCommand
       const total = store.budgetGrants.get(c.campaign) ?? c.before
       const granted = Math.max(0, Math.min(c.want, c.limit - total))
       if (granted > 0) {
         store.budgetGrants.putSync(c.campaign, total + granted)
+        store.budgetLastGrants.putSync([c.campaign, at.from.node], { seq: at.seq, micros: granted })
         if (at.from.node === self) book.granted(c.campaign, granted, at.seq)
       }
       return { status: 'accepted', result: { granted, total: total + granted } }
+    },
+    restored () {
+      for (const { key: [campaign, node], value } of store.budgetLastGrants.getRange()) if (node === self) book.granted(campaign, value.micros, value.seq)
     }
   }
 }

@@ -6,14 +6,16 @@ import type { EntryVerdict, PartitionMark } from './records.js'
 
 // A log's checkpoints (issue 47: logs were never trimmed, and a node joining a cluster that had run for a week would
 // apply every entry since its start, most of them owners' beats). The log's owner stores the rows the log decides, as
-// of one of its entries, in the engine's object store; the log is then trimmed below the checkpoint before it. A node
-// that cannot read the log on from its mark (it joined late, or was away past a trim) starts from the checkpoint.
+// of one of its entries, in the engine's object store; the log is then trimmed below an older checkpoint. A node that
+// cannot read the log on from its mark (it joined late, or was away past a trim) starts from the newest checkpoint.
 
 /**
  * The rows of a table that one log's entries decide, and nothing else writes: what a checkpoint of the log holds. A
  * whole table (the names' claims), or the slice of one that a log's keys fall in (a partition's screens' bookings).
+ * Named, so that a checkpoint restores each table's rows into that table whatever order a later version lists them in.
  */
 export interface LogTable {
+  name: string
   rows (): Iterable<{ key: Key, value: unknown }>
   putSync (key: Key, value: unknown): void
   removeSync (key: Key): void
@@ -22,13 +24,14 @@ export interface LogTable {
 type Table<K extends Key> = Pick<Database<unknown, K>, 'getRange' | 'putSync' | 'removeSync'>
 
 /** Every row of a table is the log's. */
-export function wholeTable<K extends Key> (table: Table<K>): LogTable {
-  return tableSlice(table, () => true)
+export function wholeTable<K extends Key> (name: string, table: Table<K>): LogTable {
+  return tableSlice(name, table, () => true)
 }
 
 /** The rows of a table whose keys belong to the log. */
-export function tableSlice<K extends Key> (table: Table<K>, belongs: (key: K) => boolean): LogTable {
+export function tableSlice<K extends Key> (name: string, table: Table<K>, belongs: (key: K) => boolean): LogTable {
   return {
+    name,
     * rows () {
       for (const row of table.getRange()) if (belongs(row.key)) yield row
     },
@@ -37,15 +40,19 @@ export function tableSlice<K extends Key> (table: Table<K>, belongs: (key: K) =>
   }
 }
 
+/** The checkpoints' format: a node restores only one it can read. */
+const FORMAT = 1
+
 /** A log's rows as of one of its entries. */
 export interface Checkpoint {
-  /** The log's mark at that entry: its sequence, log time, epoch and owner. */
+  format: number
+  /** The log's mark at that entry: its stream, sequence, log time, epoch and owner. */
   mark: PartitionMark
   /** The verdicts still kept then, by sequence: with keys, what keeps a duplicate command from running twice. */
   verdicts: Array<[number, EntryVerdict]>
   keys: Array<[string, number]>
-  /** Each of the machine's tables' rows, in the order the machine lists its tables. */
-  tables: Array<Array<[Key, unknown]>>
+  /** Each of the machine's tables' rows, by the table's name. */
+  tables: Record<string, Array<[Key, unknown]>>
 }
 
 /**
@@ -61,7 +68,7 @@ export function readCheckpoint (store: Store, log: string, mark: PartitionMark, 
     verdicts.push([seq, value])
     if (store.partitionKeys.get([log, value.key]) === seq) keys.push([value.key, seq])
   }
-  return { mark, verdicts, keys, tables: tables.map((t) => [...t.rows()].map(({ key, value }) => [key, value])) }
+  return { format: FORMAT, mark, verdicts, keys, tables: Object.fromEntries(tables.map((t) => [t.name, [...t.rows()].map(({ key, value }) => [key, value])])) }
 }
 
 /**
@@ -69,10 +76,10 @@ export function readCheckpoint (store: Store, log: string, mark: PartitionMark, 
  * mark. Runs inside a write transaction, so the node's rows are the old ones or the checkpoint's, never a mix.
  */
 export function restoreCheckpoint (store: Store, log: string, checkpoint: Checkpoint, tables: LogTable[]): void {
-  tables.forEach((table, i) => {
+  for (const table of tables) {
     for (const { key } of [...table.rows()]) table.removeSync(key)
-    for (const [key, value] of checkpoint.tables[i] ?? []) table.putSync(key, value)
-  })
+    for (const [key, value] of checkpoint.tables[table.name] ?? []) table.putSync(key, value)
+  }
   for (const key of [...store.partitionVerdicts.getKeys({ start: [log, 0], end: [log, Infinity] } as never)]) store.partitionVerdicts.removeSync(key as [string, number])
   for (const key of [...store.partitionKeys.getKeys({ start: [log, ''], end: [log, '\uffff'] } as never)]) store.partitionKeys.removeSync(key as [string, string])
   for (const [seq, verdict] of checkpoint.verdicts) store.partitionVerdicts.putSync([log, seq], verdict)
@@ -80,41 +87,76 @@ export function restoreCheckpoint (store: Store, log: string, checkpoint: Checkp
   store.partitionMarks.putSync(log, checkpoint.mark)
 }
 
+/** Rejects past ms: an object store's read or listing can wait without end (an object whose chunks are gone). */
+async function within<T> (ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([work, new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms) })])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 /**
- * The logs' checkpoints in the engine's object store, each named for its log and entry (`<log>.<seq>`) and never
- * overwritten. Any node's rows of a log at an entry are every holder's (the log decides them), so a checkpoint is good
- * whoever wrote it; but a deposed owner that wakes from a pause may store an older one after a newer: with names that
- * never repeat, it adds a checkpoint and replaces none, and the log is never trimmed past the newest.
+ * The logs' checkpoints in the engine's object store, each named for its log, the stream it was read from (a stream
+ * created again is a new log) and its entry (`<log>.<created ms>.<seq>`), and never overwritten. Any node's rows of a
+ * log at an entry are every holder's (the log decides them), so a checkpoint is good whoever wrote it; but a deposed
+ * owner that wakes from a pause may store an older one after a newer: with names that never repeat, it adds a
+ * checkpoint and replaces none, and the log is never trimmed past the newest.
  */
 export class Checkpoints {
   readonly #bucket: EngineObjects
+  readonly #timeoutMs: number
 
-  constructor (bucket: EngineObjects) {
+  constructor (bucket: EngineObjects, timeoutMs: number) {
     this.#bucket = bucket
+    this.#timeoutMs = timeoutMs
   }
 
   /**
-   * Stores a log's checkpoint beside the ones before, and removes all but the last two: answers the entry of the one
-   * before it (0: there was none), below which the log may be trimmed.
+   * Stores a log's checkpoint beside the ones before, and removes all but the last two: answers the entry of the
+   * newest stored checkpoint at least `behind` entries older than it (0: none), below which the log may be trimmed, so
+   * that a node that far behind the head still reads on.
    */
-  async put (log: string, checkpoint: Checkpoint): Promise<number> {
-    await this.#bucket.putBlob({ name: `${log}.${checkpoint.mark.applied}` }, pack(checkpoint))
-    const kept = await this.#entries(log)
-    for (const seq of kept.slice(2)) await this.#bucket.delete(`${log}.${seq}`)
-    return kept.find((seq) => seq < checkpoint.mark.applied) ?? 0
+  async put (log: string, checkpoint: Checkpoint, behind: number): Promise<number> {
+    const { stream_created: created, applied } = checkpoint.mark
+    const name = `${this.#prefix(log, created)}${applied}`
+    try {
+      await within(this.#timeoutMs, `storing ${name}`, this.#bucket.putBlob({ name }, pack(checkpoint)))
+    } catch (err) {
+      // A put that failed may have left the object listed without its data: it must not be the one a node reads.
+      await within(this.#timeoutMs, `removing ${name}`, this.#bucket.delete(name)).catch(() => {})
+      throw err
+    }
+    const kept = await this.#entries(log, created)
+    for (const seq of kept.slice(2)) await within(this.#timeoutMs, `removing ${log} ${seq}`, this.#bucket.delete(`${this.#prefix(log, created)}${seq}`))
+    return kept.find((seq) => seq <= applied - behind) ?? 0
   }
 
-  /** A log's newest checkpoint, or undefined when it has none. */
-  async get (log: string): Promise<Checkpoint | undefined> {
-    const [newest] = await this.#entries(log)
-    const bytes = newest === undefined ? null : await this.#bucket.getBlob(`${log}.${newest}`)
-    return bytes === null ? undefined : unpack(bytes) as Checkpoint
+  /**
+   * The newest checkpoint of the log's stream created at `created` that reaches entry `from` (the stream's first: a
+   * node reads on from the entry after it), or undefined. Newest first, each read within the timeout: one that cannot
+   * be read (its put failed, or it was removed meanwhile) is passed over for the one before.
+   */
+  async get (log: string, created: string, from: number): Promise<Checkpoint | undefined> {
+    for (const seq of await this.#entries(log, created)) {
+      if (seq + 1 < from) return undefined
+      const bytes = await within(this.#timeoutMs, `reading ${log} ${seq}`, this.#bucket.getBlob(`${this.#prefix(log, created)}${seq}`)).catch(() => null)
+      if (bytes === null) continue
+      const checkpoint = unpack(bytes) as Checkpoint
+      if (checkpoint.format === FORMAT) return checkpoint
+    }
+    return undefined
   }
 
-  /** The entries a log has checkpoints of, newest first. */
-  async #entries (log: string): Promise<number[]> {
-    const prefix = `${log}.`
-    return (await this.#bucket.list())
+  #prefix (log: string, created: string): string {
+    return `${log}.${Date.parse(created)}.`
+  }
+
+  /** The entries the log's stream has checkpoints of, newest first. */
+  async #entries (log: string, created: string): Promise<number[]> {
+    const prefix = this.#prefix(log, created)
+    return (await within(this.#timeoutMs, 'listing the checkpoints', this.#bucket.list()))
       .filter((o) => !o.deleted && o.name.startsWith(prefix) && /^\d+$/.test(o.name.slice(prefix.length)))
       .map((o) => Number(o.name.slice(prefix.length)))
       .sort((a, b) => b - a)

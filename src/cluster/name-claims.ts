@@ -61,7 +61,7 @@ export function claimable (held: NameClaim | undefined, owner: string, now: numb
 export function nameMachine (store: Store, changed: (name: string) => void = () => {}): PartitionMachine {
   return {
     keepKeysMs: FRESH_KEYS_KEEP_MS,
-    tables: [wholeTable(store.nameClaims), wholeTable(store.nameLapses)],
+    tables: [wholeTable('name_claims', store.nameClaims), wholeTable('name_lapses', store.nameLapses)],
     apply (body: unknown, at: AppliedAt): Verdict {
       const now = at.logTime
       lapse(store, now)

@@ -23,6 +23,12 @@ import { RateGrants, rateMachine, RATES_LOG } from './rate-grants.js'
 const LOG_LEASE_MS = 10_000
 
 /**
+ * How long a checkpoint's store, read or listing may take before it is taken as lost (src/cluster/checkpoints.ts): an
+ * object whose chunks are gone is waited for without end.
+ */
+const CHECKPOINT_TIMEOUT_MS = 30_000
+
+/**
  * How long after its proposal a command may land in a log and still be applied: a publish buffered by a client cut off
  * from the engine, sent minutes later, takes nothing.
  */
@@ -111,7 +117,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   // This process's life: a command it proposed before a restart is not its to decide now (a claim's commit).
   const self = { node: cluster.nodeId, incarnation: randomBytes(8).toString('hex') }
   const logs = new Map<string, PartitionLog>()
-  const checkpoints = { store: new Checkpoints(engine.checkpoints), every: cluster.checkpointEntries }
+  const checkpoints = { store: new Checkpoints(engine.checkpoints, CHECKPOINT_TIMEOUT_MS), every: cluster.checkpointEntries }
   store.write(() => store.meta.removeSync(LOG_STOPPED))
   const onStopped = (stream: string) => (err: Error) => store.write(() => store.meta.putSync(LOG_STOPPED, `${stream}: ${err.message}`))
   const proposeTo = (stream: string) => async (key: string, body: unknown) => await logs.get(stream)!.propose(key, body, false, cluster.ackTimeoutMs).catch(() => undefined)

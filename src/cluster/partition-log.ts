@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { DeliverPolicy, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg } from 'nats'
+import { DeliverPolicy, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg, type StreamInfo } from 'nats'
 import { IDEMPOTENCY_TTL_MS } from '../http/idempotency.js'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
@@ -52,6 +52,11 @@ export interface PartitionMachine {
    * trimmed (src/cluster/checkpoints.ts); one that does not keeps its whole log.
    */
   tables?: LogTable[]
+  /**
+   * After a checkpoint replaced the log's rows on this node, in the same transaction: what the node derives from its
+   * own entries, which it never applied (a budget part granted to it), is made good.
+   */
+  restored?: () => void
 }
 
 export interface PartitionLogOptions {
@@ -93,6 +98,9 @@ const SILENT_MS = 6000
 
 /** The pause before a log whose consumer ended is consumed again. */
 const REFOLLOW_MS = 500
+
+/** How many times running a gap is met with no checkpoint to close it before the log stops (readiness says so). */
+const GAP_TRIES = 10
 
 export const partitionStream = (partition: number): string => `PART_${partition}`
 const subjectOf = (log: string): string => `log.${log}`
@@ -222,9 +230,15 @@ export class PartitionLog {
   #delivered = 0
   #lastChecked = -1
   #watchdog: NodeJS.Timeout | undefined
-  /** The entry of this life's last checkpoint (its mark at start until then), and whether one is being stored. */
+  /**
+   * The entry of this node's last checkpoint (the mark at which it came to own the log, or restored one, until then),
+   * whether one is being stored, and whether the node owned the log at its last apply.
+   */
   #checkpointed = 0
   #checkpointing = false
+  #owned = false
+  /** A checkpoint is being restored: a consumer that ends meanwhile is not followed again. */
+  #restoring = false
 
   constructor (options: PartitionLogOptions) {
     this.#o = options
@@ -248,64 +262,90 @@ export class PartitionLog {
    */
   async start (): Promise<void> {
     const { jsm, stream: log, store } = this.#o
+    const gap = this.#gapIn(await jsm.streams.info(log))
+    if (gap !== undefined) await this.#restore(gap)
     const info = await jsm.streams.info(log)
-    let mark = this.mark()
-    const gap = mark.stream_created !== '' && mark.stream_created !== info.created
-      ? new PartitionGap(`${log} was created again (${info.created}); this node applied ${mark.stream_created}'s`)
-      : info.state.first_seq > mark.applied + 1 && (info.state.messages > 0 || info.state.first_seq > 1) ? new PartitionGap(`${log} starts at ${info.state.first_seq}; this node applied through ${mark.applied}`) : undefined
-    if (gap !== undefined) mark = await this.#restore(gap, info.created, info.state.first_seq)
+    const mark = this.mark()
     if (mark.applied > 0 && mark.applied >= info.state.first_seq) {
       const at = await jsm.streams.getMessage(log, { seq: mark.applied }).catch(() => undefined)
-      if (at === undefined || digestOf(at.seq, at.data) !== mark.digest) throw new PartitionGap(`${log}'s entry ${mark.applied} is not the one this node applied`)
+      // Gone since the stream was read: trimmed below a checkpoint meanwhile, which the node reads on from.
+      if (at === undefined) await this.#restore(new PartitionGap(`${log}'s entry ${mark.applied} was trimmed as this node started`))
+      else if (digestOf(at.seq, at.data) !== mark.digest) throw new PartitionGap(`${log}'s entry ${mark.applied} is not the one this node applied`)
     }
-    if (mark.stream_created === '') {
-      const created = { ...mark, stream_created: info.created }
+    if (this.mark().stream_created === '') {
+      const created = { ...this.mark(), stream_created: info.created }
       store.write(() => store.partitionMarks.putSync(log, created))
       this.#mark = created
     }
-    this.#checkpointed = this.mark().applied
     await this.#consume()
     this.#watchdog = setInterval(() => this.#check(), WATCHDOG_MS)
     this.#watchdog.unref()
   }
 
-  /**
-   * This node cannot read the log on from its mark (gap): its rows of the log are replaced by the newest checkpoint,
-   * if that reaches the log's first entry; else the gap stands, and the log must be rebuilt by hand.
-   */
-  async #restore (gap: PartitionGap, created: string, firstSeq: number): Promise<PartitionMark> {
-    const { store, stream: log, machine, checkpoints } = this.#o
-    if (checkpoints === undefined || machine.tables === undefined) throw gap
-    const checkpoint = await checkpoints.store.get(log)
-    if (checkpoint === undefined || checkpoint.mark.stream_created !== created || checkpoint.mark.applied + 1 < firstSeq) throw gap
-    const tables = machine.tables
-    store.write(() => restoreCheckpoint(store, log, checkpoint, tables))
-    this.#mark = checkpoint.mark
-    this.#o.log.warn('log: read on from its checkpoint', { log, reason: gap.message, checkpoint: checkpoint.mark.applied })
-    this.#applied.reached(checkpoint.mark.applied)
-    return checkpoint.mark
+  /** Why this node cannot read the stream on from its mark: created again since, or trimmed past the mark. */
+  #gapIn (info: StreamInfo): PartitionGap | undefined {
+    const { stream: log } = this.#o
+    const mark = this.mark()
+    if (mark.stream_created !== '' && mark.stream_created !== info.created) return new PartitionGap(`${log} was created again (${info.created}); this node applied ${mark.stream_created}'s`)
+    if (info.state.first_seq > mark.applied + 1 && (info.state.messages > 0 || info.state.first_seq > 1)) return new PartitionGap(`${log} starts at ${info.state.first_seq}; this node applied through ${mark.applied}`)
+    return undefined
   }
 
   /**
-   * The owner stores a checkpoint every `every` entries, and then trims the log below the checkpoint before it: a
-   * node a little behind reads on, one further behind starts from the newest checkpoint.
+   * This node cannot read the log on from its mark (gap): its rows of the log are replaced by the newest checkpoint of
+   * the stream that reaches its first entry; without one, the gap stands, and the log must be rebuilt by hand.
+   */
+  async #restore (gap: PartitionGap): Promise<void> {
+    const { store, stream: log, machine, checkpoints, jsm } = this.#o
+    if (checkpoints === undefined || machine.tables === undefined) throw gap
+    const info = await jsm.streams.info(log)
+    const checkpoint = await checkpoints.store.get(log, info.created, info.state.first_seq)
+    if (checkpoint === undefined) throw gap
+    const mark = this.mark()
+    // Past it already (the gap closed by another restore): nothing to replace.
+    if (mark.stream_created === info.created && checkpoint.mark.applied <= mark.applied) return
+    const tables = machine.tables
+    store.write(() => {
+      restoreCheckpoint(store, log, checkpoint, tables)
+      machine.restored?.()
+    })
+    this.#mark = checkpoint.mark
+    this.#checkpointed = checkpoint.mark.applied
+    this.#o.log.warn('log: read on from its checkpoint', { log, reason: gap.message, checkpoint: checkpoint.mark.applied })
+    this.#applied.reached(checkpoint.mark.applied)
+  }
+
+  /**
+   * The owner stores a checkpoint every `every` entries, counted from when it came to own the log, and then trims the
+   * log below a checkpoint at least `every` entries older: a node that far behind reads on, one further behind starts
+   * from the newest checkpoint.
    */
   #checkpoint (): void {
     const { store, stream: log, machine, checkpoints, jsm } = this.#o
+    if (checkpoints === undefined || machine.tables === undefined) return
     const mark = this.mark()
-    if (checkpoints === undefined || machine.tables === undefined || this.#checkpointing || mark.applied - this.#checkpointed < checkpoints.every || !this.owns()) return
+    const owns = this.owns()
+    if (owns && !this.#owned) this.#checkpointed = mark.applied
+    this.#owned = owns
+    if (!owns || this.#checkpointing || mark.applied - this.#checkpointed < checkpoints.every) return
     this.#checkpointing = true
     this.#checkpointed = mark.applied
     const checkpoint = readCheckpoint(store, log, mark, machine.tables, mark.log_time - this.#keepMs())
-    checkpoints.store.put(log, checkpoint)
-      .then(async (before) => { if (before > 0) await jsm.streams.purge(log, { seq: before + 1 }) })
+    checkpoints.store.put(log, checkpoint, checkpoints.every)
+      .then(async (below) => { if (below > 0) await jsm.streams.purge(log, { seq: below + 1 }) })
       .catch((err: unknown) => this.#o.log.warn('log: a checkpoint was not stored; the log is trimmed after the next', { log, error: err instanceof Error ? err.message : String(err) }))
       .finally(() => { this.#checkpointing = false })
   }
 
   /** Consumes the log from the entry after this node's mark. */
   async #consume (): Promise<void> {
-    const { js, stream: log } = this.#o
+    const { js, jsm, stream: log } = this.#o
+    // A stream created again while this node followed it would deliver its own entries 1, 2... as if they followed the
+    // mark, or skip them as applied. Caught here, when this node opens a consumer; not when nats.js's ordered consumer
+    // opens itself again (it does after missed heartbeats, and a stream deleted under it reads on in the new one from
+    // the old sequence): deleting a log's stream is an operator's act, after which every node is restarted.
+    const gap = this.#gapIn(await jsm.streams.info(log))
+    if (gap !== undefined) return this.#readOnAfter(gap)
     const consumer = await js.consumers.get(log, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.mark().applied + 1 })
     // A consumer lives on one member: when that member dies, nats.js recreates it once two heartbeats are missed. Its
     // default (a heartbeat each 15 s) left a log unapplied for 30 s after a member was killed, and every verdict on it
@@ -333,7 +373,7 @@ export class PartitionLog {
    * delivered twice are skipped by their sequence.
    */
   #refollow (why: unknown): void {
-    if (this.#stopped || this.#failure !== undefined) return
+    if (this.#stopped || this.#failure !== undefined || this.#restoring) return
     this.#o.log.warn('log: following it again from the last entry applied', { log: this.#o.stream, applied: this.mark().applied, error: why instanceof Error ? why.message : String(why) })
     setTimeout(() => {
       if (this.#stopped || this.#failure !== undefined) return
@@ -377,7 +417,7 @@ export class PartitionLog {
       })
     } catch (err) {
       this.#mark = undefined
-      if (err instanceof PartitionGap && this.#o.checkpoints !== undefined) return this.#readOnAfter(err)
+      if (err instanceof PartitionGap) return this.#readOnAfter(err)
       return this.#fail(err)
     }
     const last = batch[batch.length - 1]!
@@ -387,18 +427,29 @@ export class PartitionLog {
     this.#checkpoint()
   }
 
-  /** The log was trimmed past this node while it followed (it fell behind): on from the checkpoint, or stopped. */
-  #readOnAfter (gap: PartitionGap): void {
+  /**
+   * The log was trimmed past this node while it followed (it fell behind), or created again: on from a checkpoint.
+   * What the engine does not answer meanwhile (a heal, a node just woken) is tried again, as a consumer that ended is;
+   * a gap no checkpoint closes, GAP_TRIES times running (a listing that lagged a put), stops the log.
+   */
+  #readOnAfter (gap: PartitionGap, tries = 0): void {
+    if (this.#stopped || this.#failure !== undefined || (this.#restoring && tries === 0)) return
+    this.#restoring = true
     this.#arrived = []
     const messages = this.#messages
     this.#messages = undefined
     messages?.stop()
-    const { jsm, stream: log } = this.#o
-    void (async () => {
-      const info = await jsm.streams.info(log)
-      await this.#restore(gap, info.created, info.state.first_seq)
+    this.#restore(gap).then(async () => {
+      this.#restoring = false
       await this.#consume()
-    })().catch((err: unknown) => this.#fail(err))
+    }).catch((err: unknown) => {
+      if (err instanceof PartitionGap && (tries >= GAP_TRIES || this.#o.checkpoints === undefined)) {
+        this.#restoring = false
+        return this.#fail(err)
+      }
+      this.#restoring = true
+      setTimeout(() => this.#readOnAfter(gap, tries + 1), REFOLLOW_MS)
+    })
   }
 
   stop (): void {

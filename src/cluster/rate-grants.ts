@@ -57,7 +57,7 @@ function lapse (store: Store, now: number): void {
 export function rateMachine (store: Store): PartitionMachine {
   return {
     keepKeysMs: FRESH_KEYS_KEEP_MS,
-    tables: [wholeTable(store.rateGrants)],
+    tables: [wholeTable('rate_grants', store.rateGrants)],
     apply (body: unknown, at: AppliedAt): Verdict {
       lapse(store, at.logTime)
       const c = body as GrantCommand

@@ -60,6 +60,11 @@ export const clusterTables = {
   nameClaims: table<NameClaim, string>({ name: 'name_claims', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
   /** campaign id -> the micro-dollars of its budget granted to the nodes, as the grants' log decided (budget-grants.ts). */
   budgetGrants: table<number, string>({ name: 'budget_grants', replication: 'local', owners: ['src/cluster/'] }),
+  /**
+   * [campaign id, node id] -> the last part of the campaign's budget granted to the node, at its place in the grants'
+   * log: what a node that restores a checkpoint credits itself if it never applied its own grant (budget-grants.ts).
+   */
+  budgetLastGrants: table<{ seq: number, micros: number }, [string, string]>({ name: 'budget_last_grants', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
   /** [ends, window]: the part of each rate window granted to the nodes, as the rate windows' log decided (rate-grants.ts). */
   rateGrants: table<number, [number, string]>({ name: 'rate_grants', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
   /** [lapses_at, name]: the claims in the order they lapse. */
