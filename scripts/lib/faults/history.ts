@@ -30,13 +30,15 @@ export interface Op<A = unknown> {
 export interface Answer { status: number, body: unknown }
 
 /**
- * Where the HTTP status puts an operation: 2xx acknowledged; 4xx refused (the request was judged and not done: 409
+ * Where an answer puts an operation: 2xx acknowledged; 4xx refused (the request was judged and not done: 409
  * capacity_unavailable, 400, 429); 5xx unknown (a 503 may come after the write reached the engine but before its
- * acknowledgement did).
+ * acknowledgement did), and so is 409 idempotency_key_in_use: another request with the key is still running, which
+ * says nothing of whether it will be done (a retry whose first try landed and is still running gets it).
  */
-export function outcomeOf (status: number): Outcome {
-  if (status >= 200 && status < 300) return 'ok'
-  if (status >= 400 && status < 500) return 'fail'
+export function outcomeOf (answer: Answer): Outcome {
+  if (answer.status >= 200 && answer.status < 300) return 'ok'
+  if (answer.status === 409 && (answer.body as { error_code?: string } | undefined)?.error_code === 'idempotency_key_in_use') return 'unknown'
+  if (answer.status >= 400 && answer.status < 500) return 'fail'
   return 'unknown'
 }
 
@@ -63,7 +65,7 @@ export class History {
     this.ops.push(op)
     try {
       const answer = await send()
-      Object.assign(op, { completedAt: this.now(), outcome: outcomeOf(answer.status), status: answer.status, body: answer.body })
+      Object.assign(op, { completedAt: this.now(), outcome: outcomeOf(answer), status: answer.status, body: answer.body })
       return answer
     } catch (err) {
       Object.assign(op, { completedAt: this.now(), outcome: 'unknown', error: err instanceof Error ? err.message : String(err) })
