@@ -8,7 +8,7 @@ import { tableSlice, wholeTable } from '../cluster/checkpoints.js'
 import type { PartitionMachine } from '../cluster/partition-log.js'
 import type { Verdict } from '../cluster/records.js'
 import type { Store } from '../store/store.js'
-import { bookWhole, itemsByPartition, partitionOf, partsFollow, releasePart, settlePart, stepClaim, stepWhole, takePart, type ClaimStep } from './capacity.js'
+import { bookWhole, claimLog, itemsByPartition, partitionOf, partsFollow, releasePart, settlePart, stepClaim, stepWhole, sweepEnded, takePart, type CapacityLog, type ClaimStep } from './capacity.js'
 import type { BookingItem, ClaimOutcome, Shortfall } from './records.js'
 
 /** What a request's handler would book, in the order it asked, as its rehearsal recorded it. */
@@ -30,9 +30,6 @@ export type PartCommand =
   | { op: 'take', claim: string, items: BookingItem[] }
   | { op: 'settle', claim: string, outcome: 'commit' | 'abort' }
   | { op: 'release', claim: string }
-
-/** A log as the protocol uses it: a partition of the screens (its number) or the claims log. */
-export type CapacityLog = number | 'claims'
 
 /** The logs a node proposes to and applies. */
 export interface CapacityLogs {
@@ -56,15 +53,6 @@ export function outcomeOf (verdict: Verdict | undefined): ClaimOutcome {
   return { ok: false, reason: (verdict.reason ?? 'unknown') as Exclude<ClaimOutcome, { ok: true } | { reason: 'capacity_unavailable' }>['reason'] }
 }
 
-/**
- * Where a claim's life is decided: the partition named in its id (`<id>@<partition>`, a claim in one partition), else
- * the claims log.
- */
-export function claimLog (claim: string): CapacityLog {
-  const at = claim.lastIndexOf('@')
-  return at === -1 ? 'claims' : Number(claim.slice(at + 1))
-}
-
 /** A claim's id: `@<partition>` appended when all its items are in one partition, which then decides its whole life. */
 export function claimId (base: string, items: BookingItem[], partitions: number): string {
   const parts = itemsByPartition(items, partitions)
@@ -85,16 +73,18 @@ export function partitionMachine (store: Store, partition: number, partitions: n
       tableSlice('capacity_screens', store.capacityScreens, mine),
       tableSlice('capacity_parts', store.capacityParts, ([, p]) => p === partition),
       tableSlice('capacity_claims', store.capacityClaims, (claim) => claimLog(claim) === partition),
-      tableSlice('capacity_lapses', store.capacityLapses, ([, claim]) => claimLog(claim) === partition)
+      tableSlice('capacity_lapses', store.capacityLapses, ([, claim]) => claimLog(claim) === partition),
+      tableSlice('capacity_ended', store.capacityEnded, ([log]) => log === partition)
     ],
     apply (body, at) {
+      sweepEnded(store, partition, at.logTime)
       const c = body as PartCommand
       switch (c.op) {
         case 'book': return verdictOf(bookWhole(store, c.claim, partition, partitions, c.items, c.hold_ms, at.logTime, at.from))
         case 'step': return verdictOf(stepWhole(store, c.step, partition, at.logTime, at.from))
         case 'take': return verdictOf(takePart(store, c.claim, partition, partitions, c.items))
-        case 'settle': return verdictOf(settlePart(store, c.claim, partition, c.outcome))
-        case 'release': return verdictOf(releasePart(store, c.claim, partition))
+        case 'settle': return verdictOf(settlePart(store, c.claim, partition, c.outcome, at.logTime))
+        case 'release': return verdictOf(releasePart(store, c.claim, partition, at.logTime))
       }
     }
   }
@@ -109,9 +99,11 @@ export function claimsMachine (store: Store): PartitionMachine {
     tables: [
       tableSlice('capacity_claims', store.capacityClaims, (claim) => claimLog(claim) === 'claims'),
       tableSlice('capacity_lapses', store.capacityLapses, ([, claim]) => claimLog(claim) === 'claims'),
-      wholeTable('capacity_open', store.capacityOpen)
+      wholeTable('capacity_open', store.capacityOpen),
+      tableSlice('capacity_ended', store.capacityEnded, ([log]) => log === 'claims')
     ],
     apply (body, at) {
+      sweepEnded(store, 'claims', at.logTime)
       const step = body as ClaimStep
       const outcome = stepClaim(store, step, at.logTime, at.from)
       if (outcome.ok) store.capacityOpen.putSync(step.claim, true)

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { openStore, type Store } from '../store/store.js'
-import { bookedOn, partitionOf, releasePart, settlePart, stepClaim, takePart } from './capacity.js'
+import { IDEMPOTENCY_TTL_MS } from '../http/idempotency.js'
+import { bookedOn, bookWhole, partitionOf, releasePart, settlePart, stepClaim, stepWhole, sweepEnded, takePart } from './capacity.js'
 import type { BookingItem } from './records.js'
 
 // The ledger's rules without a service: a partition counts a claim's part from its take until its settlement drops
@@ -28,19 +29,19 @@ t.test('a partition counts tentative parts, never books past capacity, and drops
     t.same(takePart(s, 'c1', p, 1, [item(6)]), { ok: true }, 'six of ten taken, tentatively')
     t.match(takePart(s, 'c2', p, 1, [item(6)]), { ok: false, reason: 'capacity_unavailable', short: { screen: 's1', free: 4, asked: 6 } }, 'a tentative part is counted: six more do not fit')
     t.same(takePart(s, 'c1', p, 1, [item(1)]), { ok: false, reason: 'settled' }, 'a claim takes a partition once')
-    settlePart(s, 'c1', p, 'abort')
+    settlePart(s, 'c1', p, 'abort', 0)
     t.equal(bookedOn(s, 's1', '2026-12-01'), 0, 'an aborted claim gives its part back')
     t.same(takePart(s, 'c1', p, 1, [item(1)]), { ok: false, reason: 'settled' }, 'and its take, landing late, takes nothing')
     t.same(takePart(s, 'c3', p, 1, [item(10)]), { ok: true })
-    settlePart(s, 'c3', p, 'commit')
-    settlePart(s, 'c3', p, 'abort')
+    settlePart(s, 'c3', p, 'commit', 0)
+    settlePart(s, 'c3', p, 'abort', 0)
     t.equal(bookedOn(s, 's1', '2026-12-01'), 10, 'a part is settled once: a second settlement moves nothing')
-    t.same(releasePart(s, 'c3', p), { ok: true })
-    t.same(releasePart(s, 'c3', p), { ok: false, reason: 'claim_gone' }, 'and released once')
+    t.same(releasePart(s, 'c3', p, 0), { ok: true })
+    t.same(releasePart(s, 'c3', p, 0), { ok: false, reason: 'claim_gone' }, 'and released once')
     t.equal(bookedOn(s, 's1', '2026-12-01'), 0)
     t.same(takePart(s, 'c7', p, 1, [item(2)]), { ok: true })
-    t.same(releasePart(s, 'c7', p), { ok: true }, 'a release landing before its commit\'s settlement gives the part back')
-    settlePart(s, 'c7', p, 'commit')
+    t.same(releasePart(s, 'c7', p, 0), { ok: true }, 'a release landing before its commit\'s settlement gives the part back')
+    settlePart(s, 'c7', p, 'commit', 0)
     t.equal(bookedOn(s, 's1', '2026-12-01'), 0, 'and the settlement finds it settled')
     t.same(takePart(s, 'c4', p, 1, [item(1, { version: 9 })]), { ok: true })
     t.same(takePart(s, 'c5', p, 1, [item(1, { version: 8, capacity: 100 })]), { ok: false, reason: 'stale_screen' }, 'a take read from an older screen than one the partition has seen is refused')
@@ -79,4 +80,30 @@ t.test('a claim is committed by its coordinator only, aborted by anyone once due
     t.same(stepClaim(s, { op: 'abort', claim: 'x' }, 600, B), { ok: true }, 'an intent past its time is aborted by anyone')
     t.same(stepClaim(s, { op: 'commit', claim: 'x' }, 601, A), { ok: false, reason: 'decided' }, 'its coordinator, waking, cannot commit it')
   })
+})
+
+t.test('claims that ended and parts dropped are removed a day later in their log\'s time; live claims stay', async (t) => {
+  const s = store(t)
+  const day = IDEMPOTENCY_TTL_MS
+  s.write(() => {
+    stepClaim(s, { op: 'intent', claim: 'multi', parts: [0, 1], timeout_ms: 1000 }, 1000, A)
+    stepClaim(s, { op: 'abort', claim: 'multi' }, 1000, A)
+    settlePart(s, 'multi', 0, 'abort', 1000)
+    bookWhole(s, 'gone@0', 0, 1, [item(2)], undefined, 2000, A)
+    stepWhole(s, { op: 'give', claim: 'gone@0', from: 'firm' }, 0, 2000, A)
+    bookWhole(s, 'kept@0', 0, 1, [item(3)], undefined, 2000, A)
+  })
+  s.write(() => { sweepEnded(s, 'claims', 1000 + day - 1); sweepEnded(s, 0, 1000 + day - 1) })
+  t.ok(s.capacityClaims.get('multi') !== undefined && s.capacityParts.get(['multi', 0]) !== undefined, 'an aborted claim and its dropped part are kept for a day: a retry of its booking is answered as the first')
+  s.write(() => sweepEnded(s, 'claims', 1000 + day))
+  t.equal(s.capacityClaims.get('multi'), undefined, 'then the claims log removes the claim')
+  t.ok(s.capacityParts.get(['multi', 0]) !== undefined, 'and only its partition removes its part')
+  s.write(() => sweepEnded(s, 0, 2000 + day))
+  t.equal(s.capacityParts.get(['multi', 0]), undefined, 'which it does')
+  t.equal(s.capacityClaims.get('gone@0'), undefined, 'a claim given back goes with its part')
+  t.equal(s.capacityParts.get(['gone@0', 0]), undefined)
+  t.equal(s.capacityClaims.get('kept@0')?.state, 'firm', 'a firm claim stays')
+  t.equal(s.capacityParts.get(['kept@0', 0])?.state, 'taken', 'with its part')
+  t.equal(bookedOn(s, 's1', '2026-12-01'), 3, 'and its spots')
+  t.same([...s.capacityEnded.getKeys()], [], 'nothing is left to remove')
 })

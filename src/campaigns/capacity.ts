@@ -6,6 +6,7 @@ import { datesBetween, openMinutesOn } from '../inventory/hours.js'
 import { openMinutesByHour } from '../inventory/local-time.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
+import { IDEMPOTENCY_TTL_MS } from '../http/idempotency.js'
 import { fnv } from '../http/shared-table.js'
 import type { BookingItem, ClaimOutcome, ClaimRecord, Shortfall } from './records.js'
 
@@ -135,27 +136,68 @@ export function takePart (store: Store, claim: string, partition: number, partit
 }
 
 /** Settles a claim's part as its claim was decided: kept (commit) or given back (abort); remembered either way. */
-export function settlePart (store: Store, claim: string, partition: number, outcome: 'commit' | 'abort'): ClaimOutcome {
+export function settlePart (store: Store, claim: string, partition: number, outcome: 'commit' | 'abort', now: number): ClaimOutcome {
   const part = store.capacityParts.get([claim, partition])
   if (part !== undefined && part.state !== 'tentative') return { ok: true }
   if (outcome === 'commit' && part !== undefined) store.capacityParts.putSync([claim, partition], { ...part, state: 'taken' })
   else {
     if (part !== undefined) moveBooked(store, part.items, -1)
-    store.capacityParts.putSync([claim, partition], { items: [], state: 'dropped' })
+    dropPart(store, claim, partition, now)
   }
   return { ok: true }
+}
+
+/** A part given back, kept as dropped (a take landing later is refused) until it ends (sweepEnded). */
+function dropPart (store: Store, claim: string, partition: number, now: number): void {
+  store.capacityParts.putSync([claim, partition], { items: [], state: 'dropped' })
+  store.capacityEnded.putSync([partition, now, claim, partition], true)
 }
 
 /**
  * Gives a part back (its claim was released, expired or booked again). A claim is given only once committed, so a
  * release that lands before the commit's settlement drops a tentative part too, and the settlement finds it settled.
  */
-export function releasePart (store: Store, claim: string, partition: number): ClaimOutcome {
+export function releasePart (store: Store, claim: string, partition: number, now: number): ClaimOutcome {
   const part = store.capacityParts.get([claim, partition])
   if (part === undefined || part.state === 'dropped') return { ok: false, reason: 'claim_gone' }
   moveBooked(store, part.items, -1)
-  store.capacityParts.putSync([claim, partition], { items: [], state: 'dropped' })
+  dropPart(store, claim, partition, now)
   return { ok: true }
+}
+
+/** A log as the protocol uses it: a partition of the screens (its number) or the claims log. */
+export type CapacityLog = number | 'claims'
+
+/**
+ * Where a claim's life is decided: the partition named in its id (`<id>@<partition>`, a claim in one partition), else
+ * the claims log.
+ */
+export function claimLog (claim: string): CapacityLog {
+  const at = claim.lastIndexOf('@')
+  return at === -1 ? 'claims' : Number(claim.slice(at + 1))
+}
+
+/** A claim's states it never leaves: what it took is given back, and its row answers only retries. */
+const ENDED = new Set(['aborted', 'given', 'expired'])
+
+/** Ended claims and dropped parts removed by one step at most: the upkeep stays small beside the step itself. */
+const SWEEP_BATCH = 64
+
+/**
+ * Removes the claims that ended and the parts that were dropped in a log (a partition, or the claims log) as long ago
+ * as an Idempotency-Key is remembered: until then a retry of the booking that made them (the same key) finds them and
+ * is answered as the first try was; after it, the retry is a new booking. Run at each step of the log, in its time, so
+ * every node removes the same rows at the same step. Claims that live (held, firm) stay.
+ */
+export function sweepEnded (store: Store, log: CapacityLog, now: number): void {
+  let n = 0
+  for (const key of store.capacityEnded.getKeys({ start: [log], end: [log, now - IDEMPOTENCY_TTL_MS, '\uffff'] })) {
+    if (n++ === SWEEP_BATCH) break
+    const [, , claim, part] = key
+    store.capacityEnded.removeSync(key)
+    if (part === 'claim') store.capacityClaims.removeSync(claim)
+    else if (store.capacityParts.get([claim, part])?.state === 'dropped') store.capacityParts.removeSync([claim, part])
+  }
 }
 
 // The claim's side: its life, decided in one place for all its parts (a cluster's claims log), so that a hold
@@ -181,6 +223,7 @@ export function stepClaim (store: Store, step: ClaimStep, now: number, by: { nod
     if (c?.lapses_at !== undefined) store.capacityLapses.removeSync([c.lapses_at, step.claim])
     if (next.lapses_at !== undefined) store.capacityLapses.putSync([next.lapses_at, step.claim], true)
     store.capacityClaims.putSync(step.claim, next)
+    if (ENDED.has(next.state)) store.capacityEnded.putSync([claimLog(step.claim), now, step.claim, 'claim'], true)
     return { ok: true }
   }
   if (step.op === 'intent') return c !== undefined ? { ok: false, reason: 'duplicate' } : put({ state: 'pending', parts: step.parts, node: by.node, incarnation: by.incarnation, intent_at: now, timeout_ms: step.timeout_ms, ...(step.hold_ms !== undefined ? { hold_ms: step.hold_ms } : {}) })
@@ -232,6 +275,6 @@ export function bookWhole (store: Store, claim: string, partition: number, parti
 /** A step of the life of a claim booked whole, its part following at once. Call inside Store.write. */
 export function stepWhole (store: Store, step: ClaimStep, partition: number, now: number, by: { node: string, incarnation: string }): ClaimOutcome {
   const moved = stepClaim(store, step, now, by)
-  if (moved.ok && partsFollow(store, step.claim)?.op === 'release') releasePart(store, step.claim, partition)
+  if (moved.ok && partsFollow(store, step.claim)?.op === 'release') releasePart(store, step.claim, partition, now)
   return moved
 }

@@ -149,6 +149,11 @@ export const campaignTables = {
   capacityClaims: table<ClaimRecord>({ name: 'capacity_claims', shapes: true, replication: 'local', owners: ['src/campaigns/'] }),
   /** [lapses_at ms, claim] -> true: held claims in the order they lapse. */
   capacityLapses: table<true, [number, string]>({ name: 'capacity_lapses', ordered: true, replication: 'local', owners: ['src/campaigns/'] }),
+  /**
+   * [log, ended at, claim, 'claim' or the part's partition] -> true: claims that ended and parts that were dropped, in
+   * the order a log removes them (capacity.ts sweepEnded); the log is a partition's number or 'claims'.
+   */
+  capacityEnded: table<true, [number | 'claims', number, string, number | 'claim']>({ name: 'capacity_ended', ordered: true, replication: 'local', owners: ['src/campaigns/'] }),
   /** claim -> true: claims of several partitions pending, or whose parts may not follow their last move yet (capacity-logs.ts). */
   capacityOpen: table<true>({ name: 'capacity_open', replication: 'local', owners: ['src/campaigns/'] }),
   /** screen_id -> the newest version of the screen a take in its partition was read from. */

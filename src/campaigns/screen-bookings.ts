@@ -4,11 +4,17 @@ import type { Daypart } from '../generated/types.js'
 import { datesBetween } from '../inventory/hours.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Bookings, Store } from '../store/store.js'
-import { bookWhole, hourShares, moveBooked, planBooking, stepWhole } from './capacity.js'
+import { bookWhole, hourShares, moveBooked, planBooking, stepWhole, sweepEnded } from './capacity.js'
 import type { ClaimOutcome, Shortfall } from './records.js'
 
 /** A node alone is the only decider of its claims. */
 const ALONE = { node: '', incarnation: '' }
+
+/** A node alone's claims (their ids name no partition) and its one partition's parts, removed a day after they ended. */
+function sweep (store: Store, now: number): void {
+  sweepEnded(store, 'claims', now)
+  sweepEnded(store, 0, now)
+}
 
 /**
  * A node alone decides its bookings in the request's own transaction: handlers run one at a time, so the check and
@@ -18,13 +24,20 @@ const ALONE = { node: '', incarnation: '' }
  */
 const LOCAL: Bookings = {
   take (store, items, holdMs, now) {
+    sweep(store, now)
     const claim = `clm_${randomUUID().replace(/-/g, '')}`
     const taken = bookWhole(store, claim, 0, 1, items, holdMs, now, ALONE)
     if (!taken.ok) return taken.reason === 'capacity_unavailable' ? { short: taken.short } : { refused: taken }
     return { claim }
   },
-  give: (store, claim, why, now) => stepWhole(store, why === 'expire' ? { op: 'expire', claim } : { op: 'give', claim, from: why === 'release' ? 'held' : 'firm' }, 0, now, ALONE),
-  keep: (store, claim, now) => stepWhole(store, { op: 'keep', claim }, 0, now, ALONE),
+  give (store, claim, why, now) {
+    sweep(store, now)
+    return stepWhole(store, why === 'expire' ? { op: 'expire', claim } : { op: 'give', claim, from: why === 'release' ? 'held' : 'firm' }, 0, now, ALONE)
+  },
+  keep (store, claim, now) {
+    sweep(store, now)
+    return stepWhole(store, { op: 'keep', claim }, 0, now, ALONE)
+  },
   current: () => undefined,
   within: (_booking, fn) => fn()
 }

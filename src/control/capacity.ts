@@ -1,4 +1,5 @@
-import { CLAIMS_LOG, claimsMachine, decideBookings, partitionMachine, recoverClaims, stepAndRelay, type CapacityLog, type CapacityLogs } from '../campaigns/capacity-logs.js'
+import type { CapacityLog } from '../campaigns/capacity.js'
+import { CLAIMS_LOG, claimsMachine, decideBookings, partitionMachine, recoverClaims, stepAndRelay, type CapacityLogs } from '../campaigns/capacity-logs.js'
 import type { BookingLink } from '../campaigns/rehearsed-bookings.js'
 import type { ClusterNode } from '../cluster/node.js'
 import { partitionStream, type PartitionMachine } from '../cluster/partition-log.js'
