@@ -24,7 +24,7 @@ if (clusterAvailable(t)) {
     t.comment(`the state bucket's leader (${leader.name}) killed: the first write acknowledged ${((performance.now() - killed) / 1000).toFixed(1)} s later (a RAFT election)`)
     const key = first.body.data.api_key.key as string
     // The polls below may last while the engine recovers, past the account group's 100 calls a minute. The seat's
-    // lock may still be electing its leader: 503 with Retry-After until it has.
+    // lock (the names' log) may still be electing its leader: 503 with Retry-After until it has.
     const raised = await eventually(t, 'the seat\'s account limit raised', async () => {
       const res = await c.admin(one.url, 'PUT', `/admin/v1/seats/${seatId}/rate-limits`, { limits: { account: 100000 }, reason: 'cluster test polls its keys' })
       return { status: res.status, error: res.body.error as string | undefined }

@@ -99,6 +99,9 @@ const SILENT_MS = 6000
 /** The pause before a log whose consumer ended is consumed again. */
 const REFOLLOW_MS = 500
 
+/** How long opening a log's consumer may take before it is given up on and opened again. */
+const OPEN_WAIT_MS = 10_000
+
 /** How many times running a gap is met with no checkpoint to close it before the log stops (readiness says so). */
 const GAP_TRIES = 10
 
@@ -239,6 +242,9 @@ export class PartitionLog {
   #owned = false
   /** A checkpoint is being restored: a consumer that ends meanwhile is not followed again. */
   #restoring = false
+  /** Consumers opened so far (the last is the one to follow), and since when the last has been opening. */
+  #openings = 0
+  #opening: number | undefined
 
   constructor (options: PartitionLogOptions) {
     this.#o = options
@@ -344,13 +350,23 @@ export class PartitionLog {
     // mark, or skip them as applied. Caught here, when this node opens a consumer; not when nats.js's ordered consumer
     // opens itself again (it does after missed heartbeats, and a stream deleted under it reads on in the new one from
     // the old sequence): deleting a log's stream is an operator's act, after which every node is restarted.
+    const opening = ++this.#openings
+    this.#opening = performance.now()
     const gap = this.#gapIn(await jsm.streams.info(log))
+    if (opening !== this.#openings) return
     if (gap !== undefined) return this.#readOnAfter(gap)
     const consumer = await js.consumers.get(log, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.mark().applied + 1 })
     // A consumer lives on one member: when that member dies, nats.js recreates it once two heartbeats are missed. Its
     // default (a heartbeat each 15 s) left a log unapplied for 30 s after a member was killed, and every verdict on it
     // unknown; a pull that expires each 4 s has a heartbeat each 2 s.
-    const messages = this.#messages = await consumer.consume({ max_messages: 256, expires: PULL_EXPIRES_MS })
+    const messages = await consumer.consume({ max_messages: 256, expires: PULL_EXPIRES_MS })
+    // Given up on while it opened (the watchdog opened another): the later one follows the log.
+    if (opening !== this.#openings) {
+      messages.stop()
+      return
+    }
+    this.#messages = messages
+    this.#opening = undefined
     this.#delivered = performance.now()
     void (async () => {
       for await (const m of messages) {
@@ -377,7 +393,8 @@ export class PartitionLog {
     this.#o.log.warn('log: following it again from the last entry applied', { log: this.#o.stream, applied: this.mark().applied, error: why instanceof Error ? why.message : String(why) })
     setTimeout(() => {
       if (this.#stopped || this.#failure !== undefined) return
-      this.#consume().catch((err: unknown) => this.#refollow(err))
+      // A failure of an open given up on meanwhile is no news: the later open follows the log.
+      this.#consume().catch((err: unknown) => { if (this.#opening !== undefined) this.#refollow(err) })
     }, REFOLLOW_MS)
   }
 
@@ -387,7 +404,17 @@ export class PartitionLog {
    * (every owned log has one each 2 s), is stopped, and the log consumed again.
    */
   #check (): void {
-    if (this.#stopped || this.#failure !== undefined || this.#messages === undefined) return
+    if (this.#stopped || this.#failure !== undefined) return
+    // Opening a consumer can wait without end (seen after a member was killed: one node's names' log stayed unapplied
+    // for over a minute while the others applied 160 entries): it is given up on and opened again.
+    if (this.#opening !== undefined) {
+      if (performance.now() - this.#opening > OPEN_WAIT_MS) {
+        this.#opening = undefined
+        this.#refollow('opening its consumer did not finish')
+      }
+      return
+    }
+    if (this.#messages === undefined) return
     const applied = this.mark().applied
     const behind = this.#acked > applied && applied === this.#lastChecked
     this.#lastChecked = applied
@@ -439,6 +466,9 @@ export class PartitionLog {
     const messages = this.#messages
     this.#messages = undefined
     messages?.stop()
+    // A consumer still opening would read on from the old mark: the one opened after the restore is the log's.
+    this.#openings++
+    this.#opening = undefined
     this.#restore(gap).then(async () => {
       this.#restoring = false
       await this.#consume()
