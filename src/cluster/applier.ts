@@ -30,6 +30,9 @@ interface Followed {
   own?: (m: JsMsg) => boolean
   messages?: ConsumerMessages
   lastChecked: number
+  /** Consumers opened so far (the last is the one to follow), and since when the last has been opening. */
+  openings?: number
+  opening?: number
 }
 
 /**
@@ -56,6 +59,9 @@ export type AppliedHook = (table: string, key: Key, previous: unknown) => void
 
 /** How often a node looks whether its watch of the state bucket has stalled. */
 const WATCHDOG_MS = 2000
+
+/** How long opening a followed stream's consumer may take before it is given up on and opened again. */
+const OPEN_WAIT_MS = 10_000
 
 /** The bucket's newest revision, which is the last value of its row: a watch delivers it whatever it skips. */
 async function bucketRevision (engine: Engine): Promise<number> {
@@ -180,15 +186,30 @@ export class ChangeApplier {
    * state bucket).
    */
   async #follow (engine: Engine, followed: Followed): Promise<void> {
+    const opening = followed.openings = (followed.openings ?? 0) + 1
+    followed.opening = performance.now()
     const from = this.#appliedOf(followed)
     const consumer = await engine.js.consumers.get(followed.stream, from > 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 } : await followed.start(engine))
-    const messages = followed.messages = await consumer.consume()
+    const messages = await consumer.consume()
+    // Given up on while it opened (the watchdog opened another): the later one follows the stream.
+    if (opening !== followed.openings) {
+      messages.stop()
+      return
+    }
+    followed.messages = messages
+    followed.opening = undefined
     void (async () => {
       for await (const m of messages) {
+        if (followed.messages !== messages) break
         if (followed.own?.(m) === true) this.#arrive({ followed, seq: m.seq, rows: [], ownThrough: roundThrough(m.headers?.get('Nats-Msg-Id') ?? '') ?? 0 })
         else this.#arrive({ followed, seq: m.seq, rows: unpackValue(m.data) as Change[] })
       }
-    })().then(() => this.#refollow(engine, followed, 'ended'), (err: unknown) => this.#refollow(engine, followed, err))
+    })().then(() => this.#ended(engine, followed, messages, 'ended'), (err: unknown) => this.#ended(engine, followed, messages, err))
+  }
+
+  /** A consumer ended: followed again if it is still the stream's (not one given up on). */
+  #ended (engine: Engine, followed: Followed, messages: ConsumerMessages, why: unknown): void {
+    if (followed.messages === messages) this.#refollow(engine, followed, why)
   }
 
   #refollow (engine: Engine, followed: Followed, why: unknown): void {
@@ -197,7 +218,8 @@ export class ChangeApplier {
     this.#log.warn('cluster: a followed stream ended; following it again from the last applied', { stream: followed.stream, error: why instanceof Error ? why.message : String(why) })
     setTimeout(() => {
       if (this.#stopped) return
-      this.#follow(engine, followed).catch((err: unknown) => this.#refollow(engine, followed, err))
+      // A failure of an open given up on meanwhile is no news: the later open follows the stream.
+      this.#follow(engine, followed).catch((err: unknown) => { if (followed.opening !== undefined) this.#refollow(engine, followed, err) })
     }, 500)
   }
 
@@ -223,8 +245,16 @@ export class ChangeApplier {
     }
     this.#lastChecked = applied
     if (!this.#following) return
-    // A followed stream's consumer can stall the same way after a member's loss (seen once in a full test run).
+    // A followed stream's consumer can stall the same way after a member's loss (seen once in a full test run), and
+    // opening one can wait without end (seen for a log: partition-log.ts): given up on and opened again.
     for (const followed of [this.#signals, this.#book]) {
+      if (followed.opening !== undefined) {
+        if (performance.now() - followed.opening > OPEN_WAIT_MS && !this.#stopped) {
+          followed.opening = undefined
+          this.#refollow(engine, followed, 'opening its consumer did not finish')
+        }
+        continue
+      }
       if (followed.messages === undefined) continue
       const { last } = await lastMessage(engine, followed.stream)
       const at = this.#appliedOf(followed)
