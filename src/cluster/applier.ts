@@ -16,6 +16,8 @@ import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
  * A stream of rows the applier follows in the stream's order (src/cluster/shipper.ts): the signals (FEIN, heartbeats)
  * and the book (bids and their settlement).
  */
+type ApplierWatch = Awaited<ReturnType<Engine['state']['watch']>> | undefined
+
 interface Followed {
   stream: string
   /** meta key: the stream's last message this node applied, where it resumes after a restart. */
@@ -123,7 +125,10 @@ export class ChangeApplier {
   readonly #landed = new Map<string, number>()
   /** Per followed stream, the last change of this node's own rounds seen in its order. */
   readonly #ownThrough = new Map<Followed, number>()
-  #watch: Awaited<ReturnType<Engine['state']['watch']>> | undefined
+  #watch: ApplierWatch
+  /** Watches opened so far (the last is the node's), and since when the last has been opening. */
+  #watchOpenings = 0
+  #watchOpening: number | undefined
   /** The engine's answer to "which revision is last", while one is on its way, and the one asked after it. */
   #asking: Promise<number> | undefined
   #next: Promise<number> | undefined
@@ -237,6 +242,11 @@ export class ChangeApplier {
    * last look is stopped, and opened again from the last revision applied (#reopen).
    */
   async #check (engine: Engine): Promise<void> {
+    // Opening a watch can wait without end, as opening a log's consumer can (partition-log.ts): given up on.
+    if (this.#watchOpening !== undefined && performance.now() - this.#watchOpening > OPEN_WAIT_MS && !this.#stopped) {
+      this.#watchOpening = undefined
+      this.#reopen(engine, 'opening the watch did not finish')
+    }
     const last = await bucketRevision(engine)
     const applied = this.applied
     if (last > applied && applied === this.#lastChecked && !this.#stopped) {
@@ -271,12 +281,29 @@ export class ChangeApplier {
   }
 
   async #open (engine: Engine): Promise<void> {
+    const opening = ++this.#watchOpenings
+    this.#watchOpening = performance.now()
     const from = this.applied
     // A node seen before reads what changed since; a new node reads the current rows.
-    const watch = this.#watch = await engine.state.watch(from > 0 ? { include: KvWatchInclude.AllHistory, resumeFromRevision: from + 1 } : { include: KvWatchInclude.LastValue })
+    const watch = await engine.state.watch(from > 0 ? { include: KvWatchInclude.AllHistory, resumeFromRevision: from + 1 } : { include: KvWatchInclude.LastValue })
+    // Given up on while it opened (the watchdog opened another): the later one is the node's watch.
+    if (opening !== this.#watchOpenings) {
+      watch.stop()
+      return
+    }
+    this.#watch = watch
+    this.#watchOpening = undefined
     void (async () => {
-      for await (const entry of watch) this.#arrive({ entry })
-    })().then(() => this.#reopen(engine, 'ended'), (err: unknown) => this.#reopen(engine, err))
+      for await (const entry of watch) {
+        if (this.#watch !== watch) break
+        this.#arrive({ entry })
+      }
+    })().then(() => this.#watchEnded(engine, watch, 'ended'), (err: unknown) => this.#watchEnded(engine, watch, err))
+  }
+
+  /** A watch ended: opened again if it is still the node's (not one given up on). */
+  #watchEnded (engine: Engine, watch: NonNullable<ApplierWatch>, why: unknown): void {
+    if (this.#watch === watch) this.#reopen(engine, why)
   }
 
   /**
@@ -289,7 +316,8 @@ export class ChangeApplier {
     this.#log.warn('cluster: the state watch ended; watching again from the last applied revision', { error: why instanceof Error ? why.message : String(why), applied_revision: this.applied })
     setTimeout(() => {
       if (this.#stopped) return
-      this.#open(engine).catch((err: unknown) => this.#reopen(engine, err))
+      // A failure of an open given up on meanwhile is no news: the later open is the node's watch.
+      this.#open(engine).catch((err: unknown) => { if (this.#watchOpening !== undefined) this.#reopen(engine, err) })
     }, 500)
   }
 
