@@ -9,15 +9,16 @@ import { BOOK_STREAM, SIGNALS_STREAM, untilAnswered, type Engine } from './engin
 import { SNAPSHOT_MS } from './shipper.js'
 import { MarkWaiters } from './mark-waiters.js'
 import { APPLIED, appliedRevision } from './applied-revision.js'
+import { Opens } from './opens.js'
 import { BOOK_BEHIND } from './readiness.js'
 import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
+
+type ApplierWatch = Awaited<ReturnType<Engine['state']['watch']>> | undefined
 
 /**
  * A stream of rows the applier follows in the stream's order (src/cluster/shipper.ts): the signals (FEIN, heartbeats)
  * and the book (bids and their settlement).
  */
-type ApplierWatch = Awaited<ReturnType<Engine['state']['watch']>> | undefined
-
 interface Followed {
   stream: string
   /** meta key: the stream's last message this node applied, where it resumes after a restart. */
@@ -32,9 +33,7 @@ interface Followed {
   own?: (m: JsMsg) => boolean
   messages?: ConsumerMessages
   lastChecked: number
-  /** Consumers opened so far (the last is the one to follow), and since when the last has been opening. */
-  openings?: number
-  opening?: number
+  readonly opens: Opens
 }
 
 /**
@@ -61,9 +60,6 @@ export type AppliedHook = (table: string, key: Key, previous: unknown) => void
 
 /** How often a node looks whether its watch of the state bucket has stalled. */
 const WATCHDOG_MS = 2000
-
-/** How long opening a followed stream's consumer may take before it is given up on and opened again. */
-const OPEN_WAIT_MS = 10_000
 
 /** The bucket's newest revision, which is the last value of its row: a watch delivers it whatever it skips. */
 async function bucketRevision (engine: Engine): Promise<number> {
@@ -109,7 +105,8 @@ export class ChangeApplier {
       const { state } = await engine.jsm.streams.info(SIGNALS_STREAM)
       return state.messages === 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: 1 } : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Date.parse(state.last_ts) - 2 * SNAPSHOT_MS).toISOString() }
     },
-    lastChecked: -1
+    lastChecked: -1,
+    opens: new Opens()
   }
 
   readonly #book: Followed
@@ -126,9 +123,7 @@ export class ChangeApplier {
   /** Per followed stream, the last change of this node's own rounds seen in its order. */
   readonly #ownThrough = new Map<Followed, number>()
   #watch: ApplierWatch
-  /** Watches opened so far (the last is the node's), and since when the last has been opening. */
-  #watchOpenings = 0
-  #watchOpening: number | undefined
+  readonly #watchOpens = new Opens()
   /** The engine's answer to "which revision is last", while one is on its way, and the one asked after it. */
   #asking: Promise<number> | undefined
   #next: Promise<number> | undefined
@@ -147,7 +142,7 @@ export class ChangeApplier {
     // A node that never followed the book reads all of it: the stream keeps bids only as long as they can win. (From
     // sequence 1, the first message kept or after: nats.js's ordered consumer with DeliverPolicy.All on an empty
     // stream never starts consuming.)
-    this.#book = { stream: BOOK_STREAM, meta: 'cluster:book', start: async () => ({ deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: 1 }), own: (m) => m.headers?.get('Nats-Msg-Id').startsWith(`${deps.incarnation}.`) === true, lastChecked: -1 }
+    this.#book = { stream: BOOK_STREAM, meta: 'cluster:book', start: async () => ({ deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: 1 }), own: (m) => m.headers?.get('Nats-Msg-Id').startsWith(`${deps.incarnation}.`) === true, lastChecked: -1, opens: new Opens() }
   }
 
   /** The bucket revision this node has applied through. */
@@ -191,18 +186,17 @@ export class ChangeApplier {
    * state bucket).
    */
   async #follow (engine: Engine, followed: Followed): Promise<void> {
-    const opening = followed.openings = (followed.openings ?? 0) + 1
-    followed.opening = performance.now()
+    const current = followed.opens.begin()
     const from = this.#appliedOf(followed)
     const consumer = await engine.js.consumers.get(followed.stream, from > 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 } : await followed.start(engine))
     const messages = await consumer.consume()
     // Given up on while it opened (the watchdog opened another): the later one follows the stream.
-    if (opening !== followed.openings) {
+    if (!current()) {
       messages.stop()
       return
     }
     followed.messages = messages
-    followed.opening = undefined
+    followed.opens.opened()
     void (async () => {
       for await (const m of messages) {
         if (followed.messages !== messages) break
@@ -224,7 +218,7 @@ export class ChangeApplier {
     setTimeout(() => {
       if (this.#stopped) return
       // A failure of an open given up on meanwhile is no news: the later open follows the stream.
-      this.#follow(engine, followed).catch((err: unknown) => { if (followed.opening !== undefined) this.#refollow(engine, followed, err) })
+      this.#follow(engine, followed).catch((err: unknown) => { if (followed.opens.pending) this.#refollow(engine, followed, err) })
     }, 500)
   }
 
@@ -242,11 +236,7 @@ export class ChangeApplier {
    * last look is stopped, and opened again from the last revision applied (#reopen).
    */
   async #check (engine: Engine): Promise<void> {
-    // Opening a watch can wait without end, as opening a log's consumer can (partition-log.ts): given up on.
-    if (this.#watchOpening !== undefined && performance.now() - this.#watchOpening > OPEN_WAIT_MS && !this.#stopped) {
-      this.#watchOpening = undefined
-      this.#reopen(engine, 'opening the watch did not finish')
-    }
+    if (!this.#stopped && this.#watchOpens.overdue()) this.#reopen(engine, 'opening the watch did not finish')
     const last = await bucketRevision(engine)
     const applied = this.applied
     if (last > applied && applied === this.#lastChecked && !this.#stopped) {
@@ -256,13 +246,10 @@ export class ChangeApplier {
     this.#lastChecked = applied
     if (!this.#following) return
     // A followed stream's consumer can stall the same way after a member's loss (seen once in a full test run), and
-    // opening one can wait without end (seen for a log: partition-log.ts): given up on and opened again.
+    // opening one can wait without end (opens.ts): given up on and opened again.
     for (const followed of [this.#signals, this.#book]) {
-      if (followed.opening !== undefined) {
-        if (performance.now() - followed.opening > OPEN_WAIT_MS && !this.#stopped) {
-          followed.opening = undefined
-          this.#refollow(engine, followed, 'opening its consumer did not finish')
-        }
+      if (followed.opens.pending) {
+        if (!this.#stopped && followed.opens.overdue()) this.#refollow(engine, followed, 'opening its consumer did not finish')
         continue
       }
       if (followed.messages === undefined) continue
@@ -281,18 +268,17 @@ export class ChangeApplier {
   }
 
   async #open (engine: Engine): Promise<void> {
-    const opening = ++this.#watchOpenings
-    this.#watchOpening = performance.now()
+    const current = this.#watchOpens.begin()
     const from = this.applied
     // A node seen before reads what changed since; a new node reads the current rows.
     const watch = await engine.state.watch(from > 0 ? { include: KvWatchInclude.AllHistory, resumeFromRevision: from + 1 } : { include: KvWatchInclude.LastValue })
     // Given up on while it opened (the watchdog opened another): the later one is the node's watch.
-    if (opening !== this.#watchOpenings) {
+    if (!current()) {
       watch.stop()
       return
     }
     this.#watch = watch
-    this.#watchOpening = undefined
+    this.#watchOpens.opened()
     void (async () => {
       for await (const entry of watch) {
         if (this.#watch !== watch) break
@@ -317,7 +303,7 @@ export class ChangeApplier {
     setTimeout(() => {
       if (this.#stopped) return
       // A failure of an open given up on meanwhile is no news: the later open is the node's watch.
-      this.#open(engine).catch((err: unknown) => { if (this.#watchOpening !== undefined) this.#reopen(engine, err) })
+      this.#open(engine).catch((err: unknown) => { if (this.#watchOpens.pending) this.#reopen(engine, err) })
     }, 500)
   }
 

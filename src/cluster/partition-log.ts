@@ -5,6 +5,7 @@ import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
 import { readCheckpoint, restoreCheckpoint, type Checkpoints, type LogTable } from './checkpoints.js'
 import { MarkWaiters } from './mark-waiters.js'
+import { Opens } from './opens.js'
 import type { PartitionMark, PartitionOwner, Verdict } from './records.js'
 
 // A partition's log (docs/architecture.md, "Next: screens owned by partitions, fenced by the log"): commands appended
@@ -98,9 +99,6 @@ const SILENT_MS = 6000
 
 /** The pause before a log whose consumer ended is consumed again. */
 const REFOLLOW_MS = 500
-
-/** How long opening a log's consumer may take before it is given up on and opened again. */
-const OPEN_WAIT_MS = 10_000
 
 /** How many times running a gap is met with no checkpoint to close it before the log stops (readiness says so). */
 const GAP_TRIES = 10
@@ -242,9 +240,7 @@ export class PartitionLog {
   #owned = false
   /** A checkpoint is being restored: a consumer that ends meanwhile is not followed again. */
   #restoring = false
-  /** Consumers opened so far (the last is the one to follow), and since when the last has been opening. */
-  #openings = 0
-  #opening: number | undefined
+  readonly #opens = new Opens()
 
   constructor (options: PartitionLogOptions) {
     this.#o = options
@@ -268,14 +264,14 @@ export class PartitionLog {
    */
   async start (): Promise<void> {
     const { jsm, stream: log, store } = this.#o
-    const gap = this.#gapIn(await jsm.streams.info(log))
-    if (gap !== undefined) await this.#restore(gap)
     const info = await jsm.streams.info(log)
+    const gap = this.#gapIn(info)
+    if (gap !== undefined) await this.#restore(gap, info)
     const mark = this.mark()
     if (mark.applied > 0 && mark.applied >= info.state.first_seq) {
       const at = await jsm.streams.getMessage(log, { seq: mark.applied }).catch(() => undefined)
       // Gone since the stream was read: trimmed below a checkpoint meanwhile, which the node reads on from.
-      if (at === undefined) await this.#restore(new PartitionGap(`${log}'s entry ${mark.applied} was trimmed as this node started`))
+      if (at === undefined) await this.#restore(new PartitionGap(`${log}'s entry ${mark.applied} was trimmed as this node started`), await jsm.streams.info(log))
       else if (digestOf(at.seq, at.data) !== mark.digest) throw new PartitionGap(`${log}'s entry ${mark.applied} is not the one this node applied`)
     }
     if (this.mark().stream_created === '') {
@@ -283,7 +279,7 @@ export class PartitionLog {
       store.write(() => store.partitionMarks.putSync(log, created))
       this.#mark = created
     }
-    await this.#consume()
+    await this.#consume(info)
     this.#watchdog = setInterval(() => this.#check(), WATCHDOG_MS)
     this.#watchdog.unref()
   }
@@ -299,12 +295,12 @@ export class PartitionLog {
 
   /**
    * This node cannot read the log on from its mark (gap): its rows of the log are replaced by the newest checkpoint of
-   * the stream that reaches its first entry; without one, the gap stands, and the log must be rebuilt by hand.
+   * the stream (as info, read since the gap was found, says it is) that reaches its first entry; without one, the gap
+   * stands, and the log must be rebuilt by hand.
    */
-  async #restore (gap: PartitionGap): Promise<void> {
-    const { store, stream: log, machine, checkpoints, jsm } = this.#o
+  async #restore (gap: PartitionGap, info: StreamInfo): Promise<void> {
+    const { store, stream: log, machine, checkpoints } = this.#o
     if (checkpoints === undefined || machine.tables === undefined) throw gap
-    const info = await jsm.streams.info(log)
     const checkpoint = await checkpoints.store.get(log, info.created, info.state.first_seq)
     if (checkpoint === undefined) throw gap
     const mark = this.mark()
@@ -343,17 +339,16 @@ export class PartitionLog {
       .finally(() => { this.#checkpointing = false })
   }
 
-  /** Consumes the log from the entry after this node's mark. */
-  async #consume (): Promise<void> {
+  /** Consumes the log from the entry after this node's mark; known: the stream as just read (at start). */
+  async #consume (known?: StreamInfo): Promise<void> {
     const { js, jsm, stream: log } = this.#o
     // A stream created again while this node followed it would deliver its own entries 1, 2... as if they followed the
     // mark, or skip them as applied. Caught here, when this node opens a consumer; not when nats.js's ordered consumer
     // opens itself again (it does after missed heartbeats, and a stream deleted under it reads on in the new one from
     // the old sequence): deleting a log's stream is an operator's act, after which every node is restarted.
-    const opening = ++this.#openings
-    this.#opening = performance.now()
-    const gap = this.#gapIn(await jsm.streams.info(log))
-    if (opening !== this.#openings) return
+    const current = this.#opens.begin()
+    const gap = this.#gapIn(known ?? await jsm.streams.info(log))
+    if (!current()) return
     if (gap !== undefined) return this.#readOnAfter(gap)
     const consumer = await js.consumers.get(log, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.mark().applied + 1 })
     // A consumer lives on one member: when that member dies, nats.js recreates it once two heartbeats are missed. Its
@@ -361,12 +356,12 @@ export class PartitionLog {
     // unknown; a pull that expires each 4 s has a heartbeat each 2 s.
     const messages = await consumer.consume({ max_messages: 256, expires: PULL_EXPIRES_MS })
     // Given up on while it opened (the watchdog opened another): the later one follows the log.
-    if (opening !== this.#openings) {
+    if (!current()) {
       messages.stop()
       return
     }
     this.#messages = messages
-    this.#opening = undefined
+    this.#opens.opened()
     this.#delivered = performance.now()
     void (async () => {
       for await (const m of messages) {
@@ -394,7 +389,7 @@ export class PartitionLog {
     setTimeout(() => {
       if (this.#stopped || this.#failure !== undefined) return
       // A failure of an open given up on meanwhile is no news: the later open follows the log.
-      this.#consume().catch((err: unknown) => { if (this.#opening !== undefined) this.#refollow(err) })
+      this.#consume().catch((err: unknown) => { if (this.#opens.pending) this.#refollow(err) })
     }, REFOLLOW_MS)
   }
 
@@ -405,13 +400,8 @@ export class PartitionLog {
    */
   #check (): void {
     if (this.#stopped || this.#failure !== undefined) return
-    // Opening a consumer can wait without end (seen after a member was killed: one node's names' log stayed unapplied
-    // for over a minute while the others applied 160 entries): it is given up on and opened again.
-    if (this.#opening !== undefined) {
-      if (performance.now() - this.#opening > OPEN_WAIT_MS) {
-        this.#opening = undefined
-        this.#refollow('opening its consumer did not finish')
-      }
+    if (this.#opens.pending) {
+      if (this.#opens.overdue()) this.#refollow('opening its consumer did not finish')
       return
     }
     if (this.#messages === undefined) return
@@ -467,9 +457,9 @@ export class PartitionLog {
     this.#messages = undefined
     messages?.stop()
     // A consumer still opening would read on from the old mark: the one opened after the restore is the log's.
-    this.#openings++
-    this.#opening = undefined
-    this.#restore(gap).then(async () => {
+    this.#opens.abandon()
+    const { jsm, stream: log } = this.#o
+    jsm.streams.info(log).then(async (info) => await this.#restore(gap, info)).then(async () => {
       this.#restoring = false
       await this.#consume()
     }).catch((err: unknown) => {
@@ -477,6 +467,7 @@ export class PartitionLog {
         this.#restoring = false
         return this.#fail(err)
       }
+      // Tried again as a restore (a consume that failed after one included): no refollow meanwhile.
       this.#restoring = true
       setTimeout(() => this.#readOnAfter(gap, tries + 1), REFOLLOW_MS)
     })

@@ -105,7 +105,11 @@ export async function checkConverged (t: Test, c: TestCluster, history: History,
     t.equal(check.violations.length, 0, `${check.name}: ${check.checked} checked, no violation`)
   }
   const unanswered = history.ops.filter((o) => o.outcome === 'unknown')
-  if (unanswered.length > 0) t.comment(`unknown outcomes: ${unanswered.slice(0, 10).map((o) => `${o.client} ${o.status ?? o.error}${(o.body as { error_code?: string } | undefined)?.error_code !== undefined ? ` ${(o.body as { error_code: string }).error_code}` : ''}`).join('; ')}`)
+  const described = unanswered.slice(0, 10).map((o) => {
+    const code = (o.body as { error_code?: string } | undefined)?.error_code
+    return `${o.client} ${o.status ?? o.error}${code !== undefined ? ` ${code}` : ''}`
+  })
+  if (unanswered.length > 0) t.comment(`unknown outcomes: ${described.join('; ')}`)
 }
 
 /** Screens' day and what each node shows booked on each. */
