@@ -1,5 +1,5 @@
 import t from 'tap'
-import { pause } from './helpers/eventually.js'
+import { eventually } from './helpers/eventually.js'
 import { freshIp, parseResponses, rawExchange, startTestService } from './helpers/service.js'
 
 t.test('the first response to an Idempotency-Key is replayed, nothing is done twice', async (t) => {
@@ -68,11 +68,14 @@ t.test('a key whose first request is still arriving is 409 idempotency_key_in_us
   const svc = await startTestService(t)
   const { key } = await svc.onboard('slow')
   const body = JSON.stringify({ label: 'slow' })
-  const head = `POST /openrtb/v2/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nIdempotency-Key: slow-1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`
-  // The request's first bytes, and its last 400 ms later: the second request comes in between.
-  const slow = rawExchange(svc.port, [head + body.slice(0, 5), body.slice(5)], 2000, 400)
-  await pause(150)
+  const head = `POST /openrtb/v2/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nIdempotency-Key: slow-1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
+  // The request's first bytes, and its last only once the second request has been answered.
+  let answered!: () => void
+  const second = new Promise<void>((resolve) => { answered = resolve })
+  const slow = rawExchange(svc.port, [head + body.slice(0, 5), second, body.slice(5)], 30_000)
+  t.ok(await eventually(t, 'the first request in flight', () => svc.inFlight(), { until: (n) => n >= 2 }), 'the first request is in flight')
   const concurrent = await svc.request('POST', '/openrtb/v2/keys', { key, body: { label: 'slow' }, headers: { 'idempotency-key': 'slow-1' } })
+  answered()
   t.equal(concurrent.status, 409)
   t.equal(concurrent.body.error_code, 'idempotency_key_in_use')
   const [first] = parseResponses(await slow)

@@ -14,12 +14,12 @@ t.test('graceful shutdown: stop accepting, finish in-flight requests, then close
   const svc = await startTestService(t)
   const { key } = await svc.onboard('draining')
   const body = JSON.stringify({ label: 'in flight' })
-  const head = `POST /openrtb/v2/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`
-  // The request's first bytes, then 1.5 s before the rest: the service closes once it has the request in flight (the
-  // gauge counts the scrape that reads it too).
-  const inFlight = rawExchange(svc.port, [head + body.slice(0, 4), body.slice(4)], 5000, 1500)
-  const gauge = async () => Number(/^oohbid_http_requests_in_flight (\d+)$/m.exec((await svc.request('GET', '/metrics')).text)?.[1])
-  t.ok(await eventually(t, 'the request in flight', gauge, { until: (n) => n >= 2 }), 'the request is in flight')
+  const head = `POST /openrtb/v2/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
+  // The request's first bytes, and the rest only once the service is draining: it closes with the request in flight.
+  let draining!: () => void
+  const drained = new Promise<void>((resolve) => { draining = resolve })
+  const inFlight = rawExchange(svc.port, [head + body.slice(0, 4), drained, body.slice(4)], 30_000)
+  t.ok(await eventually(t, 'the request in flight', () => svc.inFlight(), { until: (n) => n >= 2 }), 'the request is in flight')
   const closed = svc.service.close()
   // Each hot thread closes its listen socket when the supervisor's message reaches it.
   const connecting = () => new Promise((resolve) => {
@@ -31,6 +31,7 @@ t.test('graceful shutdown: stop accepting, finish in-flight requests, then close
   const keptAlive = await svc.request('GET', '/readyz')
   t.equal(keptAlive.status, 503, 'a kept-alive connection is told the service is draining')
   t.equal(keptAlive.body.error_code, 'service_unavailable')
+  draining()
   const [reply] = parseResponses(await inFlight)
   t.equal(reply?.status, 201, 'the request in flight was finished')
   await closed

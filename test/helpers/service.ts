@@ -42,6 +42,8 @@ export interface TestService {
   onboard (seatId: string, extra?: Record<string, unknown>, key?: string): Promise<{ reply: Reply, key: string }>
   /** Counts of every store table and the outbox, to show that a refused request wrote nothing. */
   snapshot (): Record<string, number>
+  /** Requests the service has accepted and not yet answered, from /metrics (the scrape that reads it counts too). */
+  inFlight (): Promise<number>
 }
 
 let ipCounter = 0
@@ -128,6 +130,9 @@ export async function startTestService (t: { teardown (fn: () => unknown): void,
         }
       }
     },
+    async inFlight () {
+      return Number(/^oohbid_http_requests_in_flight (\d+)$/m.exec((await request('GET', '/metrics')).text)?.[1])
+    },
     snapshot () {
       const s = service.store
       return {
@@ -165,8 +170,12 @@ export async function startTestService (t: { teardown (fn: () => unknown): void,
   return svc
 }
 
-/** Writes raw bytes on one connection and collects what comes back until the server closes or `ms` pass. */
-export function rawExchange (port: number, payload: string | string[], ms = 1000, gapMs = 0): Promise<string> {
+/**
+ * Writes raw bytes on one connection and collects what comes back until the server closes or `ms` pass. Parts are
+ * written gapMs apart, as over a slow link; a promise among them holds back the parts after it until it settles, so a
+ * test decides when a request's last bytes arrive rather than racing a timer on a busy machine.
+ */
+export function rawExchange (port: number, payload: string | Array<string | Promise<unknown>>, ms = 1000, gapMs = 0): Promise<string> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1')
     let out = ''
@@ -175,11 +184,18 @@ export function rawExchange (port: number, payload: string | string[], ms = 1000
     socket.on('data', (d) => { out += d.toString('latin1') })
     socket.on('close', () => { clearTimeout(timer); resolve(out) })
     socket.on('error', () => {})
-    // Each part gapMs after the one before: a request that arrives in pieces, as over a slow link.
-    socket.on('connect', () => {
-      const parts = typeof payload === 'string' ? [payload] : payload
-      parts.forEach((p, i) => setTimeout(() => socket.write(p), i * gapMs))
-    })
+    const parts = typeof payload === 'string' ? [payload] : payload
+    const next = (i: number): void => {
+      const part = parts[i]
+      if (part === undefined || socket.destroyed) return
+      if (typeof part !== 'string') {
+        part.then(() => next(i + 1), () => next(i + 1))
+        return
+      }
+      socket.write(part)
+      setTimeout(() => next(i + 1), gapMs)
+    }
+    socket.on('connect', () => next(0))
   })
 }
 
