@@ -103,15 +103,21 @@ export interface ClusterConfig {
   /** CLUSTER_REPLICAS: how many engine members hold each replicated bucket and stream (default 3; a write needs a majority). */
   replicas: number
   /**
+   * CLUSTER_PARTITIONS: how many partitions the screens hash into, each with its own log of bookings and one owner
+   * that holds its bids and decides its spots (docs/architecture.md). Every node of a cluster must say the same: it
+   * names where a screen's bookings, bids and spots are decided.
+   */
+  partitions: number
+  /**
    * CLUSTER_ACK_TIMEOUT_MS: how long a write to replicated state waits for the engine's quorum before it answers 503
    * (the write stands on this node and ships when the engine is back; a retry with its Idempotency-Key replays it).
    */
-  /**
-   * CLUSTER_PARTITIONS: how many partitions the screens hash into, each with its own log of bookings
-   * (docs/architecture.md). Every node of a cluster must say the same: it names where a screen's bookings are decided.
-   */
-  partitions: number
   ackTimeoutMs: number
+  /**
+   * CLUSTER_NODE_URL: where the other nodes reach this node's HTTP port, to forward it the players of the partitions
+   * it owns; by default http://HOST:PORT (127.0.0.1 for a wildcard HOST), which suits nodes on one machine only.
+   */
+  nodeUrl?: string
   /**
    * CLUSTER_FUNNEL_KEEP_HOURS: how long the engine keeps the funnel stream's events (default 24): how long a node's
    * ClickHouse may be away and still load what it missed, paid for in the engine's disk.
@@ -181,7 +187,9 @@ function clusterOf (env: Env, bidTtlSeconds: number): ClusterConfig | undefined 
   if (nodeId === undefined || !/^[A-Za-z0-9_-]{1,64}$/.test(nodeId)) throw new Error('CLUSTER_NATS_URLS needs CLUSTER_NODE_ID: a name unique in the cluster (letters, digits, - and _)')
   // Generated ones would differ per node: a key sealed on one could not be opened on another, nor the operator sign in.
   for (const name of ['ADMIN_TOKEN', 'KEY_ENCRYPTION_KEY']) if (str(env, name) === undefined) throw new Error(`CLUSTER_NATS_URLS needs ${name}, the same on every node`)
-  return { natsUrls: urls, nodeId, replicas: int(env, 'CLUSTER_REPLICAS', 3, 1, 5), ackTimeoutMs: int(env, 'CLUSTER_ACK_TIMEOUT_MS', 5000, 100, 60_000), partitions: int(env, 'CLUSTER_PARTITIONS', 16, 1, 256), funnelKeepHours: int(env, 'CLUSTER_FUNNEL_KEEP_HOURS', 24, 1, 24 * 30), checkpointEntries: int(env, 'CLUSTER_CHECKPOINT_ENTRIES', 10_000, 10, 10_000_000), bookKeepMs: (bidTtlSeconds + 600) * 1000 }
+  const nodeUrl = str(env, 'CLUSTER_NODE_URL')
+  if (nodeUrl !== undefined && !/^https?:\/\/[^/\s]+$/.test(nodeUrl)) throw new Error(`CLUSTER_NODE_URL must be http(s)://host:port, got "${nodeUrl}"`)
+  return { natsUrls: urls, nodeId, ...(nodeUrl !== undefined ? { nodeUrl } : {}), replicas: int(env, 'CLUSTER_REPLICAS', 3, 1, 5), ackTimeoutMs: int(env, 'CLUSTER_ACK_TIMEOUT_MS', 5000, 100, 60_000), partitions: int(env, 'CLUSTER_PARTITIONS', 16, 1, 256), funnelKeepHours: int(env, 'CLUSTER_FUNNEL_KEEP_HOURS', 24, 1, 24 * 30), checkpointEntries: int(env, 'CLUSTER_CHECKPOINT_ENTRIES', 10_000, 10, 10_000_000), bookKeepMs: (bidTtlSeconds + 600) * 1000 }
 }
 
 /** Reads the configuration from an environment (process.env by default); throws on a malformed value. */

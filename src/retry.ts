@@ -34,3 +34,13 @@ export async function retryWithBackoff<T> (attempt: () => Promise<T>, stopped: (
   }
   return undefined
 }
+
+/** Rejects past ms: an engine's read can wait without end (an object whose chunks are gone, a consumer that never opens). */
+export async function within<T> (ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([work, new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms) })])
+  } finally {
+    clearTimeout(timer)
+  }
+}

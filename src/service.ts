@@ -42,6 +42,7 @@ import { adoptCampaignDelivery } from './campaigns/delivery.js'
 import { ShippedChanges } from './cluster/shipped.js'
 import { RehearsedBookings } from './campaigns/rehearsed-bookings.js'
 import { clusterShare } from './cluster/share.js'
+import { ServedPartitions } from './cluster/served-partitions.js'
 import { leasedLeft } from './campaigns/delivery.js'
 import { ALONE } from './store/store.js'
 import { createLogger, type Logger } from './log.js'
@@ -99,7 +100,7 @@ export interface ServiceOptions {
  * Takes the data directory and the port (or refuses to start), opens the store and resolves the configuration.
  * askBudget: where a cluster node's asks for the next part of a campaign's budget go; bookings: how it books.
  */
-async function takeNode (given: Config, log: Logger, askBudget: (campaignId: string, wantMicros: number) => void, bookings: Bookings): Promise<{ lock: Awaited<ReturnType<typeof lockDataDir>>, claimed: ClaimedPort, store: Store, config: ResolvedConfig & { adminToken: string }, url: string }> {
+async function takeNode (given: Config, log: Logger, askBudget: (campaignId: string, wantMicros: number) => void, bookings: Bookings, served: ServedPartitions): Promise<{ lock: Awaited<ReturnType<typeof lockDataDir>>, claimed: ClaimedPort, store: Store, config: ResolvedConfig & { adminToken: string }, url: string }> {
   const lock = await lockDataDir(given.dataDir)
   let claimed: ClaimedPort
   try {
@@ -109,7 +110,7 @@ async function takeNode (given: Config, log: Logger, askBudget: (campaignId: str
     throw err
   }
   const port = claimed.port
-  const share = given.cluster !== undefined ? clusterShare(given.cluster.nodeId, { leasedLeft, ask: askBudget }, bookings) : ALONE
+  const share = given.cluster !== undefined ? clusterShare(given.cluster.nodeId, served, { leasedLeft, ask: askBudget }, bookings) : ALONE
   const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs }, undefined, { replicate: given.cluster !== undefined, share })
   const admin = resolveAdminToken(given.adminToken, given.dataDir)
   if (admin.generatedAt !== undefined) log.info('operator token', { path: admin.generatedAt })
@@ -180,7 +181,9 @@ export async function startService ({ config: given, clock = systemClock, log = 
     decide: async (base, commands) => await capacity!.decide(base, commands),
     expire: (claim) => capacity?.expire(claim)
   }, given.cluster?.partitions ?? 1)
-  const { lock, claimed, store, config, url } = await takeNode(given, log, (campaignId, wantMicros) => cluster?.leaseBudget(campaignId, wantMicros), bookings)
+  // The partitions whose spots this node decides: none until it owns their logs and has read their bids.
+  const served = new ServedPartitions(given.cluster?.partitions ?? 1)
+  const { lock, claimed, store, config, url } = await takeNode(given, log, (campaignId, wantMicros) => cluster?.leaseBudget(campaignId, wantMicros), bookings, served)
   const { port, adminToken } = config
   const parts = nodeParts(config, store, clock, log, adminToken)
   const { moderator, notices, funnel, claims, sender, webhooks, analytics, idempotency, deliveries } = parts
@@ -189,12 +192,12 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const dashboard = dashboardFor(ops, clock.now())
   const threads: Supervisor = new Supervisor({
     config,
-    shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: parts.limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer, claims: { buffer: claims.buffer, counters: claims.counters }, shipped: replicated.buffer, journals: parts.journals }
+    shared: { clock: clock.share?.() ?? { kind: 'system' }, generations: store.generations, limits: parts.limiter.buffer, inFlight: idempotency.buffer, funnel: funnel.buffer, claims: { buffer: claims.buffer, counters: claims.counters }, shipped: replicated.buffer, journals: parts.journals, served: served.buffer }
   }, supervisorOperations(ops, dashboard), log, () => store.refresh())
   // The routes as the hot threads build them, for the OpenAPI document's tests and tools; this thread serves none.
   const routes = allRoutes({ ...parts, config, clock, store, impIds: new ImpIds(store), proofSigner: ProofSigner.forService(config), journal: openHotJournal(parts.intake, config.dataDir, config.durability, 'supervisor', new JournalTurns(parts.journals, 0)), scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}), readiness: () => ({ checks: {} }) })
   try {
-    cluster = await joinClusterOf({ ...parts, config, clock, log, store, shipped: replicated, threads })
+    cluster = await joinClusterOf({ ...parts, config, clock, log, store, shipped: replicated, threads, served, url })
     if (cluster !== undefined) capacity = startCapacity(store, cluster, config.cluster!, log)
     await threads.start(config.hotThreads)
     claimed.release()

@@ -1,10 +1,10 @@
 import t from 'tap'
-import { partitionOf } from '../src/campaigns/capacity.js'
+import { partitionOf } from '../src/cluster/screen-partitions.js'
 import { partitionStream } from '../src/cluster/partition-log.js'
 import { History } from '../scripts/lib/faults/history.js'
-import { clusterAvailable, startTestCluster } from './helpers/cluster.js'
+import { clusterAvailable, PARTITIONS, startTestCluster } from './helpers/cluster.js'
 import { eventually, pause } from './helpers/eventually.js'
-import { bookingClients, bookingSetting, checkConverged, PARTITIONS } from './helpers/fault-bookings.js'
+import { bookingClients, bookingSetting, checkConverged } from './helpers/fault-bookings.js'
 
 // Issue 47's fault suite, the engine's side: clients book two screens' day (in two partitions, so each hold is all or
 // nothing through the claims log) through two nodes while the engine loses the leader of the claims log, then the

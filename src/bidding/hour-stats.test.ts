@@ -5,6 +5,7 @@ import t from 'tap'
 import { openStore } from '../store/store.js'
 import { addToHour, lastDay } from './hour-stats.js'
 import { clusterShare } from '../cluster/share.js'
+import { ServedPartitions } from '../cluster/served-partitions.js'
 
 // A seat's hourly counters over a real LMDB store, without the service: each node writes its own row of an hour,
 // and the day sums every node's rows and a row an earlier version wrote without a node.
@@ -16,7 +17,7 @@ t.test('a seat\'s hour is the sum of every node\'s row, an earlier version\'s ro
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-stats-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   for (const node of ['node-1', 'node-2']) {
-    const store = openStore(dir, undefined, undefined, { share: clusterShare(node, { leasedLeft: () => 0, ask: () => {} }) })
+    const store = openStore(dir, undefined, undefined, { share: clusterShare(node, new ServedPartitions(1), { leasedLeft: () => 0, ask: () => {} }) })
     store.write(() => addToHour(store, 'Alpha', NOW, (h) => { h.bids += 2; h.accepted += 1; h.wins += node === 'node-2' ? 1 : 0; h.rejected.below_floor = 1 }))
     await store.close()
   }

@@ -26,8 +26,6 @@ export interface StoredBid {
   /** BidResponse.bidid, for ${AUCTION_BID_ID}. */
   bidid?: string
   adid?: string
-  /** On a cluster, the node that took it: the one that settles it should its imp expire first (expiry.ts). */
-  node?: string
   /** The live audience of the FEIN segment it named (ext.oohbid.segment): it plays only while the screen's is in it. */
   audience?: LiveAudience
 }

@@ -7,8 +7,9 @@
 import { tableSlice, wholeTable } from '../cluster/checkpoints.js'
 import type { PartitionMachine } from '../cluster/partition-log.js'
 import type { Verdict } from '../cluster/records.js'
+import { partitionOf } from '../cluster/screen-partitions.js'
 import type { Store } from '../store/store.js'
-import { bookWhole, claimLog, itemsByPartition, partitionOf, partsFollow, releasePart, settlePart, stepClaim, stepWhole, sweepEnded, takePart, type CapacityLog, type ClaimStep } from './capacity.js'
+import { bookWhole, claimLog, itemsByPartition, partsFollow, releasePart, settlePart, stepClaim, stepWhole, sweepEnded, takePart, type CapacityLog, type ClaimStep } from './capacity.js'
 import type { BookingItem, ClaimOutcome, Shortfall } from './records.js'
 
 /** What a request's handler would book, in the order it asked, as its rehearsal recorded it. */

@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import t from 'tap'
 import { openStore, type Store } from '../store/store.js'
 import { IDEMPOTENCY_TTL_MS } from '../http/idempotency.js'
-import { bookedOn, bookWhole, partitionOf, releasePart, settlePart, stepClaim, stepWhole, sweepEnded, takePart } from './capacity.js'
+import { bookedOn, bookWhole, releasePart, settlePart, stepClaim, stepWhole, sweepEnded, takePart } from './capacity.js'
+import { partitionOf } from '../cluster/screen-partitions.js'
 import type { BookingItem } from './records.js'
 
 // The ledger's rules without a service: a partition counts a claim's part from its take until its settlement drops

@@ -7,7 +7,7 @@ import { openMinutesByHour } from '../inventory/local-time.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
 import { IDEMPOTENCY_TTL_MS } from '../http/idempotency.js'
-import { fnv } from '../http/shared-table.js'
+import { partitionOf } from '../cluster/screen-partitions.js'
 import type { BookingItem, ClaimOutcome, ClaimRecord, Shortfall } from './records.js'
 
 /** Spots a screen can play on a date: open time in its local hours divided by its slot duration. */
@@ -93,11 +93,6 @@ export function moveBooked (store: Store, items: BookingItem[], sign: 1 | -1): v
       else store.bookedHours.removeSync([item.screen, item.date, hour])
     }
   }
-}
-
-/** Which partition of the screens a screen falls in, of `partitions` (1 on a node alone). */
-export function partitionOf (screenId: string, partitions: number): number {
-  return partitions === 1 ? 0 : (fnv(screenId, 0x811c9dc5) >>> 0) % partitions
 }
 
 /** A booking's items by the partition of their screens. */

@@ -8,6 +8,7 @@ import { openStore } from '../store/store.js'
 import { addLease, adoptCampaignDelivery, campaignView, deliveredOf, leasedLeft } from './delivery.js'
 import { charge, headroom, hold, ledgerOf } from './budget.js'
 import { clusterShare } from '../cluster/share.js'
+import { ServedPartitions } from '../cluster/served-partitions.js'
 import { campaignJobsDue, recordDelivery, runCampaignJobs } from './lifecycle.js'
 import type { CampaignRecord } from './records.js'
 
@@ -21,7 +22,7 @@ function node (t: { teardown (fn: () => unknown): void }, id: string) {
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-delivery-'))
   // A cluster node's asks for budget, as its supervisor would receive them.
   const asks: Array<[string, number]> = []
-  const share = id === '' ? undefined : clusterShare(id, { leasedLeft, ask: (campaignId, want) => asks.push([campaignId, want]) })
+  const share = id === '' ? undefined : clusterShare(id, new ServedPartitions(1), { leasedLeft, ask: (campaignId, want) => asks.push([campaignId, want]) })
   const store = openStore(dir, undefined, undefined, share !== undefined ? { share } : {})
   t.teardown(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
   const outbox = new Outbox(store, new ManualClock(NOW))

@@ -10,6 +10,8 @@ import { SNAPSHOT_MS } from './shipper.js'
 import { MarkWaiters } from './mark-waiters.js'
 import { APPLIED, appliedRevision } from './applied-revision.js'
 import { Opens } from './opens.js'
+import { bookRows } from './book-parts.js'
+import { retryWithBackoff, within } from '../retry.js'
 import { BOOK_BEHIND } from './readiness.js'
 import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
 
@@ -31,6 +33,8 @@ interface Followed {
    * this data directory's (its incarnation names its messages): a node that lost its disk reads back what it took.
    */
   own?: (m: JsMsg) => boolean
+  /** A message's rows to apply here, unpacked when the applier writes them (which partitions are held may change until then). */
+  rows: (data: Uint8Array) => Change[]
   messages?: ConsumerMessages
   lastChecked: number
   readonly opens: Opens
@@ -40,7 +44,7 @@ interface Followed {
  * What the applier writes, in the order it came: a state bucket entry, or one node's round of a followed stream (for
  * this node's own round, no rows, and the last of its changes the round carried).
  */
-type Arrived = { entry: KvEntry } | { followed: Followed, seq: number, rows: Change[], ownThrough?: number }
+type Arrived = { entry: KvEntry } | { followed: Followed, seq: number, data?: Uint8Array, ownThrough?: number }
 
 /** The last change a round carries, from its message id (`<incarnation>.<first>-<last>.<n>`, src/cluster/shipper.ts). */
 function roundThrough (msgId: string): number | undefined {
@@ -57,6 +61,12 @@ const BOOK_CATCH_UP_MS = 30_000
  * one derived: a removed subscription's place in its seat's list).
  */
 export type AppliedHook = (table: string, key: Key, previous: unknown) => void
+
+/** How long a partition's rebuild waits for the engine to answer, or for the book's next message, before it starts again. */
+const REBUILD_WAIT_MS = 10_000
+
+/** Rows a rebuild writes in one transaction. */
+const REBUILD_BATCH = 512
 
 /** How often a node looks whether its watch of the state bucket has stalled. */
 const WATCHDOG_MS = 2000
@@ -84,9 +94,11 @@ async function lastMessage (engine: Engine, stream: string): Promise<{ last: num
  * bucket holds snapshots of them, which a node applies only while it catches up at start, before it follows the
  * signals (from where it left off, or from two snapshot periods back when it has followed none). The book (stored bids
  * and the settlements that take them out) arrives the same way from its own stream, every node's rounds but this
- * node's own, and a node is ready only once it has applied the book as it stood when it started. A node away longer
- * than the book stream keeps misses only bids that expired meanwhile, and their settlements; the rows that outlive
- * the stream (a seat's hourly counters) it reads from the state bucket's snapshot of them while it catches up.
+ * node's own, and a node is ready only once it has applied the book as it stood when it started. Of the bids it
+ * applies only those of the partitions whose logs it owns (hold), reading past the others unpacked; a partition it
+ * comes to own is read from the stream's start before its spots are decided here (onServing). A node away longer than
+ * the book stream keeps misses only bids that expired meanwhile, and their settlements; the rows that outlive the
+ * stream (a seat's hourly counters) it reads from the state bucket's snapshot of them while it catches up.
  */
 export class ChangeApplier {
   readonly #store: Store
@@ -105,11 +117,20 @@ export class ChangeApplier {
       const { state } = await engine.jsm.streams.info(SIGNALS_STREAM)
       return state.messages === 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: 1 } : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Date.parse(state.last_ts) - 2 * SNAPSHOT_MS).toISOString() }
     },
+    rows: (data) => unpackValue(data) as Change[],
     lastChecked: -1,
     opens: new Opens()
   }
 
   readonly #book: Followed
+  /** The screen partitions whose bids this node applies: those whose logs it owns (src/cluster/partition-owners.ts). */
+  readonly #held = new Set<number>()
+  /**
+   * Partitions taken on and still being read from the book's start, each with the rows the live book wrote since
+   * (state keys): newer than anything the rebuild reads, which leaves them alone.
+   */
+  readonly #rebuilding = new Map<number, Set<string>>()
+  readonly #onServing: (partition: number, serving: boolean) => void
   /** A starting node waiting to have applied the book through the message that was newest when it asked. */
   readonly #bookApplying = new MarkWaiters()
   #scheduled = false
@@ -133,16 +154,20 @@ export class ChangeApplier {
   #watchdog: NodeJS.Timeout | undefined
   #lastChecked = -1
 
-  /** incarnation: this data directory's name in the engine, which names its messages (its own come back, skipped). */
-  constructor (deps: { store: Store, changes: ChangeLog, log: Logger, incarnation: string, onApplied: AppliedHook }) {
+  /**
+   * incarnation: this data directory's name in the engine, which names its messages (its own come back, skipped).
+   * onServing: a partition's bids are all here (true, once its rebuild is done), or no longer applied here.
+   */
+  constructor (deps: { store: Store, changes: ChangeLog, log: Logger, incarnation: string, onApplied: AppliedHook, onServing: (partition: number, serving: boolean) => void }) {
     this.#store = deps.store
     this.#changes = deps.changes
     this.#log = deps.log
     this.#onApplied = deps.onApplied
+    this.#onServing = deps.onServing
     // A node that never followed the book reads all of it: the stream keeps bids only as long as they can win. (From
     // sequence 1, the first message kept or after: nats.js's ordered consumer with DeliverPolicy.All on an empty
     // stream never starts consuming.)
-    this.#book = { stream: BOOK_STREAM, meta: 'cluster:book', start: async () => ({ deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: 1 }), own: (m) => m.headers?.get('Nats-Msg-Id').startsWith(`${deps.incarnation}.`) === true, lastChecked: -1, opens: new Opens() }
+    this.#book = { stream: BOOK_STREAM, meta: 'cluster:book', start: async () => ({ deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: 1 }), own: (m) => m.headers?.get('Nats-Msg-Id').startsWith(`${deps.incarnation}.`) === true, rows: (data) => this.#bookRows(data), lastChecked: -1, opens: new Opens() }
   }
 
   /** The bucket revision this node has applied through. */
@@ -200,10 +225,100 @@ export class ChangeApplier {
     void (async () => {
       for await (const m of messages) {
         if (followed.messages !== messages) break
-        if (followed.own?.(m) === true) this.#arrive({ followed, seq: m.seq, rows: [], ownThrough: roundThrough(m.headers?.get('Nats-Msg-Id') ?? '') ?? 0 })
-        else this.#arrive({ followed, seq: m.seq, rows: unpackValue(m.data) as Change[] })
+        if (followed.own?.(m) === true) this.#arrive({ followed, seq: m.seq, ownThrough: roundThrough(m.headers?.get('Nats-Msg-Id') ?? '') ?? 0 })
+        else this.#arrive({ followed, seq: m.seq, data: m.data })
       }
     })().then(() => this.#ended(engine, followed, messages, 'ended'), (err: unknown) => this.#ended(engine, followed, messages, err))
+  }
+
+  /**
+   * This node owns a partition of the screens now: from the next book message it applies the partition's bids, and it
+   * reads the book from its start through the last message applied so far for the partition's rows that came before
+   * (a row the live book has written since is newer, and left alone). Its spots are decided here once that is done
+   * (onServing).
+   */
+  hold (engine: Engine, partition: number): void {
+    if (this.#held.has(partition)) return
+    this.#held.add(partition)
+    const touched = new Set<string>()
+    this.#rebuilding.set(partition, touched)
+    const through = this.#appliedOf(this.#book)
+    const current = (): boolean => !this.#stopped && this.#rebuilding.get(partition) === touched
+    void retryWithBackoff(async () => await this.#rebuild(engine, partition, through, touched, current), () => !current(), (err, retryInMs) => {
+      this.#log.warn('cluster: reading a partition\'s bids from the book failed; trying again', { partition, retry_in_ms: retryInMs, error: err instanceof Error ? err.message : String(err) })
+    }).then(() => {
+      if (!current()) return
+      this.#rebuilding.delete(partition)
+      this.#onServing(partition, true)
+      this.#log.info('cluster: a partition\'s bids are read from the book; its spots are decided here', { partition, through })
+    })
+  }
+
+  /** This node no longer owns the partition: its bids are read past, and its spots decided elsewhere. */
+  release (partition: number): void {
+    if (!this.#held.delete(partition)) return
+    this.#rebuilding.delete(partition)
+    this.#onServing(partition, false)
+  }
+
+  /** The book's rows of a message that this node applies: its held partitions' bids, and every node's rows. */
+  #bookRows (data: Uint8Array): Change[] {
+    const out: Change[] = []
+    bookRows(data, (p) => this.#held.has(p), (p, rows) => {
+      const touched = this.#rebuilding.get(p)
+      for (const row of rows) {
+        out.push(row)
+        touched?.add(stateKey(row[0], row[1]))
+      }
+    })
+    return out
+  }
+
+  /**
+   * Applies a partition's rows of the book's messages from the first kept through `through`, in order, leaving alone
+   * the rows the live book wrote since it was taken on (touched) and those this node changed and has not shipped. A
+   * try that fails is run again from the start: the same rows in the same order end the same.
+   */
+  async #rebuild (engine: Engine, partition: number, through: number, touched: Set<string>, current: () => boolean): Promise<void> {
+    const { state } = await within(REBUILD_WAIT_MS, 'reading the book stream', engine.jsm.streams.info(BOOK_STREAM))
+    if (state.messages === 0 || state.first_seq > through) return
+    const consumer = await within(REBUILD_WAIT_MS, 'opening the book', engine.js.consumers.get(BOOK_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: state.first_seq }))
+    const messages = await within(REBUILD_WAIT_MS, 'opening the book', consumer.consume())
+    let rows: Change[] = []
+    const write = (): void => {
+      const batch = rows
+      rows = []
+      if (batch.length === 0 || !current()) return
+      this.#store.write(() => this.#changes.applying(() => {
+        const waiting = this.#changes.pendingKeys(stateKey)
+        for (const [table, key, value] of batch) {
+          const kvKey = stateKey(table, key)
+          if (!touched.has(kvKey) && !waiting.has(kvKey)) this.#apply(table, key, value)
+        }
+      }))
+    }
+    // A consumer can stall after a member's loss: one that delivers nothing for a while is given up on, and the try
+    // runs again.
+    let heard = performance.now()
+    const stall = setInterval(() => { if (performance.now() - heard > REBUILD_WAIT_MS) messages.stop() }, REBUILD_WAIT_MS / 4)
+    let reached = false
+    try {
+      for await (const m of messages) {
+        heard = performance.now()
+        if (!current()) return
+        if (m.seq <= through) bookRows(m.data, (p) => p === partition, (p, r) => { if (p === partition) rows.push(...r) })
+        if (rows.length >= REBUILD_BATCH) write()
+        if (m.seq >= through) {
+          reached = true
+          break
+        }
+      }
+    } finally {
+      clearInterval(stall)
+      messages.stop()
+    }
+    if (!reached) throw new Error(`the book stopped arriving before entry ${through}`)
+    write()
   }
 
   /** A consumer ended: followed again if it is still the stream's (not one given up on). */
@@ -389,7 +504,8 @@ export class ChangeApplier {
         } else {
           streams.set(item.followed, item.seq)
           if (item.ownThrough !== undefined) this.#ownThrough.set(item.followed, Math.max(this.#ownThrough.get(item.followed) ?? 0, item.ownThrough))
-          for (const [table, key, value] of item.rows) if (!waitsInStream(item.followed, stateKey(table, key))) this.#apply(table, key, value)
+          if (item.data === undefined) continue
+          for (const [table, key, value] of item.followed.rows(item.data)) if (!waitsInStream(item.followed, stateKey(table, key))) this.#apply(table, key, value)
         }
       }
       if (revision !== undefined) this.#store.meta.putSync(APPLIED, revision)

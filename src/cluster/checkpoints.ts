@@ -2,6 +2,7 @@ import type { Database, Key } from 'lmdb'
 import { pack, unpack } from 'msgpackr'
 import type { ObjectStore as EngineObjects } from 'nats'
 import type { Store } from '../store/store.js'
+import { within } from '../retry.js'
 import type { EntryVerdict, PartitionMark } from './records.js'
 
 // A log's checkpoints (issue 47: logs were never trimmed, and a node joining a cluster that had run for a week would
@@ -85,16 +86,6 @@ export function restoreCheckpoint (store: Store, log: string, checkpoint: Checkp
   for (const [seq, verdict] of checkpoint.verdicts) store.partitionVerdicts.putSync([log, seq], verdict)
   for (const [key, seq] of checkpoint.keys) store.partitionKeys.putSync([log, key], seq)
   store.partitionMarks.putSync(log, checkpoint.mark)
-}
-
-/** Rejects past ms: an object store's read or listing can wait without end (an object whose chunks are gone). */
-async function within<T> (ms: number, what: string, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  try {
-    return await Promise.race([work, new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms) })])
-  } finally {
-    clearTimeout(timer)
-  }
 }
 
 /**

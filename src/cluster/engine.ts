@@ -22,8 +22,10 @@ const SIGNALS_KEEP_MS = 10 * 60_000
 
 /**
  * The stream of the bidding book's changes (BOOK_TABLES: bids taken, and taken out by the spots that settle them):
- * one message per shipping round of a node, on BOOK_SUBJECT.<node>, kept ClusterConfig.bookKeepMs. Every node
- * follows it into its own book, so a bid taken through any node wins on whichever decides its screen's next spot.
+ * one message per shipping round of a node, on BOOK_SUBJECT.<node>, kept ClusterConfig.bookKeepMs. Every node follows
+ * it, applying the bids of the partitions it owns (src/cluster/book-parts.ts), so a bid taken through any node wins on
+ * the owner of its screen's partition, which decides the screen's spots; a new owner reads the partition's bids from
+ * the stream's start (src/cluster/applier.ts, hold).
  */
 export const BOOK_STREAM = 'OOHBID_BOOK'
 export const BOOK_SUBJECT = 'oohbid.book'

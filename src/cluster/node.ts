@@ -9,7 +9,8 @@ import { BUDGET_LOG, budgetMachine, BudgetGrants, type BudgetBook } from './budg
 import { Checkpoints } from './checkpoints.js'
 import { connectEngine, untilAnswered } from './engine.js'
 import { ObjectReplica } from './objects.js'
-import { ensureLogStream, PartitionGap, PartitionLog, type PartitionMachine } from './partition-log.js'
+import { publishOwners } from './forward.js'
+import { ensureLogStream, PartitionGap, PartitionLog, partitionStream, type PartitionMachine } from './partition-log.js'
 import { PartitionOwners } from './partition-owners.js'
 import { LOG_STOPPED } from './readiness.js'
 import type { Verdict } from './records.js'
@@ -18,6 +19,10 @@ import { ChangeShipper } from './shipper.js'
 import type { ShippedChanges } from './shipped.js'
 import { NameClaims, nameMachine, NAMES_LOG } from './name-claims.js'
 import { RateGrants, rateMachine, RATES_LOG } from './rate-grants.js'
+import type { ServedPartitions } from './served-partitions.js'
+
+/** How often a node looks which partitions' logs it owns, to hold their bids and say where their owners are. */
+const HOLDINGS_MS = 250
 
 /** How long, in a log's time, its owner's beats may stop before a takeover is accepted. */
 const LOG_LEASE_MS = 10_000
@@ -72,7 +77,7 @@ export interface ClusterNode {
  * Joins the cluster: connects to the engine, ships what this node recorded and did not ship before it stopped, and
  * applies what the other nodes changed meanwhile, before the hot threads serve (startService awaits this).
  */
-export async function joinCluster (deps: { cluster: ClusterConfig, store: Store, objects: ObjectStore, shipped: ShippedChanges, limiter: RateLimiter, budgets: BudgetBook, log: Logger, onShipped: () => void, onGranted: () => void, onApplied: AppliedHook, logs: Array<{ stream: string, machine: PartitionMachine }> }): Promise<ClusterNode> {
+export async function joinCluster (deps: { cluster: ClusterConfig, store: Store, objects: ObjectStore, shipped: ShippedChanges, limiter: RateLimiter, budgets: BudgetBook, log: Logger, onShipped: () => void, onGranted: () => void, onApplied: AppliedHook, logs: Array<{ stream: string, machine: PartitionMachine }>, served: ServedPartitions, url: string }): Promise<ClusterNode> {
   const { cluster, store, shipped, log } = deps
   const changes = store.changes
   if (changes === undefined) throw new Error('a cluster node needs a store opened with replicate: true')
@@ -93,6 +98,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     engine,
     node: cluster.nodeId,
     incarnation,
+    partitions: cluster.partitions,
     log,
     onShipped: (through) => {
       shipped.advance(through)
@@ -107,6 +113,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     changes,
     log,
     incarnation,
+    onServing: (partition, serving) => deps.served.set(partition, serving),
     onApplied: (table, key, previous) => {
       replica.applied(table, key as string)
       deps.onApplied(table, key, previous)
@@ -143,8 +150,18 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     if (gap !== undefined) throw gap
     logs.set(stream, log)
   }
-  const owners = new PartitionOwners({ nc: engine.nc, logs, self, ackTimeoutMs: cluster.ackTimeoutMs, log })
+  const owners = new PartitionOwners({ nc: engine.nc, logs, self, url: cluster.nodeUrl ?? deps.url, ackTimeoutMs: cluster.ackTimeoutMs, log })
   owners.start()
+  // A partition's bids are applied here while this node owns its log, and its spots decided here once they are read;
+  // the hot threads forward a player's request to the owner's URL (src/cluster/forward.ts).
+  const holdings = setInterval(() => {
+    for (let p = 0; p < cluster.partitions; p++) {
+      if (logs.get(partitionStream(p))?.owns() === true) applier.hold(engine, p)
+      else applier.release(p)
+    }
+    publishOwners(store, owners.urls(Array.from({ length: cluster.partitions }, (_, p) => logs.get(partitionStream(p))?.mark().owner?.node)))
+  }, HOLDINGS_MS)
+  holdings.unref()
   // Retries what the engine did not acknowledge (a member lost, no quorum for a while).
   const timer = setInterval(() => shipper.kick(), 1000)
   timer.unref()
@@ -166,6 +183,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     leaseBudget: (campaignId, wantMicros) => budgets.ask(campaignId, wantMicros),
     async close () {
       clearInterval(timer)
+      clearInterval(holdings)
       owners.stop()
       for (const l of logs.values()) l.stop()
       applier.stop()

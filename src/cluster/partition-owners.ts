@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { NatsConnection, Subscription } from 'nats'
 import type { Logger } from '../log.js'
+import type { OwnerAt } from './forward.js'
 import type { PartitionLog } from './partition-log.js'
 import type { PartitionOwner } from './records.js'
 
@@ -46,16 +47,22 @@ export function ownerStep (o: { owns: boolean, takeable: boolean, owner: Partiti
 }
 
 export class PartitionOwners {
-  readonly #o: { nc: NatsConnection, logs: Map<string, PartitionLog>, self: PartitionOwner, ackTimeoutMs: number, log: Logger }
-  /** The other nodes heard from: their life, since when without a break, and when last. */
-  readonly #members = new Map<string, { incarnation: string, since: number, seen: number }>()
+  readonly #o: { nc: NatsConnection, logs: Map<string, PartitionLog>, self: PartitionOwner, url: string, ackTimeoutMs: number, log: Logger }
+  /** The other nodes heard from: their life, where they serve HTTP, since when without a break, and when last. */
+  readonly #members = new Map<string, { incarnation: string, url: string | undefined, since: number, seen: number }>()
   readonly #beatAt = new Map<string, number>()
   readonly #busy = new Set<string>()
   #sub: Subscription | undefined
   #timer: NodeJS.Timeout | undefined
 
-  constructor (options: { nc: NatsConnection, logs: Map<string, PartitionLog>, self: PartitionOwner, ackTimeoutMs: number, log: Logger }) {
+  /** url: where the other nodes reach this node's HTTP port, said in its beats. */
+  constructor (options: { nc: NatsConnection, logs: Map<string, PartitionLog>, self: PartitionOwner, url: string, ackTimeoutMs: number, log: Logger }) {
     this.#o = options
+  }
+
+  /** Each named node with where it serves HTTP, as far as this node has heard (itself included). */
+  urls (nodes: Array<string | undefined>): OwnerAt[] {
+    return nodes.map((node) => node === undefined ? null : { node, url: node === this.#o.self.node ? this.#o.url : this.#members.get(node)?.url ?? null })
   }
 
   start (): void {
@@ -63,15 +70,15 @@ export class PartitionOwners {
     this.#sub = nc.subscribe(MEMBERS_SUBJECT, {
       callback: (err, msg) => {
         if (err !== null) return
-        const heard = JSON.parse(Buffer.from(msg.data).toString('utf8')) as PartitionOwner
+        const heard = JSON.parse(Buffer.from(msg.data).toString('utf8')) as PartitionOwner & { url?: string }
         if (heard.node === self.node) return
         const now = performance.now()
         const known = this.#members.get(heard.node)
         const unbroken = known !== undefined && known.incarnation === heard.incarnation && now - known.seen <= MEMBER_LOST_MS
-        this.#members.set(heard.node, { incarnation: heard.incarnation, since: unbroken ? known.since : now, seen: now })
+        this.#members.set(heard.node, { incarnation: heard.incarnation, url: heard.url, since: unbroken ? known.since : now, seen: now })
       }
     })
-    const beat = Buffer.from(JSON.stringify(self))
+    const beat = Buffer.from(JSON.stringify({ ...self, url: this.#o.url }))
     this.#timer = setInterval(() => {
       nc.publish(MEMBERS_SUBJECT, beat)
       this.#tick()

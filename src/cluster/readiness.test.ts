@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { openStore } from '../store/store.js'
 import { BOOK_BEHIND, LOG_STOPPED, replicationChecks } from './readiness.js'
+import { ServedPartitions } from './served-partitions.js'
 
 // A cluster node's /readyz: ready while it follows every log, with how far it has shipped and applied; not ready once
 // it stopped following one (the engine lost entries it had applied), until a restart rebuilds it.
@@ -12,7 +13,8 @@ t.test('a node that stopped following a log is not ready, and says which and why
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-readiness-'))
   const store = openStore(dir, undefined, undefined, { replicate: true })
   t.teardown(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
-  const readiness = replicationChecks('node-1', store)
+  const served = new ServedPartitions(16)
+  const readiness = replicationChecks('node-1', store, served)
   t.match(readiness(), { checks: { cluster: /^node-1: 0 transactions waiting to ship/ } }, 'ready, with its replication')
   t.equal(readiness().unready, undefined)
   t.equal(readiness().checks.logs, 'node-1 owns 0 of the 0 logs it follows')
@@ -23,6 +25,10 @@ t.test('a node that stopped following a log is not ready, and says which and why
     store.partitionMarks.putSync('PART_2', { ...mark, epoch: 1 })
   })
   t.equal(readiness().checks.logs, 'node-1 owns 1 of the 3 logs it follows: PART_0@2', 'which logs it owns, and under which epoch')
+  t.equal(readiness().checks.spots, 'node-1 decides the spots of 0 of the 16 partitions', 'no spots until a partition\'s bids are read')
+  served.set(0, true)
+  served.set(7, true)
+  t.equal(readiness().checks.spots, 'node-1 decides the spots of 2 of the 16 partitions: 0, 7', 'then those partitions\'')
   store.write(() => store.meta.putSync(BOOK_BEHIND, 'applied the book through 10 of 4000'))
   t.match(readiness().unready, /node-1 is catching up with the bidding book \(applied the book through 10 of 4000\)/, 'not ready while it catches up with the book')
   store.write(() => store.meta.removeSync(BOOK_BEHIND))
@@ -35,5 +41,5 @@ t.test('a node alone adds nothing', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-readiness-'))
   const store = openStore(dir)
   t.teardown(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
-  t.same(replicationChecks('alone', store)(), { checks: {} })
+  t.same(replicationChecks('alone', store, new ServedPartitions(1))(), { checks: {} })
 })

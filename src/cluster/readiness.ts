@@ -1,5 +1,6 @@
 import type { Store } from '../store/store.js'
 import { appliedRevision } from './applied-revision.js'
+import type { ServedPartitions } from './served-partitions.js'
 
 /** meta key: a log this node stopped following, and why (src/cluster/node.ts). */
 export const LOG_STOPPED = 'cluster:log_stopped'
@@ -10,12 +11,13 @@ export const BOOK_BEHIND = 'cluster:book_behind'
 /**
  * What a cluster node's /readyz adds (checks.cluster): how many of its transactions wait to ship to the engine, and
  * through which revision it has applied the replicated state; and (checks.logs) which logs it owns, under which
- * epoch. A node stays ready while the engine is away (it serves bids and reads); this says how far behind it is.
+ * epoch, and (checks.spots) which partitions of the screens it decides the spots of, having read their bids (the
+ * other partitions' players it forwards to their owners). A node stays ready while the engine is away (it serves bids and reads); this says how far behind it is.
  * It is not ready once it stopped following one of the logs its bookings are decided in (what it would answer of them
  * is no longer the cluster's), nor while it catches up with the bidding book it started behind (a spot it decided
  * would miss bids).
  */
-export function replicationChecks (nodeId: string, store: Store): () => { checks: Record<string, string>, unready?: string } {
+export function replicationChecks (nodeId: string, store: Store, served: ServedPartitions): () => { checks: Record<string, string>, unready?: string } {
   return (): { checks: Record<string, string>, unready?: string } => {
     if (store.changes === undefined) return { checks: {} }
     const stopped = store.meta.get(LOG_STOPPED) as string | undefined
@@ -23,7 +25,8 @@ export function replicationChecks (nodeId: string, store: Store): () => { checks
     return {
       checks: {
         cluster: `${nodeId}: ${store.changes.waiting} transactions waiting to ship to the engine; replicated state applied through revision ${appliedRevision(store)}`,
-        logs: ownedLogs(nodeId, store)
+        logs: ownedLogs(nodeId, store),
+        spots: servedPartitions(nodeId, served)
       },
       ...(stopped !== undefined
         ? { unready: `${nodeId} stopped following a log (${stopped}); restart it to rebuild` }
@@ -41,4 +44,10 @@ function ownedLogs (nodeId: string, store: Store): string {
     if (value.owner?.node === nodeId) owned.push(`${key as string}@${value.epoch}`)
   }
   return `${nodeId} owns ${owned.length} of the ${total} logs it follows${owned.length > 0 ? `: ${owned.join(', ')}` : ''}`
+}
+
+/** The partitions of the screens whose spots this node decides now. */
+function servedPartitions (nodeId: string, served: ServedPartitions): string {
+  const partitions = Array.from({ length: served.partitions }, (_, p) => p).filter((p) => served.serves(p))
+  return `${nodeId} decides the spots of ${partitions.length} of the ${served.partitions} partitions${partitions.length > 0 ? `: ${partitions.join(', ')}` : ''}`
 }

@@ -1,10 +1,14 @@
 import { createHash } from 'node:crypto'
 import { ApiError } from '../errors.js'
-import type { BeforeHandler, Coordination, RequestCoordination } from '../http/coordination.js'
+import type { BeforeHandler, Coordination, Forwarded, ForwardedRequest, RequestCoordination } from '../http/coordination.js'
 import type { RateGroup } from '../generated/types.js'
 import type { RateDecision } from '../http/rate-limit.js'
 import type { Result } from '../http/route.js'
+import type { Store } from '../store/store.js'
+import { forwardToOwner } from './forward.js'
 import type { NodeLink } from './link.js'
+import { partitionOf } from './screen-partitions.js'
+import type { ServedPartitions } from './served-partitions.js'
 
 /** What a cluster node's request coordination needs besides its link to the cluster. */
 export interface ClusterRequestDeps {
@@ -17,6 +21,11 @@ export interface ClusterRequestDeps {
   journal: { applied (): Promise<number> | undefined }
   /** Bookings of screen time decided in the logs (src/campaigns/rehearsed-bookings.ts). */
   bookings: RequestBookings
+  /** The partitions whose spots this node decides; the others' requests go to their owners (forward.ts). */
+  served: ServedPartitions
+  store: Store
+  /** CLUSTER_NODE_ID. */
+  node: string
 }
 
 /** What a booking route's coordination does with the node's bookings: rehearse, decide, run, give back the rest. */
@@ -176,6 +185,12 @@ class ClusterRequest implements RequestCoordination {
    * waits for its turn's commit, then for what that recorded to ship. Such an answer comes on a later tick, so these
    * routes do not support HTTP pipelining on a cluster node.
    */
+  decidedElsewhere (screenId: string, request: ForwardedRequest): Promise<Forwarded> | undefined {
+    const { served, store, node } = this.#deps
+    const partition = partitionOf(screenId, served.partitions)
+    return served.serves(partition) ? undefined : forwardToOwner(store, node, partition, request)
+  }
+
   turn (): Promise<void> | undefined {
     return this.#deps.journal.applied()?.then((seq) => this.acknowledged(seq))
   }

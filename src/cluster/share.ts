@@ -1,4 +1,5 @@
 import type { Bookings, Share, Store } from '../store/store.js'
+import type { ServedPartitions } from './served-partitions.js'
 
 /**
  * How long past its imp's expiry a cluster node waits before it settles a bid itself: the node deciding the bid's
@@ -11,12 +12,12 @@ export const CLUSTER_EXPIRY_GRACE_MS = 30_000
 const ASK_AGAIN_MS = 1000
 
 /**
- * A cluster node's side of the domain's seam (Share, src/store/store.ts). Every node holds every bid and takes it out of its
- * own book on its own clock, so the removal is not shipped; only the node that took a bid sends its notices. A node
- * spends its leases of a budget (src/cluster/budget-leases.ts), not the budget left over every node: other nodes'
- * unspent leases are theirs.
+ * A cluster node's side of the domain's seam (Share, src/store/store.ts). A node holds the bids of the partitions it
+ * serves (and those it took) and takes an expired bid out of its own copy on its own clock, so the removal is not
+ * shipped; only the node serving the bid's screen sends its notices. A node spends its grants of a budget
+ * (src/cluster/budget-grants.ts), not the budget left over every node: other nodes' unspent grants are theirs.
  */
-export function clusterShare (node: string, budgets: {
+export function clusterShare (node: string, served: ServedPartitions, budgets: {
   /** What this node's leases of the campaign's budget hold beyond its spend (src/campaigns/delivery.ts leasedLeft). */
   leasedLeft: (store: Store, campaignId: string) => number
   /** Where this thread's asks for the next part go (its supervisor). */
@@ -25,7 +26,7 @@ export function clusterShare (node: string, budgets: {
   const asked = new Map<string, number>()
   return {
     expiryGraceMs: CLUSTER_EXPIRY_GRACE_MS,
-    settles: (bidNode) => bidNode === undefined || bidNode === node,
+    settles: (screenId) => served.servesScreen(screenId),
     node,
     ownCopy: (store, write) => store.changes !== undefined ? store.changes.applying(write) : write(),
     milestonesWithPlay: false,

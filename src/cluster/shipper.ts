@@ -4,6 +4,7 @@ import type { Change, ChangeLog } from '../store/changes.js'
 import type { Store } from '../store/store.js'
 import { BOOK_TABLES, EVENTUAL_TABLES, SNAPSHOT_TABLES } from '../store/tables.js'
 import { BOOK_SUBJECT, SIGNALS_SUBJECT, STATE_BUCKET, type Engine } from './engine.js'
+import { packBook, packedParts } from './book-parts.js'
 import { packValue, stateKey } from './state-keys.js'
 
 /** How often a node writes the latest values of the eventual rows it shipped as signals into the state bucket. */
@@ -11,21 +12,6 @@ export const SNAPSHOT_MS = 30_000
 
 /** Transactions' changes published to the engine in one round of acknowledgements. */
 const BATCH = 256
-
-/** The most a message of rows packs to: the engine refuses messages past 1 MB (max_payload). */
-const MAX_MESSAGE_BYTES = 900 * 1024
-
-/**
- * Rows packed into messages under MAX_MESSAGE_BYTES (none for no rows): a round of a busy node's bids, or of a fleet's
- * FEIN, can pack to megabytes. A round's rows have distinct keys, so its parts apply in any order.
- */
-function packedParts (rows: Change[]): Buffer[] {
-  if (rows.length === 0) return []
-  const packed = packValue(rows)
-  if (packed.length <= MAX_MESSAGE_BYTES || rows.length === 1) return [packed]
-  const half = rows.length >> 1
-  return [...packedParts(rows.slice(0, half)), ...packedParts(rows.slice(half))]
-}
 
 /**
  * Ships the node's recorded changes (src/store/changes.ts) to the engine, in commit order, and deletes them once the
@@ -40,9 +26,10 @@ function packedParts (rows: Change[]): Buffer[] {
  * CPU per FEIN update (bench/cluster), most of it the engine's and the nodes' work per message. Every SNAPSHOT_MS
  * their latest values are also written to the state bucket, which a node joining reads before it follows the
  * signals. The book's rows (BOOK_TABLES: bids, and their removal by the spot that settled them) go the same way, one
- * message per round to the book stream; a bid is dead once its imp expires, so the stream, kept that long, is the
- * whole book of bids, and only the book's rows that outlive it (a seat's hourly counters: SNAPSHOT_TABLES) also go to
- * the state bucket, each once a round.
+ * message per round to the book stream, grouped by the partition of each bid's screen (book-parts.ts), so that a node
+ * unpacks only the bids of the partitions it owns; a bid is dead once its imp expires, so the stream, kept that long,
+ * is the whole book of bids, and only the book's rows that outlive it (a seat's hourly counters: SNAPSHOT_TABLES) also
+ * go to the state bucket, each once a round.
  */
 export class ChangeShipper {
   readonly #store: Store
@@ -54,6 +41,7 @@ export class ChangeShipper {
   readonly #beforeShip: (batch: Array<{ changes: Change[] }>) => Promise<void>
   readonly #signals: string
   readonly #book: string
+  readonly #partitions: number
   /** The eventual rows shipped as signals since the last snapshot, by state key. */
   #dirty = new Map<string, Change>()
   readonly #snapshots: NodeJS.Timeout
@@ -62,7 +50,7 @@ export class ChangeShipper {
   #failing = false
 
   /** beforeShip: what must reach the engine before a batch's rows do (the bytes of the objects they describe). */
-  constructor (deps: { store: Store, changes: ChangeLog, engine: Engine, node: string, incarnation: string, log: Logger, onShipped: (through: number) => void, beforeShip: (batch: Array<{ changes: Change[] }>) => Promise<void> }) {
+  constructor (deps: { store: Store, changes: ChangeLog, engine: Engine, node: string, incarnation: string, partitions: number, log: Logger, onShipped: (through: number) => void, beforeShip: (batch: Array<{ changes: Change[] }>) => Promise<void> }) {
     this.#store = deps.store
     this.#changes = deps.changes
     this.#engine = deps.engine
@@ -72,6 +60,7 @@ export class ChangeShipper {
     this.#beforeShip = deps.beforeShip
     this.#signals = `${SIGNALS_SUBJECT}.${deps.node}`
     this.#book = `${BOOK_SUBJECT}.${deps.node}`
+    this.#partitions = deps.partitions
     this.#snapshots = setInterval(() => { this.#snapshot().catch(() => {}) }, SNAPSHOT_MS)
     this.#snapshots.unref()
   }
@@ -141,9 +130,8 @@ export class ChangeShipper {
           })
         }
         const round = `${this.#incarnation}.${batch[0]!.seq}-${batch[batch.length - 1]!.seq}`
-        for (const [subject, rows] of [[this.#signals, signals], [this.#book, book]] as const) {
-          packedParts([...rows.values()]).forEach((part, n) => puts.push(this.#engine.js.publish(subject, part, { msgID: `${round}.${n}` })))
-        }
+        packedParts([...signals.values()]).forEach((part, n) => puts.push(this.#engine.js.publish(this.#signals, part, { msgID: `${round}.${n}` })))
+        packBook(book.values(), this.#partitions).forEach((part, n) => puts.push(this.#engine.js.publish(this.#book, part, { msgID: `${round}.${n}` })))
         // The book's rows that outlive the stream (a seat's hourly counters) go to the state bucket too, each row once
         // a round and in the round's acknowledgement: a snapshot kept in memory until later was lost with a node killed
         // before it, and a node joining later then under-counted.

@@ -6,6 +6,7 @@ import { budgetBook } from '../campaigns/budget.js'
 import { holdApplied } from '../campaigns/holds.js'
 import type { Clock } from '../clock.js'
 import type { ClusterNode } from '../cluster/node.js'
+import type { ServedPartitions } from '../cluster/served-partitions.js'
 import type { ShippedChanges } from '../cluster/shipped.js'
 import type { ResolvedConfig } from '../config.js'
 import type { RateLimiter } from '../http/rate-limit.js'
@@ -32,6 +33,10 @@ export interface JoinDeps {
   /** How far this node's changes are held by the engine, in memory the hot threads share. */
   shipped: ShippedChanges
   threads: Supervisor
+  /** The partitions whose spots this node decides, set as it comes to hold their bids. */
+  served: ServedPartitions
+  /** This node's own URL, which the other nodes forward players to unless CLUSTER_NODE_URL says another. */
+  url: string
 }
 
 /**
@@ -55,6 +60,8 @@ export async function joinClusterOf (d: JoinDeps): Promise<ClusterNode | undefin
     onShipped: () => d.threads.notify('shipped'),
     onGranted: () => d.threads.notify('granted'),
     logs: capacityMachines(store, config.cluster.partitions),
+    served: d.served,
+    url: d.url,
     onApplied: (table, key, previous) => {
       d.inventory.applied(table, key as string)
       seatListApplied(store, table, key as string, previous)

@@ -90,6 +90,7 @@ export function supervisorOperations (d: OperationDeps, dashboard: () => Promise
       oohbid_hot_threads: { help: 'Hot threads serving HTTP (HOT_THREADS).', value: d.config.hotThreads },
       oohbid_outbox_pending_events: { help: 'Events held in the outbox, the durable log webhooks are delivered from, until it is compacted.', value: d.outbox.size() },
       oohbid_funnel_pending_events: { help: 'Funnel events in LMDB waiting for the analytics process to ship them (to ClickHouse; on a cluster node to the funnel stream).', value: d.funnel.size() },
+      oohbid_book_bids: { help: 'Stored bids in this node\'s book, waiting for their screen\'s next spot: on a cluster node, those of the partitions it owns (and those it took, until they expire).', value: d.store.bids.getCount() },
       oohbid_notices_pending: { help: 'Win, loss and billing notices and legacy notifications waiting for their (next) attempt.', value: d.notices.size() },
       oohbid_analytics_connected: { help: 'Whether the analytics process is connected to ClickHouse (1) or not (0).', value: d.analytics.backend !== undefined ? 1 : 0 },
       oohbid_analytics_lag_seconds: { help: 'Age of the oldest funnel event not yet shipped, seconds (0 when none waits): how far reports lag (on a cluster node, behind the funnel stream).', value: d.funnel.lagSeconds(d.clock.now()) }

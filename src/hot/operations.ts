@@ -100,6 +100,8 @@ export interface HotShared {
   shipped: SharedArrayBuffer
   /** JournalTurns: which threads hold journaled writes not applied yet, and their turns applied. */
   journals: SharedArrayBuffer
+  /** ServedPartitions: the partitions of the screens a cluster node decides the spots of now. */
+  served: SharedArrayBuffer
 }
 
 /** What a hot thread starts from (workerData). */

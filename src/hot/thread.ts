@@ -26,6 +26,7 @@ import { Outbox } from '../store/outbox.js'
 import { openStore } from '../store/store.js'
 import { DeliveryLog } from '../webhooks/delivery-log.js'
 import { broadcast } from './broadcast.js'
+import { ServedPartitions } from '../cluster/served-partitions.js'
 import type { HotThreadData, SupervisorSide, ThreadSide } from './operations.js'
 import { Rpc, type Port } from './rpc.js'
 import { ShippedChanges } from '../cluster/shipped.js'
@@ -79,7 +80,8 @@ const clock = clockOf(memory.clock)
 // A cluster node's campaigns spend the parts of their budgets the engine granted it; the supervisor asks for them.
 // Its bookings are decided in the cluster's logs, which its supervisor follows.
 const bookings = config.cluster !== undefined ? new RehearsedBookings({ decide: async (base, commands) => await rpc.call('book', base, commands), expire: (claim) => rpc.notify('expire', claim) }, config.cluster.partitions) : undefined
-const share = config.cluster !== undefined ? clusterShare(config.cluster.nodeId, { leasedLeft, ask: (campaignId, wantMicros) => rpc.notify('budget', campaignId, wantMicros) }, bookings) : ALONE
+const served = new ServedPartitions(config.cluster?.partitions ?? 1, memory.served)
+const share = config.cluster !== undefined ? clusterShare(config.cluster.nodeId, served, { leasedLeft, ask: (campaignId, wantMicros) => rpc.notify('budget', campaignId, wantMicros) }, bookings) : ALONE
 const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 }, memory.generations, { replicate: config.cluster !== undefined, share })
 // A cluster node's supervisor ships what this thread's commits recorded for the other nodes.
 store.changes?.onCommitted(onNextTurn(() => rpc.notify('replicate')))
@@ -146,7 +148,7 @@ const routes = allRoutes({
   dashboard: () => rpc.call('dashboard'),
   endThread: (n) => rpc.call('endThread', n),
   shared,
-  readiness: config.cluster !== undefined ? replicationChecks(config.cluster.nodeId, store) : () => ({ checks: {} })
+  readiness: config.cluster !== undefined ? replicationChecks(config.cluster.nodeId, store, served) : () => ({ checks: {} })
 })
 const server = await listen(config.host, config.port)
 // An error nothing caught ends this thread, and the supervisor starts another. uWS's sockets are closed first: a
@@ -164,7 +166,7 @@ process.on('uncaughtException', die)
 process.on('unhandledRejection', die)
 const idempotency = new Idempotency(store, clock, memory.inFlight)
 const coordination = link !== undefined && config.cluster !== undefined && bookings !== undefined
-  ? clusterCoordination({ link, ackTimeoutMs: config.cluster.ackTimeoutMs, stored: (claim) => idempotency.stored(claim), journal, bookings })
+  ? clusterCoordination({ link, ackTimeoutMs: config.cluster.ackTimeoutMs, stored: (claim) => idempotency.stored(claim), journal, bookings, served, store, node: config.cluster.nodeId })
   : localCoordination
 server.mount(routes, { config, clock, log, store, auth, metrics, lifecycle, limiter: new RateLimiter(clock, memory.limits, { leased: config.cluster !== undefined }), idempotency, coordination })
 // Screens' freshness and heartbeat deadlines armed by this thread's requests come due here.

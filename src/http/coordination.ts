@@ -42,8 +42,33 @@ export interface RequestCoordination {
   acknowledged (seq: number): Promise<void> | undefined
   /** A journaled route's answer: the wait for its turn's writes to be acknowledged, or undefined. */
   turn (): Promise<void> | undefined
+  /**
+   * A request about a screen's spots (RouteDef.screen): undefined when this node decides them, else the answer of the
+   * node that does (a cluster node that does not serve the screen's partition forwards the request to its owner).
+   * Rejects with the 503 to answer when no node can decide them now.
+   */
+  decidedElsewhere (screenId: string, request: ForwardedRequest): Promise<Forwarded> | undefined
   /** The request ended: gives back what it holds. */
   end (): void
+}
+
+/** A request as another node is sent it. */
+export interface ForwardedRequest {
+  method: string
+  path: string
+  query: string
+  headers: Record<string, string>
+  /** The client's address as this node resolved it. */
+  ip: string
+  body: Buffer | undefined
+}
+
+/** Another node's answer, relayed as it came. */
+export interface Forwarded {
+  status: number
+  contentType: string
+  body: Buffer
+  headers: Record<string, string>
 }
 
 /** What must be held before a handler runs, as the request cycle knows it once the body is valid. */
@@ -70,6 +95,7 @@ const GO_ON: RequestCoordination = {
   failed: () => undefined,
   acknowledged: () => undefined,
   turn: () => undefined,
+  decidedElsewhere: () => undefined,
   end: () => {}
 }
 

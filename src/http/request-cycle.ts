@@ -140,6 +140,12 @@ export class RequestCycle {
     // The body may have arrived over several turns: read what other threads committed meanwhile.
     if (raw !== undefined) this.#deps.store.refresh()
     try {
+      const screen = route.screen?.(ctx)
+      const elsewhere = screen === undefined ? undefined : this.#coord.decidedElsewhere(screen, { method: ctx.method, path: ctx.path, query: ctx.query.toString(), headers: ctx.headers, ip: ctx.ip, body: raw === undefined ? undefined : Buffer.from(raw) })
+      if (elsewhere !== undefined) {
+        elsewhere.then((answer) => this.#send(answer.status, answer.contentType, answer.body, answer.headers)).catch((err: unknown) => { this.#fail(err, false) })
+        return
+      }
       parseBody(route, ctx, raw)
       const claim = this.#admission.claim
       const fingerprint = claim !== undefined ? this.#fingerprint(raw) : ''

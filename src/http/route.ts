@@ -146,6 +146,12 @@ export interface RouteDef<B = unknown, Q = unknown> {
    */
   journaled?: boolean
   /**
+   * The screen whose spots the request decides or reports on (the screen's player routes): a cluster node serves it
+   * only while it owns the screen's partition, which holds the screen's bids, and else forwards it to the node that
+   * does (src/cluster/forward.ts). Undefined, or a token no screen has: answered here.
+   */
+  screen?: (ctx: Ctx<B, Q>) => string | undefined
+  /**
    * A name the route's write makes unique (a seat_id, a partner slug) and the error a taken name answers. On a cluster
    * node the request first claims the name in the engine, one winner however many nodes try at once, and only the
    * winner runs the handler: the handler's own check sees only the rows that have reached this node. On one node the

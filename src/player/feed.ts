@@ -28,10 +28,19 @@ const SKEW_MS = 60_000
 
 /** The screen an embed token addresses (404 screen_not_found otherwise). */
 export function screenOfToken (store: Store, token: string): ScreenRecord {
-  const id = store.embeds.get(token)
+  const id = screenIdOfToken(store, token)
   const screen = id !== undefined ? store.screens.get(id) : undefined
   if (screen === undefined) throw new ApiError('screen_not_found', 'No screen has this embed token; use the embed_url its device registration returned.', { param: 'token' })
   return screen
+}
+
+/**
+ * The screen an embed token's request is about (RouteDef.screen): its spots, and the reports of their plays, are
+ * decided where the screen's bids are (on a cluster, its partition's owner). An unknown token is answered where it
+ * lands (404).
+ */
+export function screenIdOfToken (store: Store, token: string): string | undefined {
+  return store.embeds.get(token)
 }
 
 /**

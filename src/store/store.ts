@@ -66,8 +66,9 @@ export interface Store extends Tables {
  * How this node shares the market's state with other nodes: the domain's side of the seam between a node and its
  * cluster. A node alone (ALONE) holds all of it: it settles every bid it stores the moment its imp expires, raises a
  * campaign's milestones with the play that calls for them, and may commit whatever is left of a budget. A cluster
- * node (src/cluster/share.ts) holds every bid but settles only its own, leaves milestones to the catalog's job, and
- * commits only the parts of a budget the engine granted it. The composition root chooses one when it opens the store.
+ * node (src/cluster/share.ts) holds the bids of the partitions of the screens it serves and settles only those,
+ * leaves milestones to the catalog's job, and commits only the parts of a budget the engine granted it. The
+ * composition root chooses one when it opens the store.
  */
 export interface Share {
   /**
@@ -75,8 +76,11 @@ export interface Share {
    * screen may have taken it just before, and that settlement must arrive first.
    */
   readonly expiryGraceMs: number
-  /** Whether this node sends the notices of a stored bid taken by node (StoredBid.node): the node that took it does. */
-  settles (node: string | undefined): boolean
+  /**
+   * Whether this node sends the notices of a stored bid on this screen whose imp expired: the node that decides the
+   * screen's spots does (a cluster node, for the partitions it serves); any other takes it out of its copy silently.
+   */
+  settles (screenId: string): boolean
   /**
    * This node's name where several share the market (CLUSTER_NODE_ID), undefined alone: what a stored bid, a screen's
    * heartbeat and an adslots cursor name as the node that keeps them.

@@ -32,7 +32,8 @@ import type { CachedSpec, TableSpec } from './table.js'
  * buys and the spots booked per screen and day, written under the `catalog` lock, src/campaigns/catalog-lock.ts), the
  * exchanges' bidder aliases, signed proofs of play with each node's day counts of them (their indexes are derived
  * where a proof is applied, src/proof/chain.ts), the webhook delivery log, and the bidding book (a bid taken by one
- * node wins on whichever node decides its screen's spot, and a seat's counters sum every node's). What each node
+ * node wins on the node owning its screen's partition, which decides its spots, and a seat's counters sum every
+ * node's). What each node
  * derives from screens (the adslots order, pre-encoded rows, counts) is not replicated: the applier has Inventory
  * derive it where it applies a screen's row.
  */
@@ -74,8 +75,9 @@ export const EVENTUAL_TABLES: ReadonlySet<string> = new Set(specs.filter((s) => 
  * Replicated tables of the bidding book: stored bids, written on every bid at the bidders' rate and settled by the
  * decision of the screen's next spot, and each node's hourly counters of a seat's bids and wins (GET /stats sums
  * every node's). A request waits for the engine's quorum on them (they are money events), but they ship as one
- * message a shipping round to the book stream rather than a KV message a row, which no node reads whole: a bid lives
- * only until its imp expires (src/cluster/shipper.ts).
+ * message a shipping round to the book stream rather than a KV message a row: a bid lives only until its imp expires
+ * (src/cluster/shipper.ts). A bid is applied by the node owning its screen's partition, which decides its spots, and
+ * read past by the others; the counters by every node (src/cluster/book-parts.ts).
  */
 export const BOOK_TABLES: ReadonlySet<string> = new Set(specs.filter((s) => s.replication === 'book').map((s) => s.name))
 

@@ -219,3 +219,20 @@ export async function logsFollowed (c: TestCluster): Promise<number> {
   const said = (await c.call(c.nodes[0].url, 'GET', '/readyz')).body.data.checks.logs as string
   return Number(/ of the (\d+) logs/.exec(said)?.[1])
 }
+
+/** CLUSTER_PARTITIONS as the test cluster's nodes have it (the default). */
+export const PARTITIONS = 16
+
+/** The partitions a node's /readyz says it decides the spots of (checks.spots). */
+export function servedPartitions (spots: string): number[] {
+  const listed = /partitions: (.*)$/.exec(spots)?.[1]
+  return listed === undefined ? [] : listed.split(', ').map(Number)
+}
+
+/**
+ * Waits until the nodes given decide the spots of every partition between them (each node's served list, in their
+ * order): a partition whose owner was lost or handed over is served again once its new owner has read its bids.
+ */
+export async function untilServed (t: Test, c: TestCluster, nodes: Array<{ id: string, url: string }>, what = 'every partition served', also: (served: number[][]) => boolean = () => true): Promise<number[][]> {
+  return await eventually(t, what, () => Promise.all(nodes.map(async (n) => servedPartitions((await c.call(n.url, 'GET', '/readyz')).body.data?.checks?.spots as string ?? ''))), { within: 45_000, every: 250, until: (all) => new Set(all.flat()).size === PARTITIONS && all.flat().length === PARTITIONS && also(all) })
+}

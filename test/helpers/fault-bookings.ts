@@ -1,8 +1,8 @@
 import type { Test } from 'tap'
 import { checkBookings, summary, type DayRead, type ListRead, type ReserveArgs, type ReservationRead } from '../../scripts/lib/faults/checker.js'
 import type { History } from '../../scripts/lib/faults/history.js'
-import { partitionOf } from '../../src/campaigns/capacity.js'
-import { gymDevice, type TestCluster } from './cluster.js'
+import { partitionOf } from '../../src/cluster/screen-partitions.js'
+import { gymDevice, PARTITIONS, type TestCluster } from './cluster.js'
 import { eventually, pause } from './eventually.js'
 import { untilKnown } from './fault-retries.js'
 import { freshIp } from './service.js'
@@ -19,8 +19,6 @@ export interface Booking {
   seats: Array<{ seat: string, key: string }>
 }
 
-/** CLUSTER_PARTITIONS as the test cluster's nodes have it (the default). */
-export const PARTITIONS = 16
 
 /**
  * A scenario's setting, named by prefix: an operator's screens registered through node-1, two of them in different

@@ -38,7 +38,7 @@ export function expireBids (deps: SettleDeps & { claims: ScreenClaims }, now: nu
       const bid = store.bids.get(key)
       if (bid === undefined || bid.expires_at !== at) continue
       store.bids.removeSync(key)
-      if (!share.settles(bid.node)) continue
+      if (!share.settles(screenId)) continue
       lossNotices(deps, bid, store.screens.get(screenId), LOSS.expired, undefined, undefined, now)
       expired++
     }

@@ -5,6 +5,8 @@ import t, { type Test } from 'tap'
 import { ScreenClaims } from './claims.js'
 import { expireBids } from './expiry.js'
 import { CLUSTER_EXPIRY_GRACE_MS, clusterShare } from '../../cluster/share.js'
+import { partitionOf } from '../../cluster/screen-partitions.js'
+import { ServedPartitions } from '../../cluster/served-partitions.js'
 import { applySettlements, settlementOf } from './settle.js'
 import { LOSS } from '../loss-codes.js'
 import { Notices } from '../../notify/notices.js'
@@ -122,16 +124,20 @@ t.test('the expiry job leaves a screen a hot thread is deciding to its next pass
   t.equal(hot.take(screen.screen_id), 'taken', 'the job released its claim with its transaction')
 })
 
-t.test('on a cluster node the expiry job waits out the grace, tells only the bids it took, and ships no removal', async (t) => {
-  const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-settle-')), undefined, undefined, { replicate: true, share: clusterShare('node-1', { leasedLeft: () => 0, ask: () => {} }) })
+t.test('on a cluster node the expiry job waits out the grace, tells only the bids of the screens it serves, and ships no removal', async (t) => {
+  const served = new ServedPartitions(16)
+  served.set(partitionOf(screen.screen_id, 16), true)
+  const elsewhere = Array.from({ length: 64 }, (_, i) => `other-${i}`).find((id) => !served.servesScreen(id))!
+  const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-settle-')), undefined, undefined, { replicate: true, share: clusterShare('node-1', served, { leasedLeft: () => 0, ask: () => {} }) })
   t.teardown(() => store.close())
   const notices = new Notices(store)
-  const bids = (['node-1', 'node-2'] as const).map((node, i) => {
-    const stored = { bid_id: `b${i}`, response_id: 'r', seat_id: 'alpha', impid: `imp_${i}`, screen_id: screen.screen_id, price: 5, floor: 2, multiplier: 1, creative_id: 'cr', adomain: [], received_at: NOW - 1000, expires_at: NOW, lurl: `https://alpha.example/${node}?c=\${AUCTION_LOSS}`, node } as StoredBid
+  const bids = ([['served', screen.screen_id], ['elsewhere', elsewhere]] as const).map(([name, screenId], i) => {
+    const stored = { bid_id: `b${i}`, response_id: 'r', seat_id: 'alpha', impid: `imp_${i}`, screen_id: screenId, price: 5, floor: 2, multiplier: 1, creative_id: 'cr', adomain: [], received_at: NOW - 1000, expires_at: NOW, lurl: `https://alpha.example/${name}?c=\${AUCTION_LOSS}` } as StoredBid
     return stored
   })
   store.write(() => {
     store.screens.putSync(screen.screen_id, screen)
+    store.screens.putSync(elsewhere, { ...screen, screen_id: elsewhere })
     for (const b of bids) {
       store.bids.putSync(bookKeyOf(b), b)
       store.bidExpiry.putSync(expiryKeyOf(b), 1)
@@ -139,10 +145,10 @@ t.test('on a cluster node the expiry job waits out the grace, tells only the bid
   })
   const recorded = store.changes!.recorded
   const claims = new ScreenClaims(0)
-  t.equal(expireBids({ store, notices, claims }, NOW + 1000), 0, 'within the grace: the node deciding the screen may have taken them')
+  t.equal(expireBids({ store, notices, claims }, NOW + 1000), 0, 'within the grace: the screen\'s previous owner may have taken them')
   t.equal(store.bids.getCount(), 2)
-  t.equal(expireBids({ store, notices, claims }, NOW + CLUSTER_EXPIRY_GRACE_MS + 1), 1, 'past it: one bid settled with a notice, the one this node took')
+  t.equal(expireBids({ store, notices, claims }, NOW + CLUSTER_EXPIRY_GRACE_MS + 1), 1, 'past it: one bid settled with a notice, the one on the screen this node serves')
   t.equal(store.bids.getCount(), 0, 'both out of this node\'s book')
-  t.same(queued(store), ['https://alpha.example/node-1?c=2'], 'the other node\'s bid is told by the node that took it')
+  t.same(queued(store), ['https://alpha.example/served?c=2'], 'the other screen\'s bid is told by the node serving it')
   t.equal(store.changes!.recorded, recorded, 'nothing recorded to ship: every node expires bids on its own clock')
 })

@@ -80,7 +80,6 @@ export function bidRoute ({ store, impIds, sealer, journal, config }: Deps): Rou
           if (bid.lurl !== undefined) stored.lurl = bid.lurl
           if (bid.burl !== undefined) stored.burl = bid.burl
           if (bid.adm !== undefined) stored.adm = bid.adm
-          if (store.share.node !== undefined) stored.node = store.share.node
           if (scored.audience !== undefined) stored.audience = scored.audience
           intake.stored.push(stored)
           outcome.stored = true

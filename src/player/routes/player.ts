@@ -5,7 +5,7 @@ import { ok, raw, route, type RouteDef } from '../../http/route.js'
 import type { CreativeRecord } from '../../creatives/records.js'
 import type { ScreenRecord } from '../../inventory/records.js'
 import { serveAsset } from './assets.js'
-import { awaitSpot, givenSpot, screenOfToken, spotEvent, takeSpot } from '../feed.js'
+import { awaitSpot, givenSpot, screenIdOfToken, screenOfToken, spotEvent, takeSpot } from '../feed.js'
 import { playerPage } from '../page.js'
 
 /** How long before a spot ends its player should ask for the next one. */
@@ -78,7 +78,8 @@ export function playerRoutes (deps: Deps): RouteDef[] {
       summary: 'The next spot for a screen: runs the waterfall',
       body: 'SpotRequest',
       data: 'Spot',
-      errors: ['screen_not_found', 'device_mismatch', 'spot_in_progress'],
+      errors: ['screen_not_found', 'device_mismatch', 'spot_in_progress', 'service_unavailable'],
+      screen: (ctx) => screenIdOfToken(store, ctx.params.token!),
       // takeSpot claims the screen and journals the decision's writes.
       journaled: true,
       handler: (ctx) => {
@@ -109,7 +110,8 @@ export function playerRoutes (deps: Deps): RouteDef[] {
       summary: 'Report render_started or play_completed for a spot',
       body: 'SpotEventRequest',
       data: 'SpotEventResult',
-      errors: ['screen_not_found', 'spot_not_found', 'spot_in_progress'],
+      errors: ['screen_not_found', 'spot_not_found', 'spot_in_progress', 'service_unavailable'],
+      screen: (ctx) => screenIdOfToken(store, ctx.params.token!),
       prepare: (ctx) => awaitSpot(deps, ctx.params.spot_id!),
       handler: (ctx) => {
         const screen = screenOfToken(store, ctx.params.token!)

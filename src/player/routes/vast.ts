@@ -2,7 +2,7 @@ import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import { raw, route, type RouteDef } from '../../http/route.js'
 import { vastEmpty, vastInline } from '../vast.js'
-import { awaitSpot, givenSpot, screenOfToken, spotEvent, takeSpot } from '../feed.js'
+import { awaitSpot, givenSpot, screenIdOfToken, screenOfToken, spotEvent, takeSpot } from '../feed.js'
 
 const XML = 'application/xml; charset=utf-8'
 const EVENTS = new Set(['impression', 'start', 'firstQuartile', 'midpoint', 'thirdQuartile', 'complete', 'error'])
@@ -24,7 +24,8 @@ export function vastRoutes (deps: Deps): RouteDef[] {
       path: '/embed/:token/vast',
       summary: 'The next spot as a VAST 4.2 tag, for players that speak VAST',
       produces: 'application/xml',
-      errors: ['screen_not_found', 'spot_in_progress'],
+      errors: ['screen_not_found', 'spot_in_progress', 'service_unavailable'],
+      screen: (ctx) => screenIdOfToken(store, ctx.params.token!),
       handler: (ctx) => {
         const token = ctx.params.token!
         const screen = screenOfToken(store, token)
@@ -51,7 +52,8 @@ export function vastRoutes (deps: Deps): RouteDef[] {
       description: 'impression and start record render_started; complete records play_completed (billing, burl, and a proof of play at tier event_confirmed); quartiles and error are acknowledged. Repeats change nothing.',
       noContent: 'The event was recorded (or was already).',
       status: 204,
-      errors: ['screen_not_found', 'spot_not_found', 'spot_in_progress'],
+      errors: ['screen_not_found', 'spot_not_found', 'spot_in_progress', 'service_unavailable'],
+      screen: (ctx) => screenIdOfToken(store, ctx.params.token!),
       prepare: (ctx) => awaitSpot(deps, ctx.params.spot_id!),
       handler: (ctx) => {
         const screen = screenOfToken(store, ctx.params.token!)

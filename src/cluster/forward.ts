@@ -1,0 +1,68 @@
+import { isDeepStrictEqual } from 'node:util'
+import { ApiError } from '../errors.js'
+import type { Forwarded, ForwardedRequest } from '../http/coordination.js'
+import type { Store } from '../store/store.js'
+
+// A player's requests about its screen's spots are decided by the node that owns the screen's partition, the one node
+// holding its bids (docs/architecture.md, "Screens owned by partitions"). HAProxy sends a player to a node by its
+// token's hash, which knows nothing of partitions: a node that does not serve the partition forwards the request to
+// the owner over HTTP and relays the answer.
+
+/** meta key: each partition's owner and where it serves HTTP, as this node's supervisor last saw them (null: not known). */
+const OWNERS = 'cluster:owners'
+
+/** Names the node a request was forwarded from: a forwarded request is never forwarded again. */
+export const FORWARDED_HEADER = 'x-oohbid-forwarded-by'
+
+/** How long a forwarded request waits for the owner's answer. */
+const FORWARD_TIMEOUT_MS = 10_000
+
+/** The request headers a forward leaves behind: the connection's own, and what fetch sets itself. */
+const HOP_BY_HOP = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'expect', 'upgrade', 'te', 'trailer', 'proxy-connection', 'x-forwarded-for'])
+
+/** The answer headers the forwarding node writes itself (or uWS does) rather than relay. */
+const OWN_ANSWER = new Set([...HOP_BY_HOP, 'content-type', 'date', 'x-request-id', 'cache-control', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'uwebsockets'])
+
+/** A partition's owner: its node id, and where it serves HTTP (null when not heard yet). */
+export type OwnerAt = { node: string, url: string | null } | null
+
+/** Records each partition's owner and where it serves, for the hot threads; written only when it changes. */
+export function publishOwners (store: Store, owners: OwnerAt[]): void {
+  if (isDeepStrictEqual(store.meta.get(OWNERS), owners)) return
+  store.write(() => store.meta.putSync(OWNERS, owners))
+}
+
+const unavailable = (why: string): ApiError => new ApiError('service_unavailable', `${why}; retry shortly.`, { retry_after_seconds: 1 }, { 'Retry-After': '1' })
+
+/**
+ * Sends a request to the node that owns the partition, as a proxy would (the client's address in X-Forwarded-For,
+ * which the owner trusts from the nodes: TRUST_PROXY), and resolves with its answer. A request forwarded to this node
+ * already, or a partition whose owner is this node, unknown, or out of reach, is 503 with Retry-After: its owner is
+ * changing, or reading its bids.
+ */
+export async function forwardToOwner (store: Store, self: string, partition: number, request: ForwardedRequest): Promise<Forwarded> {
+  if (request.headers[FORWARDED_HEADER] !== undefined) throw unavailable('This screen\'s spots are moving to another node')
+  const owner = (store.meta.get(OWNERS) as OwnerAt[] | undefined)?.[partition] ?? null
+  if (owner === null || owner.url === null) throw unavailable('No node decides this screen\'s spots at the moment')
+  if (owner.node === self) throw unavailable('This node is reading this screen\'s bids before it decides its spots')
+  const url = owner.url
+  const headers: Record<string, string> = { [FORWARDED_HEADER]: self, 'x-forwarded-for': request.ip }
+  for (const name in request.headers) if (!HOP_BY_HOP.has(name) && name !== FORWARDED_HEADER) headers[name] = request.headers[name]!
+  let answer: Response
+  let body: Buffer
+  try {
+    answer = await fetch(`${url}${request.path}${request.query === '' ? '' : `?${request.query}`}`, {
+      method: request.method.toUpperCase(),
+      headers,
+      ...(request.body !== undefined ? { body: request.body } : {}),
+      signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
+      redirect: 'manual'
+    })
+    body = Buffer.from(await answer.arrayBuffer())
+  } catch {
+    throw unavailable('The node deciding this screen\'s spots did not answer')
+  }
+  const relayed: Record<string, string> = {}
+  answer.headers.forEach((value, name) => { if (!OWN_ANSWER.has(name)) relayed[name] = value })
+  return { status: answer.status, contentType: answer.headers.get('content-type') ?? 'application/json', body, headers: relayed }
+}
