@@ -11,6 +11,7 @@ import { MarkWaiters } from './mark-waiters.js'
 import { APPLIED, appliedRevision } from './applied-revision.js'
 import { Opens } from './opens.js'
 import { bookRows } from './book-parts.js'
+import { partitionOf } from './screen-partitions.js'
 import { retryWithBackoff, within } from '../retry.js'
 import { BOOK_BEHIND } from './readiness.js'
 import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
@@ -42,7 +43,7 @@ interface Followed {
 
 /**
  * What the applier writes, in the order it came: a state bucket entry, or one node's round of a followed stream (for
- * this node's own round, no rows, and the last of its changes the round carried).
+ * this node's own round, whose rows it holds already, the last of its changes the round carried).
  */
 type Arrived = { entry: KvEntry } | { followed: Followed, seq: number, data?: Uint8Array, ownThrough?: number }
 
@@ -131,6 +132,8 @@ export class ChangeApplier {
    */
   readonly #rebuilding = new Map<number, Set<string>>()
   readonly #onServing: (partition: number, serving: boolean) => void
+  /** How many partitions the screens hash into (CLUSTER_PARTITIONS). */
+  readonly #partitions: number
   /** A starting node waiting to have applied the book through the message that was newest when it asked. */
   readonly #bookApplying = new MarkWaiters()
   #scheduled = false
@@ -158,12 +161,13 @@ export class ChangeApplier {
    * incarnation: this data directory's name in the engine, which names its messages (its own come back, skipped).
    * onServing: a partition's bids are all here (true, once its rebuild is done), or no longer applied here.
    */
-  constructor (deps: { store: Store, changes: ChangeLog, log: Logger, incarnation: string, onApplied: AppliedHook, onServing: (partition: number, serving: boolean) => void }) {
+  constructor (deps: { store: Store, changes: ChangeLog, log: Logger, incarnation: string, partitions: number, onApplied: AppliedHook, onServing: (partition: number, serving: boolean) => void }) {
     this.#store = deps.store
     this.#changes = deps.changes
     this.#log = deps.log
     this.#onApplied = deps.onApplied
     this.#onServing = deps.onServing
+    this.#partitions = deps.partitions
     // A node that never followed the book reads all of it: the stream keeps bids only as long as they can win. (From
     // sequence 1, the first message kept or after: nats.js's ordered consumer with DeliverPolicy.All on an empty
     // stream never starts consuming.)
@@ -225,7 +229,7 @@ export class ChangeApplier {
     void (async () => {
       for await (const m of messages) {
         if (followed.messages !== messages) break
-        if (followed.own?.(m) === true) this.#arrive({ followed, seq: m.seq, ownThrough: roundThrough(m.headers?.get('Nats-Msg-Id') ?? '') ?? 0 })
+        if (followed.own?.(m) === true) this.#arrive({ followed, seq: m.seq, data: m.data, ownThrough: roundThrough(m.headers?.get('Nats-Msg-Id') ?? '') ?? 0 })
         else this.#arrive({ followed, seq: m.seq, data: m.data })
       }
     })().then(() => this.#ended(engine, followed, messages, 'ended'), (err: unknown) => this.#ended(engine, followed, messages, err))
@@ -243,8 +247,16 @@ export class ChangeApplier {
     const touched = new Set<string>()
     this.#rebuilding.set(partition, touched)
     const through = this.#appliedOf(this.#book)
+    // What this node holds of the partition from before (bids it took, or a time it held it) may have been settled
+    // since by another owner: the book says what is live, so the partition's rows start from it alone.
+    this.#forget(partition)
     const current = (): boolean => !this.#stopped && this.#rebuilding.get(partition) === touched
-    void retryWithBackoff(async () => await this.#rebuild(engine, partition, through, touched, current), () => !current(), (err, retryInMs) => {
+    void retryWithBackoff(async () => {
+      const head = await this.#rebuild(engine, partition, through, touched, current)
+      // What the last owner shipped before this node took the partition over (a settlement) is applied before a spot
+      // is decided here: the live book is followed through the stream's head as it stood once this node owned it.
+      if (this.#appliedOf(this.#book) < head && !await this.#bookApplying.wait(head, REBUILD_WAIT_MS)) throw new Error(`the book is not applied through entry ${head} yet`)
+    }, () => !current(), (err, retryInMs) => {
       this.#log.warn('cluster: reading a partition\'s bids from the book failed; trying again', { partition, retry_in_ms: retryInMs, error: err instanceof Error ? err.message : String(err) })
     }).then(() => {
       if (!current()) return
@@ -254,6 +266,16 @@ export class ChangeApplier {
     })
   }
 
+  /** Removes this node's rows of a partition's bids, but for those it changed and has not shipped (they are newer). */
+  #forget (partition: number): void {
+    this.#store.write(() => this.#changes.applying(() => {
+      const waiting = this.#changes.pendingKeys(stateKey)
+      for (const key of this.#store.bids.getKeys()) {
+        if (partitionOf(key[0], this.#partitions) === partition && !waiting.has(stateKey('bids', key))) this.#store.bids.removeSync(key)
+      }
+    }))
+  }
+
   /** This node no longer owns the partition: its bids are read past, and its spots decided elsewhere. */
   release (partition: number): void {
     if (!this.#held.delete(partition)) return
@@ -261,10 +283,18 @@ export class ChangeApplier {
     this.#onServing(partition, false)
   }
 
+  /** Notes this node's own rows of the partitions being read from the book's start, which the reading leaves alone. */
+  #touchOwn (data: Uint8Array): void {
+    bookRows(data, this.#partitions, (p) => this.#rebuilding.has(p), (p, rows) => {
+      const touched = this.#rebuilding.get(p)
+      if (touched !== undefined) for (const row of rows) touched.add(stateKey(row[0], row[1]))
+    })
+  }
+
   /** The book's rows of a message that this node applies: its held partitions' bids, and every node's rows. */
   #bookRows (data: Uint8Array): Change[] {
     const out: Change[] = []
-    bookRows(data, (p) => this.#held.has(p), (p, rows) => {
+    bookRows(data, this.#partitions, (p) => this.#held.has(p), (p, rows) => {
       const touched = this.#rebuilding.get(p)
       for (const row of rows) {
         out.push(row)
@@ -277,11 +307,12 @@ export class ChangeApplier {
   /**
    * Applies a partition's rows of the book's messages from the first kept through `through`, in order, leaving alone
    * the rows the live book wrote since it was taken on (touched) and those this node changed and has not shipped. A
-   * try that fails is run again from the start: the same rows in the same order end the same.
+   * try that fails is run again from the start: the same rows in the same order end the same. Resolves with the
+   * stream's last entry when it began.
    */
-  async #rebuild (engine: Engine, partition: number, through: number, touched: Set<string>, current: () => boolean): Promise<void> {
+  async #rebuild (engine: Engine, partition: number, through: number, touched: Set<string>, current: () => boolean): Promise<number> {
     const { state } = await within(REBUILD_WAIT_MS, 'reading the book stream', engine.jsm.streams.info(BOOK_STREAM))
-    if (state.messages === 0 || state.first_seq > through) return
+    if (state.messages === 0 || state.first_seq > through) return state.last_seq
     const consumer = await within(REBUILD_WAIT_MS, 'opening the book', engine.js.consumers.get(BOOK_STREAM, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: state.first_seq }))
     const messages = await within(REBUILD_WAIT_MS, 'opening the book', consumer.consume())
     let rows: Change[] = []
@@ -305,8 +336,8 @@ export class ChangeApplier {
     try {
       for await (const m of messages) {
         heard = performance.now()
-        if (!current()) return
-        if (m.seq <= through) bookRows(m.data, (p) => p === partition, (p, r) => { if (p === partition) rows.push(...r) })
+        if (!current()) return state.last_seq
+        if (m.seq <= through) bookRows(m.data, this.#partitions, (p) => p === partition, (p, r) => { if (p === partition) rows.push(...r) })
         if (rows.length >= REBUILD_BATCH) write()
         if (m.seq >= through) {
           reached = true
@@ -319,6 +350,7 @@ export class ChangeApplier {
     }
     if (!reached) throw new Error(`the book stopped arriving before entry ${through}`)
     write()
+    return state.last_seq
   }
 
   /** A consumer ended: followed again if it is still the stream's (not one given up on). */
@@ -503,7 +535,13 @@ export class ChangeApplier {
           if (!waitsInBucket(entry.key, table, key, value)) this.#apply(table, key, value)
         } else {
           streams.set(item.followed, item.seq)
-          if (item.ownThrough !== undefined) this.#ownThrough.set(item.followed, Math.max(this.#ownThrough.get(item.followed) ?? 0, item.ownThrough))
+          if (item.ownThrough !== undefined) {
+            this.#ownThrough.set(item.followed, Math.max(this.#ownThrough.get(item.followed) ?? 0, item.ownThrough))
+            // This node's own rows are written here already; a partition being read from the book's start must still
+            // leave them alone, as newer than what it reads.
+            if (item.data !== undefined && this.#rebuilding.size > 0 && item.followed === this.#book) this.#touchOwn(item.data)
+            continue
+          }
           if (item.data === undefined) continue
           for (const [table, key, value] of item.followed.rows(item.data)) if (!waitsInStream(item.followed, stateKey(table, key))) this.#apply(table, key, value)
         }

@@ -34,17 +34,10 @@ export function packedParts (rows: Change[], maxBytes = MAX_MESSAGE_BYTES): Buff
  * bid nor holds its screen's partition spends on it no more than reading past its bytes.
  */
 export function packBook (rows: Iterable<Change>, partitions: number, maxBytes = MAX_MESSAGE_BYTES): Buffer[] {
-  const groups = new Map<number, Change[]>()
-  for (const row of rows) {
-    const p = bookPartition(row, partitions)
-    const group = groups.get(p)
-    if (group === undefined) groups.set(p, [row])
-    else group.push(row)
-  }
   const messages: Buffer[] = []
   let bin: Array<[number, Buffer]> = []
   let size = 0
-  for (const [p, group] of groups) {
+  for (const [p, group] of byPartition(rows, partitions)) {
     for (const part of packedParts(group, maxBytes)) {
       if (bin.length > 0 && size + part.length > maxBytes) {
         messages.push(packValue(bin))
@@ -59,9 +52,26 @@ export function packBook (rows: Iterable<Change>, partitions: number, maxBytes =
   return messages
 }
 
+function byPartition (rows: Iterable<Change>, partitions: number): Map<number, Change[]> {
+  const groups = new Map<number, Change[]>()
+  for (const row of rows) {
+    const p = bookPartition(row, partitions)
+    const group = groups.get(p)
+    if (group === undefined) groups.set(p, [row])
+    else group.push(row)
+  }
+  return groups
+}
+
 /** A book message's rows of the partitions wanted (EVERY_NODE's always), the others left packed. */
-export function bookRows (data: Uint8Array, wanted: (partition: number) => boolean, each: (partition: number, rows: Change[]) => void): void {
-  for (const [p, packed] of unpackValue(data) as Array<[number, Uint8Array]>) {
+export function bookRows (data: Uint8Array, partitions: number, wanted: (partition: number) => boolean, each: (partition: number, rows: Change[]) => void): void {
+  const message = unpackValue(data) as Array<[number, Uint8Array]> | Change[]
+  // A round of rows not grouped (shipped by a node of an earlier version, and kept in the stream since) is grouped here.
+  if (message.length > 0 && typeof message[0]![0] === 'string') {
+    for (const [p, rows] of byPartition(message as Change[], partitions)) if (p === EVERY_NODE || wanted(p)) each(p, rows)
+    return
+  }
+  for (const [p, packed] of message as Array<[number, Uint8Array]>) {
     if (p === EVERY_NODE || wanted(p)) each(p, unpackValue(packed) as Change[])
   }
 }

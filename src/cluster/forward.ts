@@ -14,8 +14,8 @@ const OWNERS = 'cluster:owners'
 /** Names the node a request was forwarded from: a forwarded request is never forwarded again. */
 export const FORWARDED_HEADER = 'x-oohbid-forwarded-by'
 
-/** How long a forwarded request waits for the owner's answer. */
-const FORWARD_TIMEOUT_MS = 10_000
+/** How long a forwarded request waits past the owner's own wait for the engine (CLUSTER_ACK_TIMEOUT_MS). */
+const FORWARD_MARGIN_MS = 2000
 
 /** The request headers a forward leaves behind: the connection's own, and what fetch sets itself. */
 const HOP_BY_HOP = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'expect', 'upgrade', 'te', 'trailer', 'proxy-connection', 'x-forwarded-for'])
@@ -38,9 +38,9 @@ const unavailable = (why: string): ApiError => new ApiError('service_unavailable
  * Sends a request to the node that owns the partition, as a proxy would (the client's address in X-Forwarded-For,
  * which the owner trusts from the nodes: TRUST_PROXY), and resolves with its answer. A request forwarded to this node
  * already, or a partition whose owner is this node, unknown, or out of reach, is 503 with Retry-After: its owner is
- * changing, or reading its bids.
+ * changing, reading its bids, or renewing its lease.
  */
-export async function forwardToOwner (store: Store, self: string, partition: number, request: ForwardedRequest): Promise<Forwarded> {
+export async function forwardToOwner (store: Store, self: string, partition: number, request: ForwardedRequest, ackTimeoutMs: number): Promise<Forwarded> {
   if (request.headers[FORWARDED_HEADER] !== undefined) throw unavailable('This screen\'s spots are moving to another node')
   const owner = (store.meta.get(OWNERS) as OwnerAt[] | undefined)?.[partition] ?? null
   if (owner === null || owner.url === null) throw unavailable('No node decides this screen\'s spots at the moment')
@@ -55,7 +55,9 @@ export async function forwardToOwner (store: Store, self: string, partition: num
       method: request.method.toUpperCase(),
       headers,
       ...(request.body !== undefined ? { body: request.body } : {}),
-      signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
+      // The owner answers a spot once the engine holds its settlement: given up on sooner, the spot would be decided
+      // and its bids settled with no player to play it.
+      signal: AbortSignal.timeout(ackTimeoutMs + FORWARD_MARGIN_MS),
       redirect: 'manual'
     })
     body = Buffer.from(await answer.arrayBuffer())

@@ -108,12 +108,15 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   })
   changes.onCommitted(() => shipper.kick())
   shipper.kick()
+  /** The partitions whose bids this node has read whole (the applier's hold), whose spots it may decide while its lease runs. */
+  const read = new Set<number>()
   const applier = new ChangeApplier({
     store,
     changes,
     log,
     incarnation,
-    onServing: (partition, serving) => deps.served.set(partition, serving),
+    partitions: cluster.partitions,
+    onServing: (partition, serving) => { if (serving) read.add(partition); else read.delete(partition) },
     onApplied: (table, key, previous) => {
       replica.applied(table, key as string)
       deps.onApplied(table, key, previous)
@@ -150,16 +153,32 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     if (gap !== undefined) throw gap
     logs.set(stream, log)
   }
-  const owners = new PartitionOwners({ nc: engine.nc, logs, self, url: cluster.nodeUrl ?? deps.url, ackTimeoutMs: cluster.ackTimeoutMs, log })
-  owners.start()
-  // A partition's bids are applied here while this node owns its log, and its spots decided here once they are read;
-  // the hot threads forward a player's request to the owner's URL (src/cluster/forward.ts).
-  const holdings = setInterval(() => {
-    for (let p = 0; p < cluster.partitions; p++) {
-      if (logs.get(partitionStream(p))?.owns() === true) applier.hold(engine, p)
-      else applier.release(p)
+  const partitionOfLog = new Map(Array.from({ length: cluster.partitions }, (_, p) => [partitionStream(p), p]))
+  const owners = new PartitionOwners({
+    nc: engine.nc,
+    logs,
+    self,
+    url: cluster.nodeUrl ?? deps.url,
+    leaseMs: LOG_LEASE_MS,
+    ackTimeoutMs: cluster.ackTimeoutMs,
+    log,
+    onLeaseEnd: (stream) => {
+      const p = partitionOfLog.get(stream)
+      if (p !== undefined) deps.served.set(p, 0, true)
     }
-    publishOwners(store, owners.urls(Array.from({ length: cluster.partitions }, (_, p) => logs.get(partitionStream(p))?.mark().owner?.node)))
+  })
+  owners.start()
+  // A partition's bids are applied here while this node owns its log, and its spots decided here once they are read,
+  // until its lease runs out unless a beat renews it; the hot threads forward a player's request for another partition
+  // to its owner's URL (src/cluster/forward.ts).
+  const holdings = setInterval(() => {
+    for (const [stream, p] of partitionOfLog) {
+      const owns = logs.get(stream)?.owns() === true
+      if (owns) applier.hold(engine, p)
+      else applier.release(p)
+      deps.served.set(p, read.has(p) ? owners.leaseUntil(stream) ?? 0 : 0, owns)
+    }
+    publishOwners(store, owners.urls([...partitionOfLog.keys()].map((stream) => logs.get(stream)?.mark().owner?.node)))
   }, HOLDINGS_MS)
   holdings.unref()
   // Retries what the engine did not acknowledge (a member lost, no quorum for a while).

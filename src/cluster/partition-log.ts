@@ -552,10 +552,10 @@ export class PartitionLog {
     return verdict?.status === 'accepted'
   }
 
-  /** The owner's beat: keeps its lease in log time. */
-  async beat (): Promise<void> {
+  /** The owner's beat: keeps its lease in log time. Resolves with its sequence once the engine holds it. */
+  async beat (): Promise<number> {
     const { self } = this.#o
-    await this.append({ t: 'beat', epoch: this.mark().epoch, node: self.node, incarnation: self.incarnation })
+    return await this.append({ t: 'beat', epoch: this.mark().epoch, node: self.node, incarnation: self.incarnation })
   }
 
   /** The owner hands the partition over (another node is to own it); true once this node has applied the hand-over. */

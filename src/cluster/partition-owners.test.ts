@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ownerStep, rendezvousOwner } from './partition-owners.js'
+import { leaseUntil, ownerStep, rendezvousOwner } from './partition-owners.js'
 
 // When a node tries to own a log, hand it over or beat, without an engine: the log decides whether a try counts
 // (src/cluster/partition-log.ts); these rules only keep the tries few and the logs spread.
@@ -25,4 +25,18 @@ t.test('an owner beats, and hands a log over only to a node heard from steadily;
   t.equal(ownerStep({ ...base, takeable: true }), 'take', 'and takes the log once it is takeable')
   t.equal(ownerStep({ ...base, takeable: true, should: 'node-3' }), undefined, 'a node the hash does not name leaves it to that one')
   t.equal(ownerStep({ ...base, takeable: true, should: 'node-3', owner: { node: 'node-1', incarnation: 'old' } }), 'take', 'but a restarted node takes back what its old life owned, at once')
+})
+
+t.test('an owner acts as one only within its lease, counted from beats the log has confirmed', async (t) => {
+  const lease = { confirmed: undefined as number | undefined, sent: [] as Array<{ at: number, seq: number }> }
+  t.equal(leaseUntil(lease, true, 10, 10_000), undefined, 'no beat confirmed yet: no lease')
+  lease.sent.push({ at: 1000, seq: 12 })
+  t.equal(leaseUntil(lease, true, 11, 10_000), undefined, 'a beat the engine holds but the log has not applied here counts for nothing yet')
+  t.equal(leaseUntil(lease, true, 12, 10_000), 6000, 'applied while this node owns the log: the lease, less its margin, from the beat\'s sending')
+  lease.sent.push({ at: 3000, seq: 20 })
+  t.equal(leaseUntil(lease, true, 15, 10_000), 6000, 'the next beat, not applied yet, leaves the lease as it was')
+  t.equal(leaseUntil(lease, true, 25, 10_000), 8000, 'and moves it on once applied')
+  lease.sent.push({ at: 5000, seq: 30 })
+  t.equal(leaseUntil(lease, false, 31, 10_000), undefined, 'a takeover applied before the beat: the node owns the log no more, and the beat refused counts for nothing')
+  t.same(lease, { confirmed: undefined, sent: [] }, 'nothing kept for a later life of its ownership')
 })

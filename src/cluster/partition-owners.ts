@@ -3,6 +3,7 @@ import type { NatsConnection, Subscription } from 'nats'
 import type { Logger } from '../log.js'
 import type { OwnerAt } from './forward.js'
 import type { PartitionLog } from './partition-log.js'
+import { monotonicMs } from './served-partitions.js'
 import type { PartitionOwner } from './records.js'
 
 // Who owns each log a node follows (issue 47): one owner at a time, under an epoch that rises at each change, decided
@@ -24,6 +25,36 @@ const OWNER_BEAT_MS = 2000
 const SETTLED_MS = 5000
 
 export const MEMBERS_SUBJECT = 'oohbid.members'
+
+/**
+ * How much of a log's lease (in log time, from a beat's landing) an owner does not count on for acting as the owner:
+ * the gap between the clock of the engine member that stamped its beat and the one that may stamp a takeover.
+ */
+const LEASE_MARGIN_MS = 5000
+
+/** An owner's lease of a log: its beats (and takeover) sent, as far as the log has confirmed them. */
+interface Lease {
+  /** When the newest beat the log has applied while this node owned it was sent (monotonicMs). */
+  confirmed: number | undefined
+  /** Beats the engine holds and this node has not applied yet: when each was sent, at which sequence. */
+  sent: Array<{ at: number, seq: number }>
+}
+
+/**
+ * Until when (monotonicMs) a node may act as a log's owner: the lease minus its margin from when it sent the newest
+ * beat the log has applied while it owned it. A beat that lands in the log at log time t keeps any takeover off until
+ * t + lease, and t is no earlier than its sending; a beat that landed after a takeover was refused, which the node
+ * sees as no longer owning the log once it has applied that far. Undefined: no confirmed beat, or not the owner.
+ */
+export function leaseUntil (lease: Lease, owns: boolean, applied: number, leaseMs: number): number | undefined {
+  if (!owns) {
+    lease.confirmed = undefined
+    lease.sent = []
+    return undefined
+  }
+  while (lease.sent.length > 0 && lease.sent[0]!.seq <= applied) lease.confirmed = Math.max(lease.confirmed ?? 0, lease.sent.shift()!.at)
+  return lease.confirmed === undefined ? undefined : lease.confirmed + leaseMs - LEASE_MARGIN_MS
+}
 
 /** The node a log should be owned by among these: the highest hash of (log, node), so a change moves few logs. */
 export function rendezvousOwner (log: string, nodes: string[]): string | undefined {
@@ -47,16 +78,20 @@ export function ownerStep (o: { owns: boolean, takeable: boolean, owner: Partiti
 }
 
 export class PartitionOwners {
-  readonly #o: { nc: NatsConnection, logs: Map<string, PartitionLog>, self: PartitionOwner, url: string, ackTimeoutMs: number, log: Logger }
+  readonly #o: { nc: NatsConnection, logs: Map<string, PartitionLog>, self: PartitionOwner, url: string, leaseMs: number, ackTimeoutMs: number, log: Logger, onLeaseEnd: (stream: string) => void }
   /** The other nodes heard from: their life, where they serve HTTP, since when without a break, and when last. */
   readonly #members = new Map<string, { incarnation: string, url: string | undefined, since: number, seen: number }>()
   readonly #beatAt = new Map<string, number>()
+  readonly #leases = new Map<string, Lease>()
   readonly #busy = new Set<string>()
   #sub: Subscription | undefined
   #timer: NodeJS.Timeout | undefined
 
-  /** url: where the other nodes reach this node's HTTP port, said in its beats. */
-  constructor (options: { nc: NatsConnection, logs: Map<string, PartitionLog>, self: PartitionOwner, url: string, ackTimeoutMs: number, log: Logger }) {
+  /**
+   * url: where the other nodes reach this node's HTTP port, said in its beats; leaseMs: the logs' lease, in log time;
+   * onLeaseEnd: this node stops acting as a log's owner now (it is handing the log over).
+   */
+  constructor (options: { nc: NatsConnection, logs: Map<string, PartitionLog>, self: PartitionOwner, url: string, leaseMs: number, ackTimeoutMs: number, log: Logger, onLeaseEnd: (stream: string) => void }) {
     this.#o = options
   }
 
@@ -91,6 +126,27 @@ export class PartitionOwners {
     this.#sub?.unsubscribe()
   }
 
+  /** Until when (monotonicMs) this node may act as the log's owner, from its beats the log has confirmed (leaseUntil). */
+  leaseUntil (stream: string): number | undefined {
+    const log = this.#o.logs.get(stream)
+    if (log === undefined) return undefined
+    const lease = this.#leaseOf(stream)
+    return leaseUntil(lease, log.owns(), log.mark().applied, this.#o.leaseMs)
+  }
+
+  #endLease (stream: string): void {
+    const lease = this.#leaseOf(stream)
+    lease.confirmed = undefined
+    lease.sent = []
+    this.#o.onLeaseEnd(stream)
+  }
+
+  #leaseOf (stream: string): Lease {
+    let lease = this.#leases.get(stream)
+    if (lease === undefined) this.#leases.set(stream, lease = { confirmed: undefined, sent: [] })
+    return lease
+  }
+
   /** The nodes alive as this node sees them, itself included. */
   #alive (now: number): string[] {
     return [this.#o.self.node, ...[...this.#members].filter(([, m]) => now - m.seen <= MEMBER_LOST_MS).map(([node]) => node)]
@@ -116,9 +172,17 @@ export class PartitionOwners {
       if (step === undefined) continue
       if (step === 'beat') this.#beatAt.set(stream, now)
       this.#busy.add(stream)
+      const sentAt = monotonicMs()
+      // A node handing a log over stops acting as its owner before it says so: the taker may act once the log has it.
+      if (step === 'give') this.#endLease(stream)
       const run = step === 'give' ? log.give(ackTimeoutMs) : step === 'take' ? log.takeOver(ackTimeoutMs) : log.beat()
       void run.then((done) => {
-        if (step === 'take' && done === true) this.#beatAt.set(stream, performance.now())
+        // A beat held by the engine, or a takeover applied (its entry is at or below the mark): the lease runs from its sending.
+        if (step === 'beat') this.#leaseOf(stream).sent.push({ at: sentAt, seq: done as number })
+        if (step === 'take' && done === true) {
+          this.#leaseOf(stream).sent.push({ at: sentAt, seq: log.mark().applied })
+          this.#beatAt.set(stream, performance.now())
+        }
         if (step !== 'beat' && done === true) this.#o.log.info(step === 'take' ? 'cluster: took over a log' : 'cluster: handed a log over', { log: stream, epoch: log.mark().epoch, ...(step === 'give' ? { to: should } : {}) })
       }, () => {
         // The engine did not answer (an election, no quorum): the next tick tries again.

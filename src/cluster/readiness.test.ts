@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { openStore } from '../store/store.js'
 import { BOOK_BEHIND, LOG_STOPPED, replicationChecks } from './readiness.js'
-import { ServedPartitions } from './served-partitions.js'
+import { monotonicMs, ServedPartitions } from './served-partitions.js'
 
 // A cluster node's /readyz: ready while it follows every log, with how far it has shipped and applied; not ready once
 // it stopped following one (the engine lost entries it had applied), until a restart rebuilds it.
@@ -26,9 +26,11 @@ t.test('a node that stopped following a log is not ready, and says which and why
   })
   t.equal(readiness().checks.logs, 'node-1 owns 1 of the 3 logs it follows: PART_0@2', 'which logs it owns, and under which epoch')
   t.equal(readiness().checks.spots, 'node-1 decides the spots of 0 of the 16 partitions', 'no spots until a partition\'s bids are read')
-  served.set(0, true)
-  served.set(7, true)
+  served.set(0, monotonicMs() + 60_000, true)
+  served.set(7, monotonicMs() + 60_000, true)
   t.equal(readiness().checks.spots, 'node-1 decides the spots of 2 of the 16 partitions: 0, 7', 'then those partitions\'')
+  served.set(7, monotonicMs() - 1, true)
+  t.equal(readiness().checks.spots, 'node-1 decides the spots of 1 of the 16 partitions: 0', 'not one whose lease has run out')
   store.write(() => store.meta.putSync(BOOK_BEHIND, 'applied the book through 10 of 4000'))
   t.match(readiness().unready, /node-1 is catching up with the bidding book \(applied the book through 10 of 4000\)/, 'not ready while it catches up with the book')
   store.write(() => store.meta.removeSync(BOOK_BEHIND))

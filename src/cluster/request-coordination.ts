@@ -188,7 +188,7 @@ class ClusterRequest implements RequestCoordination {
   decidedElsewhere (screenId: string, request: ForwardedRequest): Promise<Forwarded> | undefined {
     const { served, store, node } = this.#deps
     const partition = partitionOf(screenId, served.partitions)
-    return served.serves(partition) ? undefined : forwardToOwner(store, node, partition, request)
+    return served.serves(partition) ? undefined : forwardToOwner(store, node, partition, request, this.#deps.ackTimeoutMs)
   }
 
   turn (): Promise<void> | undefined {

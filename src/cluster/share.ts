@@ -13,8 +13,8 @@ const ASK_AGAIN_MS = 1000
 
 /**
  * A cluster node's side of the domain's seam (Share, src/store/store.ts). A node holds the bids of the partitions it
- * serves (and those it took) and takes an expired bid out of its own copy on its own clock, so the removal is not
- * shipped; only the node serving the bid's screen sends its notices. A node spends its grants of a budget
+ * owns (and those it took). The node serving a bid's screen settles it once expired, its removal shipped like a spot's
+ * settlement, so the book stream never brings it back; any other node drops its copy silently. A node spends its grants of a budget
  * (src/cluster/budget-grants.ts), not the budget left over every node: other nodes' unspent grants are theirs.
  */
 export function clusterShare (node: string, served: ServedPartitions, budgets: {
@@ -26,7 +26,7 @@ export function clusterShare (node: string, served: ServedPartitions, budgets: {
   const asked = new Map<string, number>()
   return {
     expiryGraceMs: CLUSTER_EXPIRY_GRACE_MS,
-    settles: (screenId) => served.servesScreen(screenId),
+    expiry: (screenId) => served.expiry(screenId),
     node,
     ownCopy: (store, write) => store.changes !== undefined ? store.changes.applying(write) : write(),
     milestonesWithPlay: false,

@@ -77,18 +77,20 @@ export interface Share {
    */
   readonly expiryGraceMs: number
   /**
-   * Whether this node sends the notices of a stored bid on this screen whose imp expired: the node that decides the
-   * screen's spots does (a cluster node, for the partitions it serves); any other takes it out of its copy silently.
+   * What this node does with a stored bid on this screen whose imp expired: `settle` it (its loss notice, and its
+   * removal is news to the other nodes), as the node deciding the screen's spots does; leave it for `later`, as a
+   * cluster node taking the screen's partition on does until it decides its spots; or `drop` it from its own copy
+   * silently, as any other node does.
    */
-  settles (screenId: string): boolean
+  expiry (screenId: string): 'settle' | 'later' | 'drop'
   /**
    * This node's name where several share the market (CLUSTER_NODE_ID), undefined alone: what a stored bid, a screen's
    * heartbeat and an adslots cursor name as the node that keeps them.
    */
   readonly node: string | undefined
   /**
-   * Runs a write to this node's own copy that is not news to any other node (each takes an expired bid out of its
-   * own book on its own clock). Call inside Store.write.
+   * Runs a write to this node's own copy that is not news to any other node (a node drops its copy of a bid another
+   * node settles). Call inside Store.write.
    */
   ownCopy<T> (store: Store, write: () => T): T
   /** Whether a play's delivery raises its campaign's milestones at once; else the catalog's job raises them, once. */
@@ -123,7 +125,7 @@ export interface Bookings {
 /** One node alone. */
 export const ALONE: Share = {
   expiryGraceMs: 0,
-  settles: () => true,
+  expiry: () => 'settle',
   node: undefined,
   ownCopy: (_store, write) => write(),
   milestonesWithPlay: true,

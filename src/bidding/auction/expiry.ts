@@ -11,9 +11,9 @@ import type { ExpiryKey } from '../records.js'
  * a batch per pass keeps one pass short. A screen a hot thread is deciding (claims) is left to the next pass: that
  * decision may have taken the bid just before its imp expired, and its writes are not applied yet.
  *
- * How long a bid waits past its expiry, which node sends its notices and whether its removal is news to other nodes
- * are the node's share of the market to say (Store.share). A node down when its bids expire sends
- * their notices when it is back.
+ * How long a bid waits past its expiry, and which node settles it (its notices, and its removal news to the other
+ * nodes) are the node's share of the market to say (Store.share.expiry). A node down when its bids expire settles
+ * them when it is back, if it still decides their screens.
  */
 export function expireBids (deps: SettleDeps & { claims: ScreenClaims }, now: number, batch = 5000): number {
   const store: Store = deps.store
@@ -26,6 +26,8 @@ export function expireBids (deps: SettleDeps & { claims: ScreenClaims }, now: nu
   const expire = () => {
     for (const entry of due) {
       const [at, screenId, tag, seatId] = entry
+      const what = share.expiry(screenId)
+      if (what === 'later') continue
       if (!claimed.has(screenId)) {
         if (deps.claims.take(screenId) === 'other') continue
         claimed.add(screenId)
@@ -37,12 +39,15 @@ export function expireBids (deps: SettleDeps & { claims: ScreenClaims }, now: nu
       store.bidExpiry.removeSync(entry)
       const bid = store.bids.get(key)
       if (bid === undefined || bid.expires_at !== at) continue
+      if (what === 'drop') {
+        share.ownCopy(store, () => store.bids.removeSync(key))
+        continue
+      }
       store.bids.removeSync(key)
-      if (!share.settles(screenId)) continue
       lossNotices(deps, bid, store.screens.get(screenId), LOSS.expired, undefined, undefined, now)
       expired++
     }
   }
-  store.write(() => share.ownCopy(store, expire))
+  store.write(expire)
   return expired
 }

@@ -6,7 +6,7 @@ import { ScreenClaims } from './claims.js'
 import { expireBids } from './expiry.js'
 import { CLUSTER_EXPIRY_GRACE_MS, clusterShare } from '../../cluster/share.js'
 import { partitionOf } from '../../cluster/screen-partitions.js'
-import { ServedPartitions } from '../../cluster/served-partitions.js'
+import { monotonicMs, ServedPartitions } from '../../cluster/served-partitions.js'
 import { applySettlements, settlementOf } from './settle.js'
 import { LOSS } from '../loss-codes.js'
 import { Notices } from '../../notify/notices.js'
@@ -124,20 +124,22 @@ t.test('the expiry job leaves a screen a hot thread is deciding to its next pass
   t.equal(hot.take(screen.screen_id), 'taken', 'the job released its claim with its transaction')
 })
 
-t.test('on a cluster node the expiry job waits out the grace, tells only the bids of the screens it serves, and ships no removal', async (t) => {
+t.test('on a cluster node the expiry job waits out the grace, settles the bids of the screens it serves, leaves those it is taking on, and drops its copy of the others', async (t) => {
   const served = new ServedPartitions(16)
-  served.set(partitionOf(screen.screen_id, 16), true)
-  const elsewhere = Array.from({ length: 64 }, (_, i) => `other-${i}`).find((id) => !served.servesScreen(id))!
+  served.set(partitionOf(screen.screen_id, 16), monotonicMs() + 60_000, true)
+  const others = Array.from({ length: 64 }, (_, i) => `other-${i}`).filter((id) => !served.servesScreen(id))
+  const elsewhere = others[0]!
+  const takingOn = others.find((id) => partitionOf(id, 16) !== partitionOf(elsewhere, 16))!
+  served.set(partitionOf(takingOn, 16), 0, true)
   const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-settle-')), undefined, undefined, { replicate: true, share: clusterShare('node-1', served, { leasedLeft: () => 0, ask: () => {} }) })
   t.teardown(() => store.close())
   const notices = new Notices(store)
-  const bids = ([['served', screen.screen_id], ['elsewhere', elsewhere]] as const).map(([name, screenId], i) => {
+  const bids = ([['served', screen.screen_id], ['elsewhere', elsewhere], ['taking-on', takingOn]] as const).map(([name, screenId], i) => {
     const stored = { bid_id: `b${i}`, response_id: 'r', seat_id: 'alpha', impid: `imp_${i}`, screen_id: screenId, price: 5, floor: 2, multiplier: 1, creative_id: 'cr', adomain: [], received_at: NOW - 1000, expires_at: NOW, lurl: `https://alpha.example/${name}?c=\${AUCTION_LOSS}` } as StoredBid
     return stored
   })
   store.write(() => {
-    store.screens.putSync(screen.screen_id, screen)
-    store.screens.putSync(elsewhere, { ...screen, screen_id: elsewhere })
+    for (const id of [screen.screen_id, elsewhere, takingOn]) store.screens.putSync(id, { ...screen, screen_id: id })
     for (const b of bids) {
       store.bids.putSync(bookKeyOf(b), b)
       store.bidExpiry.putSync(expiryKeyOf(b), 1)
@@ -146,9 +148,12 @@ t.test('on a cluster node the expiry job waits out the grace, tells only the bid
   const recorded = store.changes!.recorded
   const claims = new ScreenClaims(0)
   t.equal(expireBids({ store, notices, claims }, NOW + 1000), 0, 'within the grace: the screen\'s previous owner may have taken them')
-  t.equal(store.bids.getCount(), 2)
+  t.equal(store.bids.getCount(), 3)
   t.equal(expireBids({ store, notices, claims }, NOW + CLUSTER_EXPIRY_GRACE_MS + 1), 1, 'past it: one bid settled with a notice, the one on the screen this node serves')
-  t.equal(store.bids.getCount(), 0, 'both out of this node\'s book')
+  t.same([...store.bids.getRange()].map(({ value }) => value.bid_id), ['b2'], 'the bid of the partition being taken on waits; the others are out of this node\'s book')
   t.same(queued(store), ['https://alpha.example/served?c=2'], 'the other screen\'s bid is told by the node serving it')
-  t.equal(store.changes!.recorded, recorded, 'nothing recorded to ship: every node expires bids on its own clock')
+  t.equal(store.changes!.recorded, recorded + 1, 'the settled bid\'s removal is recorded to ship, as a spot\'s settlement is; the dropped copy\'s is not')
+  served.set(partitionOf(takingOn, 16), monotonicMs() + 60_000, true)
+  t.equal(expireBids({ store, notices, claims }, NOW + CLUSTER_EXPIRY_GRACE_MS + 2), 1, 'served, the partition taken on settles its expired bid')
+  t.equal(store.bids.getCount(), 0)
 })
