@@ -61,7 +61,10 @@ function scalingFigures (row: (prefix: string) => Measurement): string[] {
 /** How many partitions the bench's clusters hash screens into: CLUSTER_PARTITIONS's default. */
 const PARTITIONS = 16
 
-/** Which node decides each partition's spots, once every partition is served by one node (each node's /readyz). */
+/**
+ * Which node decides each partition's spots, once every partition is served by one node and every node serves some
+ * (each node's /readyz): the first node up takes every log, and hands the others theirs once it has heard them for 5 s.
+ */
 async function partitionOwners (nodes: Array<{ id: string, url: string }>): Promise<string[]> {
   const deadline = Date.now() + 60_000
   for (;;) {
@@ -71,7 +74,7 @@ async function partitionOwners (nodes: Array<{ id: string, url: string }>): Prom
     }))
     const owners: string[] = []
     served.forEach((ps, i) => { for (const p of ps) owners[p] = nodes[i]!.id })
-    if (served.flat().length === PARTITIONS && owners.filter((o) => o !== undefined).length === PARTITIONS) return owners
+    if (served.flat().length === PARTITIONS && owners.filter((o) => o !== undefined).length === PARTITIONS && served.every((ps) => ps.length > 0)) return owners
     if (Date.now() > deadline) throw new Error(`the cluster's partitions were not all served within a minute: ${JSON.stringify(served)}`)
     await new Promise((resolve) => setTimeout(resolve, 500))
   }

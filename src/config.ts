@@ -188,7 +188,7 @@ function clusterOf (env: Env, bidTtlSeconds: number): ClusterConfig | undefined 
   // Generated ones would differ per node: a key sealed on one could not be opened on another, nor the operator sign in.
   for (const name of ['ADMIN_TOKEN', 'KEY_ENCRYPTION_KEY']) if (str(env, name) === undefined) throw new Error(`CLUSTER_NATS_URLS needs ${name}, the same on every node`)
   const nodeUrl = str(env, 'CLUSTER_NODE_URL')
-  if (nodeUrl !== undefined && !/^https?:\/\/[^/\s]+$/.test(nodeUrl)) throw new Error(`CLUSTER_NODE_URL must be http(s)://host:port, got "${nodeUrl}"`)
+  if (nodeUrl !== undefined && !/^http:\/\/[^/\s]+$/.test(nodeUrl)) throw new Error(`CLUSTER_NODE_URL must be http://host:port (the nodes' own network), got "${nodeUrl}"`)
   return { natsUrls: urls, nodeId, ...(nodeUrl !== undefined ? { nodeUrl } : {}), replicas: int(env, 'CLUSTER_REPLICAS', 3, 1, 5), ackTimeoutMs: int(env, 'CLUSTER_ACK_TIMEOUT_MS', 5000, 100, 60_000), partitions: int(env, 'CLUSTER_PARTITIONS', 16, 1, 256), funnelKeepHours: int(env, 'CLUSTER_FUNNEL_KEEP_HOURS', 24, 1, 24 * 30), checkpointEntries: int(env, 'CLUSTER_CHECKPOINT_ENTRIES', 10_000, 10, 10_000_000), bookKeepMs: (bidTtlSeconds + 600) * 1000 }
 }
 

@@ -36,6 +36,8 @@ t.test('cluster mode needs a node id and the secrets every node shares; without 
   t.match(loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a', CLUSTER_REPLICAS: '5', CLUSTER_ACK_TIMEOUT_MS: '250', CLUSTER_FUNNEL_KEEP_HOURS: '168', CLUSTER_PARTITIONS: '64', CLUSTER_CHECKPOINT_ENTRIES: '500', BID_TTL_SECONDS: '60' }).cluster, { replicas: 5, ackTimeoutMs: 250, partitions: 64, funnelKeepHours: 168, checkpointEntries: 500, bookKeepMs: 660_000 })
   t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222' }), /needs CLUSTER_NODE_ID/)
   t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a', CLUSTER_PARTITIONS: '0' }), /CLUSTER_PARTITIONS/)
+  t.match(loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a', CLUSTER_NODE_URL: 'http://10.0.0.7:8080' }).cluster, { nodeUrl: 'http://10.0.0.7:8080' }, 'where the other nodes forward this node its players')
+  t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a', CLUSTER_NODE_URL: 'https://10.0.0.7/x' }), /CLUSTER_NODE_URL must be http:\/\/host:port/)
   t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'has space' }), /CLUSTER_NODE_ID/)
   t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'http://n:4222', CLUSTER_NODE_ID: 'a' }), /CLUSTER_NATS_URLS must list nats:\/\/host:port servers/)
   t.throws(() => loadConfig({ KEY_ENCRYPTION_KEY: shared.KEY_ENCRYPTION_KEY, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a' }), /needs ADMIN_TOKEN, the same on every node/)
