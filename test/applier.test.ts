@@ -22,7 +22,7 @@ if (engine !== undefined) {
   const e: Engine = await connectEngine(cluster, log)
   t.teardown(() => e.close())
   const store: Store = openStore(mkdtempSync(join(engine.dir, 'node-a-')), undefined, undefined, { replicate: true })
-  const applier = new ChangeApplier({ store, changes: store.changes!, log, incarnation: 'node-a-1', partitions: 16, onApplied: () => {}, onServing: () => {} })
+  const applier = new ChangeApplier({ store, changes: store.changes!, log, incarnation: 'node-a-1', partitions: 16, onApplied: () => {}, onServing: () => {}, onForget: () => {} })
   t.teardown(async () => { applier.stop(); await store.close() })
   await applier.start(e)
   const seat = (name: string) => ({ seat_id: 's1', company_name: name }) as unknown as SeatRecord

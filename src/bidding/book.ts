@@ -58,3 +58,12 @@ export function bookApplied (store: Store, claims: Pick<ScreenClaims, 'mark' | '
   store.bidExpiry.putSync(expiryKeyOf(bid), 1)
   claims.mark(bid.screen_id)
 }
+
+/**
+ * Takes out of this node's book the bids on the screens `belongs` names (a partition of the screens a cluster node
+ * takes on: another owner may have settled them since, and the engine's book says which are live), but for those
+ * `keep` names (its own changes, not shipped yet). Call inside Store.write.
+ */
+export function forgetBids (store: Store, belongs: (screenId: string) => boolean, keep: (key: BookKey) => boolean): void {
+  for (const key of store.bids.getKeys()) if (belongs(key[0]) && !keep(key)) store.bids.removeSync(key)
+}

@@ -69,6 +69,12 @@ const REBUILD_WAIT_MS = 10_000
 /** Rows a rebuild writes in one transaction. */
 const REBUILD_BATCH = 512
 
+/**
+ * What the book's owner (src/bidding/book.ts) takes out of this node's copy when it takes a partition on, before the
+ * partition's rows are read from the engine: the rows on the screens `belongs` names, but for those `keep` names.
+ */
+export type ForgetHook = (belongs: (screenId: string) => boolean, keep: (table: string, key: Key) => boolean) => void
+
 /** How often a node looks whether its watch of the state bucket has stalled. */
 const WATCHDOG_MS = 2000
 
@@ -132,6 +138,7 @@ export class ChangeApplier {
    */
   readonly #rebuilding = new Map<number, Set<string>>()
   readonly #onServing: (partition: number, serving: boolean) => void
+  readonly #onForget: ForgetHook
   /** How many partitions the screens hash into (CLUSTER_PARTITIONS). */
   readonly #partitions: number
   /** A starting node waiting to have applied the book through the message that was newest when it asked. */
@@ -159,14 +166,16 @@ export class ChangeApplier {
 
   /**
    * incarnation: this data directory's name in the engine, which names its messages (its own come back, skipped).
-   * onServing: a partition's bids are all here (true, once its rebuild is done), or no longer applied here.
+   * onServing: a partition's bids are all here (true, once its rebuild is done), or no longer applied here;
+   * onForget: takes the book's rows of a partition taken on out of this node's copy.
    */
-  constructor (deps: { store: Store, changes: ChangeLog, log: Logger, incarnation: string, partitions: number, onApplied: AppliedHook, onServing: (partition: number, serving: boolean) => void }) {
+  constructor (deps: { store: Store, changes: ChangeLog, log: Logger, incarnation: string, partitions: number, onApplied: AppliedHook, onServing: (partition: number, serving: boolean) => void, onForget: ForgetHook }) {
     this.#store = deps.store
     this.#changes = deps.changes
     this.#log = deps.log
     this.#onApplied = deps.onApplied
     this.#onServing = deps.onServing
+    this.#onForget = deps.onForget
     this.#partitions = deps.partitions
     // A node that never followed the book reads all of it: the stream keeps bids only as long as they can win. (From
     // sequence 1, the first message kept or after: nats.js's ordered consumer with DeliverPolicy.All on an empty
@@ -270,9 +279,7 @@ export class ChangeApplier {
   #forget (partition: number): void {
     this.#store.write(() => this.#changes.applying(() => {
       const waiting = this.#changes.pendingKeys(stateKey)
-      for (const key of this.#store.bids.getKeys()) {
-        if (partitionOf(key[0], this.#partitions) === partition && !waiting.has(stateKey('bids', key))) this.#store.bids.removeSync(key)
-      }
+      this.#onForget((screenId) => partitionOf(screenId, this.#partitions) === partition, (table, key) => waiting.has(stateKey(table, key)))
     }))
   }
 

@@ -4,7 +4,7 @@ import type { Logger } from '../log.js'
 import type { ObjectStore } from '../store/objects.js'
 import type { Store } from '../store/store.js'
 import type { RateLimiter, WindowAsk } from '../http/rate-limit.js'
-import { ChangeApplier, type AppliedHook } from './applier.js'
+import { ChangeApplier, type AppliedHook, type ForgetHook } from './applier.js'
 import { BUDGET_LOG, budgetMachine, BudgetGrants, type BudgetBook } from './budget-grants.js'
 import { Checkpoints } from './checkpoints.js'
 import { connectEngine, untilAnswered } from './engine.js'
@@ -77,7 +77,7 @@ export interface ClusterNode {
  * Joins the cluster: connects to the engine, ships what this node recorded and did not ship before it stopped, and
  * applies what the other nodes changed meanwhile, before the hot threads serve (startService awaits this).
  */
-export async function joinCluster (deps: { cluster: ClusterConfig, store: Store, objects: ObjectStore, shipped: ShippedChanges, limiter: RateLimiter, budgets: BudgetBook, log: Logger, onShipped: () => void, onGranted: () => void, onApplied: AppliedHook, logs: Array<{ stream: string, machine: PartitionMachine }>, served: ServedPartitions, url: string }): Promise<ClusterNode> {
+export async function joinCluster (deps: { cluster: ClusterConfig, store: Store, objects: ObjectStore, shipped: ShippedChanges, limiter: RateLimiter, budgets: BudgetBook, log: Logger, onShipped: () => void, onGranted: () => void, onApplied: AppliedHook, onForget: ForgetHook, logs: Array<{ stream: string, machine: PartitionMachine }>, served: ServedPartitions, url: string }): Promise<ClusterNode> {
   const { cluster, store, shipped, log } = deps
   const changes = store.changes
   if (changes === undefined) throw new Error('a cluster node needs a store opened with replicate: true')
@@ -117,6 +117,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     incarnation,
     partitions: cluster.partitions,
     onServing: (partition, serving) => { if (serving) read.add(partition); else read.delete(partition) },
+    onForget: deps.onForget,
     onApplied: (table, key, previous) => {
       replica.applied(table, key as string)
       deps.onApplied(table, key, previous)

@@ -1,5 +1,5 @@
 import { seatListApplied } from '../accounts/seat-lists.js'
-import { bookApplied } from '../bidding/book.js'
+import { bookApplied, forgetBids } from '../bidding/book.js'
 import type { ScreenClaims } from '../bidding/auction/claims.js'
 import type { BookKey } from '../bidding/records.js'
 import { budgetBook } from '../campaigns/budget.js'
@@ -68,7 +68,8 @@ export async function joinClusterOf (d: JoinDeps): Promise<ClusterNode | undefin
       holdApplied(store, table, key as string, previous)
       proofApplied(store, table, key as string)
       bookApplied(store, d.claims, table, key as BookKey)
-    }
+    },
+    onForget: (belongs, keep) => forgetBids(store, belongs, (key) => keep('bids', key))
   }).catch((err: unknown) => {
     throw new StartRefused(err instanceof Error ? err.message : String(err))
   })
