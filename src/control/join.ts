@@ -73,6 +73,9 @@ export async function joinClusterOf (d: JoinDeps): Promise<ClusterNode | undefin
   }).catch((err: unknown) => {
     throw new StartRefused(err instanceof Error ? err.message : String(err))
   })
+  if (config.cluster.nodeUrl === undefined && (config.host === '0.0.0.0' || config.host === '::')) {
+    d.log.warn('cluster: CLUSTER_NODE_URL is not set and HOST listens everywhere: the other nodes forward this node its players at ' + d.url + ', which reaches it only from this machine; set CLUSTER_NODE_URL when the nodes are on several machines')
+  }
   const nodeId = config.cluster.nodeId
   d.moderator.claimWith({ claim: (id) => node.claim(`moderation:${id}`, nodeId), release: (id) => node.release(`moderation:${id}`, nodeId) })
   return node
