@@ -90,7 +90,8 @@ export function restoreCheckpoint (store: Store, log: string, checkpoint: Checkp
 
 /**
  * The logs' checkpoints in the engine's object store, each named for its log, the stream it was read from (a stream
- * created again is a new log) and its entry (`<log>.<created ms>.<seq>`), and never overwritten. Any node's rows of a
+ * created again is a new log) and its entry (`<log>.<stream>.<seq>`, the stream by its name or creation time), and
+ * never overwritten. Any node's rows of a
  * log at an entry are every holder's (the log decides them), so a checkpoint is good whoever wrote it; but a deposed
  * owner that wakes from a pause may store an older one after a newer: with names that never repeat, it adds a
  * checkpoint and replaces none, and the log is never trimmed past the newest.
@@ -140,8 +141,10 @@ export class Checkpoints {
     return undefined
   }
 
+  /** A checkpoint's name begins with its log and stream: a creation time as milliseconds (streams named before), or the name. */
   #prefix (log: string, created: string): string {
-    return `${log}.${Date.parse(created)}.`
+    const at = Date.parse(created)
+    return `${log}.${Number.isNaN(at) ? created : at}.`
   }
 
   /** The entries the log's stream has checkpoints of, newest first. */

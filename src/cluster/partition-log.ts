@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { DeliverPolicy, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg, type StreamInfo } from 'nats'
 import { IDEMPOTENCY_TTL_MS } from '../http/idempotency.js'
 import type { Logger } from '../log.js'
@@ -115,8 +115,20 @@ export async function ensureLogStream (jsm: JetStreamManager, log: string, repli
   try {
     await jsm.streams.info(log)
   } catch {
-    await jsm.streams.add({ name: log, subjects: [subjectOf(log)], num_replicas: replicas, storage: StorageType.File, retention: RetentionPolicy.Limits, max_age: 0, max_msgs: -1, max_bytes: -1 })
+    // Named once, by its creator: of nodes creating it at once, one wins and the others' differing names are refused.
+    await jsm.streams.add({ name: log, description: randomBytes(12).toString('hex'), subjects: [subjectOf(log)], num_replicas: replicas, storage: StorageType.File, retention: RetentionPolicy.Limits, max_age: 0, max_msgs: -1, max_bytes: -1 }).catch(async (err: unknown) => {
+      if (await jsm.streams.info(log).then(() => false, () => true)) throw err
+    })
   }
+}
+
+/**
+ * Which stream a log is, across its re-creations: the name its creator gave it, or, for a stream created before logs
+ * were named, its creation time. nats-server 2.9.10 reports a stream's creation time as each replica made it, so two
+ * nodes could read times milliseconds apart for one stream created by two nodes at once.
+ */
+export function streamIdentity (info: StreamInfo): string {
+  return info.config.description !== undefined && info.config.description !== '' ? info.config.description : info.created
 }
 
 /** An entry's digest as applied: its sequence and bytes (which name its node, life and proposal time). */
@@ -275,7 +287,7 @@ export class PartitionLog {
       else if (digestOf(at.seq, at.data) !== mark.digest) throw new PartitionGap(`${log}'s entry ${mark.applied} is not the one this node applied`)
     }
     if (this.mark().stream_created === '') {
-      const created = { ...this.mark(), stream_created: info.created }
+      const created = { ...this.mark(), stream_created: streamIdentity(info) }
       store.write(() => store.partitionMarks.putSync(log, created))
       this.#mark = created
     }
@@ -288,7 +300,7 @@ export class PartitionLog {
   #gapIn (info: StreamInfo): PartitionGap | undefined {
     const { stream: log } = this.#o
     const mark = this.mark()
-    if (mark.stream_created !== '' && mark.stream_created !== info.created) return new PartitionGap(`${log} was created again (${info.created}); this node applied ${mark.stream_created}'s`)
+    if (mark.stream_created !== '' && mark.stream_created !== streamIdentity(info)) return new PartitionGap(`${log} was created again (${streamIdentity(info)}); this node applied ${mark.stream_created}'s`)
     if (info.state.first_seq > mark.applied + 1 && (info.state.messages > 0 || info.state.first_seq > 1)) return new PartitionGap(`${log} starts at ${info.state.first_seq}; this node applied through ${mark.applied}`)
     return undefined
   }
@@ -301,11 +313,11 @@ export class PartitionLog {
   async #restore (gap: PartitionGap, info: StreamInfo): Promise<void> {
     const { store, stream: log, machine, checkpoints } = this.#o
     if (checkpoints === undefined || machine.tables === undefined) throw gap
-    const checkpoint = await checkpoints.store.get(log, info.created, info.state.first_seq)
+    const checkpoint = await checkpoints.store.get(log, streamIdentity(info), info.state.first_seq)
     if (checkpoint === undefined) throw gap
     const mark = this.mark()
     // Past it already (the gap closed by another restore): nothing to replace.
-    if (mark.stream_created === info.created && checkpoint.mark.applied <= mark.applied) return
+    if (mark.stream_created === streamIdentity(info) && checkpoint.mark.applied <= mark.applied) return
     const tables = machine.tables
     store.write(() => {
       restoreCheckpoint(store, log, checkpoint, tables)

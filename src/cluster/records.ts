@@ -11,7 +11,10 @@ export interface PartitionOwner {
 
 /** A partition as this node has applied its log. */
 export interface PartitionMark {
-  /** The stream's creation time: a stream created again is a new log, never read on from an old mark. */
+  /**
+   * Which stream the mark was applied from (streamIdentity: the name its creator gave it, or its creation time): a
+   * stream created again is a new log, never read on from an old mark.
+   */
   stream_created: string
   /** The last sequence applied. */
   applied: number
