@@ -12,7 +12,7 @@ export const EVERY_NODE = -1
 const MAX_MESSAGE_BYTES = 900 * 1024
 
 /** Whose a book row is: a bid (keyed [screen_id, ...]) its screen's partition's, any other row every node's. */
-export function bookPartition (change: Change, partitions: number): number {
+function bookPartition (change: Change, partitions: number): number {
   return change[0] === 'bids' ? partitionOf((change[1] as [string])[0], partitions) : EVERY_NODE
 }
 

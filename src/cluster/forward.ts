@@ -13,7 +13,7 @@ import type { Store } from '../store/store.js'
 const OWNERS = 'cluster:owners'
 
 /** Names the node a request was forwarded from: a forwarded request is never forwarded again. */
-export const FORWARDED_HEADER = 'x-oohbid-forwarded-by'
+const FORWARDED_HEADER = 'x-oohbid-forwarded-by'
 
 /** How long a forwarded request waits past the owner's own wait for the engine (CLUSTER_ACK_TIMEOUT_MS). */
 const FORWARD_MARGIN_MS = 2000
@@ -39,7 +39,7 @@ function exchange (url: string, method: string, headers: Record<string, string>,
   })
 }
 
-/** The request headers a forward leaves behind: the connection's own, and what fetch sets itself. */
+/** The request headers a forward leaves behind: the connection's own, and those it sets itself. */
 const HOP_BY_HOP = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'expect', 'upgrade', 'te', 'trailer', 'proxy-connection', 'x-forwarded-for'])
 
 /** The answer headers the forwarding node writes itself (or uWS does) rather than relay. */

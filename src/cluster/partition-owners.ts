@@ -40,6 +40,12 @@ interface Lease {
   sent: Array<{ at: number, seq: number }>
 }
 
+/** Drops what a lease held: nothing sent before counts for a later ownership. */
+function forfeit (lease: Lease): void {
+  lease.confirmed = undefined
+  lease.sent = []
+}
+
 /**
  * Until when (monotonicMs) a node may act as a log's owner: the lease minus its margin from when it sent the newest
  * beat the log has applied while it owned it. A beat that lands in the log at log time t keeps any takeover off until
@@ -48,8 +54,7 @@ interface Lease {
  */
 export function leaseUntil (lease: Lease, owns: boolean, applied: number, leaseMs: number): number | undefined {
   if (!owns) {
-    lease.confirmed = undefined
-    lease.sent = []
+    forfeit(lease)
     return undefined
   }
   while (lease.sent.length > 0 && lease.sent[0]!.seq <= applied) lease.confirmed = Math.max(lease.confirmed ?? 0, lease.sent.shift()!.at)
@@ -135,9 +140,7 @@ export class PartitionOwners {
   }
 
   #endLease (stream: string): void {
-    const lease = this.#leaseOf(stream)
-    lease.confirmed = undefined
-    lease.sent = []
+    forfeit(this.#leaseOf(stream))
     this.#o.onLeaseEnd(stream)
   }
 

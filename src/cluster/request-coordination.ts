@@ -185,10 +185,12 @@ class ClusterRequest implements RequestCoordination {
    * waits for its turn's commit, then for what that recorded to ship. Such an answer comes on a later tick, so these
    * routes do not support HTTP pipelining on a cluster node.
    */
-  decidedElsewhere (screenId: string, request: ForwardedRequest): Promise<Forwarded> | undefined {
+  decidedElsewhere (screen: () => string | undefined, request: () => ForwardedRequest): Promise<Forwarded> | undefined {
+    const screenId = screen()
+    if (screenId === undefined) return undefined
     const { served, store, node } = this.#deps
     const partition = partitionOf(screenId, served.partitions)
-    return served.serves(partition) ? undefined : forwardToOwner(store, node, partition, request, this.#deps.ackTimeoutMs)
+    return served.serves(partition) ? undefined : forwardToOwner(store, node, partition, request(), this.#deps.ackTimeoutMs)
   }
 
   turn (): Promise<void> | undefined {

@@ -29,10 +29,6 @@ export class ServedPartitions {
     return Number(Atomics.load(this.#state, 2 * partition)) > monotonicMs()
   }
 
-  servesScreen (screenId: string): boolean {
-    return this.serves(partitionOf(screenId, this.partitions))
-  }
-
   /**
    * What this node does with an expired bid on the screen: settles it while it serves the screen's partition, leaves
    * it for later while it owns the partition without serving it yet (reading its bids, or its lease to renew), and

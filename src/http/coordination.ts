@@ -45,9 +45,10 @@ export interface RequestCoordination {
   /**
    * A request about a screen's spots (RouteDef.screen): undefined when this node decides them, else the answer of the
    * node that does (a cluster node that does not serve the screen's partition forwards the request to its owner).
-   * Rejects with the 503 to answer when no node can decide them now.
+   * Rejects with the 503 to answer when no node can decide them now. The screen and the request are asked for only
+   * when needed: a node alone decides every screen.
    */
-  decidedElsewhere (screenId: string, request: ForwardedRequest): Promise<Forwarded> | undefined
+  decidedElsewhere (screen: () => string | undefined, request: () => ForwardedRequest): Promise<Forwarded> | undefined
   /** The request ended: gives back what it holds. */
   end (): void
 }

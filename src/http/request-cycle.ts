@@ -8,7 +8,7 @@ import { ApiError } from '../errors.js'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
 import { parseBody, readBody, takesBody } from './body.js'
-import type { Coordination, RequestCoordination } from './coordination.js'
+import type { Coordination, ForwardedRequest, RequestCoordination } from './coordination.js'
 import { statusLine } from './envelope.js'
 import { Idempotency } from './idempotency.js'
 import { Admission, callerOf } from './admission.js'
@@ -140,8 +140,8 @@ export class RequestCycle {
     // The body may have arrived over several turns: read what other threads committed meanwhile.
     if (raw !== undefined) this.#deps.store.refresh()
     try {
-      const screen = route.screen?.(ctx)
-      const elsewhere = screen === undefined ? undefined : this.#coord.decidedElsewhere(screen, { method: ctx.method, path: ctx.path, query: ctx.query.toString(), headers: ctx.headers, ip: ctx.ip, body: raw === undefined ? undefined : Buffer.from(raw) })
+      const screen = route.screen
+      const elsewhere = screen === undefined ? undefined : this.#coord.decidedElsewhere(() => screen(ctx), () => this.#forwarded(raw))
       if (elsewhere !== undefined) {
         elsewhere.then((answer) => this.#send(answer.status, answer.contentType, answer.body, answer.headers)).catch((err: unknown) => { this.#fail(err, false) })
         return
@@ -180,6 +180,12 @@ export class RequestCycle {
     } catch (err) {
       this.#fail(err, false)
     }
+  }
+
+  /** The request as another node is sent it; the body copied, since uWS frees it when its callback returns. */
+  #forwarded (raw: Buffer | undefined): ForwardedRequest {
+    const ctx = this.#ctx
+    return { method: ctx.method, path: ctx.path, query: ctx.query.toString(), headers: ctx.headers, ip: ctx.ip, body: raw === undefined ? undefined : Buffer.from(raw) }
   }
 
   /** Whether the handler may book screen time (RouteDef.books), and whether as a dry run. */

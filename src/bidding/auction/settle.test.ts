@@ -127,7 +127,7 @@ t.test('the expiry job leaves a screen a hot thread is deciding to its next pass
 t.test('on a cluster node the expiry job waits out the grace, settles the bids of the screens it serves, leaves those it is taking on, and drops its copy of the others', async (t) => {
   const served = new ServedPartitions(16)
   served.set(partitionOf(screen.screen_id, 16), monotonicMs() + 60_000, true)
-  const others = Array.from({ length: 64 }, (_, i) => `other-${i}`).filter((id) => !served.servesScreen(id))
+  const others = Array.from({ length: 64 }, (_, i) => `other-${i}`).filter((id) => !served.serves(partitionOf(id, 16)))
   const elsewhere = others[0]!
   const takingOn = others.find((id) => partitionOf(id, 16) !== partitionOf(elsewhere, 16))!
   served.set(partitionOf(takingOn, 16), 0, true)
