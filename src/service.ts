@@ -49,6 +49,7 @@ import { createLogger, type Logger } from './log.js'
 import { Outbox } from './store/outbox.js'
 import { lockDataDir } from './store/data-dir-lock.js'
 import { openStore, type Bookings, type Store } from './store/store.js'
+import type { SettleCommand } from './bidding/records.js'
 import { DeliveryLog } from './webhooks/delivery-log.js'
 import { WebhookDispatcher } from './webhooks/dispatcher.js'
 import { webhookKind } from './webhooks/kind.js'
@@ -98,9 +99,10 @@ export interface ServiceOptions {
 
 /**
  * Takes the data directory and the port (or refuses to start), opens the store and resolves the configuration.
- * askBudget: where a cluster node's asks for the next part of a campaign's budget go; bookings: how it books.
+ * askBudget: where a cluster node's asks for the next part of a campaign's budget go; bookings: how it books;
+ * settle: where its settlements of bids are proposed.
  */
-async function takeNode (given: Config, log: Logger, askBudget: (campaignId: string, wantMicros: number) => void, bookings: Bookings, served: ServedPartitions): Promise<{ lock: Awaited<ReturnType<typeof lockDataDir>>, claimed: ClaimedPort, store: Store, config: ResolvedConfig & { adminToken: string }, url: string }> {
+async function takeNode (given: Config, log: Logger, askBudget: (campaignId: string, wantMicros: number) => void, bookings: Bookings, served: ServedPartitions, settle: (screenId: string, command: SettleCommand) => Promise<boolean>): Promise<{ lock: Awaited<ReturnType<typeof lockDataDir>>, claimed: ClaimedPort, store: Store, config: ResolvedConfig & { adminToken: string }, url: string }> {
   const lock = await lockDataDir(given.dataDir)
   let claimed: ClaimedPort
   try {
@@ -110,7 +112,7 @@ async function takeNode (given: Config, log: Logger, askBudget: (campaignId: str
     throw err
   }
   const port = claimed.port
-  const share = given.cluster !== undefined ? clusterShare(given.cluster.nodeId, served, { leasedLeft, ask: askBudget }, bookings) : ALONE
+  const share = given.cluster !== undefined ? clusterShare(given.cluster.nodeId, served, { leasedLeft, ask: askBudget }, bookings, settle) : ALONE
   const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs }, undefined, { replicate: given.cluster !== undefined, share })
   const admin = resolveAdminToken(given.adminToken, given.dataDir)
   if (admin.generatedAt !== undefined) log.info('operator token', { path: admin.generatedAt })
@@ -183,7 +185,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   }, given.cluster?.partitions ?? 1)
   // The partitions whose spots this node decides: none until it owns their logs and has read their bids.
   const served = new ServedPartitions(given.cluster?.partitions ?? 1)
-  const { lock, claimed, store, config, url } = await takeNode(given, log, (campaignId, wantMicros) => cluster?.leaseBudget(campaignId, wantMicros), bookings, served)
+  const { lock, claimed, store, config, url } = await takeNode(given, log, (campaignId, wantMicros) => cluster?.leaseBudget(campaignId, wantMicros), bookings, served, async (screenId, command) => await cluster?.settle(screenId, command) ?? false)
   const { port, adminToken } = config
   const parts = nodeParts(config, store, clock, log, adminToken)
   const { moderator, notices, funnel, claims, sender, webhooks, analytics, idempotency, deliveries } = parts
@@ -218,7 +220,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const stopRelay = relayAnalyticsState(analytics, (state) => threads.notify('analytics', state))
   /** Whatever the hot threads handed over before now has arrived (each answers after the messages it sent before). */
   const flushed = () => threads.call('flushed')
-  const jobs = await startJobs({ ...parts, config, clock, log, store, threads, ...(cluster !== undefined ? { cluster: { node: cluster, shipped: replicated } } : {}), hourly: [() => idempotency.sweep(), () => deliveries.sweep(clock.now())] })
+  const jobs = await startJobs({ ...parts, config, clock, log, store, threads, ...(cluster !== undefined ? { cluster: { node: cluster, shipped: replicated } } : {}), hourly: [() => idempotency.sweep(), () => deliveries.sweep(clock.now()), () => notices.sweepHeld(clock.now())] })
   log.info('listening', { url, base_url: config.baseUrl, data_dir: config.dataDir, hot_threads: config.hotThreads })
   let closing: Promise<void> | undefined
   return {

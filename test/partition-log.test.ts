@@ -114,6 +114,25 @@ if (engine !== undefined) {
     t.match(await b.part.propose('spot-2', { spots: 1 }, true, 5000), { status: 'accepted' }, 'the fenced key is free for the new owner')
   })
 
+  t.test('a fresh command (a spot\'s settlement): its verdict reaches its proposer alone, no key or verdict is kept, and a paused owner\'s is fenced', async (t) => {
+    const p = await fresh()
+    const a = await node(t, 'node-a', p)
+    const b = await node(t, 'node-b', p)
+    t.ok(await a.part.takeOver(5000), 'node-a owns epoch 1')
+    const rows = (store: Store) => [...store.partitionVerdicts.getKeys()].length + [...store.partitionKeys.getKeys()].length
+    const before = [rows(a.store), rows(b.store)]
+    t.match(await a.part.propose('stl_1', { spots: 1 }, true, 5000, true), { status: 'accepted' }, 'accepted from the owner')
+    await eventually(t, 'node-b applied it', () => b.machine.booked(), { until: (n) => n === 1 })
+    t.same([rows(a.store), rows(b.store)], before, 'neither node stores its verdict or key: its key is new, and only its proposer waits')
+    t.match(await b.part.propose('stl_2', { spots: 1 }, true, 5000, true), { status: 'refused', reason: 'fenced' }, 'from a node that does not own the partition, refused')
+    const held: PartitionEntry = { t: 'cmd', key: 'stl_3', fenced: true, fresh: true, epoch: a.part.mark().epoch, node: 'node-a', incarnation: 'node-a-life-1', proposed_at: Date.now(), body: { spots: 1 } }
+    await pause(LEASE_MS + 200)
+    t.ok(await b.part.takeOver(5000), 'past the lease node-b owns epoch 2')
+    const seq = await a.part.append(held)
+    t.match(await a.part.verdictAt(seq, 'stl_3', 5000), { status: 'refused', reason: 'fenced' }, 'node-a, woken, is told its settlement did not count')
+    t.equal(b.machine.booked(), 1, 'and node-b\'s rows never counted it')
+  })
+
   t.test('a node never reads on past a gap: entries trimmed past its mark, or the stream created again', async (t) => {
     const p = await fresh()
     const a = await node(t, 'node-a', p)

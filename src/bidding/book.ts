@@ -2,6 +2,7 @@ import { impTag } from '../inventory/adslots/imp-ids.js'
 import { rewriteInBatches, runOnce } from '../store/rewrite.js'
 import type { Store } from '../store/store.js'
 import type { ScreenClaims } from './auction/claims.js'
+import { settledInLog } from './auction/fenced-settlements.js'
 import type { BookKey, ExpiryKey, StoredBid } from './records.js'
 
 /**
@@ -47,12 +48,17 @@ export function tagBookKeys (store: Store): void {
  * What a cluster node derives from a bid another node took, once the applier has written it into the book (inside its
  * transaction): the bid's expiry entry, and the mark on its screen's claim. A decision pending on that screen may have
  * taken an earlier bid this one replaced, and must read back what it took before it removes it (settle.ts), exactly
- * as when an intake on this node stores one (applyIntakes).
+ * as when an intake on this node stores one (applyIntakes). A bid its partition's log has settled already (the book
+ * read again from its start by a node taking the partition on) goes again at once: it never wins twice.
  */
-export function bookApplied (store: Store, claims: Pick<ScreenClaims, 'mark' | 'intakeBegins' | 'intakeEnds'>, table: string, key: BookKey): void {
+export function bookApplied (store: Store, claims: Pick<ScreenClaims, 'mark' | 'intakeBegins' | 'intakeEnds'>, partitions: number, table: string, key: BookKey): void {
   if (table !== 'bids') return
   const bid = store.bids.get(key)
   if (bid === undefined) return
+  if (settledInLog(store, partitions, key, bid)) {
+    store.bids.removeSync(key)
+    return
+  }
   claims.intakeBegins()
   store.afterEnd(() => claims.intakeEnds())
   store.bidExpiry.putSync(expiryKeyOf(bid), 1)

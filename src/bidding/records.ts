@@ -39,6 +39,23 @@ export type BookKey = [string, string, string]
 /** A stored bid's place in the expiry order: [expires ms, screen_id, imp id's tag, seat_id]. */
 export type ExpiryKey = [number, string, string, string]
 
+/**
+ * A bid a settlement took, as its partition's log knows it (fenced-settlements.ts): [received ms, screen_id, imp id's
+ * tag, seat_id, bid_id]. A seat's later bid on the same imp has another received time and id.
+ */
+export type SettledBid = [number, string, string, string, string]
+
+/**
+ * A cluster node's settlement of bids on one screen (a spot decision's, an expiry's), proposed to the screen's
+ * partition's log under the owner's epoch: it counts only if accepted there.
+ */
+export interface SettleCommand {
+  op: 'settle_bids'
+  /** New for each settlement: its held notices are kept under it (Notices.hold). */
+  key: string
+  bids: SettledBid[]
+}
+
 /** One hour of a seat's bidding. */
 export interface HourStats {
   bid_responses: number
@@ -63,5 +80,11 @@ export const biddingTables = {
    */
   stats: table<HourStats, [string, number] | [string, number, string]>({ name: 'stats', ordered: true, shapes: true, replication: 'book', snapshot: true, owners: ['src/bidding/'] }),
   /** [expires ms, screen_id, imp id's tag, seat_id] -> 1: stored bids in expiry order, for their lurl with code 2. */
-  bidExpiry: table<1, ExpiryKey>({ name: 'bid_expiry', ordered: true, replication: 'local', owners: ['src/bidding/'] })
+  bidExpiry: table<1, ExpiryKey>({ name: 'bid_expiry', ordered: true, replication: 'local', owners: ['src/bidding/'] }),
+  /**
+   * [partition, received ms, screen_id, imp id's tag, seat_id] -> bid_id: bids a settlement accepted in their partition's
+   * log took, kept as long as the book stream may still bring them (fenced-settlements.ts). Written only by the logs'
+   * apply.
+   */
+  settledBids: table<string, [number, number, string, string, string]>({ name: 'settled_bids', ordered: true, replication: 'local', owners: ['src/bidding/'] })
 }

@@ -14,6 +14,8 @@ import { ensureLogStream, PartitionGap, PartitionLog, partitionStream, type Part
 import { PartitionOwners } from './partition-owners.js'
 import { LOG_STOPPED } from './readiness.js'
 import type { Verdict } from './records.js'
+import { partitionOf } from './screen-partitions.js'
+import type { SettleCommand } from '../bidding/records.js'
 import { RecordLocks } from './record-locks.js'
 import { ChangeShipper } from './shipper.js'
 import type { ShippedChanges } from './shipped.js'
@@ -69,6 +71,12 @@ export interface ClusterNode {
   propose (stream: string, key: string, body: unknown): Promise<Verdict | undefined>
   /** Whether this node, in this life, owns one of the logs it follows, as far as it has applied the log. */
   owns (stream: string): boolean
+  /**
+   * Proposes a settlement of a screen's bids, fenced, to its partition's log: true once accepted there, false when
+   * refused (this node is not the partition's owner under the epoch where it landed, or a bid was settled before) or
+   * not known in time.
+   */
+  settle (screenId: string, command: SettleCommand): Promise<boolean>
 
   close (): Promise<void>
 }
@@ -198,6 +206,12 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
       return await proposeTo(stream)(key, body)
     },
     owns: (stream) => logs.get(stream)?.owns() ?? false,
+    async settle (screenId, command) {
+      const log = logs.get(partitionStream(partitionOf(screenId, cluster.partitions)))
+      if (log === undefined) return false
+      const verdict = await log.propose(command.key, command, true, cluster.ackTimeoutMs, true).catch(() => undefined)
+      return verdict?.status === 'accepted'
+    },
 
     lease: (ask) => rates.ask(ask),
     leaseBudget: (campaignId, wantMicros) => budgets.ask(campaignId, wantMicros),

@@ -24,6 +24,11 @@ export type PartitionEntry =
     key: string
     /** Whether only the partition's owner under the current epoch may make it (a spot decision), or anyone (a booking). */
     fenced: boolean
+    /**
+     * A command whose key no later command carries (a spot's settlement): no key is kept for it, and its verdict is
+     * kept only in its proposer's memory, for the proposer alone reads it.
+     */
+    fresh?: true
     epoch: number
     node: string
     incarnation: string
@@ -58,6 +63,11 @@ export interface PartitionMachine {
    * own entries, which it never applied (a budget part granted to it), is made good.
    */
   restored?: () => void
+  /**
+   * A command the log refused before the machine saw it (its proposer fenced, or its landing late), in the apply
+   * transaction: what its proposer set aside for it goes.
+   */
+  refused?: (body: unknown, at: AppliedAt) => void
 }
 
 export interface PartitionLogOptions {
@@ -199,6 +209,9 @@ export function keyDecided (store: Store, log: string, key: string, now: number,
  */
 export const FRESH_KEYS_KEEP_MS = 10 * 60_000
 
+/** How long a fresh command's verdict stays in its proposer's memory: past any wait for it (an ack timeout). */
+const FRESH_VERDICT_MS = 60_000
+
 /** Verdicts removed by one batch's apply at most: the upkeep stays small beside the entries themselves. */
 const TRIM_BATCH = 64
 
@@ -253,6 +266,8 @@ export class PartitionLog {
   /** A checkpoint is being restored: a consumer that ends meanwhile is not followed again. */
   #restoring = false
   readonly #opens = new Opens()
+  /** The verdicts of this life's fresh commands, by sequence, with when they were applied (performance.now()). */
+  readonly #fresh = new Map<number, { key: string, verdict: Verdict, at: number }>()
 
   constructor (options: PartitionLogOptions) {
     this.#o = options
@@ -444,6 +459,7 @@ export class PartitionLog {
         store.partitionMarks.putSync(stream, mark)
         return mark
       })
+      this.#forgetFresh()
     } catch (err) {
       this.#mark = undefined
       if (err instanceof PartitionGap) return this.#readOnAfter(err)
@@ -493,21 +509,38 @@ export class PartitionLog {
 
   /** Applies one entry after mark, inside the transaction of its batch; the mark after it. */
   #apply (m: JsMsg, mark: PartitionMark): PartitionMark {
-    const { store, stream: log, machine, leaseMs, ttlMs } = this.#o
+    const { store, stream: log, machine, leaseMs, ttlMs, self } = this.#o
     if (m.seq <= mark.applied) return mark
     if (m.seq !== mark.applied + 1) throw new PartitionGap(`${log}: entry ${m.seq} after ${mark.applied}`)
     const entry = JSON.parse(Buffer.from(m.data).toString('utf8')) as PartitionEntry
     const timestamp = Math.floor(m.info.timestampNanos / 1e6)
-    const decidedKey = entry.t === 'cmd' && keyDecided(store, log, entry.key, Math.max(mark.log_time, timestamp), this.#keepMs())
+    const fresh = entry.t === 'cmd' && entry.fresh === true
+    const decidedKey = entry.t === 'cmd' && !fresh && keyDecided(store, log, entry.key, Math.max(mark.log_time, timestamp), this.#keepMs())
     const decided = decideEntry(mark, decidedKey, entry, timestamp, { leaseMs, ttlMs })
     const next: PartitionMark = { ...decided.mark, applied: m.seq, digest: digestOf(m.seq, m.data) }
-    const verdict = decided.verdict === 'machine' ? machine.apply((entry as { body: unknown }).body, { log, seq: m.seq, logTime: next.log_time, from: { node: entry.node, incarnation: entry.incarnation } }) : decided.verdict
+    const at = { log, seq: m.seq, logTime: next.log_time, from: { node: entry.node, incarnation: entry.incarnation } }
+    const body = (entry as { body?: unknown }).body
+    const verdict = decided.verdict === 'machine' ? machine.apply(body, at) : decided.verdict
+    if (entry.t === 'cmd' && decided.verdict !== 'machine') machine.refused?.(body, at)
     // A beat's verdict is read by no one (the owner appends it and goes on): an owned log has one every 2 s.
     if (entry.t === 'beat') return next
+    if (fresh) {
+      if (entry.node === self.node && entry.incarnation === self.incarnation) this.#fresh.set(m.seq, { key: entry.key, verdict, at: performance.now() })
+      return next
+    }
     const key = entry.t === 'cmd' ? entry.key : `${entry.t}:${entry.epoch}:${entry.node}:${entry.incarnation}`
     store.partitionVerdicts.putSync([log, m.seq], { key, verdict, at: next.log_time })
     if (entry.t === 'cmd' && decided.verdict === 'machine' && !RETRYABLE.has(verdict.reason ?? '')) store.partitionKeys.putSync([log, entry.key], m.seq)
     return next
+  }
+
+  /** Forgets fresh verdicts no proposer waits for any more (the map is in insertion order, which is sequence order). */
+  #forgetFresh (): void {
+    const before = performance.now() - FRESH_VERDICT_MS
+    for (const [seq, v] of this.#fresh) {
+      if (v.at > before) return
+      this.#fresh.delete(seq)
+    }
   }
 
   #keepMs (): number {
@@ -533,7 +566,7 @@ export class PartitionLog {
    */
   async verdictAt (seq: number, key: string, timeoutMs: number): Promise<Verdict | undefined> {
     if (this.mark().applied < seq && !await this.#applied.wait(seq, timeoutMs)) return undefined
-    const found = this.#o.store.partitionVerdicts.get([this.#o.stream, seq])
+    const found = this.#fresh.get(seq) ?? this.#o.store.partitionVerdicts.get([this.#o.stream, seq])
     return found?.key === key ? found.verdict : undefined
   }
 
@@ -543,10 +576,15 @@ export class PartitionLog {
     return seq === undefined ? undefined : this.#o.store.partitionVerdicts.get([this.#o.stream, seq])?.verdict
   }
 
-  /** Proposes a command under this node's view of the epoch; its verdict once applied (undefined: unknown yet). */
-  async propose (key: string, body: unknown, fenced: boolean, timeoutMs: number): Promise<Verdict | undefined> {
+  /**
+   * Proposes a command under this node's view of the epoch; its verdict once applied (undefined: unknown yet). A fresh
+   * command's key is new (PartitionEntry's fresh): no duplicate is looked for, and no key kept.
+   */
+  async propose (key: string, body: unknown, fenced: boolean, timeoutMs: number, fresh = false): Promise<Verdict | undefined> {
     const { self } = this.#o
-    const seq = await this.append({ t: 'cmd', key, fenced, epoch: this.mark().epoch, node: self.node, incarnation: self.incarnation, proposed_at: this.#now(), body })
+    const entry: PartitionEntry = { t: 'cmd', key, fenced, epoch: this.mark().epoch, node: self.node, incarnation: self.incarnation, proposed_at: this.#now(), body }
+    if (fresh) entry.fresh = true
+    const seq = await this.append(entry)
     const verdict = await this.verdictAt(seq, key, timeoutMs)
     // The same command ran before (a retry whose first try landed): its outcome is the first one's.
     return verdict?.reason === 'duplicate' ? this.outcomeOf(key) : verdict

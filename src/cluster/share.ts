@@ -1,4 +1,5 @@
-import type { Bookings, Share, Store } from '../store/store.js'
+import type { SettleCommand } from '../bidding/records.js'
+import type { Bookings, SettlementFence, Share, Store } from '../store/store.js'
 import type { ServedPartitions } from './served-partitions.js'
 
 /**
@@ -7,6 +8,12 @@ import type { ServedPartitions } from './served-partitions.js'
  * engine holds its settlement, so it arrives within the engine's acknowledgement timeout, elections included.
  */
 export const CLUSTER_EXPIRY_GRACE_MS = 30_000
+
+/**
+ * How long a settlement's verdict is kept for the request that decided it, once known: that request asks as soon as
+ * its turn has committed, well within this.
+ */
+const VERDICT_KEPT_MS = 30_000
 
 /** A thread asks again for a campaign's next budget part after this long without a grant. */
 const ASK_AGAIN_MS = 1000
@@ -22,7 +29,7 @@ export function clusterShare (node: string, served: ServedPartitions, budgets: {
   leasedLeft: (store: Store, campaignId: string) => number
   /** Where this thread's asks for the next part go (its supervisor). */
   ask: (campaignId: string, wantMicros: number) => void
-}, bookings?: Bookings): Share {
+}, bookings?: Bookings, settle?: (screenId: string, command: SettleCommand) => Promise<boolean>): Share {
   const asked = new Map<string, number>()
   return {
     expiryGraceMs: CLUSTER_EXPIRY_GRACE_MS,
@@ -31,6 +38,7 @@ export function clusterShare (node: string, served: ServedPartitions, budgets: {
     ownCopy: (store, write) => store.changes !== undefined ? store.changes.applying(write) : write(),
     milestonesWithPlay: false,
     bookings,
+    settlements: settle !== undefined ? settlementFence(settle) : undefined,
     budgetLeft (store, campaignId, reservedMicros, partMicros, owed, now) {
       const left = budgets.leasedLeft(store, campaignId) - reservedMicros
       if (owed && left < partMicros / 2) {
@@ -41,6 +49,28 @@ export function clusterShare (node: string, served: ServedPartitions, budgets: {
         }
       }
       return left
+    }
+  }
+}
+
+/**
+ * Settlements proposed through `settle` (to the screen's partition's log, by the supervisor), each verdict kept under
+ * its key for the request that decided it. A proposal no request asks for (an expiry's, or one whose request ended)
+ * is dropped once its verdict is that old.
+ */
+function settlementFence (settle: (screenId: string, command: SettleCommand) => Promise<boolean>): SettlementFence {
+  const proposed = new Map<string, Promise<boolean>>()
+  return {
+    propose (screenId, command) {
+      const verdict = settle(screenId, command).catch(() => false)
+      proposed.set(command.key, verdict)
+      void verdict.then(() => setTimeout(() => proposed.delete(command.key), VERDICT_KEPT_MS).unref())
+      return verdict
+    },
+    verdict (key) {
+      const verdict = proposed.get(key)
+      proposed.delete(key)
+      return verdict ?? Promise.resolve(false)
     }
   }
 }

@@ -5,6 +5,8 @@ import type { ClusterNode } from '../cluster/node.js'
 import { partitionStream, type PartitionMachine } from '../cluster/partition-log.js'
 import type { ClusterConfig } from '../config.js'
 import type { Logger } from '../log.js'
+import { isSettleCommand, settlementMachine } from '../bidding/auction/fenced-settlements.js'
+import type { Notices } from '../notify/notices.js'
 import type { Store } from '../store/store.js'
 
 /** How often the supervisor finishes what coordinators left undone (capacity-logs.ts recoverClaims). */
@@ -18,10 +20,23 @@ const RECOVER_GRACE_MS = 2000
 
 const streamOf = (log: CapacityLog): string => log === 'claims' ? CLAIMS_LOG : partitionStream(log)
 
-/** The logs a cluster node follows for bookings: one per partition of the screens, and the claims log. */
-export function capacityMachines (store: Store, partitions: number): Array<{ stream: string, machine: PartitionMachine }> {
+/**
+ * The logs a cluster node follows for its partitions of the screens: one per partition, deciding bookings of its
+ * screens' time and the settlements of their bids, and the claims log, deciding bookings over several partitions.
+ */
+export function partitionMachines (store: Store, notices: Notices, cluster: ClusterConfig): Array<{ stream: string, machine: PartitionMachine }> {
+  const { partitions } = cluster
   return [
-    ...Array.from({ length: partitions }, (_, p) => ({ stream: partitionStream(p), machine: partitionMachine(store, p, partitions) })),
+    ...Array.from({ length: partitions }, (_, p) => {
+      const bookings = partitionMachine(store, p, partitions)
+      const settlements = settlementMachine(store, notices, { node: cluster.nodeId, partition: p, keepMs: cluster.bookKeepMs })
+      const machine: PartitionMachine = {
+        tables: [...bookings.tables ?? [], ...settlements.tables],
+        apply: (body, at) => isSettleCommand(body) ? settlements.apply(body, at) : bookings.apply(body, at),
+        refused: (body, at) => { if (isSettleCommand(body)) settlements.refused(body, at) }
+      }
+      return { stream: partitionStream(p), machine }
+    }),
     { stream: CLAIMS_LOG, machine: claimsMachine(store) }
   ]
 }

@@ -13,9 +13,10 @@ import type { RateLimiter } from '../http/rate-limit.js'
 import type { Inventory } from '../inventory/inventory.js'
 import type { Logger } from '../log.js'
 import type { Moderator } from '../moderation/moderator.js'
+import type { Notices } from '../notify/notices.js'
 import { proofApplied } from '../proof/chain.js'
 import { StartRefused } from '../start-refused.js'
-import { capacityMachines } from './capacity.js'
+import { partitionMachines } from './capacity.js'
 import type { ObjectStore } from '../store/objects.js'
 import type { Store } from '../store/store.js'
 import type { Supervisor } from './supervisor.js'
@@ -28,6 +29,8 @@ export interface JoinDeps {
   objects: ObjectStore
   inventory: Inventory
   claims: ScreenClaims
+  /** The node's notice queue: a spot decided here sends its notices once its partition's log accepts it. */
+  notices: Notices
   moderator: Moderator
   limiter: RateLimiter
   /** How far this node's changes are held by the engine, in memory the hot threads share. */
@@ -46,11 +49,12 @@ export interface JoinDeps {
  */
 export async function joinClusterOf (d: JoinDeps): Promise<ClusterNode | undefined> {
   const { config, store } = d
-  if (config.cluster === undefined) return undefined
+  const cluster = config.cluster
+  if (cluster === undefined) return undefined
   // The engine's client (nats) loads only on a cluster node: a node alone starts without it.
   const { joinCluster } = await import('../cluster/node.js')
   const node = await joinCluster({
-    cluster: config.cluster,
+    cluster,
     store,
     objects: d.objects,
     shipped: d.shipped,
@@ -59,7 +63,7 @@ export async function joinClusterOf (d: JoinDeps): Promise<ClusterNode | undefin
     log: d.log,
     onShipped: () => d.threads.notify('shipped'),
     onGranted: () => d.threads.notify('granted'),
-    logs: capacityMachines(store, config.cluster.partitions),
+    logs: partitionMachines(store, d.notices, cluster),
     served: d.served,
     url: d.url,
     onApplied: (table, key, previous) => {
@@ -67,16 +71,16 @@ export async function joinClusterOf (d: JoinDeps): Promise<ClusterNode | undefin
       seatListApplied(store, table, key as string, previous)
       holdApplied(store, table, key as string, previous)
       proofApplied(store, table, key as string)
-      bookApplied(store, d.claims, table, key as BookKey)
+      bookApplied(store, d.claims, cluster.partitions, table, key as BookKey)
     },
     onForget: (belongs, keep) => forgetBids(store, belongs, (key) => keep('bids', key))
   }).catch((err: unknown) => {
     throw new StartRefused(err instanceof Error ? err.message : String(err))
   })
-  if (config.cluster.nodeUrl === undefined && (config.host === '0.0.0.0' || config.host === '::')) {
+  if (cluster.nodeUrl === undefined && (config.host === '0.0.0.0' || config.host === '::')) {
     d.log.warn('cluster: CLUSTER_NODE_URL is not set and HOST listens everywhere: the other nodes forward this node its players at ' + d.url + ', which reaches it only from this machine; set CLUSTER_NODE_URL when the nodes are on several machines')
   }
-  const nodeId = config.cluster.nodeId
+  const nodeId = cluster.nodeId
   d.moderator.claimWith({ claim: (id) => node.claim(`moderation:${id}`, nodeId), release: (id) => node.release(`moderation:${id}`, nodeId) })
   return node
 }

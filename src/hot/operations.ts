@@ -1,4 +1,5 @@
 import type { AnalyticsSource } from '../analytics/source.js'
+import type { SettleCommand } from '../bidding/records.js'
 import type { BookingCommand, BookingDecisions } from '../campaigns/capacity-logs.js'
 import type { Params } from '../analytics/sql.js'
 import type { ClockShare } from '../clock.js'
@@ -25,6 +26,8 @@ export interface SupervisorCalls {
   caughtUp: () => boolean
   /** Decides a booking request's rehearsed commands in the logs (a cluster node only). */
   book: (base: string, commands: BookingCommand[]) => BookingDecisions
+  /** Proposes a committed settlement of a screen's bids to its partition's log: whether it was accepted (a cluster node only). */
+  settle: (screenId: string, command: SettleCommand) => boolean
   analyze: (url: string, declaredType: string) => ModerationReply
   query: (sql: string, params?: Params, timeoutMs?: number) => Array<Record<string, unknown>>
   dashboard: () => Dashboard

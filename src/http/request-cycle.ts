@@ -44,6 +44,9 @@ export interface Lifecycle {
 /** A body not asked for yet (RequestCycle.#admitAgainAfter). */
 const NOT_READ = Symbol('not read')
 
+/** An answer whose decision did not count (Result's counts): nothing it decided stands, so the client asks again. */
+const notCounted = (): ApiError => new ApiError('service_unavailable', 'This decision could not be confirmed by the cluster (its screen may be moving to another node); ask again.', { retry_after_seconds: 1 }, { 'Retry-After': '1' })
+
 /**
  * One request from arrival to the last byte: auth, rate limit, body, validation, idempotency, the handler (inside a
  * write transaction on mutating routes) and the reply. Every reply is written inside a uWS callback (the route callback
@@ -220,12 +223,17 @@ export class RequestCycle {
     wait.then(then).catch((err: unknown) => { this.#fail(err, false) })
   }
 
-  /** Replies, holds, or first waits for what the handler's transaction (or its journal's turn) recorded to be acknowledged. */
+  /**
+   * Replies, holds, or first waits for what the handler's transaction (or its journal's turn) recorded to be
+   * acknowledged, and then for whether the answer counts (Result's counts).
+   */
   #answer (result: Result, fingerprint: string): void {
     if (result.kind === 'held') return this.#hold(result.answer, fingerprint)
     const seq = this.#deps.store.changes?.takeCommitted() ?? 0
     const wait = seq > 0 ? this.#coord.acknowledged(seq) : this.#route.journaled === true ? this.#coord.turn() : undefined
-    this.#after(wait, () => this.#reply(result))
+    const counts = result.counts
+    if (counts === undefined) return this.#after(wait, () => this.#reply(result))
+    this.#after(wait, () => this.#after(counts().then((counted) => { if (!counted) throw notCounted() }), () => this.#reply(result)))
   }
 
   /**

@@ -32,11 +32,20 @@ export interface Ctx<B = unknown, Q = unknown> {
   prepared?: unknown
 }
 
-/** A handler's answer: a JSON envelope, a raw body, or (computed routes only) an answer still being computed. */
+/**
+ * A handler's answer: a JSON envelope, a raw body, or (computed routes only) an answer still being computed. `counts`:
+ * asked once the handler's writes have committed, the answer stands only if it resolves true, else 503 (a cluster
+ * node's spot decision, which counts once its partition's log accepts it).
+ */
 export type Result =
-  | { kind: 'json', status: number, data: unknown, headers?: Record<string, string> }
-  | { kind: 'raw', status: number, body: string | Buffer, contentType: string, headers?: Record<string, string> }
+  | { kind: 'json', status: number, data: unknown, headers?: Record<string, string>, counts?: () => Promise<boolean> }
+  | { kind: 'raw', status: number, body: string | Buffer, contentType: string, headers?: Record<string, string>, counts?: () => Promise<boolean> }
   | { kind: 'held', answer: Promise<Result> }
+
+/** An answer that stands only if counts says so once its writes have committed (Result). */
+export function counting (result: Result, counts: (() => Promise<boolean>) | undefined): Result {
+  return counts === undefined || result.kind === 'held' ? result : { ...result, counts }
+}
 
 /** JSON text a handler assembled itself (from pre-encoded rows), placed into the envelope as is. */
 export class RawJson {

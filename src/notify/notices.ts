@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto'
-import type { NoticeRecord } from './records.js'
+import type { HeldNotice, NoticeRecord } from './records.js'
 import type { Store } from '../store/store.js'
 
 /** What a caller says about a notice; the queue adds its id, attempt count and time. */
 export type NoticeDraft = Omit<NoticeRecord, 'id' | 'attempts' | 'created_at'>
+
+/** How long a held notice waits for its settlement's verdict before it is swept (Notices.sweepHeld). */
+const HELD_KEEP_MS = 10 * 60_000
 
 /** A queued notice's key: the receiver's origin, when it is due (ms), its id. */
 export type NoticeKey = [string, number, string]
@@ -58,6 +61,41 @@ export class Notices {
     const wake = this.#wake
     if (wake !== undefined) this.#store.afterCommit(() => wake(origin, at))
     return notice
+  }
+
+  /**
+   * Holds a settlement's notices under its key until its log's verdict (release or drop): a cluster node's decision
+   * counts only once its partition's log accepts it, and a buyer told it won a spot that another node sold must not
+   * be. Call inside Store.write.
+   */
+  hold (key: string, drafts: readonly NoticeDraft[], at: number): void {
+    for (let n = 0; n < drafts.length; n++) this.#store.heldNotices.putSync([key, n], { draft: drafts[n]!, at })
+  }
+
+  /** Queues what a settlement accepted held (hold); call inside Store.write. */
+  release (key: string): void {
+    for (const { key: held, value } of this.#held(key)) {
+      this.enqueue(value.draft, value.at)
+      this.#store.heldNotices.removeSync(held)
+    }
+  }
+
+  /** Drops what a refused settlement held (hold); call inside Store.write. */
+  drop (key: string): void {
+    for (const { key: held } of this.#held(key)) this.#store.heldNotices.removeSync(held)
+  }
+
+  /**
+   * Drops held notices whose settlement never reached its log (its node died between the decision and the proposal,
+   * or its thread's journal was replayed): ten minutes on, any proposal of it landing is refused as late.
+   */
+  sweepHeld (now: number): void {
+    const stale = [...this.#store.heldNotices.getRange()].filter(({ value }) => value.at < now - HELD_KEEP_MS)
+    if (stale.length > 0) this.#store.write(() => { for (const { key } of stale) this.#store.heldNotices.removeSync(key) })
+  }
+
+  #held (key: string): Array<{ key: [string, number], value: HeldNotice }> {
+    return [...this.#store.heldNotices.getRange({ start: [key, 0], end: [key, Infinity] } as never)] as Array<{ key: [string, number], value: HeldNotice }>
   }
 
   /**

@@ -28,5 +28,16 @@ export interface NoticeRecord {
 /** The notices' table (src/store/tables.ts). */
 export const notifyTables = {
   /** [receiver origin, due ms, notice id] -> an outbound notice waiting for its (next) attempt. */
-  notices: table<NoticeRecord, [string, number, string]>({ name: 'notices', ordered: true, shapes: true, replication: 'local', owners: ['src/notify/'] })
+  notices: table<NoticeRecord, [string, number, string]>({ name: 'notices', ordered: true, shapes: true, replication: 'local', owners: ['src/notify/'] }),
+  /**
+   * [settlement key, n] -> a notice of a settlement that counts only once its partition's log accepts it (a cluster
+   * node's spot decision), with when it was decided: queued on acceptance, dropped on refusal (Notices.hold).
+   */
+  heldNotices: table<HeldNotice, [string, number]>({ name: 'held_notices', ordered: true, replication: 'local', owners: ['src/notify/'] })
+}
+
+/** A notice waiting for its settlement's verdict: what the queue is given then, and the decision's time. */
+export interface HeldNotice {
+  draft: Omit<NoticeRecord, 'id' | 'attempts' | 'created_at'>
+  at: number
 }

@@ -47,7 +47,24 @@ export function screenIdOfToken (store: Store, token: string): string | undefine
  * A screen's next spot: closed (and for how long), the spot recorded with the creative it plays, or nothing to play
  * (the house tier without a house creative), which records no spot: there is no play to report.
  */
-export type TakenSpot = { closed: true, waitSeconds: number } | { closed: false, record: SpotRecord, creative: CreativeRecord } | { closed: false, record?: undefined, tier: Tier }
+export type TakenSpot = { closed: true, waitSeconds: number } | ({ closed: false, counts?: Counts } & ({ record: SpotRecord, creative: CreativeRecord } | { record?: undefined, tier: Tier }))
+
+/**
+ * Whether a decision counts, asked once its writes have committed: a cluster node's decision counts only once its
+ * screen's partition's log accepts its settlement (Share.settlements). Absent where the commit is enough.
+ */
+export type Counts = () => Promise<boolean>
+
+/**
+ * Fences a decision's settlement where the node's share says (a cluster node): the settlement gets its key in the
+ * partition's log, and the decision counts once the log accepts it.
+ */
+function fenced (store: Store, settlement: Settlement, id: string): Counts | undefined {
+  const fence = store.share.settlements
+  if (fence === undefined) return undefined
+  const key = settlement.key = `stl_${id}`
+  return async () => await fence.verdict(key)
+}
 
 /**
  * What a spot decision writes, applied with the rest of its thread's turn (applySpots): its auction funnel event, the
@@ -163,9 +180,10 @@ export function takeSpot (deps: SpotDeps, screen: ScreenRecord, now: number): Ta
     if (creative === undefined) {
       // Nothing plays (a winner or a line always has its creative): only the decision is counted.
       const write: SpotWrite = { screen_id: screenId, event }
-      if (settled) write.settled = settlementOf(store, screen, decision.losses, undefined, decision.tier, '', now)
+      let counts: Counts | undefined
+      if (settled) counts = fenced(store, write.settled = settlementOf(store, screen, decision.losses, undefined, decision.tier, '', now), timeOrderedUuid(now))
       deps.journal.record({ spot: write })
-      return { closed: false, tier: decision.tier }
+      return counts !== undefined ? { closed: false, tier: decision.tier, counts } : { closed: false, tier: decision.tier }
     }
     const spotId = `spt_${timeOrderedUuid(now)}`
     const record: SpotRecord = { spot_id: spotId, screen_id: screenId, tier: decision.tier, decided_at: now, starts_at: now, duration_seconds: screen.slot_duration_seconds, status: 'served', creative_id: creative.creative_id }
@@ -190,10 +208,11 @@ export function takeSpot (deps: SpotDeps, screen: ScreenRecord, now: number): Ta
       event.multiplier = record.bid.multiplier
     }
     const write: SpotWrite = { screen_id: screenId, event, record }
-    if (settled) write.settled = settlementOf(store, screen, decision.losses, decision.winner, decision.tier, spotId, now)
+    let counts: Counts | undefined
+    if (settled) counts = fenced(store, write.settled = settlementOf(store, screen, decision.losses, decision.winner, decision.tier, spotId, now), spotId)
     if (decision.line !== undefined) write.play = [screenId, decision.local.date, decision.line]
     deps.journal.record({ spot: write })
-    return { closed: false, record, creative }
+    return counts !== undefined ? { closed: false, record, creative, counts } : { closed: false, record, creative }
   } catch (err) {
     claims.release(screenId)
     throw err

@@ -5,6 +5,7 @@ import { CachedTable, type CacheScope } from './read-cache.js'
 import { ChangeLog, type Change } from './changes.js'
 import { CACHED_TABLES, TABLES, type Tables } from './tables.js'
 import type { BookingItem, ClaimOutcome, Shortfall } from '../campaigns/records.js'
+import type { SettleCommand } from '../bidding/records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
 export interface Store extends Tables {
@@ -106,6 +107,23 @@ export interface Share {
    * transaction (ALONE: undefined). The rule is src/campaigns/capacity.ts either way.
    */
   readonly bookings: Bookings | undefined
+  /**
+   * Where this node's settlements of bids count, when not in the transaction that writes them (ALONE: undefined). A
+   * cluster node's count once its screen's partition's log accepts them under the epoch it decided in; until then
+   * their notices are held, and their bids leave only its own copy (src/bidding/auction/fenced-settlements.ts).
+   */
+  readonly settlements: SettlementFence | undefined
+}
+
+/** Settlements that count once a log accepts them (Share.settlements). */
+export interface SettlementFence {
+  /** Proposes a committed settlement of bids on screenId; resolves true once accepted, false refused or unknown in time. */
+  propose (screenId: string, command: SettleCommand): Promise<boolean>
+  /**
+   * The verdict of a settlement this thread proposed (by its key), for the request that decided it: the proposal is
+   * made when the decision's turn commits, which the request waits for first.
+   */
+  verdict (key: string): Promise<boolean>
 }
 
 /** Bookings of screen time decided elsewhere than in the booking request's transaction (Share.bookings). */
@@ -130,7 +148,8 @@ export const ALONE: Share = {
   ownCopy: (_store, write) => write(),
   milestonesWithPlay: true,
   budgetLeft: () => undefined,
-  bookings: undefined
+  bookings: undefined,
+  settlements: undefined
 }
 
 /**

@@ -26,7 +26,7 @@ export interface TestCluster {
   /** Where CI names a ClickHouse server for the nodes (one of its two runs), every node's analytics go there. */
   sharedClickHouse: string | undefined
   call (base: string, method: string, path: string, options?: { key?: string, body?: unknown, headers?: Record<string, string> }): Promise<Reply>
-  onboard (base: string, seatId: string, headers?: Record<string, string>): Promise<Reply>
+  onboard (base: string, seatId: string, headers?: Record<string, string>, extra?: Record<string, unknown>): Promise<Reply>
   /** GET /openrtb/v2/seat's status for a key through one node or the front. */
   seatStatus (base: string, key: string): Promise<number>
   /** The operator's call through one node. */
@@ -92,8 +92,8 @@ export async function startTestCluster (t: Test, options: TestClusterOptions = {
     nodes: cluster.nodes.slice(0, 3) as TestCluster['nodes'],
     sharedClickHouse,
     call,
-    onboard: (base, seatId, headers = {}) => call(base, 'POST', '/openrtb/v2/onboard', {
-      body: { company_name: `${seatId} Media`, seat_id: seatId, contact_email: `buyer@${seatId.replace(/[^a-z0-9]/gi, '').toLowerCase()}.example` },
+    onboard: (base, seatId, headers = {}, extra = {}) => call(base, 'POST', '/openrtb/v2/onboard', {
+      body: { company_name: `${seatId} Media`, seat_id: seatId, contact_email: `buyer@${seatId.replace(/[^a-z0-9]/gi, '').toLowerCase()}.example`, ...extra },
       headers: { 'x-forwarded-for': freshIp(), ...headers }
     }),
     seatStatus: async (base, key) => (await call(base, 'GET', '/openrtb/v2/seat', { key })).status,
@@ -129,8 +129,8 @@ export async function approvedEverywhere (t: Test, c: TestCluster, nodes: Array<
  * A DSP seat onboarded through the front and approved, its limits raised for load, with a creative approved and known
  * to every node.
  */
-export async function approvedBidder (t: Test, c: TestCluster, seat: string, through: { approvedThrough: string, writesThrough: string }): Promise<{ seat: string, key: string, creativeId: string }> {
-  const key = (await c.onboard(c.cluster.frontUrl, seat)).body.data.api_key.key as string
+export async function approvedBidder (t: Test, c: TestCluster, seat: string, through: { approvedThrough: string, writesThrough: string }, onboarding: Record<string, unknown> = {}): Promise<{ seat: string, key: string, creativeId: string }> {
+  const key = (await c.onboard(c.cluster.frontUrl, seat, {}, onboarding)).body.data.api_key.key as string
   t.equal((await c.admin(through.approvedThrough, 'POST', `/admin/v1/seats/${seat}/approve`, {})).status, 200, `the DSP seat ${seat} approved`)
   t.equal((await c.admin(through.writesThrough, 'PUT', `/admin/v1/seats/${seat}/rate-limits`, { limits: { inventory: 100000, bidding: 100000, creatives: 100000, account: 100000, campaigns: 100000 }, reason: 'cluster test' })).status, 200)
   const creativeId = (await c.call(through.writesThrough, 'POST', '/openrtb/v2/creatives', { key, body: { name: `${seat} ad`, content_type: 'image/png', creative_url: `https://assets.invalid/${seat}.png` } })).body.data.creative_id as string

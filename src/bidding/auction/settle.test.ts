@@ -14,7 +14,7 @@ import { openStore, type Store } from '../../store/store.js'
 import type { ScreenRecord } from '../../inventory/records.js'
 import type { SeatRecord } from '../../accounts/records.js'
 import { bookKeyOf, expiryKeyOf } from '../book.js'
-import type { BookKey, StoredBid } from '../records.js'
+import type { BookKey, SettleCommand, StoredBid } from '../records.js'
 
 // Settling a decision's bids, apart from deciding them (no service, no HTTP, a real LMDB store): what a settlement
 // takes out of the book and tells each bid, the screens' claims across threads, and the expiry job beside them.
@@ -124,14 +124,16 @@ t.test('the expiry job leaves a screen a hot thread is deciding to its next pass
   t.equal(hot.take(screen.screen_id), 'taken', 'the job released its claim with its transaction')
 })
 
-t.test('on a cluster node the expiry job waits out the grace, settles the bids of the screens it serves, leaves those it is taking on, and drops its copy of the others', async (t) => {
+t.test('on a cluster node the expiry job waits out the grace, settles the bids of the screens it serves in their partition\'s log, leaves those it is taking on, and drops its copy of the others', async (t) => {
   const served = new ServedPartitions(16)
   served.set(partitionOf(screen.screen_id, 16), monotonicMs() + 60_000, true)
   const others = Array.from({ length: 64 }, (_, i) => `other-${i}`).filter((id) => !served.serves(partitionOf(id, 16)))
   const elsewhere = others[0]!
   const takingOn = others.find((id) => partitionOf(id, 16) !== partitionOf(elsewhere, 16))!
   served.set(partitionOf(takingOn, 16), 0, true)
-  const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-settle-')), undefined, undefined, { replicate: true, share: clusterShare('node-1', served, { leasedLeft: () => 0, ask: () => {} }) })
+  const proposed: Array<[string, SettleCommand]> = []
+  const settle = async (screenId: string, command: SettleCommand) => { proposed.push([screenId, command]); return true }
+  const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-settle-')), undefined, undefined, { replicate: true, share: clusterShare('node-1', served, { leasedLeft: () => 0, ask: () => {} }, undefined, settle) })
   t.teardown(() => store.close())
   const notices = new Notices(store)
   const bids = ([['served', screen.screen_id], ['elsewhere', elsewhere], ['taking-on', takingOn]] as const).map(([name, screenId], i) => {
@@ -151,8 +153,11 @@ t.test('on a cluster node the expiry job waits out the grace, settles the bids o
   t.equal(store.bids.getCount(), 3)
   t.equal(expireBids({ store, notices, claims }, NOW + CLUSTER_EXPIRY_GRACE_MS + 1), 1, 'past it: one bid settled with a notice, the one on the screen this node serves')
   t.same([...store.bids.getRange()].map(({ value }) => value.bid_id), ['b2'], 'the bid of the partition being taken on waits; the others are out of this node\'s book')
-  t.same(queued(store), ['https://alpha.example/served?c=2'], 'the other screen\'s bid is told by the node serving it')
-  t.equal(store.changes!.recorded, recorded + 1, 'the settled bid\'s removal is recorded to ship, as a spot\'s settlement is; the dropped copy\'s is not')
+  t.same(queued(store), [], 'its notice waits for the log\'s verdict')
+  t.same([...store.heldNotices.getRange()].map(({ value }) => value.draft.url), ['https://alpha.example/served?c=2'], 'held under the settlement')
+  t.same(proposed.map(([screenId, c]) => [screenId, c.op, c.bids]), [[screen.screen_id, 'settle_bids', [[NOW - 1000, ...bookKeyOf(bids[0]!), 'b0']]]], 'proposed to the screen\'s partition\'s log once committed')
+  t.equal(proposed[0]![1].key, [...store.heldNotices.getRange()][0]!.key[0], 'under the key its notices are held by')
+  t.equal(store.changes!.recorded, recorded, 'no removal is recorded to ship: the log removes the bid on every node')
   served.set(partitionOf(takingOn, 16), monotonicMs() + 60_000, true)
   t.equal(expireBids({ store, notices, claims }, NOW + CLUSTER_EXPIRY_GRACE_MS + 2), 1, 'served, the partition taken on settles its expired bid')
   t.equal(store.bids.getCount(), 0)

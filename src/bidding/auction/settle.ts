@@ -2,7 +2,7 @@ import { iso } from '../../clock.js'
 import type { LegacyNotification } from '../../generated/types.js'
 import type { NoticeDraft, Notices } from '../../notify/notices.js'
 import type { SeatRecord } from '../../accounts/records.js'
-import type { BookKey, StoredBid } from '../records.js'
+import type { BookKey, SettledBid, StoredBid } from '../records.js'
 import type { ScreenRecord } from '../../inventory/records.js'
 import type { Tier } from '../../player/records.js'
 import type { Store } from '../../store/store.js'
@@ -75,6 +75,7 @@ export function lossNotices (deps: SettleDeps, bid: NoticeBid, screen: ScreenRec
   for (const draft of drafts) deps.notices.enqueue(draft, now)
 }
 
+
 /** A stored bid as a decision took it: which record to take out of the book. */
 export interface TakenBid {
   key: BookKey
@@ -92,6 +93,11 @@ export interface Settlement {
   taken: TakenBid[]
   notices: NoticeDraft[]
   win?: { seat_id: string, clearing: number }
+  /**
+   * Set where the settlement counts only once its screen's partition's log accepts it (Share.settlements): its key
+   * there, new for each settlement.
+   */
+  key?: string
 }
 
 const taken = ({ key, bid }: { key: BookKey, bid: StoredBid }): TakenBid => ({ key, received_at: bid.received_at, bid_id: bid.bid_id })
@@ -125,6 +131,16 @@ export function settlementOf (store: Store, screen: ScreenRecord, losses: readon
   return s
 }
 
+/** The settlement of stored bids that lost with one code and no auction (expired imps): each leaves with its loss notices. */
+export function lossSettlement (store: Store, bids: ReadonlyArray<{ key: BookKey, bid: StoredBid }>, screen: ScreenRecord | undefined, code: number, now: number): Settlement {
+  const s: Settlement = { taken: [], notices: [] }
+  for (const b of bids) {
+    s.taken.push(taken(b))
+    lossDrafts(store, b.bid, screen, code, undefined, undefined, now, s.notices)
+  }
+  return s
+}
+
 /**
  * Applies settlements, in order; call inside Store.write. The bids a decision took leave the book. Where its seat may
  * have bid on the imp again since the decision's snapshot (check: the screen's claim was marked, ScreenClaims.mark,
@@ -136,18 +152,31 @@ export function settlementOf (store: Store, screen: ScreenRecord, losses: readon
  */
 export function applySettlements (deps: SettleDeps, settlements: ReadonlyArray<{ settlement: Settlement, at: number, check: boolean }>): void {
   const { store, notices } = deps
+  const fence = store.share.settlements
   const wins = new Map<string, { seat: string, at: number, wins: number, cpm: number }>()
   for (const { settlement, at, check } of settlements) {
+    const key = fence !== undefined ? settlement.key : undefined
+    const bids: SettledBid[] = []
     for (const t of settlement.taken) {
       // A journal replayed (always checked) may be from before keys held the imp id's tag, and name the whole imp id.
-      const key = check ? bookKey(t.key[0], t.key[1], t.key[2]) : t.key
+      const bookKeyOfBid = check ? bookKey(t.key[0], t.key[1], t.key[2]) : t.key
       if (check) {
-        const bid = store.bids.get(key)
+        const bid = store.bids.get(bookKeyOfBid)
         if (bid === undefined || bid.received_at !== t.received_at || bid.bid_id !== t.bid_id) continue
       }
-      store.bids.removeSync(key)
+      if (key === undefined) store.bids.removeSync(bookKeyOfBid)
+      else {
+        // Only this node's copy: the removal is the log's to decide, on every node, once it accepts the settlement.
+        store.share.ownCopy(store, () => store.bids.removeSync(bookKeyOfBid))
+        bids.push([t.received_at, ...bookKeyOfBid, t.bid_id])
+      }
     }
-    for (const draft of settlement.notices) notices.enqueue(draft, at)
+    if (key === undefined) for (const draft of settlement.notices) notices.enqueue(draft, at)
+    else {
+      notices.hold(key, settlement.notices, at)
+      const screenId = settlement.taken[0]?.key[0]
+      if (screenId !== undefined) store.afterCommit(() => { void fence!.propose(screenId, { op: 'settle_bids', key, bids }) })
+    }
     const win = settlement.win
     if (win === undefined) continue
     const hour = `${Math.floor(at / 3_600_000)}|${win.seat_id.toLowerCase()}`

@@ -1,7 +1,7 @@
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
 import type { PlayerHeartbeat, PlayerHeartbeatRequest, Spot, SpotEventRequest, SpotRequest } from '../../generated/types.js'
-import { ok, raw, route, type RouteDef } from '../../http/route.js'
+import { counting, ok, raw, route, type RouteDef } from '../../http/route.js'
 import type { CreativeRecord } from '../../creatives/records.js'
 import type { ScreenRecord } from '../../inventory/records.js'
 import { serveAsset } from './assets.js'
@@ -96,11 +96,13 @@ export function playerRoutes (deps: Deps): RouteDef[] {
         const duration = screen.slot_duration_seconds
         const slot = { screen_id: screen.screen_id, starts_at: iso(now), ends_at: iso(now + duration * 1000), duration_seconds: duration, next_request_at: iso(now + Math.max(1, duration - LEAD_SECONDS) * 1000) }
         const { record } = taken
+        // A dry run's writes are rolled back: it settles nothing, so nothing is asked of the partition's log.
+        const counts = ctx.dryRun ? undefined : taken.counts
         // Nothing to play: no spot was recorded, so none is created and there is nothing to report.
-        if (record === undefined) return ok({ spot_id: null, tier: taken.tier, creative: null, ...slot } satisfies Spot)
+        if (record === undefined) return counting(ok({ spot_id: null, tier: taken.tier, creative: null, ...slot } satisfies Spot), counts)
         const spot: Spot = { spot_id: record.spot_id, tier: record.tier, creative: creativeView(token, taken.creative), events_url: `${base(token)}/spots/${record.spot_id}/events`, ...slot }
         if (record.adm !== undefined) spot.adm = record.adm
-        return ok(spot, 201)
+        return counting(ok(spot, 201), counts)
       }
     }),
     route<SpotEventRequest>({

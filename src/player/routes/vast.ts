@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
-import { raw, route, type RouteDef } from '../../http/route.js'
+import { counting, raw, route, type RouteDef } from '../../http/route.js'
 import { vastEmpty, vastInline } from '../vast.js'
 import { awaitSpot, givenSpot, screenIdOfToken, screenOfToken, spotEvent, takeSpot } from '../feed.js'
 
@@ -30,9 +30,10 @@ export function vastRoutes (deps: Deps): RouteDef[] {
         const token = ctx.params.token!
         const screen = screenOfToken(store, token)
         const taken = takeSpot(deps, screen, ctx.now)
-        if (taken.closed || taken.record === undefined) return raw(vastEmpty(), XML)
+        if (taken.closed) return raw(vastEmpty(), XML)
+        if (taken.record === undefined) return counting(raw(vastEmpty(), XML), taken.counts)
         const spot = `${base(token)}/vast/${taken.record.spot_id}`
-        return raw(vastInline({
+        return counting(raw(vastInline({
           adId: taken.record.spot_id,
           creative: taken.creative,
           assetUrl: `${base(token)}/assets/${taken.creative.creative_id}`,
@@ -41,7 +42,7 @@ export function vastRoutes (deps: Deps): RouteDef[] {
           display: screen.display,
           errorUrl: `${spot}/error?code=[ERRORCODE]`,
           tracking: { start: `${spot}/start`, firstQuartile: `${spot}/firstQuartile`, midpoint: `${spot}/midpoint`, thirdQuartile: `${spot}/thirdQuartile`, complete: `${spot}/complete` }
-        }), XML)
+        }), XML), taken.counts)
       }
     }),
     route({
