@@ -220,7 +220,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const stopRelay = relayAnalyticsState(analytics, (state) => threads.notify('analytics', state))
   /** Whatever the hot threads handed over before now has arrived (each answers after the messages it sent before). */
   const flushed = () => threads.call('flushed')
-  const jobs = await startJobs({ ...parts, config, clock, log, store, threads, ...(cluster !== undefined ? { cluster: { node: cluster, shipped: replicated } } : {}), hourly: [() => idempotency.sweep(), () => deliveries.sweep(clock.now()), () => notices.sweepHeld(clock.now())] })
+  const jobs = await startJobs({ ...parts, config, clock, log, store, threads, ...(cluster !== undefined ? { cluster: { node: cluster, shipped: replicated } } : {}), hourly: [() => idempotency.sweep(), () => deliveries.sweep(clock.now())] })
   log.info('listening', { url, base_url: config.baseUrl, data_dir: config.dataDir, hot_threads: config.hotThreads })
   let closing: Promise<void> | undefined
   return {

@@ -120,6 +120,7 @@ if (engine !== undefined) {
     const b = await node(t, 'node-b', p)
     t.ok(await a.part.takeOver(5000), 'node-a owns epoch 1')
     const rows = (store: Store) => [...store.partitionVerdicts.getKeys()].length + [...store.partitionKeys.getKeys()].length
+    await eventually(t, 'node-b applied the takeover', () => b.part.mark().applied, { until: (n) => n >= a.part.mark().applied })
     const before = [rows(a.store), rows(b.store)]
     t.match(await a.part.propose('stl_1', { spots: 1 }, true, 5000, true), { status: 'accepted' }, 'accepted from the owner')
     await eventually(t, 'node-b applied it', () => b.machine.booked(), { until: (n) => n === 1 })

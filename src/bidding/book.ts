@@ -2,8 +2,8 @@ import { impTag } from '../inventory/adslots/imp-ids.js'
 import { rewriteInBatches, runOnce } from '../store/rewrite.js'
 import type { Store } from '../store/store.js'
 import type { ScreenClaims } from './auction/claims.js'
-import { settledInLog } from './auction/fenced-settlements.js'
 import type { BookKey, ExpiryKey, StoredBid } from './records.js'
+import { partitionOf } from '../cluster/screen-partitions.js'
 
 /**
  * The book key of a bid (BookKey). The imp id's tag, not the whole id, keeps the key short: every decision reads each
@@ -42,6 +42,11 @@ export function tagBookKeys (store: Store): void {
       store.bidExpiry.putSync([key[0], key[1], tag, key[3]], 1)
     })
   })
+}
+
+/** Whether a settlement its partition's log accepted took this bid (auction/fenced-settlements.ts): the book does not take it back. */
+export function settledInLog (store: Store, partitions: number, key: BookKey, bid: Pick<StoredBid, 'received_at' | 'bid_id'>): boolean {
+  return store.settledBids.get([partitionOf(key[0], partitions), bid.received_at, ...key])?.[0] === bid.bid_id
 }
 
 /**

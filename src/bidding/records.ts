@@ -54,6 +54,24 @@ export interface SettleCommand {
   /** New for each settlement: its held notices are kept under it (Notices.hold). */
   key: string
   bids: SettledBid[]
+  /**
+   * How long the proposer's book stream keeps a bid (BID_TTL_SECONDS and ten minutes): settlements older than that
+   * are forgotten as this one is applied. Carried in the command, so every node forgets at the same step.
+   */
+  keep_ms?: number
+}
+
+/**
+ * A settlement this node proposed and the log has not decided yet (fenced-settlements.ts): the bids it took out of
+ * this node's copy, put back if the log refuses it, with its partition and when it was decided (this node's clock).
+ */
+export interface PendingSettlement {
+  partition: number
+  at: number
+  /** The bids it settles, as its command names them. */
+  taken: SettledBid[]
+  /** Those of them it took out of this node's copy. */
+  bids: StoredBid[]
 }
 
 /** One hour of a seat's bidding. */
@@ -82,9 +100,11 @@ export const biddingTables = {
   /** [expires ms, screen_id, imp id's tag, seat_id] -> 1: stored bids in expiry order, for their lurl with code 2. */
   bidExpiry: table<1, ExpiryKey>({ name: 'bid_expiry', ordered: true, replication: 'local', owners: ['src/bidding/'] }),
   /**
-   * [partition, received ms, screen_id, imp id's tag, seat_id] -> bid_id: bids a settlement accepted in their partition's
-   * log took, kept as long as the book stream may still bring them (fenced-settlements.ts). Written only by the logs'
-   * apply.
+   * [partition, received ms, screen_id, imp id's tag, seat_id] -> [bid_id, settlement key]: bids a settlement accepted
+   * in their partition's log took, kept as long as the book stream may still bring them (fenced-settlements.ts).
+   * Written only by the logs' apply.
    */
-  settledBids: table<string, [number, number, string, string, string]>({ name: 'settled_bids', ordered: true, replication: 'local', owners: ['src/bidding/'] })
+  settledBids: table<[string, string], [number, number, string, string, string]>({ name: 'settled_bids', ordered: true, replication: 'local', owners: ['src/bidding/'] }),
+  /** settlement key -> a settlement this node proposed to its partition's log, until the log decides it. */
+  pendingSettlements: table<PendingSettlement>({ name: 'pending_settlements', replication: 'local', owners: ['src/bidding/'] })
 }

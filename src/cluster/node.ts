@@ -77,6 +77,8 @@ export interface ClusterNode {
    * not known in time.
    */
   settle (screenId: string, command: SettleCommand): Promise<boolean>
+  /** How far this node has applied a partition of the screens' log, in the log's time. */
+  logTime (partition: number): number
 
   close (): Promise<void>
 }
@@ -206,10 +208,11 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
       return await proposeTo(stream)(key, body)
     },
     owns: (stream) => logs.get(stream)?.owns() ?? false,
+    logTime: (partition) => logs.get(partitionStream(partition))?.mark().log_time ?? 0,
     async settle (screenId, command) {
       const log = logs.get(partitionStream(partitionOf(screenId, cluster.partitions)))
       if (log === undefined) return false
-      const verdict = await log.propose(command.key, command, true, cluster.ackTimeoutMs, true).catch(() => undefined)
+      const verdict = await log.propose(command.key, { ...command, keep_ms: cluster.bookKeepMs }, true, cluster.ackTimeoutMs, true).catch(() => undefined)
       return verdict?.status === 'accepted'
     },
 

@@ -1,6 +1,7 @@
 import type { SettleCommand } from '../bidding/records.js'
 import type { Bookings, SettlementFence, Share, Store } from '../store/store.js'
 import type { ServedPartitions } from './served-partitions.js'
+import { partitionOf } from './screen-partitions.js'
 
 /**
  * How long past its imp's expiry a cluster node waits before it settles a bid itself: the node deciding the bid's
@@ -13,7 +14,7 @@ export const CLUSTER_EXPIRY_GRACE_MS = 30_000
  * How long a settlement's verdict is kept for the request that decided it, once known: that request asks as soon as
  * its turn has committed, well within this.
  */
-const VERDICT_KEPT_MS = 30_000
+const VERDICT_KEPT_MS = 120_000
 
 /** A thread asks again for a campaign's next budget part after this long without a grant. */
 const ASK_AGAIN_MS = 1000
@@ -38,7 +39,7 @@ export function clusterShare (node: string, served: ServedPartitions, budgets: {
     ownCopy: (store, write) => store.changes !== undefined ? store.changes.applying(write) : write(),
     milestonesWithPlay: false,
     bookings,
-    settlements: settle !== undefined ? settlementFence(settle) : undefined,
+    settlements: settle !== undefined ? settlementFence(settle, served.partitions) : undefined,
     budgetLeft (store, campaignId, reservedMicros, partMicros, owed, now) {
       const left = budgets.leasedLeft(store, campaignId) - reservedMicros
       if (owed && left < partMicros / 2) {
@@ -58,9 +59,10 @@ export function clusterShare (node: string, served: ServedPartitions, budgets: {
  * its key for the request that decided it. A proposal no request asks for (an expiry's, or one whose request ended)
  * is dropped once its verdict is that old.
  */
-function settlementFence (settle: (screenId: string, command: SettleCommand) => Promise<boolean>): SettlementFence {
+function settlementFence (settle: (screenId: string, command: SettleCommand) => Promise<boolean>, partitions: number): SettlementFence {
   const proposed = new Map<string, Promise<boolean>>()
   return {
+    partition: (screenId) => partitionOf(screenId, partitions),
     propose (screenId, command) {
       const verdict = settle(screenId, command).catch(() => false)
       proposed.set(command.key, verdict)

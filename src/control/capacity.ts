@@ -29,7 +29,7 @@ export function partitionMachines (store: Store, notices: Notices, cluster: Clus
   return [
     ...Array.from({ length: partitions }, (_, p) => {
       const bookings = partitionMachine(store, p, partitions)
-      const settlements = settlementMachine(store, notices, { node: cluster.nodeId, partition: p, keepMs: cluster.bookKeepMs })
+      const settlements = settlementMachine(store, notices, { node: cluster.nodeId, partition: p })
       const machine: PartitionMachine = {
         tables: [...bookings.tables ?? [], ...settlements.tables],
         apply: (body, at) => isSettleCommand(body) ? settlements.apply(body, at) : bookings.apply(body, at),

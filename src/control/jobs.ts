@@ -2,6 +2,7 @@ import { queueDueReports, reportsDue } from '../agents/delivery-reports.js'
 import { activateMediaBuys, mediaBuysDue } from '../agents/media-buy-activation.js'
 import type { ScreenClaims } from '../bidding/auction/claims.js'
 import { expireBids } from '../bidding/auction/expiry.js'
+import { resolvePending } from '../bidding/auction/fenced-settlements.js'
 import { catalogRecord } from '../campaigns/catalog-lock.js'
 import { campaignJobsDue, runCampaignJobs } from '../campaigns/lifecycle.js'
 import type { Clock } from '../clock.js'
@@ -60,6 +61,8 @@ export async function startJobs (d: JobDeps): Promise<{ runJobs: () => Promise<J
   // The engine's client loads only on a cluster node.
   const locked = cluster !== undefined ? new (await import('../cluster/locked-jobs.js')).LockedJobs({ node: cluster.node, store, shipped: cluster.shipped, nodeId: d.config.cluster!.nodeId, ackTimeoutMs: d.config.cluster!.ackTimeoutMs, log: d.log }) : undefined
   const ownJobs = async () => {
+    // A cluster node's settlements whose verdict it never applied are decided from their logs' rows.
+    if (cluster !== undefined) resolvePending(store, d.notices, (p) => cluster.node.logTime(p))
     const catalog = locked === undefined ? catalogJobs(clock.now()) : await locked.run(catalogRecord(), () => campaignJobsDue(store, clock.now()) || mediaBuysDue(store, clock.now()) || reportsDue(store, clock.now()), () => catalogJobs(clock.now()))
     return {
       ...(catalog ?? nothingMoved),

@@ -66,7 +66,8 @@ export function execute (e: Execution): Result {
       const result = route.handler(ctx)
       if (ctx.dryRun) throw new Rollback(result)
       // A held answer is recorded once it settles (RequestCycle.#hold), in a transaction of its own.
-      if (claim !== undefined && result.kind !== 'held') saveOutcome(e, claim, result)
+      // An answer that counts only once a log accepts it (Result's counts) is kept once it does (RequestCycle).
+      if (claim !== undefined && result.kind !== 'held' && result.counts === undefined) saveOutcome(e, claim, result)
       return result
     })
   } catch (err) {

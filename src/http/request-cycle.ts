@@ -233,7 +233,12 @@ export class RequestCycle {
     const wait = seq > 0 ? this.#coord.acknowledged(seq) : this.#route.journaled === true ? this.#coord.turn() : undefined
     const counts = result.counts
     if (counts === undefined) return this.#after(wait, () => this.#reply(result))
-    this.#after(wait, () => this.#after(counts().then((counted) => { if (!counted) throw notCounted() }), () => this.#reply(result)))
+    this.#after(wait, () => this.#after(counts().then((counted) => { if (!counted) throw notCounted() }), () => {
+      // Its Idempotency-Key's outcome is this answer only now that it counts: refused, a retry decides again.
+      const claim = this.#admission.claim
+      if (claim !== undefined && !this.#ctx.dryRun) this.#deps.store.write(() => saveOutcome(this.#execution(fingerprint), claim, result))
+      this.#reply(result)
+    }))
   }
 
   /**

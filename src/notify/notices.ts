@@ -5,9 +5,6 @@ import type { Store } from '../store/store.js'
 /** What a caller says about a notice; the queue adds its id, attempt count and time. */
 export type NoticeDraft = Omit<NoticeRecord, 'id' | 'attempts' | 'created_at'>
 
-/** How long a held notice waits for its settlement's verdict before it is swept (Notices.sweepHeld). */
-const HELD_KEEP_MS = 10 * 60_000
-
 /** A queued notice's key: the receiver's origin, when it is due (ms), its id. */
 export type NoticeKey = [string, number, string]
 
@@ -83,15 +80,6 @@ export class Notices {
   /** Drops what a refused settlement held (hold); call inside Store.write. */
   drop (key: string): void {
     for (const { key: held } of this.#held(key)) this.#store.heldNotices.removeSync(held)
-  }
-
-  /**
-   * Drops held notices whose settlement never reached its log (its node died between the decision and the proposal,
-   * or its thread's journal was replayed): ten minutes on, any proposal of it landing is refused as late.
-   */
-  sweepHeld (now: number): void {
-    const stale = [...this.#store.heldNotices.getRange()].filter(({ value }) => value.at < now - HELD_KEEP_MS)
-    if (stale.length > 0) this.#store.write(() => { for (const { key } of stale) this.#store.heldNotices.removeSync(key) })
   }
 
   #held (key: string): Array<{ key: [string, number], value: HeldNotice }> {

@@ -117,6 +117,8 @@ export interface Share {
 
 /** Settlements that count once a log accepts them (Share.settlements). */
 export interface SettlementFence {
+  /** The partition of the screens a screen's settlements are decided in. */
+  partition (screenId: string): number
   /** Proposes a committed settlement of bids on screenId; resolves true once accepted, false refused or unknown in time. */
   propose (screenId: string, command: SettleCommand): Promise<boolean>
   /**

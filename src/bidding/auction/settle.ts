@@ -10,6 +10,7 @@ import { bookKey } from '../book.js'
 import { addToHour } from '../hour-stats.js'
 import { substitute, type MacroValues } from './macros.js'
 import { LOSS_TEXT } from '../loss-codes.js'
+import { pendSettlement } from './fenced-settlements.js'
 import type { Candidate, Loss } from './waterfall.js'
 
 /** What settling needs: the store and the notice queue, inside the caller's write transaction. */
@@ -156,26 +157,29 @@ export function applySettlements (deps: SettleDeps, settlements: ReadonlyArray<{
   const wins = new Map<string, { seat: string, at: number, wins: number, cpm: number }>()
   for (const { settlement, at, check } of settlements) {
     const key = fence !== undefined ? settlement.key : undefined
-    const bids: SettledBid[] = []
+    const taken: SettledBid[] = []
+    const removed: StoredBid[] = []
     for (const t of settlement.taken) {
       // A journal replayed (always checked) may be from before keys held the imp id's tag, and name the whole imp id.
       const bookKeyOfBid = check ? bookKey(t.key[0], t.key[1], t.key[2]) : t.key
-      if (check) {
-        const bid = store.bids.get(bookKeyOfBid)
-        if (bid === undefined || bid.received_at !== t.received_at || bid.bid_id !== t.bid_id) continue
-      }
+      // Fenced, every bid the decision took is the log's to settle, here or not: the log refuses a second settlement.
+      if (key !== undefined) taken.push([t.received_at, ...bookKeyOfBid, t.bid_id])
+      const bid = check || key !== undefined ? store.bids.get(bookKeyOfBid) : undefined
+      if (check && (bid === undefined || bid.received_at !== t.received_at || bid.bid_id !== t.bid_id)) continue
       if (key === undefined) store.bids.removeSync(bookKeyOfBid)
-      else {
-        // Only this node's copy: the removal is the log's to decide, on every node, once it accepts the settlement.
+      else if (bid !== undefined && bid.received_at === t.received_at && bid.bid_id === t.bid_id) {
+        // Only this node's copy, kept aside: the removal is the log's to decide, on every node, once it accepts the
+        // settlement; refused, the bid comes back here.
         store.share.ownCopy(store, () => store.bids.removeSync(bookKeyOfBid))
-        bids.push([t.received_at, ...bookKeyOfBid, t.bid_id])
+        removed.push(bid)
       }
     }
     if (key === undefined) for (const draft of settlement.notices) notices.enqueue(draft, at)
     else {
+      const screenId = taken[0]![1]
       notices.hold(key, settlement.notices, at)
-      const screenId = settlement.taken[0]?.key[0]
-      if (screenId !== undefined) store.afterCommit(() => { void fence!.propose(screenId, { op: 'settle_bids', key, bids }) })
+      pendSettlement(store, key, { partition: fence!.partition(screenId), at, taken, bids: removed })
+      store.afterCommit(() => { void fence!.propose(screenId, { op: 'settle_bids', key, bids: taken }) })
     }
     const win = settlement.win
     if (win === undefined) continue

@@ -26,6 +26,8 @@ export function vastRoutes (deps: Deps): RouteDef[] {
       produces: 'application/xml',
       errors: ['screen_not_found', 'spot_in_progress', 'service_unavailable'],
       screen: (ctx) => screenIdOfToken(store, ctx.params.token!),
+      // takeSpot claims the screen and journals the decision's writes: the answer waits for them, as a JSON spot's.
+      journaled: true,
       handler: (ctx) => {
         const token = ctx.params.token!
         const screen = screenOfToken(store, token)
