@@ -71,5 +71,11 @@ export const clusterTables = {
   /** [ends, window]: the part of each rate window granted to the nodes, as the rate windows' log decided (rate-grants.ts). */
   rateGrants: table<number, [number, string]>({ name: 'rate_grants', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
   /** [lapses_at, name]: the claims in the order they lapse. */
-  nameLapses: table<true, [number, string]>({ name: 'name_lapses', ordered: true, replication: 'local', owners: ['src/cluster/'] })
+  nameLapses: table<true, [number, string]>({ name: 'name_lapses', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
+  /**
+   * state key -> 1: book rows that outlive the book stream (a seat's hourly counters), shipped and not yet written to
+   * the state bucket by the next snapshot (shipper.ts); kept here, not in memory, so that a node killed before its
+   * snapshot writes them when it is back.
+   */
+  snapshotsDue: table<1, string>({ name: 'snapshots_due', replication: 'local', owners: ['src/cluster/'] })
 }

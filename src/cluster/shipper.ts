@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util'
 import { headers } from 'nats'
 import type { Logger } from '../log.js'
 import type { Change, ChangeLog } from '../store/changes.js'
@@ -5,10 +6,16 @@ import type { Store } from '../store/store.js'
 import { BOOK_TABLES, EVENTUAL_TABLES, SNAPSHOT_TABLES } from '../store/tables.js'
 import { BOOK_SUBJECT, SIGNALS_SUBJECT, STATE_BUCKET, type Engine } from './engine.js'
 import { packBook, packedParts } from './book-parts.js'
-import { packValue, stateKey } from './state-keys.js'
+import { packValue, parseStateKey, stateKey } from './state-keys.js'
 
 /** How often a node writes the latest values of the eventual rows it shipped as signals into the state bucket. */
 export const SNAPSHOT_MS = 30_000
+
+/**
+ * How often it writes there the book's rows that outlive the book stream (a seat's counters): a node joining reads
+ * them there, and GET /stats through it counts them.
+ */
+const BOOK_SNAPSHOT_MS = 1000
 
 /** Transactions' changes published to the engine in one round of acknowledgements. */
 const BATCH = 256
@@ -29,7 +36,11 @@ const BATCH = 256
  * message per round to the book stream, grouped by the partition of each bid's screen (book-parts.ts), so that a node
  * unpacks only the bids of the partitions it owns; a bid is dead once its imp expires, so the stream, kept that long,
  * is the whole book of bids, and only the book's rows that outlive it (a seat's hourly counters: SNAPSHOT_TABLES) also
- * go to the state bucket, each once a round.
+ * go to the state bucket, every BOOK_SNAPSHOT_MS: once a round, every node received each as a state-bucket entry beside
+ * the book message that already brought it, a few microseconds of a bid on every node (bench/cluster). Which rows are
+ * due is kept in LMDB with the round's acknowledgement (snapshots_due), so a node killed before its snapshot writes
+ * them when it is back; a node that never comes back leaves the bucket up to BOOK_SNAPSHOT_MS behind on its counters,
+ * which matters only to a node joining once the book stream no longer holds them.
  */
 export class ChangeShipper {
   readonly #store: Store
@@ -45,6 +56,7 @@ export class ChangeShipper {
   /** The eventual rows shipped as signals since the last snapshot, by state key. */
   #dirty = new Map<string, Change>()
   readonly #snapshots: NodeJS.Timeout
+  readonly #bookSnapshots: NodeJS.Timeout
   #running: Promise<void> | undefined
   #again = false
   #failing = false
@@ -63,6 +75,8 @@ export class ChangeShipper {
     this.#partitions = deps.partitions
     this.#snapshots = setInterval(() => { this.#snapshot().catch(() => {}) }, SNAPSHOT_MS)
     this.#snapshots.unref()
+    this.#bookSnapshots = setInterval(() => { this.#snapshotBook().catch(() => {}) }, BOOK_SNAPSHOT_MS)
+    this.#bookSnapshots.unref()
   }
 
   /** Ships what is waiting (again, once the round under way ends). */
@@ -78,7 +92,9 @@ export class ChangeShipper {
   async idle (): Promise<void> {
     while (this.#running !== undefined) await this.#running
     clearInterval(this.#snapshots)
+    clearInterval(this.#bookSnapshots)
     await this.#snapshot().catch(() => {})
+    await this.#snapshotBook().catch(() => {})
   }
 
   /**
@@ -97,6 +113,24 @@ export class ChangeShipper {
       const [kvKey, change] = rows[i]!
       if (r.status === 'rejected' && !this.#dirty.has(kvKey)) this.#dirty.set(kvKey, change)
     })
+  }
+
+  /**
+   * Writes the book's rows due (snapshots_due) to the state bucket, each as this node holds it now (only this node
+   * writes its counters, so no other node's newer value can be overwritten); a row the engine does not take stays due.
+   */
+  async #snapshotBook (): Promise<void> {
+    const due = [...this.#store.snapshotsDue.getKeys()]
+    if (due.length === 0) return
+    this.#store.refresh()
+    const current = (kvKey: string): unknown => {
+      const { table, key } = parseStateKey(kvKey)
+      return this.#store.replicated(table)?.get(key)
+    }
+    const values = due.map(current)
+    const written = (await Promise.allSettled(due.map((kvKey, i) => this.#put(kvKey, values[i])))).flatMap((r, i) => r.status === 'fulfilled' ? [i] : [])
+    // A row counted again since it was read stays due: the value written is not its latest.
+    if (written.length > 0) this.#store.write(() => { for (const i of written) if (isDeepStrictEqual(current(due[i]!), values[i])) this.#store.snapshotsDue.removeSync(due[i]!) })
   }
 
   /** One row to the state bucket: its value, or a delete marker. */
@@ -132,10 +166,6 @@ export class ChangeShipper {
         const round = `${this.#incarnation}.${batch[0]!.seq}-${batch[batch.length - 1]!.seq}`
         packedParts([...signals.values()]).forEach((part, n) => puts.push(this.#engine.js.publish(this.#signals, part, { msgID: `${round}.${n}` })))
         packBook(book.values(), this.#partitions).forEach((part, n) => puts.push(this.#engine.js.publish(this.#book, part, { msgID: `${round}.${n}` })))
-        // The book's rows that outlive the stream (a seat's hourly counters) go to the state bucket too, each row once
-        // a round and in the round's acknowledgement: a snapshot kept in memory until later was lost with a node killed
-        // before it, and a node joining later then under-counted.
-        for (const [kvKey, change] of book) if (SNAPSHOT_TABLES.has(change[0])) puts.push(this.#put(kvKey, change[2], `${round}.${kvKey}`))
         await Promise.all(puts)
       } catch (err) {
         // The changes stay recorded; the next kick (the supervisor's timer at the latest) ships them again.
@@ -147,7 +177,13 @@ export class ChangeShipper {
       this.#failing = false
       for (const [kvKey, change] of signals) this.#dirty.set(kvKey, change)
       const through = batch[batch.length - 1]!.seq
-      this.#store.write(() => this.#changes.shipped(through))
+      this.#store.write(() => {
+        this.#changes.shipped(through)
+        // The book's rows that outlive the stream go to the state bucket with the next snapshot, whatever befalls this
+        // node before it: a snapshot kept only in memory was lost with a node killed before it, and a node joining
+        // later then under-counted.
+        for (const [kvKey, change] of book) if (SNAPSHOT_TABLES.has(change[0])) this.#store.snapshotsDue.putSync(kvKey, 1)
+      })
       this.#onShipped(through)
       if (batch.length === BATCH) this.#again = true
     } while (this.#again)
