@@ -9,7 +9,7 @@ import type { PartitionMachine } from '../cluster/partition-log.js'
 import type { Verdict } from '../cluster/records.js'
 import { partitionOf } from '../cluster/screen-partitions.js'
 import type { Store } from '../store/store.js'
-import { bookWhole, claimLog, itemsByPartition, partsFollow, releasePart, settlePart, stepClaim, stepWhole, sweepEnded, takePart, type CapacityLog, type ClaimStep } from './capacity.js'
+import { bookWhole, claimLog, itemsByPartition, partsFollow, releasePart, settlePart, stepClaim, stepWhole, sweepEnded, sweepPastDays, takePart, type CapacityLog, type ClaimStep } from './capacity.js'
 import type { BookingItem, ClaimOutcome, Shortfall } from './records.js'
 
 /** What a request's handler would book, in the order it asked, as its rehearsal recorded it. */
@@ -71,6 +71,7 @@ export function partitionMachine (store: Store, partition: number, partitions: n
     tables: [
       tableSlice('booked', store.booked, ([screen]) => mine(screen)),
       tableSlice('booked_hours', store.bookedHours, ([screen]) => mine(screen)),
+      tableSlice('booked_days', store.bookedDays, ([p]) => p === partition),
       tableSlice('capacity_screens', store.capacityScreens, mine),
       tableSlice('capacity_parts', store.capacityParts, ([, p]) => p === partition),
       tableSlice('capacity_claims', store.capacityClaims, (claim) => claimLog(claim) === partition),
@@ -79,6 +80,7 @@ export function partitionMachine (store: Store, partition: number, partitions: n
     ],
     apply (body, at) {
       sweepEnded(store, partition, at.logTime)
+      sweepPastDays(store, partition, at.logTime)
       const c = body as PartCommand
       switch (c.op) {
         case 'book': return verdictOf(bookWhole(store, c.claim, partition, partitions, c.items, c.hold_ms, at.logTime, at.from))

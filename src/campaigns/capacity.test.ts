@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { openStore, type Store } from '../store/store.js'
 import { IDEMPOTENCY_TTL_MS } from '../http/idempotency.js'
-import { bookedOn, bookWhole, releasePart, settlePart, stepClaim, stepWhole, sweepEnded, takePart } from './capacity.js'
+import { bookedInHour, bookedOn, bookWhole, indexBookedDays, releasePart, settlePart, stepClaim, stepWhole, sweepEnded, sweepPastDays, takePart } from './capacity.js'
 import { partitionOf } from '../cluster/screen-partitions.js'
 import type { BookingItem } from './records.js'
 
@@ -107,4 +107,41 @@ t.test('claims that ended and parts dropped are removed a day later in their log
   t.equal(s.capacityParts.get(['kept@0', 0])?.state, 'taken', 'with its part')
   t.equal(bookedOn(s, 's1', '2026-12-01'), 3, 'and its spots')
   t.same([...s.capacityEnded.getKeys()], [], 'nothing is left to remove')
+})
+
+t.test('a partition removes its booked rows of days past in every time zone, in its log\'s time; later days and other partitions\' stay', async (t) => {
+  const s = store(t)
+  const now = Date.parse('2026-12-10T12:00:00Z')
+  const day = (date: string, screen = 's1', hours?: Array<[number, number, number]>) => item(2, { date, screen, ...(hours !== undefined ? { hours } : {}) })
+  // s1 and s2 are screens of partitions 1 and 0 of four.
+  const [p1, p2] = [partitionOf('s1', 4), partitionOf('s2', 4)]
+  s.write(() => {
+    bookWhole(s, `old@${p1}`, p1, 4, [day('2026-12-07', 's1', [[9, 1, 4], [10, 1, 4]]), day('2026-12-08'), day('2026-12-09')], undefined, 0, A)
+    bookWhole(s, `other@${p2}`, p2, 4, [day('2026-12-01', 's2')], undefined, 0, A)
+  })
+  s.write(() => sweepPastDays(s, p1, now))
+  t.equal(bookedOn(s, 's1', '2026-12-07'), 0, 'a day three days before the log\'s date is past everywhere: its spots go')
+  t.equal(bookedInHour(s, 's1', '2026-12-07', 9), 0, 'with its hours')
+  t.equal(bookedOn(s, 's1', '2026-12-08'), 2, 'two days before may still be today somewhere: it stays')
+  t.equal(bookedOn(s, 's1', '2026-12-09'), 2)
+  t.equal(bookedOn(s, 's2', '2026-12-01'), 2, 'another partition\'s rows are its own log\'s to remove')
+  s.write(() => sweepPastDays(s, p2, now))
+  t.equal(bookedOn(s, 's2', '2026-12-01'), 0, 'which it does')
+  t.same([...s.bookedDays.getKeys()], [[p1, '2026-12-08', 's1'], [p1, '2026-12-09', 's1']], 'what is left is indexed by partition and date')
+  s.write(() => stepWhole(s, { op: 'give', claim: `old@${p1}`, from: 'firm' }, p1, now, A))
+  t.same([...s.bookedDays.getKeys()], [], 'a claim given back takes its days out of the index with its spots')
+  t.equal(bookedOn(s, 's1', '2026-12-08'), 0, 'and a swept day stays at none, never below')
+})
+
+t.test('booked rows written before the index are indexed once, by their screen\'s partition', async (t) => {
+  const s = store(t)
+  s.write(() => {
+    s.booked.putSync(['s1', '2026-01-01'], 3)
+    s.booked.putSync(['s2', '2026-01-02'], 1)
+  })
+  indexBookedDays(s, 4)
+  t.same([...s.bookedDays.getKeys()], [[partitionOf('s2', 4), '2026-01-02', 's2'], [partitionOf('s1', 4), '2026-01-01', 's1']])
+  s.write(() => s.bookedDays.removeSync([partitionOf('s1', 4), '2026-01-01', 's1']))
+  indexBookedDays(s, 4)
+  t.equal(s.bookedDays.getCount(), 1, 'once: a later start does not walk the table again')
 })

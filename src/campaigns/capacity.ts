@@ -8,6 +8,7 @@ import type { ScreenRecord } from '../inventory/records.js'
 import type { Store } from '../store/store.js'
 import { IDEMPOTENCY_TTL_MS } from '../http/idempotency.js'
 import { partitionOf } from '../cluster/screen-partitions.js'
+import { rewriteInBatches, runOnce } from '../store/rewrite.js'
 import type { BookingItem, ClaimOutcome, ClaimRecord, Shortfall } from './records.js'
 
 /** Spots a screen can play on a date: open time in its local hours divided by its slot duration. */
@@ -80,12 +81,19 @@ export function shortfall (store: Store, items: BookingItem[]): Shortfall | unde
   return undefined
 }
 
-/** Adds a booking's items to the booked rows (sign 1) or takes them out (-1). Call inside Store.write. */
-export function moveBooked (store: Store, items: BookingItem[], sign: 1 | -1): void {
+/**
+ * Adds a booking's items to the booked rows (sign 1) or takes them out (-1), in the partition that books them (a
+ * booking made before claims, given back, names none). Call inside Store.write.
+ */
+export function moveBooked (store: Store, items: BookingItem[], sign: 1 | -1, partition?: number): void {
   for (const item of items) {
     const day = bookedOn(store, item.screen, item.date) + sign * item.spots
     if (day > 0) store.booked.putSync([item.screen, item.date], day)
     else store.booked.removeSync([item.screen, item.date])
+    if (partition !== undefined) {
+      if (day > 0) store.bookedDays.putSync([partition, item.date, item.screen], 1)
+      else store.bookedDays.removeSync([partition, item.date, item.screen])
+    }
     for (const [hour, share] of item.hours ?? []) {
       if (share === 0) continue
       const inHour = bookedInHour(store, item.screen, item.date, hour) + sign * share
@@ -125,7 +133,7 @@ export function takePart (store: Store, claim: string, partition: number, partit
   const short = shortfall(store, items)
   if (short !== undefined) return { ok: false, reason: 'capacity_unavailable', short }
   for (const item of items) if (item.version > (store.capacityScreens.get(item.screen) ?? 0)) store.capacityScreens.putSync(item.screen, item.version)
-  moveBooked(store, items, 1)
+  moveBooked(store, items, 1, partition)
   store.capacityParts.putSync([claim, partition], { items, state })
   return { ok: true }
 }
@@ -136,7 +144,7 @@ export function settlePart (store: Store, claim: string, partition: number, outc
   if (part !== undefined && part.state !== 'tentative') return { ok: true }
   if (outcome === 'commit' && part !== undefined) store.capacityParts.putSync([claim, partition], { ...part, state: 'taken' })
   else {
-    if (part !== undefined) moveBooked(store, part.items, -1)
+    if (part !== undefined) moveBooked(store, part.items, -1, partition)
     dropPart(store, claim, partition, now)
   }
   return { ok: true }
@@ -155,7 +163,7 @@ function dropPart (store: Store, claim: string, partition: number, now: number):
 export function releasePart (store: Store, claim: string, partition: number, now: number): ClaimOutcome {
   const part = store.capacityParts.get([claim, partition])
   if (part === undefined || part.state === 'dropped') return { ok: false, reason: 'claim_gone' }
-  moveBooked(store, part.items, -1)
+  moveBooked(store, part.items, -1, partition)
   dropPart(store, claim, partition, now)
   return { ok: true }
 }
@@ -177,6 +185,37 @@ const ENDED = new Set(['aborted', 'given', 'expired'])
 
 /** Ended claims and dropped parts removed by one step at most: the upkeep stays small beside the step itself. */
 const SWEEP_BATCH = 64
+
+/**
+ * How far behind its log's time (UTC) a screen-day is past in every time zone, with room: a screen's date is its
+ * local one, at most 14 hours off UTC.
+ */
+const PAST_DAY_MS = 2 * 86_400_000
+
+/**
+ * Removes a partition's booked rows of days past in every time zone (their spots, and their hours), at most
+ * SWEEP_BATCH a step, oldest first: nothing books a past day, and they were kept forever. Run at each step of the
+ * partition's log, in its time, so every node removes the same rows at the same step; a node alone at each booking.
+ */
+export function sweepPastDays (store: Store, partition: number, now: number): void {
+  const before = new Date(now - PAST_DAY_MS).toISOString().slice(0, 10)
+  for (const key of store.bookedDays.getKeys({ start: [partition], end: [partition, before], limit: SWEEP_BATCH } as never)) {
+    const [, date, screen] = key
+    store.bookedDays.removeSync(key)
+    store.booked.removeSync([screen, date])
+    for (const hour of store.bookedHours.getKeys({ start: [screen, date], end: [screen, date, Infinity] } as never)) store.bookedHours.removeSync(hour)
+  }
+}
+
+/**
+ * Indexes by partition and date the booked rows an earlier version wrote without (bookedDays), once, so that their
+ * past days are removed too. partitions: CLUSTER_PARTITIONS, 1 on a node alone.
+ */
+export function indexBookedDays (store: Store, partitions: number): void {
+  runOnce(store, 'booked_days', () => {
+    rewriteInBatches(store, store.booked, ([screen, date]) => store.bookedDays.putSync([partitionOf(screen, partitions), date, screen], 1))
+  })
+}
 
 /**
  * Removes the claims that ended and the parts that were dropped in a log (a partition, or the claims log) as long ago

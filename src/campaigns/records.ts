@@ -141,6 +141,11 @@ export const campaignTables = {
   booked: table<number, [string, string]>({ name: 'booked', ordered: true, replication: 'local', owners: ['src/campaigns/'] }),
   /** [screen_id, date, hour] -> spots of that day booked in that hour by guaranteed lines with dayparts. */
   bookedHours: table<number, [string, string, number]>({ name: 'booked_hours', ordered: true, replication: 'local', owners: ['src/campaigns/'] }),
+  /**
+   * [partition, date, screen_id] -> 1: the screen-days with spots booked, by the partition that books them, in date
+   * order, so that each partition removes its past days (capacity.ts sweepPastDays).
+   */
+  bookedDays: table<1, [number, string, string]>({ name: 'booked_days', ordered: true, replication: 'local', owners: ['src/campaigns/'] }),
   /** [screen_id, start_date, assignment_id] -> assignment_id: what each screen plays (the player feed reads it). */
   placements: table<string, [string, string, string]>({ name: 'placements', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
   /** [claim, partition] -> what the claim booked in that partition of the screens (src/campaigns/capacity.ts). */

@@ -4,16 +4,20 @@ import type { Daypart } from '../generated/types.js'
 import { datesBetween } from '../inventory/hours.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Bookings, Store } from '../store/store.js'
-import { bookWhole, hourShares, moveBooked, planBooking, stepWhole, sweepEnded } from './capacity.js'
+import { bookWhole, hourShares, moveBooked, planBooking, stepWhole, sweepEnded, sweepPastDays } from './capacity.js'
 import type { ClaimOutcome, Shortfall } from './records.js'
 
 /** A node alone is the only decider of its claims. */
 const ALONE = { node: '', incarnation: '' }
 
-/** A node alone's claims (their ids name no partition) and its one partition's parts, removed a day after they ended. */
+/**
+ * A node alone's claims (their ids name no partition) and its one partition's parts, removed a day after they ended,
+ * and its past days' booked rows.
+ */
 function sweep (store: Store, now: number): void {
   sweepEnded(store, 'claims', now)
   sweepEnded(store, 0, now)
+  sweepPastDays(store, 0, now)
 }
 
 /**
