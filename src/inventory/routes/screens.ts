@@ -134,7 +134,7 @@ export function screenRoutes ({ inventory, store }: Deps): RouteDef[] {
       method: 'post',
       path: '/openrtb/v2/screens/availability',
       summary: 'Deliverable capacity, booked and remaining spots per screen and day',
-      description: 'At most 50 screens and 366 days. Capacity per day is the open time in the screen\'s local operating hours divided by its slot duration; booked counts what placements, reservations and guaranteed deals have taken. granularity=total sums the range into one period.',
+      description: 'At most 50 screens and 366 days. Capacity per day is the open time in the screen\'s local operating hours divided by its slot duration; booked counts what placements, reservations and guaranteed deals have taken. Days past in every time zone (two days before today in UTC, and earlier) report nothing booked: the ledger keeps only the days that can still be played. granularity=total sums the range into one period.',
       body: 'AvailabilityRequest',
       data: 'Availability',
       errors: ['invalid_screen', 'invalid_date'],
