@@ -103,7 +103,7 @@ export interface ServiceOptions {
  * askBudget: where a cluster node's asks for the next part of a campaign's budget go; bookings: how it books;
  * settle: where its settlements of bids are proposed.
  */
-async function takeNode (given: Config, log: Logger, askBudget: (campaignId: string, wantMicros: number) => void, bookings: Bookings, served: ServedPartitions, settle: (screenId: string, command: SettleCommand) => Promise<boolean>): Promise<{ lock: Awaited<ReturnType<typeof lockDataDir>>, claimed: ClaimedPort, store: Store, config: ResolvedConfig & { adminToken: string }, url: string }> {
+async function takeNode (given: Config, log: Logger, askBudget: (campaignId: string, wantMicros: number) => void, bookings: Bookings, served: ServedPartitions, settle: (partition: number, command: SettleCommand) => Promise<boolean>): Promise<{ lock: Awaited<ReturnType<typeof lockDataDir>>, claimed: ClaimedPort, store: Store, config: ResolvedConfig & { adminToken: string }, url: string }> {
   const lock = await lockDataDir(given.dataDir)
   let claimed: ClaimedPort
   try {
@@ -187,7 +187,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   }, given.cluster?.partitions ?? 1)
   // The partitions whose spots this node decides: none until it owns their logs and has read their bids.
   const served = new ServedPartitions(given.cluster?.partitions ?? 1)
-  const { lock, claimed, store, config, url } = await takeNode(given, log, (campaignId, wantMicros) => cluster?.leaseBudget(campaignId, wantMicros), bookings, served, async (screenId, command) => await cluster?.settle(screenId, command) ?? false)
+  const { lock, claimed, store, config, url } = await takeNode(given, log, (campaignId, wantMicros) => cluster?.leaseBudget(campaignId, wantMicros), bookings, served, async (partition, command) => await cluster?.settle(partition, command) ?? false)
   const { port, adminToken } = config
   const parts = nodeParts(config, store, clock, log, adminToken)
   const { moderator, notices, funnel, claims, sender, webhooks, analytics, idempotency, deliveries } = parts

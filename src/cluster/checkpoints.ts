@@ -100,6 +100,8 @@ export class Checkpoints {
   readonly #bucket: EngineObjects
   readonly #jsm: JetStreamManager
   readonly #timeoutMs: number
+  /** The bucket's name and its stream's, read once: where a removed object's marker is purged. */
+  #names: { bucket: string, stream: string } | undefined
 
   constructor (bucket: EngineObjects, jsm: JetStreamManager, timeoutMs: number) {
     this.#bucket = bucket
@@ -134,9 +136,12 @@ export class Checkpoints {
    */
   async #remove (name: string): Promise<void> {
     await within(this.#timeoutMs, `removing ${name}`, this.#bucket.delete(name))
-    const { bucket, streamInfo } = await within(this.#timeoutMs, 'reading the checkpoints\' bucket', this.#bucket.status())
+    if (this.#names === undefined) {
+      const { bucket, streamInfo } = await within(this.#timeoutMs, 'reading the checkpoints\' bucket', this.#bucket.status())
+      this.#names = { bucket, stream: streamInfo.config.name }
+    }
     const meta = Buffer.from(name).toString('base64url')
-    await within(this.#timeoutMs, `forgetting ${name}`, this.#jsm.streams.purge(streamInfo.config.name, { filter: `$O.${bucket}.M.${meta}${'='.repeat((4 - meta.length % 4) % 4)}` }))
+    await within(this.#timeoutMs, `forgetting ${name}`, this.#jsm.streams.purge(this.#names.stream, { filter: `$O.${this.#names.bucket}.M.${meta}${'='.repeat((4 - meta.length % 4) % 4)}` }))
   }
 
   /**

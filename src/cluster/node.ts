@@ -14,7 +14,6 @@ import { ensureLogStream, PartitionGap, PartitionLog, partitionStream, type Part
 import { PartitionOwners } from './partition-owners.js'
 import { LOG_STOPPED } from './readiness.js'
 import type { Verdict } from './records.js'
-import { partitionOf } from './screen-partitions.js'
 import type { SettleCommand } from '../bidding/records.js'
 import { RecordLocks } from './record-locks.js'
 import { ChangeShipper } from './shipper.js'
@@ -72,11 +71,11 @@ export interface ClusterNode {
   /** Whether this node, in this life, owns one of the logs it follows, as far as it has applied the log. */
   owns (stream: string): boolean
   /**
-   * Proposes a settlement of a screen's bids, fenced, to its partition's log: true once accepted there, false when
+   * Proposes a settlement of bids, fenced, to their screen's partition's log: true once accepted there, false when
    * refused (this node is not the partition's owner under the epoch where it landed, or a bid was settled before) or
    * not known in time.
    */
-  settle (screenId: string, command: SettleCommand): Promise<boolean>
+  settle (partition: number, command: SettleCommand): Promise<boolean>
   /** How far this node has applied a partition of the screens' log, in the log's time. */
   logTime (partition: number): number
 
@@ -209,8 +208,8 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     },
     owns: (stream) => logs.get(stream)?.owns() ?? false,
     logTime: (partition) => logs.get(partitionStream(partition))?.mark().log_time ?? 0,
-    async settle (screenId, command) {
-      const log = logs.get(partitionStream(partitionOf(screenId, cluster.partitions)))
+    async settle (partition, command) {
+      const log = logs.get(partitionStream(partition))
       if (log === undefined) return false
       const verdict = await log.propose(command.key, { ...command, keep_ms: cluster.bookKeepMs }, true, cluster.ackTimeoutMs, true).catch(() => undefined)
       return verdict?.status === 'accepted'

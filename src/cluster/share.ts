@@ -30,7 +30,7 @@ export function clusterShare (node: string, served: ServedPartitions, budgets: {
   leasedLeft: (store: Store, campaignId: string) => number
   /** Where this thread's asks for the next part go (its supervisor). */
   ask: (campaignId: string, wantMicros: number) => void
-}, bookings?: Bookings, settle?: (screenId: string, command: SettleCommand) => Promise<boolean>): Share {
+}, bookings?: Bookings, settle?: (partition: number, command: SettleCommand) => Promise<boolean>): Share {
   const asked = new Map<string, number>()
   return {
     expiryGraceMs: CLUSTER_EXPIRY_GRACE_MS,
@@ -59,12 +59,12 @@ export function clusterShare (node: string, served: ServedPartitions, budgets: {
  * its key for the request that decided it. A proposal no request asks for (an expiry's, or one whose request ended)
  * is dropped once its verdict is that old.
  */
-function settlementFence (settle: (screenId: string, command: SettleCommand) => Promise<boolean>, partitions: number): SettlementFence {
+function settlementFence (settle: (partition: number, command: SettleCommand) => Promise<boolean>, partitions: number): SettlementFence {
   const proposed = new Map<string, Promise<boolean>>()
   return {
     partition: (screenId) => partitionOf(screenId, partitions),
-    propose (screenId, command) {
-      const verdict = settle(screenId, command).catch(() => false)
+    propose (partition, command) {
+      const verdict = settle(partition, command).catch(() => false)
       proposed.set(command.key, verdict)
       void verdict.then(() => setTimeout(() => proposed.delete(command.key), VERDICT_KEPT_MS).unref())
       return verdict

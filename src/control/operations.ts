@@ -70,7 +70,7 @@ export function supervisorOperations (d: OperationDeps, dashboard: () => Promise
       return await capacity.decide(base, commands)
     },
     expire: (claim) => d.capacity()?.expire(claim),
-    settle: async (screenId, command) => await d.cluster()?.settle(screenId, command) ?? false,
+    settle: async (partition, command) => await d.cluster()?.settle(partition, command) ?? false,
     log: (line) => d.log.write(line),
     moderate: (id) => d.moderator.schedule(id),
     analyze: async (url, declaredType) => await d.moderator.analyze(url, declaredType),

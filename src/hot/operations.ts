@@ -26,8 +26,8 @@ export interface SupervisorCalls {
   caughtUp: () => boolean
   /** Decides a booking request's rehearsed commands in the logs (a cluster node only). */
   book: (base: string, commands: BookingCommand[]) => BookingDecisions
-  /** Proposes a committed settlement of a screen's bids to its partition's log: whether it was accepted (a cluster node only). */
-  settle: (screenId: string, command: SettleCommand) => boolean
+  /** Proposes a committed settlement of bids to their partition's log: whether it was accepted (a cluster node only). */
+  settle: (partition: number, command: SettleCommand) => boolean
   analyze: (url: string, declaredType: string) => ModerationReply
   query: (sql: string, params?: Params, timeoutMs?: number) => Array<Record<string, unknown>>
   dashboard: () => Dashboard

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import type { HeldNotice, NoticeRecord } from './records.js'
+import type { HeldNotice, NoticeDraft, NoticeRecord } from './records.js'
 import type { Store } from '../store/store.js'
 
-/** What a caller says about a notice; the queue adds its id, attempt count and time. */
-export type NoticeDraft = Omit<NoticeRecord, 'id' | 'attempts' | 'created_at'>
+export type { NoticeDraft }
 
 /** A queued notice's key: the receiver's origin, when it is due (ms), its id. */
 export type NoticeKey = [string, number, string]

@@ -36,8 +36,11 @@ export const notifyTables = {
   heldNotices: table<HeldNotice, [string, number]>({ name: 'held_notices', ordered: true, replication: 'local', owners: ['src/notify/'] })
 }
 
+/** What a caller says about a notice; the queue adds its id, attempt count and time. */
+export type NoticeDraft = Omit<NoticeRecord, 'id' | 'attempts' | 'created_at'>
+
 /** A notice waiting for its settlement's verdict: what the queue is given then, and the decision's time. */
 export interface HeldNotice {
-  draft: Omit<NoticeRecord, 'id' | 'attempts' | 'created_at'>
+  draft: NoticeDraft
   at: number
 }

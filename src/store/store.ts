@@ -119,8 +119,8 @@ export interface Share {
 export interface SettlementFence {
   /** The partition of the screens a screen's settlements are decided in. */
   partition (screenId: string): number
-  /** Proposes a committed settlement of bids on screenId; resolves true once accepted, false refused or unknown in time. */
-  propose (screenId: string, command: SettleCommand): Promise<boolean>
+  /** Proposes a committed settlement to its partition's log; resolves true once accepted, false refused or unknown in time. */
+  propose (partition: number, command: SettleCommand): Promise<boolean>
   /**
    * The verdict of a settlement this thread proposed (by its key), for the request that decided it: the proposal is
    * made when the decision's turn commits, which the request waits for first.

@@ -131,8 +131,8 @@ t.test('on a cluster node the expiry job waits out the grace, settles the bids o
   const elsewhere = others[0]!
   const takingOn = others.find((id) => partitionOf(id, 16) !== partitionOf(elsewhere, 16))!
   served.set(partitionOf(takingOn, 16), 0, true)
-  const proposed: Array<[string, SettleCommand]> = []
-  const settle = async (screenId: string, command: SettleCommand) => { proposed.push([screenId, command]); return true }
+  const proposed: Array<[number, SettleCommand]> = []
+  const settle = async (partition: number, command: SettleCommand) => { proposed.push([partition, command]); return true }
   const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-settle-')), undefined, undefined, { replicate: true, share: clusterShare('node-1', served, { leasedLeft: () => 0, ask: () => {} }, undefined, settle) })
   t.teardown(() => store.close())
   const notices = new Notices(store)
@@ -155,7 +155,7 @@ t.test('on a cluster node the expiry job waits out the grace, settles the bids o
   t.same([...store.bids.getRange()].map(({ value }) => value.bid_id), ['b2'], 'the bid of the partition being taken on waits; the others are out of this node\'s book')
   t.same(queued(store), [], 'its notice waits for the log\'s verdict')
   t.same([...store.heldNotices.getRange()].map(({ value }) => value.draft.url), ['https://alpha.example/served?c=2'], 'held under the settlement')
-  t.same(proposed.map(([screenId, c]) => [screenId, c.op, c.bids]), [[screen.screen_id, 'settle_bids', [[NOW - 1000, ...bookKeyOf(bids[0]!), 'b0']]]], 'proposed to the screen\'s partition\'s log once committed')
+  t.same(proposed.map(([partition, c]) => [partition, c.op, c.bids]), [[partitionOf(screen.screen_id, 16), 'settle_bids', [[NOW - 1000, ...bookKeyOf(bids[0]!), 'b0']]]], 'proposed to the screen\'s partition\'s log once committed')
   t.equal(proposed[0]![1].key, [...store.heldNotices.getRange()][0]!.key[0], 'under the key its notices are held by')
   t.equal(store.changes!.recorded, recorded, 'no removal is recorded to ship: the log removes the bid on every node')
   served.set(partitionOf(takingOn, 16), monotonicMs() + 60_000, true)

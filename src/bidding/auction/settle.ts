@@ -76,7 +76,6 @@ export function lossNotices (deps: SettleDeps, bid: NoticeBid, screen: ScreenRec
   for (const draft of drafts) deps.notices.enqueue(draft, now)
 }
 
-
 /** A stored bid as a decision took it: which record to take out of the book. */
 export interface TakenBid {
   key: BookKey
@@ -165,9 +164,10 @@ export function applySettlements (deps: SettleDeps, settlements: ReadonlyArray<{
       // Fenced, every bid the decision took is the log's to settle, here or not: the log refuses a second settlement.
       if (key !== undefined) taken.push([t.received_at, ...bookKeyOfBid, t.bid_id])
       const bid = check || key !== undefined ? store.bids.get(bookKeyOfBid) : undefined
-      if (check && (bid === undefined || bid.received_at !== t.received_at || bid.bid_id !== t.bid_id)) continue
+      const still = bid !== undefined && bid.received_at === t.received_at && bid.bid_id === t.bid_id
+      if (check && !still) continue
       if (key === undefined) store.bids.removeSync(bookKeyOfBid)
-      else if (bid !== undefined && bid.received_at === t.received_at && bid.bid_id === t.bid_id) {
+      else if (still) {
         // Only this node's copy, kept aside: the removal is the log's to decide, on every node, once it accepts the
         // settlement; refused, the bid comes back here.
         store.share.ownCopy(store, () => store.bids.removeSync(bookKeyOfBid))
@@ -176,10 +176,10 @@ export function applySettlements (deps: SettleDeps, settlements: ReadonlyArray<{
     }
     if (key === undefined) for (const draft of settlement.notices) notices.enqueue(draft, at)
     else {
-      const screenId = taken[0]![1]
+      const partition = fence!.partition(taken[0]![1])
       notices.hold(key, settlement.notices, at)
-      pendSettlement(store, key, { partition: fence!.partition(screenId), at, taken, bids: removed })
-      store.afterCommit(() => { void fence!.propose(screenId, { op: 'settle_bids', key, bids: taken }) })
+      pendSettlement(store, key, { partition, at, taken, bids: removed })
+      store.afterCommit(() => { void fence!.propose(partition, { op: 'settle_bids', key, bids: taken }) })
     }
     const win = settlement.win
     if (win === undefined) continue
