@@ -1,6 +1,6 @@
 import type { Database, Key } from 'lmdb'
 import { pack, unpack } from 'msgpackr'
-import type { JetStreamManager, ObjectStore as EngineObjects } from 'nats'
+import type { ObjectStore as EngineObjects } from 'nats'
 import type { Store } from '../store/store.js'
 import { within } from '../retry.js'
 import type { EntryVerdict, PartitionMark } from './records.js'
@@ -98,14 +98,10 @@ export function restoreCheckpoint (store: Store, log: string, checkpoint: Checkp
  */
 export class Checkpoints {
   readonly #bucket: EngineObjects
-  readonly #jsm: JetStreamManager
   readonly #timeoutMs: number
-  /** The bucket's name and its stream's, read once: where a removed object's marker is purged. */
-  #names: { bucket: string, stream: string } | undefined
 
-  constructor (bucket: EngineObjects, jsm: JetStreamManager, timeoutMs: number) {
+  constructor (bucket: EngineObjects, timeoutMs: number) {
     this.#bucket = bucket
-    this.#jsm = jsm
     this.#timeoutMs = timeoutMs
   }
 
@@ -121,27 +117,12 @@ export class Checkpoints {
       await within(this.#timeoutMs, `storing ${name}`, this.#bucket.putBlob({ name }, pack(checkpoint)))
     } catch (err) {
       // A put that failed may have left the object listed without its data: it must not be the one a node reads.
-      await this.#remove(name).catch(() => {})
+      await within(this.#timeoutMs, `removing ${name}`, this.#bucket.delete(name)).catch(() => {})
       throw err
     }
     const kept = await this.#entries(log, created)
-    for (const seq of kept.slice(2)) await this.#remove(`${this.#prefix(log, created)}${seq}`)
+    for (const seq of kept.slice(2)) await within(this.#timeoutMs, `removing ${log} ${seq}`, this.#bucket.delete(`${this.#prefix(log, created)}${seq}`))
     return kept.find((seq) => seq <= applied - behind) ?? 0
-  }
-
-  /**
-   * Removes an object and then the marker the object store leaves in its place (its meta subject's last message, saying
-   * deleted): names never repeat, so the markers of a checkpoint every 10,000 entries of every log would pile up, and
-   * every listing would read them all.
-   */
-  async #remove (name: string): Promise<void> {
-    await within(this.#timeoutMs, `removing ${name}`, this.#bucket.delete(name))
-    if (this.#names === undefined) {
-      const { bucket, streamInfo } = await within(this.#timeoutMs, 'reading the checkpoints\' bucket', this.#bucket.status())
-      this.#names = { bucket, stream: streamInfo.config.name }
-    }
-    const meta = Buffer.from(name).toString('base64url')
-    await within(this.#timeoutMs, `forgetting ${name}`, this.#jsm.streams.purge(this.#names.stream, { filter: `$O.${this.#names.bucket}.M.${meta}${'='.repeat((4 - meta.length % 4) % 4)}` }))
   }
 
   /**
