@@ -74,8 +74,11 @@ async function main (): Promise<void> {
     const during = (await c.onboard(one.url, 'during-cut')).body.data?.api_key?.key as string | undefined
     t.ok(during !== undefined, 'a seat onboarded through node-1 while node-3 is cut off')
     t.ok(await everyNode(t, c, [one, two], during!, 200, 20_000), 'node-1 and node-2 know it')
-    const front = await Promise.all(Array.from({ length: 10 }, async () => (await c.call(c.cluster.frontUrl, 'GET', '/openrtb/v2/seat', { key: during!, headers: { 'x-forwarded-for': freshIp() } })).status))
-    t.same(front, front.map(() => 200), 'HAProxy answers every request without node-3 (a connection it cannot make is sent elsewhere)')
+    const front = await Promise.all(Array.from({ length: 10 }, async () => {
+      const res = await c.call(c.cluster.frontUrl, 'GET', '/openrtb/v2/seat', { key: during!, headers: { 'x-forwarded-for': freshIp() } })
+      return res.status === 200 ? 200 : `${res.status} ${JSON.stringify(res.body).slice(0, 200)}`
+    }))
+    t.same(front, front.map(() => 200), `HAProxy answers every request without node-3 (a connection it cannot make is sent elsewhere): ${front.join(', ')}`)
     // The cut outlasts the engine's and HAProxy's patience (HEARTBEAT_TIMEOUT_SECONDS 5, checks every 2 s).
     await pause(Math.max(0, 8000 - (performance.now() - cutAt)))
     await host.heal()

@@ -59,7 +59,8 @@ export interface TestClusterOptions {
 
 /**
  * A cluster of three nodes for this file, stopped at its end; any node a fault left stopped (SIGSTOP) is continued
- * first, since it would never exit. OOHBID_FAULTS_KEEP=1 keeps its directory, with each node's log.
+ * first, since it would never exit. OOHBID_FAULTS_KEEP=1 keeps its directory, with each node's log, written at
+ * OOHBID_TEST_LOG_LEVEL (warn unless set: info shows partitions taken on and served).
  */
 export async function startTestCluster (t: Test, options: TestClusterOptions = {}): Promise<TestCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-cluster-'))
@@ -67,7 +68,7 @@ export async function startTestCluster (t: Test, options: TestClusterOptions = {
   // database there.
   const sharedClickHouse = process.env.OOHBID_TEST_CLUSTER_CLICKHOUSE_URL === '' ? undefined : process.env.OOHBID_TEST_CLUSTER_CLICKHOUSE_URL
   const analytics = sharedClickHouse !== undefined ? { CLICKHOUSE_URL: sharedClickHouse, CLICKHOUSE_DATABASE: `cluster_test_${process.pid}_${Date.now()}` } : {}
-  const env = { ...inherited(), ...analytics, HOT_THREADS: '1', LOG_LEVEL: 'warn', CLUSTER_ACK_TIMEOUT_MS: '2000', HEARTBEAT_TIMEOUT_SECONDS: '5', ALLOW_PRIVATE_CALLBACK_URLS: 'true', RESERVATION_HOLD_SECONDS: '10', PICKUP_SECONDS: '1', ANALYTICS_BATCH_SECONDS: '1', REPORT_CACHE_SECONDS: '0', ...options.env }
+  const env = { ...inherited(), ...analytics, HOT_THREADS: '1', LOG_LEVEL: process.env.OOHBID_TEST_LOG_LEVEL ?? 'warn', CLUSTER_ACK_TIMEOUT_MS: '2000', HEARTBEAT_TIMEOUT_SECONDS: '5', ALLOW_PRIVATE_CALLBACK_URLS: 'true', RESERVATION_HOLD_SECONDS: '10', PICKUP_SECONDS: '1', ANALYTICS_BATCH_SECONDS: '1', REPORT_CACHE_SECONDS: '0', ...options.env }
   const cluster = await startLocalCluster({ nodes: 3, dir, frontPort: 0, env, ...(options.launch !== undefined ? { launch: options.launch } : {}) })
   t.teardown(async () => {
     resumeAll()
