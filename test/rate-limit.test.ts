@@ -128,6 +128,9 @@ t.test('a cluster node\'s windows: the same start on every node, spent only as t
   const spent = node.take('bidding', 'key:k', 1000, 60_000)
   t.match(spent, { allowed: false, remaining: 0 })
   t.equal(spent.ask, undefined, 'a spent window asks no more')
+  const raised = node.take('bidding', 'key:k', 5000, 60_000)
+  t.match(raised, { allowed: false, wait: true }, 'the seat\'s limit raised within the window: spent under the old limit, not under the new, so it waits for a grant rather than refuse')
+  t.match(raised.ask, { limit: 5000 }, 'and asks the engine for a part under the new limit')
   clock.advance(start + 60_000 - clock.now())
   t.match(node.take('bidding', 'key:k', 1000, 60_000), { allowed: true, remaining: 999 }, 'the next window starts fresh')
 

@@ -100,7 +100,8 @@ const START = 0
 const COUNT = 1
 const LENGTH = 2
 /** A cluster node's numbers for the window: allowed here in all, of that granted without asking, the cluster's total
- * when last heard, a request to the engine on its way (1), the window spent cluster-wide (1), grants so far. */
+ * when last heard, a request to the engine on its way (1), the limit under which the window was spent cluster-wide
+ * (0 while it is not: a seat's limit raised within the window is not spent), grants so far. */
 const GRANTED = 3
 const CREDIT = 4
 const KNOWN = 5
@@ -194,12 +195,13 @@ export class RateLimiter {
     const resetSeconds = Math.max(1, Math.ceil((v[b + START]! + v[b + LENGTH]! - now) / 1000))
     const allowed = v[b + COUNT]! < v[b + GRANTED]! && v[b + COUNT]! < limit
     if (allowed) v[b + COUNT]!++
+    const spent = v[b + SPENT]! >= limit
     const grants = v[b + GRANTS]!
     let ask: WindowAsk | undefined
     // The first ask waits until half the credit is spent: a subject that makes fewer requests a window than that (a
     // screen's player asking for a spot every 15 s, against 6,000 a minute) never costs the engine a grant.
     const due = grants === 0 ? v[b + COUNT]! >= v[b + CREDIT]! / 2 : v[b + GRANTED]! - v[b + COUNT]! <= chunkFor(limit, grants) / 2
-    if (v[b + ASKED] === 0 && v[b + SPENT] === 0 && due) {
+    if (v[b + ASKED] === 0 && !spent && due) {
       v[b + ASKED] = 1
       ask = { ...window, start: v[b + START]!, windowMs: v[b + LENGTH]!, grants, known: v[b + KNOWN]! }
     }
@@ -208,7 +210,7 @@ export class RateLimiter {
     const remaining = Math.max(0, Math.min(limit - v[b + COUNT]!, limit - others - v[b + COUNT]!))
     const decision: RateDecision = { allowed, limit, remaining, resetSeconds }
     if (ask !== undefined) decision.ask = ask
-    if (!allowed && v[b + SPENT] === 0 && v[b + COUNT]! < limit) decision.wait = true
+    if (!allowed && !spent && v[b + COUNT]! < limit) decision.wait = true
     return decision
   }
 
@@ -225,7 +227,7 @@ export class RateLimiter {
         return
       }
       v[b + KNOWN] = Math.max(v[b + KNOWN]!, grant.total)
-      if (grant.spent) v[b + SPENT] = 1
+      if (grant.spent) v[b + SPENT] = Math.max(v[b + SPENT]!, ask.limit)
       if (grant.beyond !== undefined) {
         v[b + GRANTED]! += Math.max(0, grant.granted - grant.beyond)
         return
