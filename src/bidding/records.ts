@@ -88,6 +88,17 @@ export interface HourStats {
   latency_max_ms: number
 }
 
+/**
+ * Whether a seat's counters changed what it won or spent since the value last written to the state bucket: a win
+ * is answered, and a play billed, once the round carrying it is acknowledged, so a node killed right after has
+ * counted it where every node reads it; bids counted wait for the next snapshot (a second).
+ */
+function moneyMoved (written: unknown, value: unknown): boolean {
+  const before = written as HourStats | undefined
+  const after = value as HourStats | undefined
+  return (after?.wins ?? 0) !== (before?.wins ?? 0) || (after?.spend_usd ?? 0) !== (before?.spend_usd ?? 0)
+}
+
 /** The bidding domain's tables (src/store/tables.ts). */
 export const biddingTables = {
   /** [screen_id, imp id's tag, seat_id] (src/bidding/book.ts) -> the seat's latest bid on that spot. */
@@ -96,7 +107,7 @@ export const biddingTables = {
    * [seat_id lower-cased, hour start ms, node] -> that hour's bidding counters on that node ('' on one node; rows an
    * earlier version wrote have no node). A seat's hour is the sum of its rows, each written by one node only.
    */
-  stats: table<HourStats, [string, number] | [string, number, string]>({ name: 'stats', ordered: true, shapes: true, replication: 'book', snapshot: true, owners: ['src/bidding/'] }),
+  stats: table<HourStats, [string, number] | [string, number, string]>({ name: 'stats', ordered: true, shapes: true, replication: 'book', snapshot: true, withRound: moneyMoved, owners: ['src/bidding/'] }),
   /** [expires ms, screen_id, imp id's tag, seat_id] -> 1: stored bids in expiry order, for their lurl with code 2. */
   bidExpiry: table<1, ExpiryKey>({ name: 'bid_expiry', ordered: true, replication: 'local', owners: ['src/bidding/'] }),
   /**

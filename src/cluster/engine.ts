@@ -21,11 +21,10 @@ export const SIGNALS_SUBJECT = 'oohbid.signals'
 const SIGNALS_KEEP_MS = 10 * 60_000
 
 /**
- * The stream of the bidding book's changes (BOOK_TABLES: bids taken, and taken out by the spots that settle them):
- * one message per shipping round of a node, on BOOK_SUBJECT.<node>, kept ClusterConfig.bookKeepMs. Every node follows
- * it, applying the bids of the partitions it owns (src/cluster/book-parts.ts), so a bid taken through any node wins on
- * the owner of its screen's partition, which decides the screen's spots; a new owner reads the partition's bids from
- * the stream's start (src/cluster/applier.ts, hold).
+ * The stream of the bids taken: one message per shipping round of a node and partition of the screens, on
+ * BOOK_SUBJECT.<partition>.<node> (src/cluster/book-parts.ts), kept ClusterConfig.bookKeepMs. A node consumes the
+ * subjects of the partitions it owns, each from the stream's start (src/cluster/applier.ts, hold), so a bid taken
+ * through any node reaches the owner of its screen's partition, which decides the screen's spots, and no other node.
  */
 export const BOOK_STREAM = 'OOHBID_BOOK'
 export const BOOK_SUBJECT = 'oohbid.book'
@@ -56,7 +55,7 @@ export async function untilAnswered<T> (what: string, fn: () => Promise<T>, log:
 export async function ensureStream (jsm: JetStreamManager, config: { name: string, subjects: string[], num_replicas: number, max_age: number }): Promise<void> {
   const stream = await jsm.streams.info(config.name).catch(() => undefined)
   if (stream === undefined) await jsm.streams.add(config)
-  else if (stream.config.max_age !== config.max_age) await jsm.streams.update(config.name, { ...stream.config, max_age: config.max_age })
+  else if (stream.config.max_age !== config.max_age || stream.config.subjects.join() !== config.subjects.join()) await jsm.streams.update(config.name, { ...stream.config, max_age: config.max_age, subjects: config.subjects })
 }
 
 /**
@@ -79,7 +78,7 @@ export async function connectEngine (cluster: ClusterConfig, log: Logger, startW
       const checkpoints = await js.views.os(CHECKPOINTS_BUCKET, { replicas: cluster.replicas })
       const jsm = await nc.jetstreamManager()
       await ensureStream(jsm, { name: SIGNALS_STREAM, subjects: [`${SIGNALS_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(SIGNALS_KEEP_MS) })
-      await ensureStream(jsm, { name: BOOK_STREAM, subjects: [`${BOOK_SUBJECT}.*`], num_replicas: cluster.replicas, max_age: nanos(cluster.bookKeepMs) })
+      await ensureStream(jsm, { name: BOOK_STREAM, subjects: [`${BOOK_SUBJECT}.>`], num_replicas: cluster.replicas, max_age: nanos(cluster.bookKeepMs) })
       const conn = nc
       return { nc, js, jsm, state, objects, checkpoints, close: () => conn.drain() }
     } catch (err) {

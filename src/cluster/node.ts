@@ -101,28 +101,13 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   shipped.advance(first !== undefined ? first.seq - 1 : changes.recorded)
   const engine = await connectEngine(cluster, log)
   const replica = new ObjectReplica({ bucket: engine.objects, objects: deps.objects, log })
-  const shipper = new ChangeShipper({
-    store,
-    changes,
-    engine,
-    node: cluster.nodeId,
-    incarnation,
-    partitions: cluster.partitions,
-    log,
-    onShipped: (through) => {
-      shipped.advance(through)
-      deps.onShipped()
-    },
-    beforeShip: (batch) => replica.beforeShip(batch)
-  })
-  changes.onCommitted(() => shipper.kick())
-  shipper.kick()
   /** The partitions whose bids this node has read whole (the applier's hold), whose spots it may decide while its lease runs. */
   const read = new Set<number>()
   const applier = new ChangeApplier({
     store,
     changes,
     log,
+    node: cluster.nodeId,
     incarnation,
     partitions: cluster.partitions,
     onServing: (partition, serving) => { if (serving) read.add(partition); else read.delete(partition) },
@@ -132,6 +117,23 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
       deps.onApplied(table, key, previous)
     }
   })
+  const shipper = new ChangeShipper({
+    store,
+    changes,
+    engine,
+    node: cluster.nodeId,
+    incarnation,
+    partitions: cluster.partitions,
+    log,
+    onShipped: (through, bids) => {
+      shipped.advance(through)
+      applier.landing(bids)
+      deps.onShipped()
+    },
+    beforeShip: (batch) => replica.beforeShip(batch)
+  })
+  changes.onCommitted(() => shipper.kick())
+  shipper.kick()
   await applier.start(engine)
   replica.resume()
   // This process's life: a command it proposed before a restart is not its to decide now (a claim's commit).

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { openStore } from '../store/store.js'
-import { BOOK_BEHIND, LOG_STOPPED, replicationChecks } from './readiness.js'
+import { LOG_STOPPED, replicationChecks } from './readiness.js'
 import { monotonicMs, ServedPartitions } from './served-partitions.js'
 
 // A cluster node's /readyz: ready while it follows every log, with how far it has shipped and applied; not ready once
@@ -31,10 +31,6 @@ t.test('a node that stopped following a log is not ready, and says which and why
   t.equal(readiness().checks.spots, 'node-1 decides the spots of 2 of the 16 partitions: 0, 7', 'then those partitions\'')
   served.set(7, monotonicMs() - 1, true)
   t.equal(readiness().checks.spots, 'node-1 decides the spots of 1 of the 16 partitions: 0', 'not one whose lease has run out')
-  store.write(() => store.meta.putSync(BOOK_BEHIND, 'applied the book through 10 of 4000'))
-  t.match(readiness().unready, /node-1 is catching up with the bidding book \(applied the book through 10 of 4000\)/, 'not ready while it catches up with the book')
-  store.write(() => store.meta.removeSync(BOOK_BEHIND))
-  t.equal(readiness().unready, undefined, 'ready once it has')
   store.write(() => store.meta.putSync(LOG_STOPPED, 'PART_3: entry 9 is not the one this node applied'))
   t.match(readiness().unready, /node-1 stopped following a log \(PART_3: entry 9 is not the one this node applied\)/, 'not ready once a log stopped')
 })

@@ -5,32 +5,26 @@ import type { ServedPartitions } from './served-partitions.js'
 /** meta key: a log this node stopped following, and why (src/cluster/node.ts). */
 export const LOG_STOPPED = 'cluster:log_stopped'
 
-/** meta key: how far behind the book this node started, while it catches up (src/cluster/applier.ts). */
-export const BOOK_BEHIND = 'cluster:book_behind'
-
 /**
  * What a cluster node's /readyz adds (checks.cluster): how many of its transactions wait to ship to the engine, and
  * through which revision it has applied the replicated state; and (checks.logs) which logs it owns, under which
  * epoch, and (checks.spots) which partitions of the screens it decides the spots of, having read their bids (the
  * other partitions' players it forwards to their owners). A node stays ready while the engine is away (it serves bids and reads); this says how far behind it is.
  * It is not ready once it stopped following one of the logs its bookings are decided in (what it would answer of them
- * is no longer the cluster's), nor while it catches up with the bidding book it started behind (a spot it decided
- * would miss bids).
+ * is no longer the cluster's). A partition whose bids it is still reading is not served (checks.spots): its players
+ * are answered 503 meanwhile, and the others' served.
  */
 export function replicationChecks (nodeId: string, store: Store, served: ServedPartitions): () => { checks: Record<string, string>, unready?: string } {
   return (): { checks: Record<string, string>, unready?: string } => {
     if (store.changes === undefined) return { checks: {} }
     const stopped = store.meta.get(LOG_STOPPED) as string | undefined
-    const behind = store.meta.get(BOOK_BEHIND) as string | undefined
     return {
       checks: {
         cluster: `${nodeId}: ${store.changes.waiting} transactions waiting to ship to the engine; replicated state applied through revision ${appliedRevision(store)}`,
         logs: ownedLogs(nodeId, store),
         spots: servedPartitions(nodeId, served)
       },
-      ...(stopped !== undefined
-        ? { unready: `${nodeId} stopped following a log (${stopped}); restart it to rebuild` }
-        : behind !== undefined ? { unready: `${nodeId} is catching up with the bidding book (${behind})` } : {})
+      ...(stopped !== undefined ? { unready: `${nodeId} stopped following a log (${stopped}); restart it to rebuild` } : {})
     }
   }
 }

@@ -3,17 +3,17 @@ import { headers } from 'nats'
 import type { Logger } from '../log.js'
 import type { Change, ChangeLog } from '../store/changes.js'
 import type { Store } from '../store/store.js'
-import { BOOK_TABLES, EVENTUAL_TABLES, SNAPSHOT_TABLES } from '../store/tables.js'
-import { BOOK_SUBJECT, SIGNALS_SUBJECT, STATE_BUCKET, type Engine } from './engine.js'
-import { packBook, packedParts } from './book-parts.js'
+import { BOOK_TABLES, EVENTUAL_TABLES, SNAPSHOT_TABLES, WITH_ROUND } from '../store/tables.js'
+import { SIGNALS_SUBJECT, STATE_BUCKET, type Engine } from './engine.js'
+import { bookMessages, bookSubject, packedParts } from './book-parts.js'
 import { packValue, parseStateKey, stateKey } from './state-keys.js'
 
 /** How often a node writes the latest values of the eventual rows it shipped as signals into the state bucket. */
 export const SNAPSHOT_MS = 30_000
 
 /**
- * How often it writes there the book's rows that outlive the book stream (a seat's counters): a node joining reads
- * them there, and GET /stats through it counts them.
+ * How often it writes there the book's rows that are not bids (a seat's counters, SNAPSHOT_TABLES): every node reads
+ * them there, so GET /stats through any node counts every node's rows this long after they were counted at most.
  */
 const BOOK_SNAPSHOT_MS = 1000
 
@@ -32,15 +32,15 @@ const BATCH = 256
  * signals stream, each row's last value of the round once: a message per row cost the cluster ten times one node's
  * CPU per FEIN update (bench/cluster), most of it the engine's and the nodes' work per message. Every SNAPSHOT_MS
  * their latest values are also written to the state bucket, which a node joining reads before it follows the
- * signals. The book's rows (BOOK_TABLES: bids, and their removal by the spot that settled them) go the same way, one
- * message per round to the book stream, grouped by the partition of each bid's screen (book-parts.ts), so that a node
- * unpacks only the bids of the partitions it owns; a bid is dead once its imp expires, so the stream, kept that long,
- * is the whole book of bids, and only the book's rows that outlive it (a seat's hourly counters: SNAPSHOT_TABLES) also
- * go to the state bucket, every BOOK_SNAPSHOT_MS: once a round, every node received each as a state-bucket entry beside
- * the book message that already brought it, a few microseconds of a bid on every node (bench/cluster). Which rows are
- * due is kept in LMDB with the round's acknowledgement (snapshots_due), so a node killed before its snapshot writes
- * them when it is back; a node that never comes back leaves the bucket up to BOOK_SNAPSHOT_MS behind on its counters,
- * which matters only to a node joining once the book stream no longer holds them.
+ * signals. The bids (BOOK_TABLES) go the same way to the book stream, one message per round and partition of their
+ * screens, on the partition's subject (book-parts.ts): only the nodes holding a partition consume its subject, so a bid
+ * costs a node that neither took it nor owns its screen nothing (bench/cluster); a bid is dead once its imp expires, so
+ * the stream, kept that long, is the whole book of bids. The book's other rows, a seat's hourly counters
+ * (SNAPSHOT_TABLES), each node's own rows, go only to the state bucket: in the book, every node had to consume every
+ * round for them. A change that moves money (a win, a play billed: TableSpec.withRound) goes with its round, so it is
+ * in the bucket when its request is answered; bids counted go with the next snapshot, every BOOK_SNAPSHOT_MS, and
+ * which rows are due is kept in LMDB with the round's acknowledgement (snapshots_due), so a node killed before its
+ * snapshot writes them when it is back.
  */
 export class ChangeShipper {
   readonly #store: Store
@@ -48,21 +48,29 @@ export class ChangeShipper {
   readonly #engine: Engine
   readonly #incarnation: string
   readonly #log: Logger
-  readonly #onShipped: (through: number) => void
+  readonly #onShipped: (through: number, bids: Array<[Change, number]>) => void
   readonly #beforeShip: (batch: Array<{ changes: Change[] }>) => Promise<void>
   readonly #signals: string
-  readonly #book: string
+  readonly #node: string
   readonly #partitions: number
   /** The eventual rows shipped as signals since the last snapshot, by state key. */
   #dirty = new Map<string, Change>()
   readonly #snapshots: NodeJS.Timeout
   readonly #bookSnapshots: NodeJS.Timeout
+  /** The value of each of this node's snapshot rows last written to the state bucket (TableSpec.withRound reads it). */
+  readonly #written = new Map<string, unknown>()
+  /** Each of those rows' last write on its way: the next waits for it, so an older value never lands after a newer. */
+  readonly #writing = new Map<string, Promise<unknown>>()
+  #snapshottingBook = false
   #running: Promise<void> | undefined
   #again = false
   #failing = false
 
-  /** beforeShip: what must reach the engine before a batch's rows do (the bytes of the objects they describe). */
-  constructor (deps: { store: Store, changes: ChangeLog, engine: Engine, node: string, incarnation: string, partitions: number, log: Logger, onShipped: (through: number) => void, beforeShip: (batch: Array<{ changes: Change[] }>) => Promise<void> }) {
+  /**
+   * onShipped: the engine holds the changes through `through`, the round's bids among them (each with its change's
+   * seq); beforeShip: what must reach the engine before a batch's rows do (the bytes of the objects they describe).
+   */
+  constructor (deps: { store: Store, changes: ChangeLog, engine: Engine, node: string, incarnation: string, partitions: number, log: Logger, onShipped: (through: number, bids: Array<[Change, number]>) => void, beforeShip: (batch: Array<{ changes: Change[] }>) => Promise<void> }) {
     this.#store = deps.store
     this.#changes = deps.changes
     this.#engine = deps.engine
@@ -71,7 +79,7 @@ export class ChangeShipper {
     this.#onShipped = deps.onShipped
     this.#beforeShip = deps.beforeShip
     this.#signals = `${SIGNALS_SUBJECT}.${deps.node}`
-    this.#book = `${BOOK_SUBJECT}.${deps.node}`
+    this.#node = deps.node
     this.#partitions = deps.partitions
     this.#snapshots = setInterval(() => { this.#snapshot().catch(() => {}) }, SNAPSHOT_MS)
     this.#snapshots.unref()
@@ -116,21 +124,43 @@ export class ChangeShipper {
   }
 
   /**
-   * Writes the book's rows due (snapshots_due) to the state bucket, each as this node holds it now (only this node
-   * writes its counters, so no other node's newer value can be overwritten); a row the engine does not take stays due.
+   * Writes the book's snapshot rows due (snapshots_due) to the state bucket, each as this node holds it now; a row the
+   * engine does not take, or counted again since it was read, stays due. Beside the rounds, not in them: a state bucket
+   * that cannot take writes for a while (its leader elected again) must not hold up the bids, whose rounds go to the
+   * book stream.
    */
   async #snapshotBook (): Promise<void> {
-    const due = [...this.#store.snapshotsDue.getKeys()]
-    if (due.length === 0) return
-    this.#store.refresh()
-    const current = (kvKey: string): unknown => {
-      const { table, key } = parseStateKey(kvKey)
-      return this.#store.replicated(table)?.get(key)
+    if (this.#snapshottingBook) return
+    this.#snapshottingBook = true
+    try {
+      const due = [...this.#store.snapshotsDue.getKeys()]
+      if (due.length === 0) return
+      this.#store.refresh()
+      const values = due.map((kvKey) => this.#current(kvKey))
+      const written = (await Promise.allSettled(due.map((kvKey, i) => this.#putOwn(kvKey, values[i])))).flatMap((r, i) => r.status === 'fulfilled' ? [i] : [])
+      if (written.length > 0) this.#store.write(() => { for (const i of written) if (isDeepStrictEqual(this.#current(due[i]!), values[i])) this.#store.snapshotsDue.removeSync(due[i]!) })
+    } finally {
+      this.#snapshottingBook = false
     }
-    const values = due.map(current)
-    const written = (await Promise.allSettled(due.map((kvKey, i) => this.#put(kvKey, values[i])))).flatMap((r, i) => r.status === 'fulfilled' ? [i] : [])
-    // A row counted again since it was read stays due: the value written is not its latest.
-    if (written.length > 0) this.#store.write(() => { for (const i of written) if (isDeepStrictEqual(current(due[i]!), values[i])) this.#store.snapshotsDue.removeSync(due[i]!) })
+  }
+
+  /**
+   * One of this node's own snapshot rows to the state bucket, after the write of it on its way: only this node writes
+   * it, so the bucket ends on the value written last.
+   */
+  #putOwn (kvKey: string, value: unknown): Promise<unknown> {
+    const before = this.#writing.get(kvKey)
+    const put = (before === undefined ? this.#put(kvKey, value) : before.catch(() => {}).then(() => this.#put(kvKey, value))).then(() => { this.#written.set(kvKey, value) })
+    this.#writing.set(kvKey, put)
+    const done = (): void => { if (this.#writing.get(kvKey) === put) this.#writing.delete(kvKey) }
+    put.then(done, done)
+    return put
+  }
+
+  /** This node's value now of a row of the state bucket's. */
+  #current (kvKey: string): unknown {
+    const { table, key } = parseStateKey(kvKey)
+    return this.#store.replicated(table)?.get(key)
   }
 
   /** One row to the state bucket: its value, or a delete marker. */
@@ -150,7 +180,10 @@ export class ChangeShipper {
       const batch = this.#changes.pending(BATCH)
       if (batch.length === 0) return
       const signals = new Map<string, Change>()
-      const book = new Map<string, Change>()
+      const bids = new Map<string, [Change, number]>()
+      /** The round's changes to the book's snapshot rows: written with it (TableSpec.withRound), or left due. */
+      const withRound = new Map<string, unknown>()
+      const due = new Set<string>()
       try {
         await this.#beforeShip(batch)
         const puts: Array<Promise<unknown>> = []
@@ -159,13 +192,21 @@ export class ChangeShipper {
             const kvKey = stateKey(change[0], change[1])
             // A row's last value of the round: rows of different keys apply in any order to the same result.
             if (EVENTUAL_TABLES.has(change[0])) signals.set(kvKey, change)
-            else if (BOOK_TABLES.has(change[0])) book.set(kvKey, change)
+            else if (SNAPSHOT_TABLES.has(change[0])) {
+              if (withRound.has(kvKey)) return
+              if (WITH_ROUND.get(change[0])?.(this.#written.get(kvKey), change[2]) !== true) due.add(kvKey)
+              else {
+                due.delete(kvKey)
+                withRound.set(kvKey, this.#current(kvKey))
+              }
+            } else if (BOOK_TABLES.has(change[0])) bids.set(kvKey, [change, seq])
             else puts.push(this.#put(kvKey, change[2], `${this.#incarnation}.${seq}.${n}`))
           })
         }
         const round = `${this.#incarnation}.${batch[0]!.seq}-${batch[batch.length - 1]!.seq}`
+        for (const [kvKey, value] of withRound) puts.push(this.#putOwn(kvKey, value))
         packedParts([...signals.values()]).forEach((part, n) => puts.push(this.#engine.js.publish(this.#signals, part, { msgID: `${round}.${n}` })))
-        packBook(book.values(), this.#partitions).forEach((part, n) => puts.push(this.#engine.js.publish(this.#book, part, { msgID: `${round}.${n}` })))
+        bookMessages([...bids.values()].map(([change]) => change), this.#partitions).forEach(({ partition, data }, n) => puts.push(this.#engine.js.publish(bookSubject(partition, this.#node), data, { msgID: `${round}.${partition}.${n}` })))
         await Promise.all(puts)
       } catch (err) {
         // The changes stay recorded; the next kick (the supervisor's timer at the latest) ships them again.
@@ -179,12 +220,11 @@ export class ChangeShipper {
       const through = batch[batch.length - 1]!.seq
       this.#store.write(() => {
         this.#changes.shipped(through)
-        // The book's rows that outlive the stream go to the state bucket with the next snapshot, whatever befalls this
-        // node before it: a snapshot kept only in memory was lost with a node killed before it, and a node joining
-        // later then under-counted.
-        for (const [kvKey, change] of book) if (SNAPSHOT_TABLES.has(change[0])) this.#store.snapshotsDue.putSync(kvKey, 1)
+        // A seat's counters not written with the round go with the next snapshot, whatever befalls this node before
+        // it: a mark kept only in memory was lost with a node killed before it, and the others then under-counted.
+        for (const kvKey of due) this.#store.snapshotsDue.putSync(kvKey, 1)
       })
-      this.#onShipped(through)
+      this.#onShipped(through, [...bids.values()])
       if (batch.length === BATCH) this.#again = true
     } while (this.#again)
   }

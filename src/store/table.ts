@@ -28,10 +28,16 @@ export interface TableSpec<V, K extends Key> {
   readonly shapes: boolean
   readonly replication: Replication
   /**
-   * A book table whose rows outlive the book stream (a seat's hourly counters): also written to the state bucket, where
-   * a node new to the cluster, or away longer than the stream keeps, reads them (src/cluster/shipper.ts).
+   * A book table whose rows are not bids, each written by one node (a seat's hourly counters): written to the state
+   * bucket once a second, where every node reads them, rather than to the book stream (src/cluster/shipper.ts).
    */
   readonly snapshot: boolean
+  /**
+   * Of a snapshot table, the changes that go to the state bucket with their shipping round rather than with the next
+   * snapshot, given the value last written there: what a node killed right after must not take with it (a win, a
+   * dollar spent), where the rest of the row (a bid counted) may wait a second.
+   */
+  readonly withRound?: (written: unknown, value: unknown) => boolean
   /** The folders (or files) whose code may write the table; everyone else reads, or calls them. */
   readonly owners: readonly string[]
   /** Types only, never set: the values and keys. */
@@ -43,7 +49,7 @@ export interface CachedSpec<V> extends TableSpec<V, string> {
   readonly cached: true
 }
 
-type Options = Partial<Pick<TableSpec<unknown, Key>, 'ordered' | 'shapes' | 'snapshot'>> & Pick<TableSpec<unknown, Key>, 'name' | 'replication' | 'owners'>
+type Options = Partial<Pick<TableSpec<unknown, Key>, 'ordered' | 'shapes' | 'snapshot' | 'withRound'>> & Pick<TableSpec<unknown, Key>, 'name' | 'replication' | 'owners'>
 
 /** Declares a table. */
 export function table<V, K extends Key = string> (options: Options): TableSpec<V, K> & { readonly cached: false } {

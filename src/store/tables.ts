@@ -74,20 +74,24 @@ export const EVENTUAL_TABLES: ReadonlySet<string> = new Set(specs.filter((s) => 
 /**
  * Replicated tables of the bidding book: stored bids, written on every bid at the bidders' rate and settled by the
  * decision of the screen's next spot, and each node's hourly counters of a seat's bids and wins (GET /stats sums
- * every node's). A request waits for the engine's quorum on them (they are money events), but they ship as one
- * message a shipping round to the book stream rather than a KV message a row: a bid lives only until its imp expires
- * (src/cluster/shipper.ts). A bid is applied by the node owning its screen's partition, which decides its spots, and
- * read past by the others; the counters by every node (src/cluster/book-parts.ts).
+ * every node's). A request waits for the engine's quorum on the bids (they are money events), but they ship as one
+ * message a shipping round and partition of their screens to the book stream rather than a KV message a row: a bid
+ * lives only until its imp expires (src/cluster/shipper.ts). A bid reaches only the node owning its screen's
+ * partition, which decides its spots (src/cluster/book-parts.ts); the counters go to the state bucket, which every
+ * node reads (SNAPSHOT_TABLES).
  */
 export const BOOK_TABLES: ReadonlySet<string> = new Set(specs.filter((s) => s.replication === 'book').map((s) => s.name))
 
 /**
- * Replicated tables whose rows travel in a stream and are also written to the state bucket (src/cluster/shipper.ts):
- * the eventual tables every few seconds, and the book's tables whose rows outlive the book stream each shipping
- * round. A node reads them from the bucket only while it catches up at start; from then on the streams bring newer
- * values.
+ * Replicated tables whose rows are written to the state bucket as snapshots (src/cluster/shipper.ts): the eventual
+ * tables every few seconds, which travel as signals too (a node reads their snapshots only while it catches up at
+ * start), and the book's tables whose rows are not bids, each row written by one node (a seat's counters, keyed with
+ * the node's id last), every second, which every node reads there.
  */
 export const SNAPSHOT_TABLES: ReadonlySet<string> = new Set(specs.filter((s) => s.replication === 'eventual' || s.snapshot).map((s) => s.name))
+
+/** Of the snapshot tables, which changes go to the state bucket with their round (TableSpec.withRound). */
+export const WITH_ROUND: ReadonlyMap<string, (written: unknown, value: unknown) => boolean> = new Map(specs.flatMap((s) => s.withRound !== undefined ? [[s.name, s.withRound] as const] : []))
 
 /** How many tables are read through CachedTable: each has two generations in the hot threads' shared memory. */
 export const CACHED_TABLES = specs.filter((s) => s.cached).length
