@@ -1,5 +1,5 @@
 import { iso } from '../clock.js'
-import { addDelivery, addLease, deliveredOf } from './delivery.js'
+import { addDelivery, addLease, deliveredOf, giveUpLease, unspentLeases } from './delivery.js'
 import { recordDelivery } from './lifecycle.js'
 import type { Outbox } from '../store/outbox.js'
 import type { CampaignLedger, CampaignRecord } from './records.js'
@@ -23,7 +23,7 @@ export function leasePart (c: Pick<CampaignRecord, 'budget_usd'>, playMicros = 0
 }
 
 /** A cluster node's side of its budget grants (src/cluster/budget-grants.ts): a running campaign's budget, and a part granted. */
-export function budgetBook (store: Store, now: () => number): { limitOf (campaignId: string): number | undefined, grantedBefore (campaignId: string): number, granted (campaignId: string, micros: number, seq: number): void } {
+export function budgetBook (store: Store, now: () => number): { limitOf (campaignId: string): number | undefined, grantedBefore (campaignId: string): number, granted (campaignId: string, micros: number, seq: number): void, unspent (): Array<{ campaignId: string, spent: number }>, giveUp (campaignId: string): number } {
   return {
     limitOf (campaignId) {
       store.refresh()
@@ -31,7 +31,12 @@ export function budgetBook (store: Store, now: () => number): { limitOf (campaig
       return c !== undefined && c.status === 'active' ? toMicros(c.budget_usd) : undefined
     },
     grantedBefore: (campaignId) => deliveredOf(store, campaignId).leased_micros,
-    granted: (campaignId, micros, seq) => addLease(store, campaignId, micros, seq, now())
+    granted: (campaignId, micros, seq) => addLease(store, campaignId, micros, seq, now()),
+    unspent: () => {
+      store.refresh()
+      return unspentLeases(store)
+    },
+    giveUp: (campaignId) => store.write(() => giveUpLease(store, campaignId))
   }
 }
 

@@ -61,6 +61,29 @@ export function leasedLeft (store: Store, campaignId: string): number {
 }
 
 /**
+ * A cluster node: gives up what it holds unspent of the campaign's budget, to be granted to another node (src/cluster/
+ * budget-grants.ts), and answers how much that was. Its lease is lowered to its spend first, so nothing given up is
+ * spent here after; the grant it came from keeps its place (leased_seq). Call inside Store.write.
+ */
+export function giveUpLease (store: Store, campaignId: string): number {
+  const key: [string, string] = [campaignId, store.node]
+  const mine = store.campaignDelivery.get(key)
+  const left = (mine?.leased_micros ?? 0) - (mine?.spent_micros ?? 0)
+  if (mine === undefined || left <= 0) return 0
+  store.campaignDelivery.putSync(key, { ...mine, leased_micros: mine.spent_micros })
+  return left
+}
+
+/** A cluster node: the campaigns of which it holds part of the budget unspent, with what it has spent of each. */
+export function unspentLeases (store: Store): Array<{ campaignId: string, spent: number }> {
+  const out: Array<{ campaignId: string, spent: number }> = []
+  for (const { key: [campaignId, node], value } of store.campaignDelivery.getRange()) {
+    if (node === store.node && (value.leased_micros ?? 0) > value.spent_micros) out.push({ campaignId, spent: value.spent_micros })
+  }
+  return out
+}
+
+/**
  * A cluster node: adds a part of the campaign's budget granted to this node at seq of the grants' log, unless a grant
  * at or past seq was added already (the log applied again from its start, by a node that lost its disk and kept its
  * id). Call inside Store.write.

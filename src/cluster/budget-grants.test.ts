@@ -50,3 +50,51 @@ t.test('a node that restores a checkpoint is credited the last part granted to i
   s.write(() => m.restored!())
   t.same(credited.sort(), [['a', 200_000, 2], ['b', 50_000, 4]], 'its last part of each campaign, with its sequence (the delivery row credits a sequence once), and none of node-2\'s')
 })
+
+t.test('a part given back lowers the total granted, so the log grants it again', async (t) => {
+  const s = store(t)
+  const m = budgetMachine(s, 'node-1', { granted: () => {} })
+  let seq = 0
+  const at = (node: string) => ({ log: 'BUDGET', seq: ++seq, logTime: 1000 + seq, from: { node, incarnation: 'x' } })
+  s.write(() => m.apply({ op: 'grant', campaign: 'cmp', want: 600_000, limit: 1_000_000, before: 0 }, at('node-3')))
+  s.write(() => m.apply({ op: 'grant', campaign: 'cmp', want: 600_000, limit: 1_000_000, before: 0 }, at('node-2')))
+  t.same(s.write(() => m.apply({ op: 'return', campaign: 'cmp', micros: 250_000 }, at('node-3'))), { status: 'accepted', result: { total: 750_000 } }, 'node-3 gives back what it holds unspent')
+  t.same(s.write(() => m.apply({ op: 'grant', campaign: 'cmp', want: 600_000, limit: 1_000_000, before: 0 }, at('node-2'))), { status: 'accepted', result: { granted: 250_000, total: 1_000_000 } }, 'and node-2, asking, is granted it: never past the budget')
+})
+
+t.test('a node gives back a part it has not spent from for ten seconds once the whole budget is granted, once', async (t) => {
+  const { BudgetGrants } = await import('./budget-grants.js')
+  const { createLogger } = await import('../log.js')
+  const s = store(t)
+  s.write(() => s.budgetGrants.putSync('full', 1_000_000))
+  s.write(() => s.budgetGrants.putSync('open', 400_000))
+  const held = new Map([['full', { left: 300_000, spent: 100_000 }], ['open', { left: 300_000, spent: 0 }]])
+  const proposed: unknown[] = []
+  const grants = new BudgetGrants({
+    store: s,
+    book: {
+      limitOf: () => 1_000_000,
+      grantedBefore: () => 0,
+      granted: () => {},
+      unspent: () => [...held].filter(([, h]) => h.left > 0).map(([campaignId, h]) => ({ campaignId, spent: h.spent })),
+      giveUp: (campaignId) => {
+        const h = held.get(campaignId)!
+        const left = h.left
+        h.left = 0
+        return left
+      }
+    },
+    propose: async (_key, body) => { proposed.push(body); return { status: 'accepted' } },
+    log: createLogger('error')
+  })
+  grants.giveBackIdle(0)
+  grants.giveBackIdle(9_000)
+  t.same(proposed, [], 'nothing before ten seconds without a spend')
+  held.get('full')!.spent = 150_000
+  grants.giveBackIdle(10_000)
+  t.same(proposed, [], 'a spend starts the ten seconds again')
+  grants.giveBackIdle(20_500)
+  t.same(proposed, [{ op: 'return', campaign: 'full', micros: 300_000 }], 'the idle part of a budget granted whole goes back; a budget with some left to grant keeps its parts')
+  grants.giveBackIdle(40_000)
+  t.equal(proposed.length, 1, 'given back once')
+})

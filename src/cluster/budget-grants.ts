@@ -25,6 +25,24 @@ export interface BudgetBook {
    * grant, however often the log is applied again from the start (src/campaigns/delivery.ts addLease).
    */
   granted (campaignId: string, micros: number, seq: number): void
+  /** The campaigns of which this node holds part of the budget unspent, with what it has spent of each. */
+  unspent (): Array<{ campaignId: string, spent: number }>
+  /** Gives up what this node holds unspent of the campaign (it spends none of it after), answering how much. */
+  giveUp (campaignId: string): number
+}
+
+/**
+ * How long a node holds part of a budget it does not spend from before it gives the part back, once the whole budget
+ * is granted: the screens the campaign plays on may have moved to partitions other nodes decide (a node frozen, and
+ * its partitions taken over), and the others, asking, would be granted nothing while the part waits here for good.
+ */
+const GIVE_BACK_AFTER_MS = 10_000
+
+/** What a node gave back of a campaign's budget: it spends none of it (BudgetBook.giveUp), and the log may grant it again. */
+interface ReturnCommand {
+  op: 'return'
+  campaign: string
+  micros: number
 }
 
 interface GrantCommand {
@@ -50,6 +68,12 @@ export function budgetMachine (store: Store, self: string, book: Pick<BudgetBook
     keepKeysMs: FRESH_KEYS_KEEP_MS,
     tables: [wholeTable('budget_grants', store.budgetGrants), wholeTable('budget_last_grants', store.budgetLastGrants)],
     apply (body: unknown, at: AppliedAt): Verdict {
+      if ((body as ReturnCommand).op === 'return') {
+        const r = body as ReturnCommand
+        const total = Math.max(0, (store.budgetGrants.get(r.campaign) ?? 0) - r.micros)
+        store.budgetGrants.putSync(r.campaign, total)
+        return { status: 'accepted', result: { total } }
+      }
       const c = body as GrantCommand
       const total = store.budgetGrants.get(c.campaign) ?? c.before
       const granted = Math.max(0, Math.min(c.want, c.limit - total))
@@ -74,11 +98,13 @@ export function budgetMachine (store: Store, self: string, book: Pick<BudgetBook
 export class BudgetGrants {
   readonly #store: Store
   readonly #book: BudgetBook
-  readonly #propose: (key: string, body: GrantCommand) => Promise<Verdict | undefined>
+  readonly #propose: (key: string, body: GrantCommand | ReturnCommand) => Promise<Verdict | undefined>
   readonly #log: Logger
   readonly #asking = new Set<string>()
+  /** Per campaign this node holds part of unspent: its spend when last looked at, and since when it has not moved. */
+  readonly #idle = new Map<string, { spent: number, since: number }>()
 
-  constructor (deps: { store: Store, book: BudgetBook, propose: (key: string, body: GrantCommand) => Promise<Verdict | undefined>, log: Logger }) {
+  constructor (deps: { store: Store, book: BudgetBook, propose: (key: string, body: GrantCommand | ReturnCommand) => Promise<Verdict | undefined>, log: Logger }) {
     this.#store = deps.store
     this.#book = deps.book
     this.#propose = deps.propose
@@ -94,5 +120,33 @@ export class BudgetGrants {
     this.#propose(`grant:${randomBytes(9).toString('base64url')}`, { op: 'grant', campaign: campaignId, want: wantMicros, limit, before }).catch(() => undefined).then((verdict) => {
       if (verdict === undefined) this.#log.warn('cluster: a budget part was not granted in time; the campaign spends what this node holds until the next ask', { campaign_id: campaignId })
     }).finally(() => this.#asking.delete(campaignId))
+  }
+
+  /**
+   * Gives back the parts this node has held unspent for GIVE_BACK_AFTER_MS (`now`, monotonic) of campaigns whose whole
+   * budget is granted (or that no longer run). The part is taken out of this node's lease first and proposed once,
+   * never again: a return that did not land leaves the budget short of that part (never past it), and one sent twice
+   * would grant it twice.
+   */
+  giveBackIdle (now: number): void {
+    const holding = new Set<string>()
+    for (const { campaignId, spent } of this.#book.unspent()) {
+      holding.add(campaignId)
+      const seen = this.#idle.get(campaignId)
+      if (seen === undefined || seen.spent !== spent) {
+        this.#idle.set(campaignId, { spent, since: now })
+        continue
+      }
+      if (now - seen.since < GIVE_BACK_AFTER_MS) continue
+      const limit = this.#book.limitOf(campaignId)
+      if (limit !== undefined && (this.#store.budgetGrants.get(campaignId) ?? 0) < limit) continue
+      const micros = this.#book.giveUp(campaignId)
+      this.#idle.delete(campaignId)
+      if (micros <= 0) continue
+      this.#propose(`return:${randomBytes(9).toString('base64url')}`, { op: 'return', campaign: campaignId, micros }).catch(() => undefined).then((verdict) => {
+        if (verdict === undefined) this.#log.warn('cluster: a budget part given back was not confirmed in time; if it did not land, the campaign is short of it', { campaign_id: campaignId, micros })
+      })
+    }
+    for (const campaignId of this.#idle.keys()) if (!holding.has(campaignId)) this.#idle.delete(campaignId)
   }
 }

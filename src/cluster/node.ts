@@ -196,6 +196,9 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   // Retries what the engine did not acknowledge (a member lost, no quorum for a while).
   const timer = setInterval(() => shipper.kick(), 1000)
   timer.unref()
+  // Budget parts this node holds and no longer spends, given back for the nodes that decide the campaign's plays now.
+  const givingBack = setInterval(() => budgets.giveBackIdle(performance.now()), 1000)
+  givingBack.unref()
   log.info('joined the cluster', { node: cluster.nodeId, engine: cluster.natsUrls, applied_revision: applier.applied })
   return {
     kick: () => shipper.kick(),
@@ -221,6 +224,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     leaseBudget: (campaignId, wantMicros) => budgets.ask(campaignId, wantMicros),
     async close () {
       clearInterval(timer)
+      clearInterval(givingBack)
       clearInterval(holdings)
       owners.stop()
       for (const l of logs.values()) l.stop()
