@@ -1,5 +1,5 @@
 import { iso } from '../clock.js'
-import { addDelivery, addLease, deliveredOf, giveUpLease, unspentLeases } from './delivery.js'
+import { addDelivery, addLease, deliveredOf, giveUpLease, leaseOf, unspentLeases } from './delivery.js'
 import { recordDelivery } from './lifecycle.js'
 import type { Outbox } from '../store/outbox.js'
 import type { CampaignLedger, CampaignRecord } from './records.js'
@@ -23,7 +23,7 @@ export function leasePart (c: Pick<CampaignRecord, 'budget_usd'>, playMicros = 0
 }
 
 /** A cluster node's side of its budget grants (src/cluster/budget-grants.ts): a running campaign's budget, and a part granted. */
-export function budgetBook (store: Store, now: () => number): { limitOf (campaignId: string): number | undefined, grantedBefore (campaignId: string): number, granted (campaignId: string, micros: number, seq: number): void, unspent (): Array<{ campaignId: string, spent: number }>, giveUp (campaignId: string): number } {
+export function budgetBook (store: Store, now: () => number): { limitOf (campaignId: string): number | undefined, grantedBefore (campaignId: string): number, granted (campaignId: string, micros: number, seq: number): void, unspent (): string[], leaseOf (campaignId: string): { spent: number, left: number }, giveUp (campaignId: string): number } {
   return {
     limitOf (campaignId) {
       store.refresh()
@@ -36,6 +36,7 @@ export function budgetBook (store: Store, now: () => number): { limitOf (campaig
       store.refresh()
       return unspentLeases(store)
     },
+    leaseOf: (campaignId) => leaseOf(store, campaignId),
     giveUp: (campaignId) => store.write(() => giveUpLease(store, campaignId))
   }
 }

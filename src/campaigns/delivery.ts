@@ -66,21 +66,27 @@ export function leasedLeft (store: Store, campaignId: string): number {
  * spent here after; the grant it came from keeps its place (leased_seq). Call inside Store.write.
  */
 export function giveUpLease (store: Store, campaignId: string): number {
+  const left = leasedLeft(store, campaignId)
+  if (left <= 0) return 0
   const key: [string, string] = [campaignId, store.node]
-  const mine = store.campaignDelivery.get(key)
-  const left = (mine?.leased_micros ?? 0) - (mine?.spent_micros ?? 0)
-  if (mine === undefined || left <= 0) return 0
+  const mine = store.campaignDelivery.get(key)!
   store.campaignDelivery.putSync(key, { ...mine, leased_micros: mine.spent_micros })
   return left
 }
 
-/** A cluster node: the campaigns of which it holds part of the budget unspent, with what it has spent of each. */
-export function unspentLeases (store: Store): Array<{ campaignId: string, spent: number }> {
-  const out: Array<{ campaignId: string, spent: number }> = []
-  for (const { key: [campaignId, node], value } of store.campaignDelivery.getRange()) {
-    if (node === store.node && (value.leased_micros ?? 0) > value.spent_micros) out.push({ campaignId, spent: value.spent_micros })
-  }
+/**
+ * A cluster node: the campaigns of which it holds part of the budget unspent. Reads every campaign's rows: once, at
+ * start (src/cluster/budget-grants.ts follows the campaigns it asks for from then on).
+ */
+export function unspentLeases (store: Store): string[] {
+  const out: string[] = []
+  for (const { key: [campaignId, node] } of store.campaignDelivery.getRange()) if (node === store.node && leasedLeft(store, campaignId) > 0) out.push(campaignId)
   return out
+}
+
+/** A cluster node: what it has spent of the campaign's budget, and what it holds of it unspent. */
+export function leaseOf (store: Store, campaignId: string): { spent: number, left: number } {
+  return { spent: store.campaignDelivery.get([campaignId, store.node])?.spent_micros ?? 0, left: leasedLeft(store, campaignId) }
 }
 
 /**

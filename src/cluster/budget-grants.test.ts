@@ -70,13 +70,15 @@ t.test('a node gives back a part it has not spent from for ten seconds once the 
   s.write(() => s.budgetGrants.putSync('open', 400_000))
   const held = new Map([['full', { left: 300_000, spent: 100_000 }], ['open', { left: 300_000, spent: 0 }]])
   const proposed: unknown[] = []
+  let scans = 0
   const grants = new BudgetGrants({
     store: s,
     book: {
       limitOf: () => 1_000_000,
       grantedBefore: () => 0,
       granted: () => {},
-      unspent: () => [...held].filter(([, h]) => h.left > 0).map(([campaignId, h]) => ({ campaignId, spent: h.spent })),
+      unspent: () => { scans++; return [...held].filter(([, h]) => h.left > 0).map(([campaignId]) => campaignId) },
+      leaseOf: (campaignId) => ({ spent: held.get(campaignId)?.spent ?? 0, left: held.get(campaignId)?.left ?? 0 }),
       giveUp: (campaignId) => {
         const h = held.get(campaignId)!
         const left = h.left
@@ -97,4 +99,12 @@ t.test('a node gives back a part it has not spent from for ten seconds once the 
   t.same(proposed, [{ op: 'return', campaign: 'full', micros: 300_000 }], 'the idle part of a budget granted whole goes back; a budget with some left to grant keeps its parts')
   grants.giveBackIdle(40_000)
   t.equal(proposed.length, 1, 'given back once')
+  // A part credited since start is followed without reading every campaign again.
+  held.set('later', { left: 200_000, spent: 0 })
+  s.write(() => s.budgetGrants.putSync('later', 1_000_000))
+  grants.credited('later')
+  grants.giveBackIdle(41_000)
+  grants.giveBackIdle(51_000)
+  t.same(proposed[1], { op: 'return', campaign: 'later', micros: 200_000 }, 'a part credited after start goes back too')
+  t.equal(scans, 1, 'every campaign\'s rows read once, at the first look')
 })

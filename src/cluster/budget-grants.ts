@@ -25,8 +25,10 @@ export interface BudgetBook {
    * grant, however often the log is applied again from the start (src/campaigns/delivery.ts addLease).
    */
   granted (campaignId: string, micros: number, seq: number): void
-  /** The campaigns of which this node holds part of the budget unspent, with what it has spent of each. */
-  unspent (): Array<{ campaignId: string, spent: number }>
+  /** The campaigns of which this node holds part of the budget unspent (a read of every campaign's rows). */
+  unspent (): string[]
+  /** What this node has spent of the campaign's budget, and what it holds of it unspent. */
+  leaseOf (campaignId: string): { spent: number, left: number }
   /** Gives up what this node holds unspent of the campaign (it spends none of it after), answering how much. */
   giveUp (campaignId: string): number
 }
@@ -101,6 +103,12 @@ export class BudgetGrants {
   readonly #propose: (key: string, body: GrantCommand | ReturnCommand) => Promise<Verdict | undefined>
   readonly #log: Logger
   readonly #asking = new Set<string>()
+  /**
+   * The campaigns this node may hold part of unspent: those it held at start (read once), and those granted to it
+   * since (credited); one is dropped once it holds none of it.
+   */
+  readonly #holding = new Set<string>()
+  #seeded = false
   /** Per campaign this node holds part of unspent: its spend when last looked at, and since when it has not moved. */
   readonly #idle = new Map<string, { spent: number, since: number }>()
 
@@ -122,6 +130,11 @@ export class BudgetGrants {
     }).finally(() => this.#asking.delete(campaignId))
   }
 
+  /** A part of the campaign's budget was credited to this node (budgetMachine's apply, or its restore). */
+  credited (campaignId: string): void {
+    this.#holding.add(campaignId)
+  }
+
   /**
    * Gives back the parts this node has held unspent for GIVE_BACK_AFTER_MS (`now`, monotonic) of campaigns whose whole
    * budget is granted (or that no longer run). The part is taken out of this node's lease first and proposed once,
@@ -129,9 +142,17 @@ export class BudgetGrants {
    * would grant it twice.
    */
   giveBackIdle (now: number): void {
-    const holding = new Set<string>()
-    for (const { campaignId, spent } of this.#book.unspent()) {
-      holding.add(campaignId)
+    if (!this.#seeded) {
+      for (const campaignId of this.#book.unspent()) this.#holding.add(campaignId)
+      this.#seeded = true
+    }
+    for (const campaignId of this.#holding) {
+      const { spent, left } = this.#book.leaseOf(campaignId)
+      if (left <= 0) {
+        this.#holding.delete(campaignId)
+        this.#idle.delete(campaignId)
+        continue
+      }
       const seen = this.#idle.get(campaignId)
       if (seen === undefined || seen.spent !== spent) {
         this.#idle.set(campaignId, { spent, since: now })
@@ -142,11 +163,11 @@ export class BudgetGrants {
       if (limit !== undefined && (this.#store.budgetGrants.get(campaignId) ?? 0) < limit) continue
       const micros = this.#book.giveUp(campaignId)
       this.#idle.delete(campaignId)
+      this.#holding.delete(campaignId)
       if (micros <= 0) continue
       this.#propose(`return:${randomBytes(9).toString('base64url')}`, { op: 'return', campaign: campaignId, micros }).catch(() => undefined).then((verdict) => {
         if (verdict === undefined) this.#log.warn('cluster: a budget part given back was not confirmed in time; if it did not land, the campaign is short of it', { campaign_id: campaignId, micros })
       })
     }
-    for (const campaignId of this.#idle.keys()) if (!holding.has(campaignId)) this.#idle.delete(campaignId)
   }
 }

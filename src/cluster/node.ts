@@ -149,7 +149,15 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   const rates = new RateGrants({ propose: proposeTo(RATES_LOG), limiter: deps.limiter, log, onGranted: deps.onGranted })
   const ownLogs = [
     { stream: NAMES_LOG, machine: nameMachine(store, (name) => locks.changed(name)) },
-    { stream: BUDGET_LOG, machine: budgetMachine(store, cluster.nodeId, deps.budgets) },
+    {
+      stream: BUDGET_LOG,
+      machine: budgetMachine(store, cluster.nodeId, {
+        granted: (campaignId, micros, seq) => {
+          deps.budgets.granted(campaignId, micros, seq)
+          budgets.credited(campaignId)
+        }
+      })
+    },
     { stream: RATES_LOG, machine: rateMachine(store) }
   ]
   for (const { stream, machine } of [...ownLogs, ...deps.logs]) {

@@ -17,6 +17,13 @@ export const SNAPSHOT_MS = 30_000
  */
 const BOOK_SNAPSHOT_MS = 1000
 
+/**
+ * Snapshot rows whose last written value the shipper remembers at most, the least recently written forgotten first: a
+ * seat's counters get a row an hour, so the map would grow for good, and a row forgotten is only written once more with
+ * its round the next time it counts money.
+ */
+const WRITTEN_KEPT = 10_000
+
 /** Transactions' changes published to the engine in one round of acknowledgements. */
 const BATCH = 256
 
@@ -150,7 +157,11 @@ export class ChangeShipper {
    */
   #putOwn (kvKey: string, value: unknown): Promise<unknown> {
     const before = this.#writing.get(kvKey)
-    const put = (before === undefined ? this.#put(kvKey, value) : before.catch(() => {}).then(() => this.#put(kvKey, value))).then(() => { this.#written.set(kvKey, value) })
+    const put = (before === undefined ? this.#put(kvKey, value) : before.catch(() => {}).then(() => this.#put(kvKey, value))).then(() => {
+      this.#written.delete(kvKey)
+      this.#written.set(kvKey, value)
+      if (this.#written.size > WRITTEN_KEPT) this.#written.delete(this.#written.keys().next().value!)
+    })
     this.#writing.set(kvKey, put)
     const done = (): void => { if (this.#writing.get(kvKey) === put) this.#writing.delete(kvKey) }
     put.then(done, done)
