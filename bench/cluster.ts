@@ -11,7 +11,8 @@
 // (its analytics process included) and every engine member, the idle ones too: what the cluster costs, not only the
 // node that answered. Beside them, the bare uWS reply and the durable floor, and the engine prototype's quorum append
 // (bench/engines.ts). Then the same bids on a cluster of five nodes, and issue 47's four figures of a cluster that
-// grows with its nodes, each against its bar.
+// grows with its nodes, each against its bar. The unpaced bids and holds, and the prototype's appends, are measured
+// after 5 s of the same load on each target alike (warmUp).
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -62,10 +63,20 @@ function scalingFigures (row: (prefix: string) => Measurement): string[] {
 }
 
 /**
- * The bids' run on a cluster, with the bystander's idle CPU beside it: what it spends over a bid's time with no
+ * 5 s of a run's load, not counted, before it is measured: on one node and on a cluster alike, the unpaced bids and
+ * holds. A path's cost falls for seconds as the JIT compiles it, on every process the cluster's requests cross (the
+ * cluster's holds over 10 s: 436/s at 4,469 us of CPU each from cold, 758/s at 2,515 us after 10 s of the same).
+ */
+async function warmUp (name: string, load: Parameters<typeof measure>[1]): Promise<void> {
+  await measure(`${name}, warm-up not counted`, { ...load, duration: 5 })
+}
+
+/**
+ * The bids' run on a cluster, warmed up, with the bystander's idle CPU beside it: what it spends over a bid's time with no
  * request at all (its beats, its logs' upkeep), measured just before, so that what it spends on the bids shows apart.
  */
 async function bidsBeside (name: string, load: Parameters<typeof measure>[1], pids: number[], bystander: { id: string, pid: number | undefined }): Promise<Measurement> {
+  await warmUp(name, load)
   const pid = bystander.pid!
   const before = cpuMicros(pid)!
   const started = performance.now()
@@ -149,6 +160,10 @@ if (missing !== undefined) {
     })
     return (base: string, rate?: number) => ({ url: base, requests, connections: rate !== undefined ? 4 : connections, pipelining: 1, duration: seconds, ...(rate !== undefined ? { overallRate: rate } : {}) })
   }
+  const warmThenMeasure = async (name: string, load: Parameters<typeof measure>[1], pids: number | number[]) => {
+    await warmUp(name, load)
+    return await measure(name, load, pids)
+  }
   const single = await startOohbid({ HOT_THREADS: '1', BID_TTL_SECONDS: '86400', TRUST_PROXY: '127.0.0.1' })
   const one = await acceptedBid(single)
   console.log(`oohbid on one node and on three, POST /bid c=${connections} -p 1, a replicated write and FEIN batches of 100 of 8,000 screens at 80/s, ${seconds} s per run`)
@@ -158,7 +173,7 @@ if (missing !== undefined) {
   const floor = await startDurable(one.sample, 1)
   rows.push(await measure('durable floor: uWS + parse + one LMDB put', bid(floor.url, one.key, one.body), floor.child.pid))
   await floor.stop()
-  rows.push(await measure('one node: POST /bid', bid(single.url, one.key, one.body), single.child.pid))
+  rows.push(await warmThenMeasure('one node: POST /bid', bid(single.url, one.key, one.body), single.child.pid!))
   rows.push(await measure(`one node: POST /bid, c=${manyClients}`, bid(single.url, one.key, one.body, manyClients), single.child.pid))
   rows.push(await measure('one node: a key\'s scopes replaced (80/s)', await keyWrite(single.url, single.adminToken, one.key), single.child.pid))
   const singleFleet = await fleetOn(single.url)
@@ -166,7 +181,7 @@ if (missing !== undefined) {
   rows.push(await measure('one node: a spot decision, 8,000 players', singleFleet.spots, single.child.pid))
   const singleHold = await booking(single.url, single.adminToken)
   rows.push(await measure('one node: a reservation hold (20/s)', singleHold(single.url, 20), single.child.pid))
-  rows.push(await measure(`one node: reservation holds of 64 screens, c=${connections} unpaced`, singleHold(single.url), single.child.pid))
+  rows.push(await warmThenMeasure(`one node: reservation holds of 64 screens, c=${connections} unpaced`, singleHold(single.url), single.child.pid!))
   await single.stop()
 
   // The engine prototype's quorum append (bench/engines.ts): the durable floor's front writing each turn's bids to a
@@ -176,7 +191,7 @@ if (missing !== undefined) {
   const prototypeEngine = await startNatsCluster(prototypeDir, 3)
   try {
     const front = await startQuorumFront('nats', prototypeEngine.urls, 'turn', one.sample)
-    rows.push(await measure('engine prototype: a quorum append a bid', bid(front.url, one.key, one.body), [front.child.pid!, ...prototypeEngine.members().map((m) => m.pid)]))
+    rows.push(await warmThenMeasure('engine prototype: a quorum append a bid', bid(front.url, one.key, one.body), [front.child.pid!, ...prototypeEngine.members().map((m) => m.pid)]))
     await front.stop()
   } finally {
     await prototypeEngine.stop()
@@ -198,7 +213,7 @@ if (missing !== undefined) {
     rows.push(await measure('3-node cluster: a spot decision on node-1, 8,000 players', clusterFleet.spots, pids))
     const clusterHold = await booking(node.url, cluster.adminToken)
     rows.push(await measure('3-node cluster: a reservation hold on node-1 (20/s)', clusterHold(node.url, 20), pids))
-    rows.push(await measure(`3-node cluster: reservation holds of 64 screens through HAProxy, c=${connections} unpaced`, clusterHold(cluster.frontUrl), pids))
+    rows.push(await warmThenMeasure(`3-node cluster: reservation holds of 64 screens through HAProxy, c=${connections} unpaced`, clusterHold(cluster.frontUrl), pids))
   } finally {
     await cluster.stop()
     rmSync(dir, { recursive: true, force: true })

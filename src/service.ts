@@ -39,7 +39,7 @@ import type { ClusterNode } from './cluster/node.js'
 import { shareSecrets } from './store/secrets.js'
 import { adoptMetaSettings } from './store/settings.js'
 import { adoptCampaignDelivery } from './campaigns/delivery.js'
-import { indexBookedDays } from './campaigns/capacity.js'
+import { indexBookedDays, indexClaimDays } from './campaigns/capacity.js'
 import { ShippedChanges } from './cluster/shipped.js'
 import { RehearsedBookings } from './campaigns/rehearsed-bookings.js'
 import { clusterShare } from './cluster/share.js'
@@ -128,6 +128,7 @@ function nodeParts (config: ResolvedConfig, store: Store, clock: Clock, log: Log
   adoptMetaSettings(store)
   adoptCampaignDelivery(store)
   indexBookedDays(store, config.cluster?.partitions ?? 1)
+  indexClaimDays(store)
   const inventory = new Inventory(store, outbox, clock, inventoryOptions(config, false))
   adoptLegacyBindings(store)
   adoptSeatKeyLists(store)

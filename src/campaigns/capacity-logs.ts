@@ -9,7 +9,7 @@ import type { PartitionMachine } from '../cluster/partition-log.js'
 import type { Verdict } from '../cluster/records.js'
 import { partitionOf } from '../cluster/screen-partitions.js'
 import type { Store } from '../store/store.js'
-import { bookWhole, claimLog, itemsByPartition, partsFollow, releasePart, settlePart, stepClaim, stepWhole, sweepEnded, sweepPastDays, takePart, type CapacityLog, type ClaimStep } from './capacity.js'
+import { bookWhole, claimLog, itemsByPartition, lastDayOf, partsFollow, releasePart, settlePart, stepClaim, stepWhole, sweepEnded, sweepPastDays, takePart, type CapacityLog, type ClaimStep } from './capacity.js'
 import type { BookingItem, ClaimOutcome, Shortfall } from './records.js'
 
 /** What a request's handler would book, in the order it asked, as its rehearsal recorded it. */
@@ -28,7 +28,7 @@ export const CLAIMS_LOG = 'CLAIMS'
 export type PartCommand =
   | { op: 'book', claim: string, items: BookingItem[], hold_ms?: number }
   | { op: 'step', step: ClaimStep }
-  | { op: 'take', claim: string, items: BookingItem[] }
+  | { op: 'take', claim: string, items: BookingItem[], last_day?: string }
   | { op: 'settle', claim: string, outcome: 'commit' | 'abort' }
   | { op: 'release', claim: string }
 
@@ -85,7 +85,7 @@ export function partitionMachine (store: Store, partition: number, partitions: n
       switch (c.op) {
         case 'book': return verdictOf(bookWhole(store, c.claim, partition, partitions, c.items, c.hold_ms, at.logTime, at.from))
         case 'step': return verdictOf(stepWhole(store, c.step, partition, at.logTime, at.from))
-        case 'take': return verdictOf(takePart(store, c.claim, partition, partitions, c.items))
+        case 'take': return verdictOf(takePart(store, c.claim, partition, partitions, c.items, at.logTime, 'tentative', c.last_day))
         case 'settle': return verdictOf(settlePart(store, c.claim, partition, c.outcome, at.logTime))
         case 'release': return verdictOf(releasePart(store, c.claim, partition, at.logTime))
       }
@@ -137,9 +137,12 @@ export async function takeClaim (store: Store, logs: CapacityLogs, claim: string
   }
   const byPart = itemsByPartition(items, logs.partitions)
   const parts = [...byPart.keys()].sort((a, b) => a - b)
-  const declared = outcomeOf(await logs.propose('claims', `intent:${claim}`, { op: 'intent', claim, parts, timeout_ms: timeoutMs, ...(holdMs !== undefined ? { hold_ms: holdMs } : {}) }))
+  // Its parts go with it once its last day is past, whatever their own items' last days.
+  const lastDay = lastDayOf(items)
+  const last = lastDay !== undefined ? { last_day: lastDay } : {}
+  const declared = outcomeOf(await logs.propose('claims', `intent:${claim}`, { op: 'intent', claim, parts, timeout_ms: timeoutMs, ...last, ...(holdMs !== undefined ? { hold_ms: holdMs } : {}) }))
   if (!declared.ok) return declared
-  const taken = (await Promise.all(parts.map(async (p) => await logs.propose(p, `take:${claim}`, { op: 'take', claim, items: byPart.get(p)! })))).map(outcomeOf)
+  const taken = (await Promise.all(parts.map(async (p) => await logs.propose(p, `take:${claim}`, { op: 'take', claim, items: byPart.get(p)!, ...last })))).map(outcomeOf)
   const refused = taken.find((o) => !o.ok)
   const decision = refused === undefined ? 'commit' : 'abort'
   const decided = outcomeOf(await logs.propose('claims', `${decision}:${claim}`, { op: decision, claim }))

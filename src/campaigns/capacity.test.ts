@@ -4,9 +4,10 @@ import { join } from 'node:path'
 import t from 'tap'
 import { openStore, type Store } from '../store/store.js'
 import { IDEMPOTENCY_TTL_MS } from '../http/idempotency.js'
-import { bookedInHour, bookedOn, bookWhole, indexBookedDays, releasePart, settlePart, stepClaim, stepWhole, sweepEnded, sweepPastDays, takePart } from './capacity.js'
+import { bookedInHour, bookedOn, bookWhole, indexBookedDays, indexClaimDays, pastFrom, releasePart, settlePart, stepClaim, stepWhole, sweepEnded, sweepPastDays, takePart } from './capacity.js'
 import { partitionOf } from '../cluster/screen-partitions.js'
 import type { BookingItem } from './records.js'
+import { give } from './screen-bookings.js'
 
 // The ledger's rules without a service: a partition counts a claim's part from its take until its settlement drops
 // it or a release gives it back, and never past a day's capacity; a claim's life moves only as its rules allow, so
@@ -27,27 +28,27 @@ t.test('a partition counts tentative parts, never books past capacity, and drops
   const s = store(t)
   const p = partitionOf('s1', 1)
   s.write(() => {
-    t.same(takePart(s, 'c1', p, 1, [item(6)]), { ok: true }, 'six of ten taken, tentatively')
-    t.match(takePart(s, 'c2', p, 1, [item(6)]), { ok: false, reason: 'capacity_unavailable', short: { screen: 's1', free: 4, asked: 6 } }, 'a tentative part is counted: six more do not fit')
-    t.same(takePart(s, 'c1', p, 1, [item(1)]), { ok: false, reason: 'settled' }, 'a claim takes a partition once')
+    t.same(takePart(s, 'c1', p, 1, [item(6)], 0), { ok: true }, 'six of ten taken, tentatively')
+    t.match(takePart(s, 'c2', p, 1, [item(6)], 0), { ok: false, reason: 'capacity_unavailable', short: { screen: 's1', free: 4, asked: 6 } }, 'a tentative part is counted: six more do not fit')
+    t.same(takePart(s, 'c1', p, 1, [item(1)], 0), { ok: false, reason: 'settled' }, 'a claim takes a partition once')
     settlePart(s, 'c1', p, 'abort', 0)
     t.equal(bookedOn(s, 's1', '2026-12-01'), 0, 'an aborted claim gives its part back')
-    t.same(takePart(s, 'c1', p, 1, [item(1)]), { ok: false, reason: 'settled' }, 'and its take, landing late, takes nothing')
-    t.same(takePart(s, 'c3', p, 1, [item(10)]), { ok: true })
+    t.same(takePart(s, 'c1', p, 1, [item(1)], 0), { ok: false, reason: 'settled' }, 'and its take, landing late, takes nothing')
+    t.same(takePart(s, 'c3', p, 1, [item(10)], 0), { ok: true })
     settlePart(s, 'c3', p, 'commit', 0)
     settlePart(s, 'c3', p, 'abort', 0)
     t.equal(bookedOn(s, 's1', '2026-12-01'), 10, 'a part is settled once: a second settlement moves nothing')
     t.same(releasePart(s, 'c3', p, 0), { ok: true })
     t.same(releasePart(s, 'c3', p, 0), { ok: false, reason: 'claim_gone' }, 'and released once')
     t.equal(bookedOn(s, 's1', '2026-12-01'), 0)
-    t.same(takePart(s, 'c7', p, 1, [item(2)]), { ok: true })
+    t.same(takePart(s, 'c7', p, 1, [item(2)], 0), { ok: true })
     t.same(releasePart(s, 'c7', p, 0), { ok: true }, 'a release landing before its commit\'s settlement gives the part back')
     settlePart(s, 'c7', p, 'commit', 0)
     t.equal(bookedOn(s, 's1', '2026-12-01'), 0, 'and the settlement finds it settled')
-    t.same(takePart(s, 'c4', p, 1, [item(1, { version: 9 })]), { ok: true })
-    t.same(takePart(s, 'c5', p, 1, [item(1, { version: 8, capacity: 100 })]), { ok: false, reason: 'stale_screen' }, 'a take read from an older screen than one the partition has seen is refused')
+    t.same(takePart(s, 'c4', p, 1, [item(1, { version: 9 })], 0), { ok: true })
+    t.same(takePart(s, 'c5', p, 1, [item(1, { version: 8, capacity: 100 })], 0), { ok: false, reason: 'stale_screen' }, 'a take read from an older screen than one the partition has seen is refused')
   })
-  t.same(s.write(() => takePart(s, 'c6', (partitionOf('s1', 16) + 1) % 16, 16, [item(1)])), { ok: false, reason: 'wrong_partition' }, 'a part whose screen is another partition\'s is refused')
+  t.same(s.write(() => takePart(s, 'c6', (partitionOf('s1', 16) + 1) % 16, 16, [item(1)], 0)), { ok: false, reason: 'wrong_partition' }, 'a part whose screen is another partition\'s is refused')
   t.equal(new Set(Array.from({ length: 200 }, (_, i) => partitionOf(`screen-${i}`, 16))).size, 16, 'screens spread over every partition')
 })
 
@@ -106,7 +107,91 @@ t.test('claims that ended and parts dropped are removed a day later in their log
   t.equal(s.capacityClaims.get('kept@0')?.state, 'firm', 'a firm claim stays')
   t.equal(s.capacityParts.get(['kept@0', 0])?.state, 'taken', 'with its part')
   t.equal(bookedOn(s, 's1', '2026-12-01'), 3, 'and its spots')
+  t.same([...s.capacityEnded.getKeys()].filter(([, at]) => at !== pastFrom('2026-12-01')), [], 'nothing is left to remove before the claims\' days are past')
+})
+
+t.test('claims that stood and their parts are removed once their last day is past in every time zone, a day later; a claim declared without its last day stays', async (t) => {
+  const s = store(t)
+  const keep = IDEMPOTENCY_TTL_MS
+  const now = Date.parse('2026-11-30T12:00:00Z')
+  const gone = pastFrom('2026-12-03') + keep
+  const screenIn = (p: number): string => Array.from({ length: 50 }, (_, i) => `s${i}`).find((screen) => partitionOf(screen, 2) === p)!
+  s.write(() => {
+    bookWhole(s, 'firm@0', 0, 1, [item(1), item(1, { date: '2026-12-03' })], undefined, now, A)
+    bookWhole(s, 'kept@0', 0, 1, [item(1, { date: '2026-12-03' })], 60_000, now, A)
+    stepWhole(s, { op: 'keep', claim: 'kept@0' }, 0, now, A)
+    stepClaim(s, { op: 'intent', claim: 'multi', parts: [0, 1], timeout_ms: 1000, last_day: '2026-12-03' }, now, A)
+    takePart(s, 'multi', 0, 2, [item(1, { screen: screenIn(0) })], now, 'tentative', '2026-12-03')
+    takePart(s, 'multi', 1, 2, [item(1, { screen: screenIn(1), date: '2026-12-03' })], now)
+    stepClaim(s, { op: 'commit', claim: 'multi' }, now, A)
+    settlePart(s, 'multi', 0, 'commit', now)
+    settlePart(s, 'multi', 1, 'commit', now)
+    stepClaim(s, { op: 'intent', claim: 'legacy', parts: [0], timeout_ms: 1000 }, now, A)
+    stepClaim(s, { op: 'commit', claim: 'legacy' }, now, A)
+  })
+  const sweepAll = (at: number) => s.write(() => { for (const log of ['claims', 0, 1] as const) sweepEnded(s, log, at) })
+  sweepAll(pastFrom('2026-12-01') + keep)
+  t.equal(s.capacityParts.get(['multi', 0])?.state, 'taken', 'a part whose own days are past stays while its claim\'s are not: a give of the claim finds it')
+  sweepAll(gone - 1)
+  t.same(['firm@0', 'kept@0', 'multi'].map((c) => s.capacityClaims.get(c)?.state), ['firm', 'firm', 'firm'], 'a day after their last day is past everywhere, firm claims still stand')
+  t.ok(s.capacityParts.get(['multi', 1]) !== undefined, 'with their parts')
+  sweepAll(gone)
+  t.same(['firm@0', 'kept@0', 'multi'].map((c) => s.capacityClaims.get(c)), [undefined, undefined, undefined], 'then every log removes the claims it decides')
+  t.same([...s.capacityParts.getKeys()], [], 'and the parts its screens took')
+  t.equal(s.capacityClaims.get('legacy')?.state, 'firm', 'a claim declared without its last day (before it was recorded) stays')
   t.same([...s.capacityEnded.getKeys()], [], 'nothing is left to remove')
+  t.same([...s.capacityLapses.getKeys()], [], 'nor to lapse')
+})
+
+t.test('a claim booked for days already past stands a day; a stale entry of an earlier claim of its id leaves it be; a release finding its part gone marks it given back', async (t) => {
+  const s = store(t)
+  const keep = IDEMPOTENCY_TTL_MS
+  const late = pastFrom('2026-12-01') + 10 * 86_400_000
+  s.write(() => bookWhole(s, 'late@0', 0, 1, [item(1)], undefined, late, A))
+  s.write(() => sweepEnded(s, 0, late + keep - 1))
+  t.equal(s.capacityClaims.get('late@0')?.state, 'firm', 'a day after its booking, it still stands: its request and a retry read it')
+  s.write(() => sweepEnded(s, 0, late + keep))
+  t.equal(s.capacityClaims.get('late@0'), undefined, 'then it goes')
+  const now = Date.parse('2026-11-30T12:00:00Z')
+  s.write(() => {
+    bookWhole(s, 'again@0', 0, 1, [item(1)], undefined, now, A)
+    stepWhole(s, { op: 'give', claim: 'again@0', from: 'firm' }, 0, now, A)
+  })
+  s.write(() => sweepEnded(s, 0, now + keep))
+  t.equal(s.capacityClaims.get('again@0'), undefined, 'a claim given back goes a day later')
+  const then = now + keep + 1
+  s.write(() => bookWhole(s, 'again@0', 0, 1, [item(1, { date: '2026-12-20' })], undefined, then, A))
+  s.write(() => sweepEnded(s, 0, pastFrom('2026-12-01') + keep))
+  t.equal(s.capacityClaims.get('again@0')?.state, 'firm', 'its id booked again for later days: the first claim\'s entry leaves the new one be')
+  t.equal(s.capacityParts.get(['again@0', 0])?.state, 'taken', 'and its part')
+  s.write(() => releasePart(s, 'swept', 0, now))
+  t.equal(s.capacityParts.get(['swept', 0])?.state, 'dropped', 'a release whose part is gone (removed with its past days) marks it dropped, so the claim\'s recovery sees it given back')
+})
+
+t.test('claims that stood before their last day was recorded are given it from their parts and indexed, once', async (t) => {
+  const s = store(t)
+  const now = Date.parse('2026-11-30T12:00:00Z')
+  s.write(() => {
+    stepClaim(s, { op: 'intent', claim: 'old@0', parts: [0], timeout_ms: 0 }, now, A)
+    takePart(s, 'old@0', 0, 1, [item(1), item(1, { date: '2026-12-02' })], now, 'taken')
+    stepClaim(s, { op: 'commit', claim: 'old@0' }, now, A)
+    s.capacityEnded.clearSync()
+  })
+  indexClaimDays(s)
+  t.equal(s.capacityClaims.get('old@0')?.last_day, '2026-12-02', 'its last day, read from its part')
+  s.write(() => sweepEnded(s, 0, pastFrom('2026-12-02') + IDEMPOTENCY_TTL_MS))
+  t.equal(s.capacityClaims.get('old@0'), undefined, 'then it goes with its days')
+  t.equal(s.capacityParts.get(['old@0', 0]), undefined, 'and its part')
+})
+
+t.test('a node alone gives back a booking whose days are past and whose claim has left the ledger as given: a placement changed after its flight is not refused', async (t) => {
+  const s = store(t)
+  const booked = { claim: 'clm_old', screen_ids: ['s1'], start_date: '2026-12-01', end_date: '2026-12-01', spots: 1 }
+  s.write(() => bookWhole(s, 'clm_old', 0, 1, [item(1)], undefined, Date.parse('2026-11-30T12:00:00Z'), A))
+  const later = pastFrom('2026-12-01') + IDEMPOTENCY_TTL_MS
+  t.same(s.write(() => give(s, booked, 'rebook', later)), { ok: true }, 'given')
+  t.equal(s.capacityClaims.get('clm_old'), undefined, 'its claim was swept at the step')
+  t.same(s.write(() => give(s, { ...booked, end_date: '2026-12-09' }, 'rebook', later)), { ok: false, reason: 'claim_gone' }, 'a claim gone while its days still come is still refused')
 })
 
 t.test('a partition removes its booked rows of days past in every time zone, in its log\'s time; later days and other partitions\' stay', async (t) => {

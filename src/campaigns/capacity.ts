@@ -120,11 +120,12 @@ export function itemsByPartition (items: BookingItem[], partitions: number): Map
 // for room another booking only might take, never booked past it.
 
 /**
- * Takes a claim's part tentatively: counted until its settlement keeps or drops it. Refused when the part was settled
+ * Takes a claim's part tentatively: counted until its settlement keeps or drops it, and kept until its claim's last
+ * day (lastDay; its own items' for a claim taken whole) is past everywhere. Refused when the part was settled
  * before (a take landing after its claim was aborted takes nothing), when an item's screen is not the partition's or
  * was read in an older version than one the partition has seen, or when it does not fit.
  */
-export function takePart (store: Store, claim: string, partition: number, partitions: number, items: BookingItem[], state: 'tentative' | 'taken' = 'tentative'): ClaimOutcome {
+export function takePart (store: Store, claim: string, partition: number, partitions: number, items: BookingItem[], now: number, state: 'tentative' | 'taken' = 'tentative', lastDay = lastDayOf(items)): ClaimOutcome {
   if (store.capacityParts.get([claim, partition]) !== undefined) return { ok: false, reason: 'settled' }
   for (const item of items) {
     if (partitionOf(item.screen, partitions) !== partition) return { ok: false, reason: 'wrong_partition' }
@@ -135,6 +136,7 @@ export function takePart (store: Store, claim: string, partition: number, partit
   for (const item of items) if (item.version > (store.capacityScreens.get(item.screen) ?? 0)) store.capacityScreens.putSync(item.screen, item.version)
   moveBooked(store, items, 1, partition)
   store.capacityParts.putSync([claim, partition], { items, state })
+  endsWithItsDays(store, partition, claim, partition, lastDay, now)
   return { ok: true }
 }
 
@@ -162,7 +164,12 @@ function dropPart (store: Store, claim: string, partition: number, now: number):
  */
 export function releasePart (store: Store, claim: string, partition: number, now: number): ClaimOutcome {
   const part = store.capacityParts.get([claim, partition])
-  if (part === undefined || part.state === 'dropped') return { ok: false, reason: 'claim_gone' }
+  if (part?.state === 'dropped') return { ok: false, reason: 'claim_gone' }
+  // Gone already, with its past days: marked dropped all the same, so that the claim's recovery sees it given back.
+  if (part === undefined) {
+    dropPart(store, claim, partition, now)
+    return { ok: false, reason: 'claim_gone' }
+  }
   moveBooked(store, part.items, -1, partition)
   dropPart(store, claim, partition, now)
   return { ok: true }
@@ -192,6 +199,14 @@ const SWEEP_BATCH = 64
  */
 const PAST_DAY_MS = 2 * 86_400_000
 
+/** From when a date is past in every time zone: the start of the day after it, plus PAST_DAY_MS. */
+export function pastFrom (date: string): number {
+  return Date.parse(`${date}T00:00:00Z`) + 86_400_000 + PAST_DAY_MS
+}
+
+/** A booking's last date; undefined for one of no items (its dayparts left no open hour on any of its days). */
+export const lastDayOf = (items: BookingItem[]): string | undefined => items.length === 0 ? undefined : items.reduce((last, item) => item.date > last ? item.date : last, items[0]!.date)
+
 /**
  * Removes a partition's booked rows of days past in every time zone (their spots, and their hours), at most
  * SWEEP_BATCH a step, oldest first: nothing books a past day, and they were kept forever. Run at each step of the
@@ -218,10 +233,31 @@ export function indexBookedDays (store: Store, partitions: number): void {
 }
 
 /**
+ * Gives the claims that stood before their last day was recorded (last_day) that day, read from their parts, and
+ * indexes them and their parts to go once it is past (sweepEnded), once. Each node of a cluster does so at its own
+ * start, outside the logs: a past day's claim may leave one node's rows some steps before another's, and nothing
+ * books or gives back a past day.
+ */
+export function indexClaimDays (store: Store): void {
+  runOnce(store, 'claim_days', () => {
+    rewriteInBatches(store, store.capacityClaims, (claim, c) => {
+      if ((c.state !== 'held' && c.state !== 'firm') || c.last_day !== undefined) return
+      const lastDay = lastDayOf(c.parts.flatMap((p) => store.capacityParts.get([claim, p])?.items ?? []))
+      if (lastDay === undefined) return
+      store.capacityClaims.putSync(claim, { ...c, last_day: lastDay })
+      endsWithItsDays(store, claimLog(claim), claim, 'claim', lastDay, 0)
+      for (const p of c.parts) endsWithItsDays(store, p, claim, p, lastDay, 0)
+    })
+  })
+}
+
+/**
  * Removes the claims that ended and the parts that were dropped in a log (a partition, or the claims log) as long ago
  * as an Idempotency-Key is remembered: until then a retry of the booking that made them (the same key) finds them and
- * is answered as the first try was; after it, the retry is a new booking. Run at each step of the log, in its time, so
- * every node removes the same rows at the same step. Claims that live (held, firm) stay.
+ * is answered as the first try was; after it, the retry is a new booking. Claims that live (held, firm) and their
+ * parts go as long after their last day is past in every time zone (pastFrom): nothing books or gives back a past
+ * day, and a firm claim was otherwise kept for good, in every checkpoint of its log. Run at each step of the log, in
+ * its time, so every node removes the same rows at the same step.
  */
 export function sweepEnded (store: Store, log: CapacityLog, now: number): void {
   let n = 0
@@ -229,9 +265,25 @@ export function sweepEnded (store: Store, log: CapacityLog, now: number): void {
     if (n++ === SWEEP_BATCH) break
     const [, , claim, part] = key
     store.capacityEnded.removeSync(key)
-    if (part === 'claim') store.capacityClaims.removeSync(claim)
-    else if (store.capacityParts.get([claim, part])?.state === 'dropped') store.capacityParts.removeSync([claim, part])
+    if (part === 'claim') {
+      const c = store.capacityClaims.get(claim)
+      // An entry of an earlier claim of the same id (its Idempotency-Key used again a day later) leaves a live one be.
+      if (c === undefined || (!ENDED.has(c.state) && (c.last_day === undefined || pastFrom(c.last_day) > now))) continue
+      if (c.lapses_at !== undefined) store.capacityLapses.removeSync([c.lapses_at, claim])
+      store.capacityClaims.removeSync(claim)
+      continue
+    }
+    const p = store.capacityParts.get([claim, part])
+    if (p !== undefined && (p.state === 'dropped' || p.items.every((item) => pastFrom(item.date) <= now))) store.capacityParts.removeSync([claim, part])
   }
+}
+
+/**
+ * A claim or part that stands until its days are past: removed by sweepEnded as long after as an ended one, and never
+ * sooner after now (one booked for days already past stands a day: its request reads it, and a retry finds it).
+ */
+function endsWithItsDays (store: Store, log: CapacityLog, claim: string, part: number | 'claim', lastDay: string | undefined, now: number): void {
+  if (lastDay !== undefined) store.capacityEnded.putSync([log, Math.max(pastFrom(lastDay), now), claim, part], true)
 }
 
 // The claim's side: its life, decided in one place for all its parts (a cluster's claims log), so that a hold
@@ -240,7 +292,7 @@ export function sweepEnded (store: Store, log: CapacityLog, now: number): void {
 
 /** A step of a claim's life; now is the decider's time (the claims log's log time on a cluster). */
 export type ClaimStep =
-  | { op: 'intent', claim: string, parts: number[], hold_ms?: number, timeout_ms: number }
+  | { op: 'intent', claim: string, parts: number[], hold_ms?: number, timeout_ms: number, last_day?: string }
   | { op: 'commit' | 'abort' | 'keep' | 'expire', claim: string }
   | { op: 'give', claim: string, from: 'held' | 'firm' }
 
@@ -258,9 +310,10 @@ export function stepClaim (store: Store, step: ClaimStep, now: number, by: { nod
     if (next.lapses_at !== undefined) store.capacityLapses.putSync([next.lapses_at, step.claim], true)
     store.capacityClaims.putSync(step.claim, next)
     if (ENDED.has(next.state)) store.capacityEnded.putSync([claimLog(step.claim), now, step.claim, 'claim'], true)
+    else if (c?.state === 'pending') endsWithItsDays(store, claimLog(step.claim), step.claim, 'claim', next.last_day, now)
     return { ok: true }
   }
-  if (step.op === 'intent') return c !== undefined ? { ok: false, reason: 'duplicate' } : put({ state: 'pending', parts: step.parts, node: by.node, incarnation: by.incarnation, intent_at: now, timeout_ms: step.timeout_ms, ...(step.hold_ms !== undefined ? { hold_ms: step.hold_ms } : {}) })
+  if (step.op === 'intent') return c !== undefined ? { ok: false, reason: 'duplicate' } : put({ state: 'pending', parts: step.parts, node: by.node, incarnation: by.incarnation, intent_at: now, timeout_ms: step.timeout_ms, ...(step.hold_ms !== undefined ? { hold_ms: step.hold_ms } : {}), ...(step.last_day !== undefined ? { last_day: step.last_day } : {}) })
   if (c === undefined) return { ok: false, reason: 'claim_gone' }
   const { lapses_at: _lapses, ...rest } = c
   const lapsed = c.state === 'held' && c.lapses_at! <= now
@@ -299,9 +352,10 @@ export function partsFollow (store: Store, claim: string): { op: 'settle', outco
  * alone books every claim so; a cluster's partition log, a claim of its screens only). Call inside Store.write.
  */
 export function bookWhole (store: Store, claim: string, partition: number, partitions: number, items: BookingItem[], holdMs: number | undefined, now: number, by: { node: string, incarnation: string }): ClaimOutcome {
-  const taken = takePart(store, claim, partition, partitions, items, 'taken')
+  const taken = takePart(store, claim, partition, partitions, items, now, 'taken')
   if (!taken.ok) return taken
-  stepClaim(store, { op: 'intent', claim, parts: [partition], timeout_ms: 0, ...(holdMs !== undefined ? { hold_ms: holdMs } : {}) }, now, by)
+  const lastDay = lastDayOf(items)
+  stepClaim(store, { op: 'intent', claim, parts: [partition], timeout_ms: 0, ...(lastDay !== undefined ? { last_day: lastDay } : {}), ...(holdMs !== undefined ? { hold_ms: holdMs } : {}) }, now, by)
   stepClaim(store, { op: 'commit', claim }, now, by)
   return taken
 }

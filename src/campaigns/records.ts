@@ -88,6 +88,8 @@ export interface ClaimRecord {
   /** A hold: how long it is held once committed, and when it lapses unless kept. */
   hold_ms?: number
   lapses_at?: number
+  /** The last date it books (claims declared before it was recorded have none, and stay). */
+  last_day?: string
 }
 
 /**

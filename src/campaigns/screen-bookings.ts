@@ -4,7 +4,7 @@ import type { Daypart } from '../generated/types.js'
 import { datesBetween } from '../inventory/hours.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Bookings, Store } from '../store/store.js'
-import { bookWhole, hourShares, moveBooked, planBooking, stepWhole, sweepEnded, sweepPastDays } from './capacity.js'
+import { bookWhole, hourShares, moveBooked, pastFrom, planBooking, stepWhole, sweepEnded, sweepPastDays } from './capacity.js'
 import type { ClaimOutcome, Shortfall } from './records.js'
 
 /** A node alone is the only decider of its claims. */
@@ -98,7 +98,11 @@ export interface Booked {
  * known to have lapsed gives nothing. Call inside Store.write.
  */
 export function give (store: Store, booked: Booked, why: 'release' | 'expire' | 'rebook', now: number): ClaimOutcome {
-  if (booked.claim !== undefined) return bookings(store).give(store, booked.claim, why, now)
+  if (booked.claim !== undefined) {
+    const given = bookings(store).give(store, booked.claim, why, now)
+    // A claim whose days are all past leaves the ledger (sweepEnded): nothing of it is left to give back.
+    return !given.ok && given.reason === 'claim_gone' && pastFrom(booked.end_date) <= now ? { ok: true } : given
+  }
   for (const id of booked.screen_ids) {
     const screen = store.screens.get(id)
     for (const date of datesBetween(booked.start_date, booked.end_date)) {
