@@ -258,6 +258,39 @@ if (clusterAvailable(t)) {
     const proofsMissingOnThree: string[] = []
     for (const p of proofs) if (await proofOn(three.url, p.proof_id) === undefined) proofsMissingOnThree.push(p.proof_id)
     t.same(proofsMissingOnThree, [], 'and every acknowledged proof, its own included')
+    // Each screen's proofs here are taken by one node (a device's plays go through one node), so each chain is one
+    // line: no place in it held by two proofs, each proof chained to the one before it, the same on every node.
+    const chainsOn = async (base: string) => {
+      const chains = new Map<string, Map<number, { proof_id: string, prev: string, digest: string }>>()
+      let cursor: string | undefined
+      do {
+        const page = (await call(base, 'GET', `/v1/advertiser/proof/proofs?limit=1000${cursor !== undefined ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key: everywhereAd.key })).body.data as { proofs: Array<{ proof_id: string, screenId: string, chain: { seq: number, prev_digest: string, digest: string } }>, cursor: { next: string | null } }
+        for (const p of page.proofs) {
+          let chain = chains.get(p.screenId)
+          if (chain === undefined) chains.set(p.screenId, chain = new Map())
+          if (chain.has(p.chain.seq)) chain.set(-p.chain.seq, { proof_id: p.proof_id, prev: p.chain.prev_digest, digest: p.chain.digest })
+          else chain.set(p.chain.seq, { proof_id: p.proof_id, prev: p.chain.prev_digest, digest: p.chain.digest })
+        }
+        cursor = page.cursor.next ?? undefined
+      } while (cursor !== undefined)
+      return chains
+    }
+    const broken: string[] = []
+    let places = 0
+    const first = await chainsOn(one.url)
+    for (const node of [one, two, three]) {
+      const chains = node === one ? first : await chainsOn(node.url)
+      for (const [screen, chain] of chains) {
+        for (const [seq, p] of chain) {
+          if (seq < 0) broken.push(`${node.id}: ${screen}'s place ${-seq} held twice`)
+          else if (chain.has(seq - 1) && chain.get(seq - 1)!.digest !== p.prev) broken.push(`${node.id}: ${screen}'s proof ${seq} not chained to ${seq - 1}`)
+          else if (first.get(screen)?.get(seq)?.proof_id !== p.proof_id) broken.push(`${node.id}: ${screen}'s place ${seq} differs from node-1's`)
+          if (node === one && seq > 0) places++
+        }
+      }
+    }
+    t.same(broken, [], 'each screen\'s proof chain is one line, the same on every node')
+    t.comment(`checked ${places} places in ${first.size} screens' proof chains on 3 nodes: ${broken.length} broken`)
     // Back, node-3 is handed its share of the partitions again, each served once it has read their bids.
     await untilServed(t, c, [one, two, three], 'every partition served, node-3 among the owners', (all) => all[2]!.length > 0)
     t.same(await bookChecks([three]), [], 'and every screen\'s last acknowledged bid or a later one in the book of its owner, asked through node-3')

@@ -108,7 +108,10 @@ if (clusterAvailable(t)) {
     const ids = await Promise.all(keys.map(async (k) => (await call(cluster.nodes[0]!.url, 'GET', '/openrtb/v2/seat', { key: k })).body.data.key.key_id as string))
     // Each key revokes the other, through its own node, at the same moment: one must stay.
     const revoked = await Promise.all([0, 1].map((i) => call(cluster.nodes[i]!.url, 'DELETE', `/openrtb/v2/keys/${ids[1 - i]!}`, { key: keys[i]! })))
-    t.same(revoked.map((r) => r.status).sort(), [200, 409], 'one revocation went through; the other found the last live key', { bodies: revoked.map((r) => r.body) })
+    // The other is refused: 409 when it ran while its own key still worked (the seat's last live key), 401 when the
+    // first revocation reached its node before it was admitted (its own key revoked; seen under a loaded full run).
+    const [went, refused] = revoked.map((r) => r.status).sort()
+    t.ok(went === 200 && (refused === 409 || refused === 401), 'one revocation went through; the other was refused, finding the last live key or its own key revoked', { bodies: revoked.map((r) => r.body) })
     const live = await Promise.all(keys.map((k) => seatStatus(cluster.nodes[2]!.url, k)))
     t.same(live.sort(), [200, 401], 'the seat keeps one live key')
   })
