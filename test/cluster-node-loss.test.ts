@@ -260,32 +260,30 @@ if (clusterAvailable(t)) {
     t.same(proofsMissingOnThree, [], 'and every acknowledged proof, its own included')
     // Each screen's proofs here are taken by one node (a device's plays go through one node), so each chain is one
     // line: no place in it held by two proofs, each proof chained to the one before it, the same on every node.
-    const chainsOn = async (base: string) => {
+    const broken: string[] = []
+    const chainsOn = async (node: { id: string, url: string }) => {
       const chains = new Map<string, Map<number, { proof_id: string, prev: string, digest: string }>>()
       let cursor: string | undefined
       do {
-        const page = (await call(base, 'GET', `/v1/advertiser/proof/proofs?limit=1000${cursor !== undefined ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key: everywhereAd.key })).body.data as { proofs: Array<{ proof_id: string, screenId: string, chain: { seq: number, prev_digest: string, digest: string } }>, cursor: { next: string | null } }
+        const page = (await call(node.url, 'GET', `/v1/advertiser/proof/proofs?limit=1000${cursor !== undefined ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key: everywhereAd.key })).body.data as { proofs: Array<{ proof_id: string, screenId: string, chain: { seq: number, prev_digest: string, digest: string } }>, cursor: { next: string | null } }
         for (const p of page.proofs) {
           let chain = chains.get(p.screenId)
           if (chain === undefined) chains.set(p.screenId, chain = new Map())
-          if (chain.has(p.chain.seq)) chain.set(-p.chain.seq, { proof_id: p.proof_id, prev: p.chain.prev_digest, digest: p.chain.digest })
+          if (chain.has(p.chain.seq)) broken.push(`${node.id}: ${p.screenId}'s place ${p.chain.seq} held twice`)
           else chain.set(p.chain.seq, { proof_id: p.proof_id, prev: p.chain.prev_digest, digest: p.chain.digest })
         }
         cursor = page.cursor.next ?? undefined
       } while (cursor !== undefined)
       return chains
     }
-    const broken: string[] = []
-    let places = 0
-    const first = await chainsOn(one.url)
+    const first = await chainsOn(one)
+    const places = [...first.values()].reduce((n, chain) => n + chain.size, 0)
     for (const node of [one, two, three]) {
-      const chains = node === one ? first : await chainsOn(node.url)
+      const chains = node === one ? first : await chainsOn(node)
       for (const [screen, chain] of chains) {
         for (const [seq, p] of chain) {
-          if (seq < 0) broken.push(`${node.id}: ${screen}'s place ${-seq} held twice`)
-          else if (chain.has(seq - 1) && chain.get(seq - 1)!.digest !== p.prev) broken.push(`${node.id}: ${screen}'s proof ${seq} not chained to ${seq - 1}`)
+          if (chain.has(seq - 1) && chain.get(seq - 1)!.digest !== p.prev) broken.push(`${node.id}: ${screen}'s proof ${seq} not chained to ${seq - 1}`)
           else if (first.get(screen)?.get(seq)?.proof_id !== p.proof_id) broken.push(`${node.id}: ${screen}'s place ${seq} differs from node-1's`)
-          if (node === one && seq > 0) places++
         }
       }
     }

@@ -352,9 +352,9 @@ export function partsFollow (store: Store, claim: string): { op: 'settle', outco
  * alone books every claim so; a cluster's partition log, a claim of its screens only). Call inside Store.write.
  */
 export function bookWhole (store: Store, claim: string, partition: number, partitions: number, items: BookingItem[], holdMs: number | undefined, now: number, by: { node: string, incarnation: string }): ClaimOutcome {
-  const taken = takePart(store, claim, partition, partitions, items, now, 'taken')
-  if (!taken.ok) return taken
   const lastDay = lastDayOf(items)
+  const taken = takePart(store, claim, partition, partitions, items, now, 'taken', lastDay)
+  if (!taken.ok) return taken
   stepClaim(store, { op: 'intent', claim, parts: [partition], timeout_ms: 0, ...(lastDay !== undefined ? { last_day: lastDay } : {}), ...(holdMs !== undefined ? { hold_ms: holdMs } : {}) }, now, by)
   stepClaim(store, { op: 'commit', claim }, now, by)
   return taken
