@@ -40,7 +40,7 @@ if (clusterAvailable(t)) {
 
   t.test('a campaign played through three nodes at once spends exactly its budget, one of them frozen for a while: each node spends only the parts granted to it', async (t) => {
     const [one, two, three] = c.nodes
-    t.equal((await call(one.url, 'PUT', '/admin/v1/seats/creative-buyer/rate-limits', { key: cluster.adminToken, body: { limits: { campaigns: 100000, creatives: 100000 }, reason: 'cluster test' } })).status, 200)
+    t.equal((await call(one.url, 'PUT', '/admin/v1/seats/creative-buyer/rate-limits', { key: cluster.adminToken, body: { limits: { campaigns: 100000, creatives: 100000, inventory: 100000 }, reason: 'cluster test polls every node' } })).status, 200)
     const products = (await tool(one.url, 'get_products', { brief: 'gyms in Austin' })).data.products as Array<{ product_id: string }>
     const preferred = products.find((p) => p.product_id.endsWith(':preferred'))
     t.ok(preferred !== undefined, 'a preferred product of the Austin gyms')
@@ -152,7 +152,11 @@ if (clusterAvailable(t)) {
     const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)
     const screenIds = screens.devices.map((d) => d.screen_id)
     /** Spots booked tomorrow on each of the 31 screens, as a node shows them. */
-    const bookedVia = async (base: string) => ((await call(base, 'POST', '/openrtb/v2/screens/availability', { key: ad.key, body: { screen_ids: screenIds, start_date: tomorrow, end_date: tomorrow } })).body.data.screens as Array<{ periods: Array<{ booked: number }> }>).map((s) => s.periods[0]!.booked)
+    const bookedVia = async (base: string) => {
+      const res = await call(base, 'POST', '/openrtb/v2/screens/availability', { key: ad.key, body: { screen_ids: screenIds, start_date: tomorrow, end_date: tomorrow } })
+      if (res.status !== 200) throw new Error(`availability through ${base} answered ${res.status}: ${JSON.stringify(res.body)}`)
+      return (res.body.data.screens as Array<{ periods: Array<{ booked: number }> }>).map((s) => s.periods[0]!.booked)
+    }
     const before = await bookedVia(one.url)
     const made = await tool(two.url, 'create_media_buy', {
       buyer_ref: 'guaranteed-everywhere', start_time: `${tomorrow}T00:00:00Z`, end_time: `${tomorrow}T23:59:00Z`,
