@@ -48,9 +48,9 @@ import { leasedLeft } from './campaigns/delivery.js'
 import { ALONE } from './store/store.js'
 import { createLogger, type Logger } from './log.js'
 import { Outbox } from './store/outbox.js'
+import { proposePlay, startProofRetries } from './proof/proof-log.js'
 import { lockDataDir } from './store/data-dir-lock.js'
-import { openStore, type Bookings, type Store } from './store/store.js'
-import type { SettleCommand } from './bidding/records.js'
+import { openStore, type Store } from './store/store.js'
 import { DeliveryLog } from './webhooks/delivery-log.js'
 import { WebhookDispatcher } from './webhooks/dispatcher.js'
 import { webhookKind } from './webhooks/kind.js'
@@ -100,10 +100,10 @@ export interface ServiceOptions {
 
 /**
  * Takes the data directory and the port (or refuses to start), opens the store and resolves the configuration.
- * askBudget: where a cluster node's asks for the next part of a campaign's budget go; bookings: how it books;
- * settle: where its settlements of bids are proposed.
+ * askBudget: where a cluster node's asks for the next part of a campaign's budget go; links: how it books, and where
+ * its settlements of bids and its plays' proofs are proposed.
  */
-async function takeNode (given: Config, log: Logger, askBudget: (campaignId: string, wantMicros: number) => void, bookings: Bookings, served: ServedPartitions, settle: (partition: number, command: SettleCommand) => Promise<boolean>): Promise<{ lock: Awaited<ReturnType<typeof lockDataDir>>, claimed: ClaimedPort, store: Store, config: ResolvedConfig & { adminToken: string }, url: string }> {
+async function takeNode (given: Config, log: Logger, askBudget: (campaignId: string, wantMicros: number) => void, served: ServedPartitions, links: Parameters<typeof clusterShare>[3]): Promise<{ lock: Awaited<ReturnType<typeof lockDataDir>>, claimed: ClaimedPort, store: Store, config: ResolvedConfig & { adminToken: string }, url: string }> {
   const lock = await lockDataDir(given.dataDir)
   let claimed: ClaimedPort
   try {
@@ -113,7 +113,7 @@ async function takeNode (given: Config, log: Logger, askBudget: (campaignId: str
     throw err
   }
   const port = claimed.port
-  const share = given.cluster !== undefined ? clusterShare(given.cluster.nodeId, served, { leasedLeft, ask: askBudget }, bookings, settle) : ALONE
+  const share = given.cluster !== undefined ? clusterShare(given.cluster.nodeId, served, { leasedLeft, ask: askBudget }, links) : ALONE
   const store = openStore(given.dataDir, { mode: given.durability, syncIntervalMs: given.syncIntervalMs }, undefined, { replicate: given.cluster !== undefined, share })
   const admin = resolveAdminToken(given.adminToken, given.dataDir)
   if (admin.generatedAt !== undefined) log.info('operator token', { path: admin.generatedAt })
@@ -181,6 +181,7 @@ function nodeParts (config: ResolvedConfig, store: Store, clock: Clock, log: Log
 export async function startService ({ config: given, clock = systemClock, log = createLogger(given.logLevel) }: ServiceOptions): Promise<Service> {
   let cluster: ClusterNode | undefined
   let capacity: ReturnType<typeof startCapacity> | undefined
+  let proofRetries: ReturnType<typeof startProofRetries> | undefined
   // The catalog's jobs book through the logs too (a hold's lapse), once the node has joined.
   const bookings = new RehearsedBookings({
     decide: async (base, commands) => await capacity!.decide(base, commands),
@@ -188,7 +189,11 @@ export async function startService ({ config: given, clock = systemClock, log = 
   }, given.cluster?.partitions ?? 1)
   // The partitions whose spots this node decides: none until it owns their logs and has read their bids.
   const served = new ServedPartitions(given.cluster?.partitions ?? 1)
-  const { lock, claimed, store, config, url } = await takeNode(given, log, (campaignId, wantMicros) => cluster?.leaseBudget(campaignId, wantMicros), bookings, served, async (partition, command) => await cluster?.settle(partition, command) ?? false)
+  const { lock, claimed, store, config, url } = await takeNode(given, log, (campaignId, wantMicros) => cluster?.leaseBudget(campaignId, wantMicros), served, {
+    bookings,
+    settle: async (partition, command) => await cluster?.settle(partition, command) ?? false,
+    prove: async (command) => cluster === undefined ? undefined : await proposePlay(cluster, store, command)
+  })
   const { port, adminToken } = config
   const parts = nodeParts(config, store, clock, log, adminToken)
   const { moderator, notices, funnel, claims, sender, webhooks, analytics, idempotency, deliveries } = parts
@@ -203,13 +208,17 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const routes = allRoutes({ ...parts, config, clock, store, impIds: new ImpIds(store), proofSigner: ProofSigner.forService(config), journal: openHotJournal(parts.intake, config.dataDir, config.durability, 'supervisor', new JournalTurns(parts.journals, 0)), scrape: () => Promise.resolve(''), dashboard, endThread: () => Promise.resolve(false), shared: broadcast(() => {}), readiness: () => ({ checks: {} }) })
   try {
     cluster = await joinClusterOf({ ...parts, config, clock, log, store, shipped: replicated, threads, served, url })
-    if (cluster !== undefined) capacity = startCapacity(store, cluster, config.cluster!, log)
+    if (cluster !== undefined) {
+      capacity = startCapacity(store, cluster, config.cluster!, log)
+      proofRetries = startProofRetries(store, cluster, config.cluster!.ackTimeoutMs, log)
+    }
     await threads.start(config.hotThreads)
     claimed.release()
   } catch (err) {
     claimed.release()
     await threads.close().catch(() => 0)
     capacity?.stop()
+    proofRetries?.stop()
     await cluster?.close().catch(() => {})
     await store.close()
     await lock.release()
@@ -256,6 +265,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
         await sender.close()
         await analytics.close()
         capacity?.stop()
+        proofRetries?.stop()
         await cluster?.close()
         await store.close()
         await lock.release()

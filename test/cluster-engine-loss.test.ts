@@ -1,9 +1,10 @@
 import t from 'tap'
-import { clusterAvailable, everyNode, startTestCluster } from './helpers/cluster.js'
+import { clusterAvailable, everyNode, gymScreens, startTestCluster, uploadedAd } from './helpers/cluster.js'
 import { eventually } from './helpers/eventually.js'
 
 // The engine's members lost (test/helpers/cluster.ts starts the cluster): its leader killed, then a second member, so
-// that it has no quorum; writes refused without one are not acknowledged, and ship or run once it is back.
+// that it has no quorum; writes refused without one are not acknowledged, and ship or run once it is back, and a play
+// refused without one is proven once it is back.
 
 if (clusterAvailable(t)) {
   const c = await startTestCluster(t)
@@ -11,6 +12,9 @@ if (clusterAvailable(t)) {
 
   t.test('the engine\'s leader lost: writes go on with two members of three; with one, a write answers 503 and ships once the engine is back', async (t) => {
     const [one, two] = c.nodes
+    // A screen operator whose device reports a play while the engine has no quorum, and the ad it played.
+    const screens = await gymScreens(t, c)
+    const ad = await uploadedAd(t, c)
     const leader = await cluster.engine.leaderOf('KV_oohbid_state')
     process.kill(leader.pid, 'SIGKILL')
     const killed = performance.now()
@@ -45,6 +49,9 @@ if (clusterAvailable(t)) {
     const refused = await call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'minted-without-quorum' } })
     t.match(refused, { status: 503, body: { error_code: 'service_unavailable' } }, 'a key minted without a quorum (no Idempotency-Key) is not acknowledged')
     t.equal(refused.headers.get('retry-after'), '1')
+    const play = { adId: ad.id, impressionId: 'played-without-quorum', deviceId: 'd-5', duration: 15, completed: true, timestamp: Date.now() - 1000 }
+    const unplaced = await call(one.url, 'POST', '/v1/partner/impressions', { key: screens.partner, body: { impressions: [play] } })
+    t.match(unplaced, { status: 503, body: { error: { code: 'SERVICE_UNAVAILABLE' } } }, 'a play reported without a quorum is not acknowledged: the proof log cannot place it')
     t.match(await waiting(), /^node-1: [1-9]\d* transactions waiting to ship/, '/readyz says the write waits to ship')
     t.equal(await seatStatus(one.url, key), 200, 'the node goes on answering')
 
@@ -56,6 +63,13 @@ if (clusterAvailable(t)) {
     const listed = await eventually(t, 'every node lists the key minted without a quorum', () => Promise.all(cluster.nodes.map((n) => labels(n.url))), { within: 20_000, every: 250, until: (all) => all.every((l: unknown[]) => l.includes('minted-without-quorum')) })
     t.ok(listed.every((l: unknown[]) => l.includes('minted-without-quorum')), 'the key minted while the engine had no quorum reaches every node')
     t.comment(`on every node ${(((performance.now() - back) / 1000)).toFixed(1)} s after the engine's members were started again`)
+    const screenId = screens.devices.find((d) => d.device_id === play.deviceId)!.screen_id
+    const provenOn = async (base: string): Promise<string[]> => ((await call(base, 'GET', `/v1/advertiser/proof/proofs?screen_id=${screenId}&limit=100`, { key: ad.key })).body.data?.proofs as Array<{ proof_id: string, impressionId: string }> ?? []).filter((p) => p.impressionId === play.impressionId).map((p) => p.proof_id)
+    // Its partner does not send it again: node-1 proposes it again itself once the engine can place it.
+    const proven = await eventually(t, 'the play refused without a quorum proven on every node', () => Promise.all(cluster.nodes.map((n) => provenOn(n.url))), { within: 60_000, every: 500, until: (all) => all.every((ids) => ids.length === 1 && ids[0] === all[0]![0]) })
+    t.ok(proven.every((ids) => ids.length === 1 && ids[0] === proven[0]![0]), 'the play refused without a quorum is proven once the engine is back, once, the same proof on every node, with no retry from its partner')
+    const resent = await call(two.url, 'POST', '/v1/partner/impressions', { key: screens.partner, body: { impressions: [play] } })
+    t.match(resent, { status: 200, body: { data: { accepted: 0, duplicates: 1, results: [{ status: 'duplicate', proof_id: proven[0]![0] }] } } }, 'and its partner sending it again through node-2 gets a duplicate naming that proof')
     // As its Retry-After says: the names' log may still be electing its leader (each of the engine's streams elects
     // its own after the restarts; on a busy machine an election has taken more than 10 s).
     const ran = await eventually(t, 'the refused Idempotency-Key request run on a retry', () => call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'claimed-without-quorum' }, headers }), { within: 30_000, every: 1000, until: (r) => r.status !== 503 })

@@ -9,7 +9,7 @@ import { freshIp } from './helpers/service.js'
 import { partitionOf } from '../src/cluster/screen-partitions.js'
 
 // The marketplace on a cluster (test/helpers/cluster.ts starts it): creatives and their bytes, bookings never sold
-// twice, a screen's player and its proof chain on one node, an exchange's notices, a bid taken through one node and
+// twice, a screen's player, its proof chain through every node at once, an exchange's notices, a bid taken through one node and
 // won on its screen's owner, and the whole loop through the front. The screens are test/cluster.test.ts's, registered here as a fixture.
 
 if (clusterAvailable(t)) {
@@ -180,37 +180,50 @@ if (clusterAvailable(t)) {
     }
   })
 
-  t.test('a screen\'s proofs form one chain whichever node signs them, listed, counted and verified alike by every node', async (t) => {
+  t.test('a screen\'s proofs form one chain whichever nodes take its plays, at once too, listed, counted and verified alike by every node', async (t) => {
     const [one, two, three] = c.nodes
     const ad = everywhereAd!
-    // A screen's plays reported through node-1, node-2, node-3 and node-1 again, as when its player moves to another
-    // node: each next node signs once it holds the proofs before (the engine had them before each answer).
-    const signed: string[] = []
     let n = 0
+    const report = async (node: typeof one, plays: number, impressionId = () => `chain-imp-${++n}`) => await call(node.url, 'POST', '/v1/partner/impressions', {
+      key: screensPartner,
+      body: { impressions: Array.from({ length: plays }, () => ({ adId: ad.id, impressionId: impressionId(), deviceId: 'd-6', duration: 15, completed: true, timestamp: Date.now() - 1000 + n })) }
+    })
+    // A screen's plays reported through node-1, node-2, node-3 and node-1 again, one call after another, as when its
+    // player moves to another node: no node waits to hold the others' proofs first.
+    const signed: string[] = []
     for (const node of [one, two, three, one]) {
-      for (const id of signed) await eventually(t, `${node.id} holds proof ${id}`, async () => (await call(node.url, 'GET', `/v1/advertiser/proof/proofs/${id}`, { key: ad.key })).status, { every: 20, until: (s) => s === 200 })
-      const impressions = [0, 1].map(() => ({ adId: ad.id, impressionId: `chain-imp-${++n}`, deviceId: 'd-6', duration: 15, completed: true, timestamp: Date.now() - 1000 + n }))
-      const played = await call(node.url, 'POST', '/v1/partner/impressions', { key: screensPartner, body: { impressions } })
+      const played = await report(node, 2)
       t.match(played, { status: 200, body: { data: { accepted: 2 } } }, `two plays reported through ${node.id}`)
       signed.push(...(played.body.data.results as Array<{ proof_id: string }>).map((r) => r.proof_id))
     }
+    // Then through the three nodes at once, four plays a call, as a partner's servers behind a balancer send them.
+    const batches = await Promise.all([one, two, three].flatMap((node) => Array.from({ length: 5 }, async () => await report(node, 4))))
+    const atOnce = batches.flatMap((b) => (b.body.data?.results ?? []) as Array<{ status: string, proof_id: string }>).filter((r) => r.status === 'accepted')
+    t.equal(atOnce.length, 60, `60 plays reported through three nodes at once, each proven (${batches.map((b) => b.status).join(' ')})`)
+    // One impression id through two nodes at the same moment: proven once, the other answer naming that proof.
+    const twice = await Promise.all([two, three].map(async (node) => await report(node, 1, () => 'chain-imp-twice')))
+    const outcomes = twice.map((r) => r.body.data.results[0] as { status: string, proof_id: string })
+    t.same(outcomes.map((o) => o.status).sort(), ['accepted', 'duplicate'], 'one impression id through node-2 and node-3 at once: accepted once, a duplicate once')
+    t.equal(outcomes[0]!.proof_id, outcomes[1]!.proof_id, 'both name the one proof')
+    const total = signed.length + atOnce.length + 1
     const screenId = (await call(one.url, 'GET', `/v1/advertiser/proof/proofs/${signed[0]!}`, { key: ad.key })).body.data.screenId as string
     type Link = { proof_id: string, chain: { seq: number, prev_digest: string, digest: string } }
     const chainOn = async (base: string): Promise<Link[]> => ((await call(base, 'GET', `/v1/advertiser/proof/proofs?screen_id=${screenId}&limit=100`, { key: ad.key })).body.data.proofs as Link[]).sort((a, b) => a.chain.seq - b.chain.seq)
-    const chains = await eventually(t, `every node lists the ${signed.length} proofs`, () => Promise.all(c.nodes.map((node) => chainOn(node.url))), { every: 50, until: (all) => all.every((x) => x.length === signed.length) })
+    const chains = await eventually(t, `every node lists the ${total} proofs`, () => Promise.all(c.nodes.map((node) => chainOn(node.url))), { every: 50, until: (all) => all.every((x) => x.length === total) })
     const chain = chains[0]!
-    t.same(chain.map((p) => p.proof_id), signed, 'the eight proofs, signed by three nodes, in the order they were signed')
-    t.same(chain.map((p) => p.chain.seq), [1, 2, 3, 4, 5, 6, 7, 8], 'one chain: consecutive sequence numbers')
-    t.ok(chain.every((p, i) => i === 0 || p.chain.prev_digest === chain[i - 1]!.chain.digest), 'each proof chains from the one before, whichever node signed that one')
+    t.same(chain.slice(0, signed.length).map((p) => p.proof_id), signed, 'the eight reported one call after another, in the order they were reported')
+    t.same(chain.map((p) => p.chain.seq), Array.from({ length: total }, (_, i) => i + 1), `one chain of ${total} places: consecutive sequence numbers, none held twice`)
+    t.ok(chain.every((p, i) => i === 0 || p.chain.prev_digest === chain[i - 1]!.chain.digest), 'each proof chains from the one before, whichever node took that one')
     t.same(chains.map((c) => JSON.stringify(c)), chains.map(() => JSON.stringify(chain)), 'every node lists the same chain')
     const last = (await call(three.url, 'GET', `/v1/advertiser/proof/proofs/${signed[signed.length - 1]!}`, { key: ad.key })).body.data
     const fields = { signature: last.signature, timestamp: last.timestamp, adId: last.adId, impressionId: last.impressionId, screenId: last.screenId, deviceId: last.deviceId }
     t.match(await call(two.url, 'POST', '/v1/advertiser/proof/verify-proof', { body: fields, headers: { 'x-forwarded-for': freshIp() } }), { status: 200, body: { verification: { valid: true } } }, 'node-1\'s last proof verifies on node-2')
     const today = new Date().toISOString().slice(0, 10)
-    const counts = await Promise.all(cluster.nodes.slice(0, 3).map(async (node) => (await call(node.url, 'GET', `/openrtb/v2/proof-of-play?start_date=${today}&end_date=${today}&limit=1`, { key: ad.key })).body.data.counts))
+    const countsOn = async () => await Promise.all(cluster.nodes.slice(0, 3).map(async (node) => (await call(node.url, 'GET', `/openrtb/v2/proof-of-play?start_date=${today}&end_date=${today}&limit=1`, { key: ad.key })).body.data.counts))
+    const counts = await eventually(t, 'every node counts the seat\'s proofs', countsOn, { every: 50, until: (all) => all.every((x) => x.total === total + 1) })
     t.same(counts, counts.map(() => counts[0]), `the seat's proof-of-play counts are the same through every node: ${JSON.stringify(counts[0])}`)
-    t.equal(counts[0].total, signed.length + 1, 'and count every node\'s proofs: these and the creative\'s first')
-    t.match(await call(three.url, 'POST', '/v1/partner/impressions', { key: screensPartner, body: { impressions: [{ adId: ad.id, impressionId: 'chain-imp-1', deviceId: 'd-6', duration: 15, completed: true, timestamp: Date.now() }] } }), { status: 200, body: { data: { accepted: 0, duplicates: 1, results: [{ status: 'duplicate', proof_id: signed[0] }] } } }, 'an impression signed through node-1, reported again through node-3: a duplicate, its proof node-1\'s')
+    t.equal(counts[0].total, total + 1, 'and count every proof once: these, the one proven twice at once, and the creative\'s first')
+    t.match(await call(three.url, 'POST', '/v1/partner/impressions', { key: screensPartner, body: { impressions: [{ adId: ad.id, impressionId: 'chain-imp-1', deviceId: 'd-6', duration: 15, completed: true, timestamp: Date.now() }] } }), { status: 200, body: { data: { accepted: 0, duplicates: 1, results: [{ status: 'duplicate', proof_id: signed[0] }] } } }, 'an impression proven through node-1, reported again through node-3: a duplicate, its proof node-1\'s')
   })
 
   t.test('an exchange bids through any node; a bid\'s notices reach, through the load balancer, the node that made it', async (t) => {

@@ -53,7 +53,7 @@ if (clusterAvailable(t)) {
         }
       }
     }
-    // Screens' plays reported as they happen, each play acknowledged with its signed proof.
+    // Screens' plays reported as they happen, each screen's through two nodes, each play acknowledged with its signed proof.
     const player = async (node: typeof one, device: string) => {
       while (performance.now() < stopAt) {
         try {
@@ -138,7 +138,7 @@ if (clusterAvailable(t)) {
         }
       }
     }
-    const writers = [writer(one), writer(two), writer(three), writer(one), writer(two), writer(three), player(three, 'd-10'), player(one, 'd-11'), bidder(three, bidScreens.slice(0, 4)), bidder(one, bidScreens.slice(4)), winner(three, spotBuyers['node-3'], ['d-14', 'd-15']), winner(one, spotBuyers['node-1'], ['d-16', 'd-17']), planner(three), planner(one)]
+    const writers = [writer(one), writer(two), writer(three), writer(one), writer(two), writer(three), player(three, 'd-10'), player(one, 'd-10'), player(one, 'd-11'), player(two, 'd-11'), bidder(three, bidScreens.slice(0, 4)), bidder(one, bidScreens.slice(4)), winner(three, spotBuyers['node-3'], ['d-14', 'd-15']), winner(one, spotBuyers['node-1'], ['d-16', 'd-17']), planner(three), planner(one)]
     // node-3 dies once it has acknowledged writes of every kind, whatever the machine's pace.
     const fromThree = () => ({
       seats: acknowledged.filter((a) => a.via === 'node-3').length,
@@ -258,8 +258,9 @@ if (clusterAvailable(t)) {
     const proofsMissingOnThree: string[] = []
     for (const p of proofs) if (await proofOn(three.url, p.proof_id) === undefined) proofsMissingOnThree.push(p.proof_id)
     t.same(proofsMissingOnThree, [], 'and every acknowledged proof, its own included')
-    // Each screen's proofs here are taken by one node (a device's plays go through one node), so each chain is one
-    // line: no place in it held by two proofs, each proof chained to the one before it, the same on every node.
+    // Each screen's plays went through two nodes at once, node-3 one of them for d-10 until it died: the proof log's
+    // order places them, so each chain is one line: no place in it held by two proofs, each proof chained to the one
+    // before it, the same on every node.
     const broken: string[] = []
     const chainsOn = async (node: { id: string, url: string }) => {
       const chains = new Map<string, Map<number, { proof_id: string, prev: string, digest: string }>>()

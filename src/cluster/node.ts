@@ -65,9 +65,9 @@ export interface ClusterNode {
   /**
    * Proposes an unfenced command to one of the logs this node follows (a booking: src/campaigns/capacity-logs.ts); its
    * verdict once this node has applied it, undefined when the engine did not acknowledge it or it was not applied in
-   * time.
+   * time. fresh: no other command carries its key, so none is kept (PartitionEntry's fresh).
    */
-  propose (stream: string, key: string, body: unknown): Promise<Verdict | undefined>
+  propose (stream: string, key: string, body: unknown, fresh?: boolean): Promise<Verdict | undefined>
   /** Whether this node, in this life, owns one of the logs it follows, as far as it has applied the log. */
   owns (stream: string): boolean
   /**
@@ -82,6 +82,14 @@ export interface ClusterNode {
   close (): Promise<void>
 }
 
+/** meta key: this data directory's name in the engine, made when it first joined (a node id may be reused by a new disk). */
+const INCARNATION = 'cluster:incarnation'
+
+/** This data directory's name in the engine, once it has joined a cluster. */
+export function dataIncarnation (store: Store): string | undefined {
+  return store.meta.get(INCARNATION) as string | undefined
+}
+
 /**
  * Joins the cluster: connects to the engine, ships what this node recorded and did not ship before it stopped, and
  * applies what the other nodes changed meanwhile, before the hot threads serve (startService awaits this).
@@ -91,10 +99,10 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   const changes = store.changes
   if (changes === undefined) throw new Error('a cluster node needs a store opened with replicate: true')
   // Names this data directory's changes in the engine's duplicate window: a node id may be reused by a new disk.
-  let incarnation = store.meta.get('cluster:incarnation') as string | undefined
+  let incarnation = dataIncarnation(store)
   if (incarnation === undefined) {
     const made = incarnation = randomBytes(8).toString('hex')
-    store.write(() => store.meta.putSync('cluster:incarnation', made))
+    store.write(() => store.meta.putSync(INCARNATION, made))
   }
   // What shipped before a restart: everything older than the first change still waiting.
   const first = changes.pending(1)[0]
@@ -171,6 +179,9 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
       gap = err
     }), deps.log)
     if (gap !== undefined) throw gap
+    // A log kept whole (no owner, no checkpoint: the proofs') is read through first, however long: what it decides is
+    // not served from a copy that lacks part of it.
+    if (!log.owned) await untilAnswered(`reading the log ${stream} through`, async () => await log.readThrough(), deps.log)
     logs.set(stream, log)
   }
   const partitionOfLog = new Map(Array.from({ length: cluster.partitions }, (_, p) => [partitionStream(p), p]))
@@ -215,9 +226,10 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     lock: (name, owner) => locks.lock(name, owner, cluster.ackTimeoutMs),
     unlock: (_name, n) => locks.unlock(n),
     caughtUp: () => applier.caughtUp(engine, 1000),
-    async propose (stream, key, body) {
-      if (!logs.has(stream)) throw new Error(`this node follows no log ${stream}`)
-      return await proposeTo(stream)(key, body)
+    async propose (stream, key, body, fresh = false) {
+      const log = logs.get(stream)
+      if (log === undefined) throw new Error(`this node follows no log ${stream}`)
+      return await log.propose(key, body, false, cluster.ackTimeoutMs, fresh).catch(() => undefined)
     },
     owns: (stream) => logs.get(stream)?.owns() ?? false,
     logTime: (partition) => logs.get(partitionStream(partition))?.mark().log_time ?? 0,

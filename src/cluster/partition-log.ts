@@ -68,6 +68,11 @@ export interface PartitionMachine {
    * transaction: what its proposer set aside for it goes.
    */
   refused?: (body: unknown, at: AppliedAt) => void
+  /**
+   * false: no node owns the log, for none of its commands is fenced and it keeps no checkpoint; no node beats in it,
+   * so a log kept whole is not filled with beats.
+   */
+  owned?: false
 }
 
 export interface PartitionLogOptions {
@@ -106,6 +111,9 @@ const PULL_EXPIRES_MS = 4000
 /** How often a node looks whether a log's consumer has stalled, and how long one may deliver nothing. */
 const WATCHDOG_MS = 2000
 const SILENT_MS = 6000
+
+/** How often a node reading a log through before it serves says how far it has come. */
+const READ_THROUGH_SAYS_MS = 5000
 
 /** The pause before a log whose consumer ended is consumed again. */
 const REFOLLOW_MS = 500
@@ -278,6 +286,11 @@ export class PartitionLog {
     return this.#mark ??= this.#o.store.partitionMarks.get(this.#o.stream) ?? { stream_created: '', applied: 0, digest: '', log_time: 0, epoch: 0, last_beat_at: 0 }
   }
 
+  /** Whether the log has owners at all (PartitionMachine's owned). */
+  get owned (): boolean {
+    return this.#o.machine.owned !== false
+  }
+
   /** Whether this node, in this life, owns the partition as of what it has applied. */
   owns (): boolean {
     const owner = this.mark().owner
@@ -435,7 +448,16 @@ export class PartitionLog {
     const applied = this.mark().applied
     const behind = this.#acked > applied && applied === this.#lastChecked
     this.#lastChecked = applied
-    if (behind || performance.now() - this.#delivered > SILENT_MS) this.#messages.stop()
+    if (behind) return this.#messages.stop()
+    if (performance.now() - this.#delivered <= SILENT_MS) return
+    // An owned log has a beat every 2 s, so silence is a stalled consumer; a log without owners is silent while no one
+    // appends, and is followed again only if its stream has gone on past what was applied.
+    if (this.owned) return this.#messages.stop()
+    const messages = this.#messages
+    this.#delivered = performance.now()
+    this.#o.jsm.streams.info(this.#o.stream).then((info) => {
+      if (info.state.last_seq > this.mark().applied && this.#messages === messages) messages.stop()
+    }, () => {})
   }
 
   #fail (err: unknown): void {
@@ -568,6 +590,19 @@ export class PartitionLog {
     if (this.mark().applied < seq && !await this.#applied.wait(seq, timeoutMs)) return undefined
     const found = this.#fresh.get(seq) ?? this.#o.store.partitionVerdicts.get([this.#o.stream, seq])
     return found?.key === key ? found.verdict : undefined
+  }
+
+  /**
+   * Resolves once this node has applied the log as far as it stood when asked, saying every few seconds how far it has
+   * come: what a log kept whole decides is read through before the node serves it. Throws once the log stopped.
+   */
+  async readThrough (): Promise<void> {
+    const { jsm, stream, log } = this.#o
+    const head = (await jsm.streams.info(stream)).state.last_seq
+    while (this.mark().applied < head && !await this.#applied.wait(head, READ_THROUGH_SAYS_MS)) {
+      if (this.#failure !== undefined) throw this.#failure
+      log.info('log: reading it through before serving', { log: stream, applied: this.mark().applied, of: head })
+    }
   }
 
   /** The outcome of a command key: the verdict that used it up, or undefined while none has. */

@@ -160,7 +160,7 @@ export class PartitionOwners {
     const now = performance.now()
     const alive = this.#alive(now)
     for (const [stream, log] of this.#o.logs) {
-      if (this.#busy.has(stream)) continue
+      if (this.#busy.has(stream) || !log.owned) continue
       const should = rendezvousOwner(stream, alive)
       const member = should === undefined ? undefined : this.#members.get(should)
       const step = ownerStep({

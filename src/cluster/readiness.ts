@@ -29,15 +29,20 @@ export function replicationChecks (nodeId: string, store: Store, served: ServedP
   }
 }
 
-/** Which of the logs this node follows it owns (src/cluster/partition-owners.ts), each with its epoch. */
+/**
+ * Which of the logs this node follows it owns (src/cluster/partition-owners.ts), each with its epoch, and which no
+ * node has owned yet (a log without owners, the proofs', is always among them).
+ */
 function ownedLogs (nodeId: string, store: Store): string {
   let total = 0
   const owned: string[] = []
+  const never: string[] = []
   for (const { key, value } of store.partitionMarks.getRange()) {
     total++
     if (value.owner?.node === nodeId) owned.push(`${key as string}@${value.epoch}`)
+    else if (value.epoch === 0) never.push(key as string)
   }
-  return `${nodeId} owns ${owned.length} of the ${total} logs it follows${owned.length > 0 ? `: ${owned.join(', ')}` : ''}`
+  return `${nodeId} owns ${owned.length} of the ${total} logs it follows${owned.length > 0 ? `: ${owned.join(', ')}` : ''}${never.length > 0 ? `; ${never.length} never owned: ${never.join(', ')}` : ''}`
 }
 
 /** The partitions of the screens whose spots this node decides now. */

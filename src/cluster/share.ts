@@ -1,4 +1,5 @@
 import type { SettleCommand } from '../bidding/records.js'
+import type { ProofCommand, ProofVerdict } from '../proof/records.js'
 import type { Bookings, SettlementFence, Share, Store } from '../store/store.js'
 import type { ServedPartitions } from './served-partitions.js'
 import { partitionOf } from './screen-partitions.js'
@@ -30,7 +31,14 @@ export function clusterShare (node: string, served: ServedPartitions, budgets: {
   leasedLeft: (store: Store, campaignId: string) => number
   /** Where this thread's asks for the next part go (its supervisor). */
   ask: (campaignId: string, wantMicros: number) => void
-}, bookings?: Bookings, settle?: (partition: number, command: SettleCommand) => Promise<boolean>): Share {
+}, links: {
+  bookings?: Bookings
+  /** Where its settlements of bids are proposed (the screen's partition's log, by the supervisor). */
+  settle?: (partition: number, command: SettleCommand) => Promise<boolean>
+  /** Where its plays are proposed for their proofs' places (the proof log, by the supervisor). */
+  prove?: (command: ProofCommand) => Promise<ProofVerdict | undefined>
+} = {}): Share {
+  const { bookings, settle, prove } = links
   const asked = new Map<string, number>()
   return {
     expiryGraceMs: CLUSTER_EXPIRY_GRACE_MS,
@@ -40,6 +48,7 @@ export function clusterShare (node: string, served: ServedPartitions, budgets: {
     milestonesWithPlay: false,
     bookings,
     settlements: settle !== undefined ? settlementFence(settle, served.partitions) : undefined,
+    proofs: prove,
     budgetLeft (store, campaignId, reservedMicros, partMicros, owed, now) {
       const left = budgets.leasedLeft(store, campaignId) - reservedMicros
       if (owed && left < partMicros / 2) {

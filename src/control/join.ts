@@ -14,7 +14,10 @@ import type { Inventory } from '../inventory/inventory.js'
 import type { Logger } from '../log.js'
 import type { Moderator } from '../moderation/moderator.js'
 import type { Notices } from '../notify/notices.js'
+import type { FunnelLog } from '../events/funnel.js'
 import { proofApplied } from '../proof/chain.js'
+import { PROOFS_LOG, proofMachine } from '../proof/proof-log.js'
+import type { Outbox } from '../store/outbox.js'
 import { StartRefused } from '../start-refused.js'
 import { partitionMachines } from './capacity.js'
 import type { ObjectStore } from '../store/objects.js'
@@ -31,6 +34,9 @@ export interface JoinDeps {
   claims: ScreenClaims
   /** The node's notice queue: a spot decided here sends its notices once its partition's log accepts it. */
   notices: Notices
+  /** Where the proofs this node proposed announce themselves once the proof log places them. */
+  outbox: Outbox
+  funnel: FunnelLog
   moderator: Moderator
   limiter: RateLimiter
   /** How far this node's changes are held by the engine, in memory the hot threads share. */
@@ -45,7 +51,7 @@ export interface JoinDeps {
 /**
  * Joins the node's cluster (undefined on a single node): it serves only once it holds what the cluster acknowledged
  * while it was away. What the engine applies here is derived as the owners would (the adslots order, seat lists,
- * proof indexes, the bidding book), and moderation runs once cluster-wide. A node that cannot join refuses to start.
+ * proofs from before the proof log, the bidding book), and moderation runs once cluster-wide. A node that cannot join refuses to start.
  */
 export async function joinClusterOf (d: JoinDeps): Promise<ClusterNode | undefined> {
   const { config, store } = d
@@ -63,7 +69,7 @@ export async function joinClusterOf (d: JoinDeps): Promise<ClusterNode | undefin
     log: d.log,
     onShipped: () => d.threads.notify('shipped'),
     onGranted: () => d.threads.notify('granted'),
-    logs: partitionMachines(store, d.notices, cluster),
+    logs: [...partitionMachines(store, d.notices, cluster), { stream: PROOFS_LOG, machine: proofMachine({ store, outbox: d.outbox, funnel: d.funnel }) }],
     served: d.served,
     url: d.url,
     onApplied: (table, key, previous) => {

@@ -10,6 +10,7 @@ import { renderMetrics, type Metrics } from '../http/metrics.js'
 import type { Moderator } from '../moderation/moderator.js'
 import type { Notices } from '../notify/notices.js'
 import type { NoticeSender } from '../notify/sender.js'
+import { proposePlay } from '../proof/proof-log.js'
 import type { Outbox } from '../store/outbox.js'
 import type { Store } from '../store/store.js'
 import type { WebhookDispatcher } from '../webhooks/dispatcher.js'
@@ -71,6 +72,10 @@ export function supervisorOperations (d: OperationDeps, dashboard: () => Promise
     },
     expire: (claim) => d.capacity()?.expire(claim),
     settle: async (partition, command) => await d.cluster()?.settle(partition, command) ?? false,
+    prove: async (command) => {
+      const node = d.cluster()
+      return node === undefined ? undefined : await proposePlay(node, d.store, command)
+    },
     log: (line) => d.log.write(line),
     moderate: (id) => d.moderator.schedule(id),
     analyze: async (url, declaredType) => await d.moderator.analyze(url, declaredType),

@@ -8,6 +8,7 @@ import type { Dashboard } from '../generated/types.js'
 import type { MetricsSnapshot } from '../http/metrics.js'
 import type { WindowAsk } from '../http/rate-limit.js'
 import type { ModerationReply } from '../moderation/types.js'
+import type { ProofCommand, ProofVerdict } from '../proof/records.js'
 
 /**
  * The operations between the supervisor and its hot threads, each declared once with its arguments and its answer:
@@ -28,6 +29,8 @@ export interface SupervisorCalls {
   book: (base: string, commands: BookingCommand[]) => BookingDecisions
   /** Proposes a committed settlement of bids to their partition's log: whether it was accepted (a cluster node only). */
   settle: (partition: number, command: SettleCommand) => boolean
+  /** Proposes a play to the proof log: its verdict, or undefined when not known in time (a cluster node only). */
+  prove: (command: ProofCommand) => ProofVerdict | undefined
   analyze: (url: string, declaredType: string) => ModerationReply
   query: (sql: string, params?: Params, timeoutMs?: number) => Array<Record<string, unknown>>
   dashboard: () => Dashboard

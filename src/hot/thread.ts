@@ -81,7 +81,11 @@ const clock = clockOf(memory.clock)
 // Its bookings are decided in the cluster's logs, which its supervisor follows.
 const bookings = config.cluster !== undefined ? new RehearsedBookings({ decide: async (base, commands) => await rpc.call('book', base, commands), expire: (claim) => rpc.notify('expire', claim) }, config.cluster.partitions) : undefined
 const served = new ServedPartitions(config.cluster?.partitions ?? 1, memory.served)
-const share = config.cluster !== undefined ? clusterShare(config.cluster.nodeId, served, { leasedLeft, ask: (campaignId, wantMicros) => rpc.notify('budget', campaignId, wantMicros) }, bookings, async (partition, command) => await rpc.call('settle', partition, command)) : ALONE
+const share = config.cluster !== undefined ? clusterShare(config.cluster.nodeId, served, { leasedLeft, ask: (campaignId, wantMicros) => rpc.notify('budget', campaignId, wantMicros) }, {
+  bookings,
+  settle: async (partition, command) => await rpc.call('settle', partition, command),
+  prove: async (command) => await rpc.call('prove', command)
+}) : ALONE
 const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 }, memory.generations, { replicate: config.cluster !== undefined, share })
 // A cluster node's supervisor ships what this thread's commits recorded for the other nodes.
 store.changes?.onCommitted(onNextTurn(() => rpc.notify('replicate')))

@@ -242,15 +242,15 @@ export class RequestCycle {
   }
 
   /**
-   * Keeps the response open until a computed or gathered route's answer settles (onAborted was registered in run()),
+   * Keeps the response open until a computed, gathered, agent or proving route's answer settles (onAborted was registered in run()),
    * then writes it corked. Any other route must not hold: its clients may pipeline.
    */
   #hold (answer: Promise<Result>, fingerprint: string): void {
     const { route, ctx } = { route: this.#route, ctx: this.#ctx }
-    if (route.computed !== true && route.gathered !== true && route.agent !== true) {
+    if (route.computed !== true && route.gathered !== true && route.agent !== true && route.proves !== true) {
       // The answer is refused, but it still settles: its failure must not go unhandled and end the process.
       answer.catch(() => {})
-      throw new Error(`${route.method.toUpperCase()} ${route.path} held its response but is neither computed, gathered nor an agent endpoint`)
+      throw new Error(`${route.method.toUpperCase()} ${route.path} held its response but is neither computed, gathered, an agent endpoint nor one that proves plays`)
     }
     // What the answer records commits on later turns, among other requests' commits: it is acknowledged once
     // everything this node recorded until the answer settled is, when the answer recorded anything.

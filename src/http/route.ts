@@ -122,6 +122,11 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * and does not support HTTP pipelining (MCP clients never pipeline).
    */
   agent?: boolean
+  /**
+   * The route proves plays (src/proof/placing.ts): on a cluster node it holds its response until the proof log has
+   * placed them, so it does not support HTTP pipelining there; a node alone answers at once.
+   */
+  proves?: boolean
   status?: number
   /** Query-string schema (x-query: true); validated and coerced into ctx.q before the handler runs. */
   querySchema?: SchemaTitle

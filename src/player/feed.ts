@@ -7,8 +7,9 @@ import { impressionMultiplier } from '../inventory/fein.js'
 import { localTime, minutesUntilOpen } from '../inventory/local-time.js'
 import type { Metrics } from '../http/metrics.js'
 import type { Notices } from '../notify/notices.js'
-import { issueProof, type ProofDeps } from '../proof/chain.js'
-import { givtOf } from '../proof/givt.js'
+import { signPlay, type ProofDeps } from '../proof/chain.js'
+import { placePlays, thenProved, type Proved } from '../proof/placing.js'
+import type { ProofCommand } from '../proof/records.js'
 import type { CreativeRecord } from '../creatives/records.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { SpotRecord, Tier } from './records.js'
@@ -252,15 +253,16 @@ export interface SpotEventInput {
 /**
  * Records render_started or play_completed of a spot once: the render confirms the impression multiplier (a
  * placement's too, so that its campaign counts impressions as bids do); the
- * completion bills a bid spot (spend, burl), counts a placement's delivery and signs a proof of play. A repeat
- * changes nothing and says duplicate.
+ * completion bills a bid spot (spend, burl), counts a placement's delivery and signs a proof of play, answered once
+ * the proof has its place in the screen's chain (src/proof/placing.ts). A repeat changes nothing and says duplicate.
  */
-export function spotEvent ({ store, notices, funnel, outbox, proofSigner }: ProofDeps & { notices: Notices }, screen: ScreenRecord, spot: SpotRecord, input: SpotEventInput, now: number): SpotEventResult {
+export function spotEvent ({ store, notices, funnel, outbox, proofSigner }: ProofDeps & { notices: Notices }, screen: ScreenRecord, spot: SpotRecord, input: SpotEventInput, now: number, dryRun = false): Proved<SpotEventResult> {
   const at = input.at ?? now
   if (at < spot.decided_at - SKEW_MS || at > now + SKEW_MS) throw new ApiError('invalid_parameter', 'at must lie between the spot\'s decision and now (epoch ms).', { param: 'at' })
   const event = input.event
   const result: SpotEventResult = { spot_id: spot.spot_id, event, status: spot.status, duplicate: false }
   const next: SpotRecord = { ...spot }
+  let play: ProofCommand | undefined
   if (event === 'render_started') {
     if (spot.started_at !== undefined) return { ...result, duplicate: true }
     next.started_at = at
@@ -288,16 +290,14 @@ export function spotEvent ({ store, notices, funnel, outbox, proofSigner }: Proo
     else if (campaign !== undefined) recordDelivery(store, outbox, campaign.campaign_id, Math.max(1, Math.round(multiplier)), 0, now)
     if (spot.creative_id !== undefined) {
       const durationMs = Math.round(input.durationMs ?? at - next.started_at)
-      const proof = issueProof({ store, proofSigner, outbox, funnel }, { timestamp: at, adId: spot.creative_id, impressionId: spot.spot_id, screenId: screen.screen_id, deviceId: screen.device_id }, {
+      play = signPlay(store, proofSigner, screen, { timestamp: at, adId: spot.creative_id, impressionId: spot.spot_id, screenId: screen.screen_id, deviceId: screen.device_id }, {
         verification_tier: input.tier,
         seat_id: spot.seat_id ?? null,
         creative_id: spot.creative_id,
         spot_id: spot.spot_id,
         duration_ms: durationMs,
-        completed: true,
-        givt: givtOf(store, screen, { timestamp: at, durationMs, completed: true, slotSeconds: spot.duration_seconds })
-      }, now)
-      result.proof_id = proof.proof_id
+        completed: true
+      }, spot.duration_seconds)
     }
     funnel.append({
       stage: 'play_completed', at, screens: [screen.screen_id], spot_id: spot.spot_id, tier: spot.tier, multiplier,
@@ -310,5 +310,7 @@ export function spotEvent ({ store, notices, funnel, outbox, proofSigner }: Proo
   }
   store.spots.putSync(spot.spot_id, next)
   result.status = next.status
-  return result
+  if (play === undefined) return result
+  // The play is billed by its spot, whatever its proof's verdict: a partner's callback for the spot may have proven it first.
+  return thenProved(placePlays({ store, outbox, funnel }, [play], now, dryRun), ([verdict]) => 'proof_id' in verdict! ? { ...result, proof_id: verdict.proof_id } : result)
 }

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { KeySealer } from '../auth/sealed-keys.js'
 import type { Config } from '../config.js'
+import type { SignedFields } from './records.js'
 
 /** DER prefix of an Ed25519 PKCS#8 private key: these 16 bytes then the 32-byte seed (RFC 8410). */
 const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex')
@@ -10,14 +11,6 @@ const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex')
 /** The payload version proofs are signed under (spec, Proof verification). */
 export const PROOF_VERSION = 'v2'
 
-/** The six signed fields of a proof (spec, Proof record). */
-export interface SignedFields {
-  timestamp: number
-  adId: string
-  impressionId: string
-  screenId: string
-  deviceId: string
-}
 
 /** The exact text a proof signs: `v2.<timestamp>.<adId>.<impressionId>.<screenId>.<deviceId>`. */
 export function proofPayload (f: SignedFields): string {

@@ -6,6 +6,7 @@ import { ChangeLog, type Change } from './changes.js'
 import { CACHED_TABLES, TABLES, type Tables } from './tables.js'
 import type { BookingItem, ClaimOutcome, Shortfall } from '../campaigns/records.js'
 import type { SettleCommand } from '../bidding/records.js'
+import type { ProofCommand, ProofVerdict } from '../proof/records.js'
 
 /** The one LMDB environment that holds all state (DESIGN: src/store). */
 export interface Store extends Tables {
@@ -113,6 +114,12 @@ export interface Share {
    * their notices are held, and their bids leave only its own copy (src/bidding/auction/fenced-settlements.ts).
    */
   readonly settlements: SettlementFence | undefined
+  /**
+   * Where this node's plays take their place in their screens' proof chains, when not in the request's own
+   * transaction (ALONE: undefined): a cluster's proof log, whose order places every node's (src/proof/proof-log.ts).
+   * Resolves with the play's verdict, or undefined when it is not known in time.
+   */
+  readonly proofs: ((command: ProofCommand) => Promise<ProofVerdict | undefined>) | undefined
 }
 
 /** Settlements that count once a log accepts them (Share.settlements). */
@@ -151,7 +158,8 @@ export const ALONE: Share = {
   milestonesWithPlay: true,
   budgetLeft: () => undefined,
   bookings: undefined,
-  settlements: undefined
+  settlements: undefined,
+  proofs: undefined
 }
 
 /**

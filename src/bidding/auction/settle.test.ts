@@ -133,7 +133,7 @@ t.test('on a cluster node the expiry job waits out the grace, settles the bids o
   served.set(partitionOf(takingOn, 16), 0, true)
   const proposed: Array<[number, SettleCommand]> = []
   const settle = async (partition: number, command: SettleCommand) => { proposed.push([partition, command]); return true }
-  const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-settle-')), undefined, undefined, { replicate: true, share: clusterShare('node-1', served, { leasedLeft: () => 0, ask: () => {} }, undefined, settle) })
+  const store = openStore(mkdtempSync(join(tmpdir(), 'oohbid-settle-')), undefined, undefined, { replicate: true, share: clusterShare('node-1', served, { leasedLeft: () => 0, ask: () => {} }, { settle }) })
   t.teardown(() => store.close())
   const notices = new Notices(store)
   const bids = ([['served', screen.screen_id], ['elsewhere', elsewhere], ['taking-on', takingOn]] as const).map(([name, screenId], i) => {

@@ -7,6 +7,7 @@ import type { ScreenRecord } from '../../inventory/records.js'
 import { serveAsset } from './assets.js'
 import { awaitSpot, givenSpot, screenIdOfToken, screenOfToken, spotEvent, takeSpot } from '../feed.js'
 import { playerPage } from '../page.js'
+import { provedAnswer, thenProved } from '../../proof/placing.js'
 
 /** How long before a spot ends its player should ask for the next one. */
 const LEAD_SECONDS = 3
@@ -114,11 +115,12 @@ export function playerRoutes (deps: Deps): RouteDef[] {
       data: 'SpotEventResult',
       errors: ['screen_not_found', 'spot_not_found', 'spot_in_progress', 'service_unavailable'],
       screen: (ctx) => screenIdOfToken(store, ctx.params.token!),
+      proves: true,
       prepare: (ctx) => awaitSpot(deps, ctx.params.spot_id!),
       handler: (ctx) => {
         const screen = screenOfToken(store, ctx.params.token!)
         const spot = givenSpot(deps, screen, ctx.params.spot_id!, ctx.prepared as boolean)
-        return ok(spotEvent(deps, screen, spot, { event: ctx.body.event, tier: 'signed', ...(ctx.body.at !== undefined ? { at: ctx.body.at } : {}), ...(ctx.body.duration_ms !== undefined ? { durationMs: ctx.body.duration_ms } : {}) }, ctx.now))
+        return provedAnswer(thenProved(spotEvent(deps, screen, spot, { event: ctx.body.event, tier: 'signed', ...(ctx.body.at !== undefined ? { at: ctx.body.at } : {}), ...(ctx.body.duration_ms !== undefined ? { durationMs: ctx.body.duration_ms } : {}) }, ctx.now, ctx.dryRun), (result) => ok(result)))
       }
     }),
     route({

@@ -1,6 +1,7 @@
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import { counting, raw, route, type RouteDef } from '../../http/route.js'
+import { provedAnswer, thenProved } from '../../proof/placing.js'
 import { vastEmpty, vastInline } from '../vast.js'
 import { awaitSpot, givenSpot, screenIdOfToken, screenOfToken, spotEvent, takeSpot } from '../feed.js'
 
@@ -57,20 +58,20 @@ export function vastRoutes (deps: Deps): RouteDef[] {
       status: 204,
       errors: ['screen_not_found', 'spot_not_found', 'spot_in_progress', 'service_unavailable'],
       screen: (ctx) => screenIdOfToken(store, ctx.params.token!),
+      proves: true,
       prepare: (ctx) => awaitSpot(deps, ctx.params.spot_id!),
       handler: (ctx) => {
         const screen = screenOfToken(store, ctx.params.token!)
         const event = ctx.params.event!
         if (!EVENTS.has(event)) throw new ApiError('invalid_parameter', `event must be one of ${[...EVENTS].join(', ')}.`, { param: 'event' })
         const spot = givenSpot(deps, screen, ctx.params.spot_id!, ctx.prepared as boolean)
-        store.write(() => {
-          if (event === 'impression' || event === 'start') spotEvent(deps, screen, spot, { event: 'render_started', tier: 'event_confirmed' }, ctx.now)
-          else if (event === 'complete') {
-            const durationMs = spot.started_at !== undefined ? ctx.now - spot.started_at : spot.duration_seconds * 1000
-            spotEvent(deps, screen, spot, { event: 'play_completed', tier: 'event_confirmed', durationMs }, ctx.now)
-          }
+        const recorded = store.write(() => {
+          if (event === 'impression' || event === 'start') return spotEvent(deps, screen, spot, { event: 'render_started', tier: 'event_confirmed' }, ctx.now)
+          if (event !== 'complete') return undefined
+          const durationMs = spot.started_at !== undefined ? ctx.now - spot.started_at : spot.duration_seconds * 1000
+          return spotEvent(deps, screen, spot, { event: 'play_completed', tier: 'event_confirmed', durationMs }, ctx.now)
         })
-        return raw('', 'text/plain', 204)
+        return provedAnswer(thenProved(recorded, () => raw('', 'text/plain', 204)))
       }
     })
   ]
