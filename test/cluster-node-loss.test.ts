@@ -2,7 +2,9 @@ import { connect } from 'nats'
 import t from 'tap'
 import { BOOK_STREAM } from '../src/cluster/engine.js'
 import { NAMES_LOG } from '../src/cluster/name-claims.js'
-import { approveCreative, approvedBidder, assetOn, clusterAvailable, gymScreens, startTestCluster, untilServed, uploadedAd, type ClusterScreens } from './helpers/cluster.js'
+import { rendezvousOwner } from '../src/cluster/partition-owners.js'
+import { partitionOf } from '../src/cluster/screen-partitions.js'
+import { approveCreative, approvedBidder, assetOn, clusterAvailable, gymScreens, PARTITIONS, startTestCluster, untilServed, uploadedAd, type ClusterScreens } from './helpers/cluster.js'
 import { eventually } from './helpers/eventually.js'
 import { adImage } from './helpers/media.js'
 
@@ -312,7 +314,7 @@ if (clusterAvailable(t)) {
     t.same(await assetOn(t, three.url, adId), adBytes, 'node-3 serves the creative uploaded while it was down: it fetched the bytes from the engine')
   })
 
-  t.test('a node that joins a running cluster catches up: keys from its first request, screens in their FEIN order, creatives and their bytes', async (t) => {
+  t.test('a node that joins a running cluster catches up: keys from its first request, screens in their FEIN order, creatives and their bytes; spots decided before it took their partitions are played where they were decided', async (t) => {
     const one = c.nodes[0]
     const ad = everywhereAd
     // The book stream keeps bids BID_TTL_SECONDS and ten minutes more: a node joining later finds none of the rounds
@@ -330,6 +332,23 @@ if (clusterAvailable(t)) {
     const names = (await jsm.streams.info(NAMES_LOG)).state
     await nc.close()
     t.ok(names.first_seq > 1, `the names' log was trimmed below a checkpoint: it starts at entry ${names.first_seq} of ${names.last_seq}`)
+    // Spots won by a DSP on the screens of the partitions node-4 will take (rendezvous hashing of the node names), asked
+    // through node-1 before node-4 joins: each decided and kept by the partition's owner of the time.
+    const fourth = new Set(Array.from({ length: PARTITIONS }, (_, p) => p).filter((p) => rendezvousOwner(`PART_${p}`, ['node-1', 'node-2', 'node-3', 'node-4']) === 'node-4'))
+    const joinBuyer = await approvedBidder(t, c, 'join-buyer', { approvedThrough: one.url, writesThrough: one.url })
+    const walk = (await call(one.url, 'GET', '/openrtb/v2/adslots?format=openrtb&limit=100', { key: joinBuyer.key })).body.data.bid_requests as Array<{ imp: Array<{ id: string }>, ext: { trb: { screen_id: string } } }>
+    // Not the screens the DSP above bid on: its counters must stay as node-1 counted them.
+    const moving = screens.devices.filter((d) => fourth.has(partitionOf(d.screen_id, PARTITIONS)) && !['d-23', 'd-24', 'd-25', 'd-26', 'd-27', 'd-28', 'd-29'].includes(d.device_id))
+    const decided: Array<{ device: string, embed: string, spot: string }> = []
+    for (const d of moving) {
+      const imp = walk.find((r) => r.ext.trb.screen_id === d.screen_id)!.imp[0]!.id
+      const bid = await call(one.url, 'POST', '/openrtb/v2/bid', { key: joinBuyer.key, body: { id: `join-${d.device_id}`, seatbid: [{ bid: [{ id: `join-${d.device_id}`, impid: imp, price: 40, crid: joinBuyer.creativeId, adm: `<s>${d.device_id}</s>` }] }] } })
+      if (bid.status !== 200 || bid.body.data.accepted !== 1) continue
+      const embed = new URL(d.embed_url).pathname
+      const spot = await call(one.url, 'POST', `${embed}/spots`, { body: {} })
+      if (spot.status === 201 && spot.body.data.adm === `<s>${d.device_id}</s>`) decided.push({ device: d.device_id, embed, spot: spot.body.data.spot_id as string })
+    }
+    t.ok(decided.length > 0, `${decided.length} spots won on ${moving.length} screens of the partitions node-4 will take (${[...fourth].join(', ')}), decided before it joins`)
     const four = await cluster.join()
     t.same(await eventually(t, 'node-4 counts what node-1 does', () => counters(four.url), { until: (x) => JSON.stringify(x) === JSON.stringify(counted) }), counted, 'node-4, joining after the book stream has dropped every round, shows the DSP\'s counters: it read them from the state bucket')
     t.equal(four.id, 'node-4')
@@ -359,5 +378,16 @@ if (clusterAvailable(t)) {
     t.same(seen.orders[1], seen.orders[0], `node-4 lists the same ${seen.orders[0]?.length} screens in the same order`)
     t.same(await assetOn(t, four.url, ad.id), ad.bytes, 'node-4 serves a creative uploaded before it joined, byte for byte')
     t.ok((await call(four.url, 'GET', '/openrtb/v2/creatives', { key: ad.key })).body.data.creatives.some((c: { creative_id: string }) => c.creative_id === ad.id), 'and lists it among its seat\'s creatives')
+    // Once node-4 decides its partitions' spots, the spots decided before are played: each report goes to the node that
+    // decided the spot and keeps it, not to the partition's owner now, and the play is billed there.
+    const served = await untilServed(t, c, [...c.nodes.slice(0, 3), four], 'node-4 serves the partitions it was handed', (all) => all[3]!.length === fourth.size)
+    t.same(served[3], [...fourth].sort((a, b) => a - b), 'node-4 decides the spots of the partitions rendezvous hashing gives it')
+    const played: string[] = []
+    for (const d of decided) {
+      await call(one.url, 'POST', `${d.embed}/spots/${d.spot}/events`, { body: { event: 'render_started' } })
+      const r = await call(one.url, 'POST', `${d.embed}/spots/${d.spot}/events`, { body: { event: 'play_completed', duration_ms: 15_000 } })
+      played.push(`${d.device}: ${r.status} ${r.body.data?.status ?? r.body.error_code ?? JSON.stringify(r.body.error ?? r.body)}${r.body.data?.billed === true ? ' billed' : ''}`)
+    }
+    t.same(played, decided.map((d) => `${d.device}: 200 completed billed`), 'every spot decided before its partition moved is played and billed, reported through node-1 and answered by the node that decided it')
   })
 }

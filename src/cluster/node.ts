@@ -201,7 +201,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   owners.start()
   // A partition's bids are applied here while this node owns its log, and its spots decided here once they are read,
   // until its lease runs out unless a beat renews it; the hot threads forward a player's request for another partition
-  // to its owner's URL (src/cluster/forward.ts).
+  // to its owner's URL, and a report on a spot to the node that decided it (src/cluster/forward.ts).
   const holdings = setInterval(() => {
     for (const [stream, p] of partitionOfLog) {
       const owns = logs.get(stream)?.owns() === true
@@ -209,7 +209,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
       else applier.release(p)
       deps.served.set(p, read.has(p) ? owners.leaseUntil(stream) ?? 0 : 0, owns)
     }
-    publishOwners(store, owners.urls([...partitionOfLog.keys()].map((stream) => logs.get(stream)?.mark().owner?.node)))
+    publishOwners(store, owners.urls([...partitionOfLog.keys()].map((stream) => logs.get(stream)?.mark().owner?.node)), owners.members())
   }, HOLDINGS_MS)
   holdings.unref()
   // Retries what the engine did not acknowledge (a member lost, no quorum for a while).

@@ -102,7 +102,16 @@ export class PartitionOwners {
 
   /** Each named node with where it serves HTTP, as far as this node has heard (itself included). */
   urls (nodes: Array<string | undefined>): OwnerAt[] {
-    return nodes.map((node) => node === undefined ? null : { node, url: node === this.#o.self.node ? this.#o.url : this.#members.get(node)?.url ?? null })
+    return nodes.map((node) => node === undefined ? null : { node, url: this.#urlOf(node) })
+  }
+
+  /** Every node this node has heard of, itself included, with where it serves HTTP (null: not said). */
+  members (): Record<string, string | null> {
+    return Object.fromEntries([this.#o.self.node, ...this.#members.keys()].sort().map((node) => [node, this.#urlOf(node)]))
+  }
+
+  #urlOf (node: string): string | null {
+    return node === this.#o.self.node ? this.#o.url : this.#members.get(node)?.url ?? null
   }
 
   start (): void {

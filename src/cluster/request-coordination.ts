@@ -5,7 +5,7 @@ import type { RateGroup } from '../generated/types.js'
 import type { RateDecision } from '../http/rate-limit.js'
 import type { Result } from '../http/route.js'
 import type { Store } from '../store/store.js'
-import { forwardToOwner } from './forward.js'
+import { forwardToNode, forwardToOwner } from './forward.js'
 import type { NodeLink } from './link.js'
 import { partitionOf } from './screen-partitions.js'
 import type { ServedPartitions } from './served-partitions.js'
@@ -185,10 +185,12 @@ class ClusterRequest implements RequestCoordination {
    * waits for its turn's commit, then for what that recorded to ship. Such an answer comes on a later tick, so these
    * routes do not support HTTP pipelining on a cluster node.
    */
-  decidedElsewhere (screen: () => string | undefined, request: () => ForwardedRequest): Promise<Forwarded> | undefined {
+  decidedElsewhere (screen: () => string | undefined, request: () => ForwardedRequest, decider: () => string | undefined): Promise<Forwarded> | undefined {
     const screenId = screen()
     if (screenId === undefined) return undefined
     const { served, store, node } = this.#deps
+    const decidedBy = decider()
+    if (decidedBy !== undefined) return decidedBy === node ? undefined : forwardToNode(store, node, decidedBy, request(), this.#deps.ackTimeoutMs)
     const partition = partitionOf(screenId, served.partitions)
     return served.serves(partition) ? undefined : forwardToOwner(store, node, partition, request(), this.#deps.ackTimeoutMs)
   }

@@ -44,11 +44,12 @@ export interface RequestCoordination {
   turn (): Promise<void> | undefined
   /**
    * A request about a screen's spots (RouteDef.screen): undefined when this node decides them, else the answer of the
-   * node that does (a cluster node that does not serve the screen's partition forwards the request to its owner).
-   * Rejects with the 503 to answer when no node can decide them now. The screen and the request are asked for only
-   * when needed: a node alone decides every screen.
+   * node that does (a cluster node that does not serve the screen's partition forwards the request to its owner, and
+   * one reporting on a spot another node decided, to that node: RouteDef.decidedBy). Rejects with the 503 to answer
+   * when no node can decide them now. The screen, the decider and the request are asked for only when needed: a node
+   * alone decides every screen.
    */
-  decidedElsewhere (screen: () => string | undefined, request: () => ForwardedRequest): Promise<Forwarded> | undefined
+  decidedElsewhere (screen: () => string | undefined, request: () => ForwardedRequest, decider: () => string | undefined): Promise<Forwarded> | undefined
   /** The request ended: gives back what it holds. */
   end (): void
 }

@@ -144,7 +144,7 @@ export class RequestCycle {
     if (raw !== undefined) this.#deps.store.refresh()
     try {
       const screen = route.screen
-      const elsewhere = screen === undefined ? undefined : this.#coord.decidedElsewhere(() => screen(ctx), () => this.#forwarded(raw))
+      const elsewhere = screen === undefined ? undefined : this.#coord.decidedElsewhere(() => screen(ctx), () => this.#forwarded(raw), () => route.decidedBy?.(ctx))
       if (elsewhere !== undefined) {
         elsewhere.then((answer) => this.#send(answer.status, answer.contentType, answer.body, answer.headers)).catch((err: unknown) => { this.#fail(err, false) })
         return

@@ -166,6 +166,11 @@ export interface RouteDef<B = unknown, Q = unknown> {
    */
   screen?: (ctx: Ctx<B, Q>) => string | undefined
   /**
+   * The node that decided what the request reports on (a spot, which that node keeps): a cluster node sends the
+   * request there, wherever the screen's partition has moved since. Undefined (a node alone's spot): by screen.
+   */
+  decidedBy?: (ctx: Ctx<B, Q>) => string | undefined
+  /**
    * A name the route's write makes unique (a seat_id, a partner slug) and the error a taken name answers. On a cluster
    * node the request first claims the name in the engine, one winner however many nodes try at once, and only the
    * winner runs the handler: the handler's own check sees only the rows that have reached this node. On one node the

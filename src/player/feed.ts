@@ -112,6 +112,12 @@ export function awaitSpot ({ store, journal }: SpotDeps, spotId: string): boolea
   return answered
 }
 
+/** The cluster node that decided a spot, from its id; undefined for a node alone's. */
+export function deciderOf (spotId: string): string | undefined {
+  const dot = spotId.lastIndexOf('.')
+  return dot < 0 ? undefined : spotId.slice(dot + 1)
+}
+
 /** The spot given to the screen, for its reports; waited: what awaitSpot answered in the route's prepare. */
 export function givenSpot ({ store }: SpotDeps, screen: ScreenRecord, spotId: string, waited: boolean): SpotRecord {
   const spot = store.spots.get(spotId)
@@ -186,7 +192,8 @@ export function takeSpot (deps: SpotDeps, screen: ScreenRecord, now: number): Ta
       deps.journal.record({ spot: write })
       return counts !== undefined ? { closed: false, tier: decision.tier, counts } : { closed: false, tier: decision.tier }
     }
-    const spotId = `spt_${timeOrderedUuid(now)}`
+    // A cluster node's spot names it: reports on the spot go to it, which keeps the spot (deciderOf).
+    const spotId = `spt_${timeOrderedUuid(now)}${store.share.node !== undefined ? `.${store.share.node}` : ''}`
     const record: SpotRecord = { spot_id: spotId, screen_id: screenId, tier: decision.tier, decided_at: now, starts_at: now, duration_seconds: screen.slot_duration_seconds, status: 'served', creative_id: creative.creative_id }
     if (decision.winner !== undefined) {
       const { bid, clearing } = decision.winner

@@ -5,7 +5,7 @@ import { counting, ok, raw, route, type RouteDef } from '../../http/route.js'
 import type { CreativeRecord } from '../../creatives/records.js'
 import type { ScreenRecord } from '../../inventory/records.js'
 import { serveAsset } from './assets.js'
-import { awaitSpot, givenSpot, screenIdOfToken, screenOfToken, spotEvent, takeSpot } from '../feed.js'
+import { awaitSpot, deciderOf, givenSpot, screenIdOfToken, screenOfToken, spotEvent, takeSpot } from '../feed.js'
 import { playerPage } from '../page.js'
 import { provedAnswer, thenProved } from '../../proof/placing.js'
 
@@ -115,6 +115,7 @@ export function playerRoutes (deps: Deps): RouteDef[] {
       data: 'SpotEventResult',
       errors: ['screen_not_found', 'spot_not_found', 'spot_in_progress', 'service_unavailable'],
       screen: (ctx) => screenIdOfToken(store, ctx.params.token!),
+      decidedBy: (ctx) => deciderOf(ctx.params.spot_id!),
       proves: true,
       prepare: (ctx) => awaitSpot(deps, ctx.params.spot_id!),
       handler: (ctx) => {

@@ -3,7 +3,7 @@ import { ApiError } from '../../errors.js'
 import { counting, raw, route, type RouteDef } from '../../http/route.js'
 import { provedAnswer, thenProved } from '../../proof/placing.js'
 import { vastEmpty, vastInline } from '../vast.js'
-import { awaitSpot, givenSpot, screenIdOfToken, screenOfToken, spotEvent, takeSpot } from '../feed.js'
+import { awaitSpot, deciderOf, givenSpot, screenIdOfToken, screenOfToken, spotEvent, takeSpot } from '../feed.js'
 
 const XML = 'application/xml; charset=utf-8'
 const EVENTS = new Set(['impression', 'start', 'firstQuartile', 'midpoint', 'thirdQuartile', 'complete', 'error'])
@@ -58,6 +58,7 @@ export function vastRoutes (deps: Deps): RouteDef[] {
       status: 204,
       errors: ['screen_not_found', 'spot_not_found', 'spot_in_progress', 'service_unavailable'],
       screen: (ctx) => screenIdOfToken(store, ctx.params.token!),
+      decidedBy: (ctx) => deciderOf(ctx.params.spot_id!),
       proves: true,
       prepare: (ctx) => awaitSpot(deps, ctx.params.spot_id!),
       handler: (ctx) => {
