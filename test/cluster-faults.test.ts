@@ -6,11 +6,12 @@ import { clusterAvailable, logOwners, logsFollowed, startTestCluster } from './h
 import { eventually, pause } from './helpers/eventually.js'
 import { bookingClients, bookingSetting, checkConverged, dayReads } from './helpers/fault-bookings.js'
 import { checkNamesConverged, onboardingClients } from './helpers/fault-names.js'
+import { checkProofsConverged, playClients, playSetting, type Plays } from './helpers/fault-proofs.js'
 
 // Issue 47's fault suite, its first scenario: a node frozen with SIGSTOP while it books, for longer than anything the
 // cluster times (a claim's timeout, a command's 30 s to land, a record lock's 30 s), while another node books the rest
-// of the day, and clients onboarding the same seat_ids through both nodes; then woken, its bookings and onboardings in
-// flight landing late. What every client was told is recorded
+// of the day, clients onboarding the same seat_ids through both nodes, and a screen operator's devices reporting plays
+// through both; then woken, its bookings, onboardings and plays in flight landing late. What every client was told is recorded
 // (scripts/lib/faults/history.ts) and held, once the cluster has converged, to the booking and the names' invariants
 // (scripts/lib/faults/checker.ts). Only the public API is used, so that the file keeps its meaning whatever decides
 // bookings. OOHBID_FAULT_ROUNDS=n repeats the pause n times on fresh days (about 50 s a round).
@@ -27,9 +28,12 @@ if (clusterAvailable(t)) {
   const [a, b] = c.nodes
   /** Two screens in different partitions (each hold takes both, all or nothing through the claims log), two seats. */
   let setting: Awaited<ReturnType<typeof bookingSetting>>
+  /** The two screens' plays, of the first seat's ad. */
+  let plays: Plays
 
-  t.test('the setting: two screens in different partitions every node knows, two buyer seats', async (t) => {
+  t.test('the setting: two screens in different partitions every node knows, two buyer seats, an ad', async (t) => {
     setting = await bookingSetting(t, c, 'fault', 10)
+    plays = await playSetting(t, c, setting)
   })
 
   for (let round = 0; round < ROUNDS; round++) {
@@ -44,6 +48,8 @@ if (clusterAvailable(t)) {
       const clients = bookingClients(c, history, [a, b], booking)
       // And a client a node onboarding the same seat_ids, one after the other, across the pause.
       const onboarding = onboardingClients(c, history, [a, b], `pause-${round}`, 40)
+      // And a client a node reporting the two screens' plays, each screen's through both nodes.
+      const playing = playClients(c, history, [a, b], plays, `pause-${round}`)
 
       // The pause comes once a quarter of the day is booked, at a moment node-1 has a booking in flight.
       await eventually(t, 'a quarter of the day booked', clients.booked, { within: 60_000, every: 20, until: (n) => n >= capacity / 4 })
@@ -71,6 +77,7 @@ if (clusterAvailable(t)) {
       await pause(5000)
       await clients.stop()
       await onboarding.stop()
+      await playing.stop()
 
       const duringPause = history.select<ReserveArgs>('reserve', 'ok').filter((o) => o.node === b.id && o.completedAt! > pausedAt && o.completedAt! < wokeAt)
       t.ok(duringPause.length > 0, `${b.id} acknowledged ${duringPause.length} holds while ${a.id} was stopped`)
@@ -86,6 +93,7 @@ if (clusterAvailable(t)) {
       const onboarded = history.select('onboard')
       t.comment(`onboarding: ${onboarded.filter((o) => o.outcome === 'ok').length} acknowledged, ${onboarded.filter((o) => o.outcome === 'fail').length} refused, ${onboarded.filter((o) => o.outcome === 'unknown').length} unknown, ${onboarded.filter((o) => o.node === a.id && o.invokedAt < pausedAt && (o.completedAt ?? Infinity) > pausedAt).length} in flight on ${a.id} at the pause`)
       await checkNamesConverged(t, c, history)
+      await checkProofsConverged(t, c, history, plays)
       // Awake and heard from steadily, it is handed its share again, each log with one owner under a new epoch.
       const after = await eventually(t, 'every log with one owner, node-1 among them', () => logOwners(c, c.nodes), { within: 30_000, every: 500, until: (o) => o.size === logs && [...o.values()].every((x) => x.length === 1) && [...o.values()].some((x) => x[0]!.node === a.id) })
       t.ok([...after.values()].every((x) => x.length === 1), `every one of ${logs} logs has one owner once ${a.id} is back (${[...after].filter(([, x]) => x[0]!.node === a.id).length} of them ${a.id}'s)`)

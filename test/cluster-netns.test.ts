@@ -6,6 +6,7 @@ import { netHost, netnsUnavailable } from '../scripts/lib/faults/netns.js'
 import { History } from '../scripts/lib/faults/history.js'
 import { clusterAvailable, everyNode, gymDevice, startTestCluster } from './helpers/cluster.js'
 import { bookingClients, bookingSetting, checkConverged } from './helpers/fault-bookings.js'
+import { checkProofsConverged, playClients, playSetting } from './helpers/fault-proofs.js'
 import { eventually, pause } from './helpers/eventually.js'
 import { skipFile } from './helpers/required.js'
 import { freshIp } from './helpers/service.js'
@@ -86,9 +87,12 @@ async function main (): Promise<void> {
     t.equal(await c.seatStatus(three.url, key), 200, 'and still the one from before')
   })
 
-  t.test('clients book two screens\' day through all three nodes while node-3 is cut off from the engine and the front, then healed, node-2 a minute ahead: no hold oversold or lost, every node agrees', async (t) => {
+  t.test('clients book two screens\' day and report their plays through all three nodes while node-3 is cut off from the engine and the front, then healed, node-2 a minute ahead: no hold oversold or lost, no play proven twice or lost, every node agrees', async (t) => {
     const history = new History()
-    const { screens, seats, date, capacity } = await bookingSetting(t, c, 'cut', 12)
+    const setting = await bookingSetting(t, c, 'cut', 12)
+    const { screens, seats, date, capacity } = setting
+    const plays = await playSetting(t, c, setting)
+    const playing = playClients(c, history, c.nodes, plays, 'cut')
     // About 40 holds fill the day: a fifth of it before the cut, the rest on either side of it.
     const booking = { screens, date, spots: Math.ceil(capacity / 40), seats }
     const clients = bookingClients(c, history, c.nodes, booking, 2)
@@ -101,7 +105,9 @@ async function main (): Promise<void> {
     history.note('healed node-3')
     await pause(3000)
     await clients.stop()
+    await playing.stop()
     t.comment(`${date}: capacity ${capacity}, ${booking.spots} spots a hold on each of two screens`)
     await checkConverged(t, c, history, booking)
+    await checkProofsConverged(t, c, history, plays)
   })
 }

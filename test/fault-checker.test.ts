@@ -1,8 +1,9 @@
 import t from 'tap'
-import { checkBookings, type ReserveArgs } from '../scripts/lib/faults/checker.js'
+import { checkBookings, checkProofs, type ChainRead, type ProveArgs, type ReserveArgs } from '../scripts/lib/faults/checker.js'
 import { History, type Answer } from '../scripts/lib/faults/history.js'
 
-// The booking invariants' client model without a cluster: what a client may conclude from each answer it got.
+// The invariants' client model without a cluster: what a client may conclude from each answer it got, and what the
+// checks report of the reads.
 
 const day = '2026-12-11'
 const args = (key: string): ReserveArgs => ({ seat: 's1', screens: ['scr_a'], date: day, spots: 144, key })
@@ -26,4 +27,23 @@ t.test('a hold retried into a refusal is known not done: spots booked for it are
   await tries(history, 'k1', [{ status: 503, body: {} }, { status: 409, body: { error_code: 'capacity_unavailable' } }])
   t.same(accounts(history, 0).violations, [], 'nothing booked, as the refusal says')
   t.equal(accounts(history, 144).violations.length, 2, 'spots booked on both nodes for a hold refused are reported')
+})
+
+t.test('proofs: a play acknowledged is listed on every node under the proof it was told, once, in chains of one line alike', async (t) => {
+  const history = new History()
+  const prove = async (impressionId: string, answer: Answer) => await history.run('c0', 'node-1', 'prove', { impressionId, screen: 'scr_a' } satisfies ProveArgs, async () => answer)
+  const told = (status: string, proof_id: string): Answer => ({ status: 200, body: { data: { results: [{ status, proof_id }] } } })
+  await prove('i1', told('accepted', 'p1'))
+  await prove('i2', { status: 503, body: {} })
+  await prove('i2', told('duplicate', 'p2'))
+  const link = (proof_id: string, impressionId: string, seq: number, prev: string) => ({ proof_id, impressionId, chain: { seq, prev_digest: prev, digest: `d${seq}` } })
+  const chain = [link('p1', 'i1', 1, '0'), link('p2', 'i2', 2, 'd1')]
+  const reads = (second: ChainRead['proofs']): ChainRead[] => [{ node: 'node-1', screen: 'scr_a', proofs: chain }, { node: 'node-2', screen: 'scr_a', proofs: second }]
+  const violations = (second: ChainRead['proofs']) => Object.fromEntries(checkProofs(history, reads(second)).map((c) => [c.name, c.violations.length]))
+  t.same(violations(chain), { 'acknowledged plays proven on every node': 0, 'one proof an impression id': 0, 'each screen\'s proof chain one line': 0, 'nodes list each chain alike': 0 }, 'two plays, one retried after a 503 into a duplicate: all held')
+  t.match(violations([chain[0]!]), { 'acknowledged plays proven on every node': 1, 'nodes list each chain alike': 1 }, 'a play missing on a node')
+  t.match(violations([chain[0]!, link('p3', 'i2', 2, 'd1')]), { 'acknowledged plays proven on every node': 1, 'nodes list each chain alike': 1 }, 'a play listed under another proof than it was told')
+  t.match(violations([chain[0]!, link('p2', 'i2', 2, 'x')]), { 'each screen\'s proof chain one line': 1 }, 'a proof not chained to the one before')
+  t.match(violations([...chain, link('p4', 'i3', 2, 'd1')]), { 'each screen\'s proof chain one line': 1, 'nodes list each chain alike': 1 }, 'a place held twice')
+  t.match(violations([...chain, link('p5', 'i1', 3, 'd2')]), { 'one proof an impression id': 1 }, 'an impression id proven twice')
 })

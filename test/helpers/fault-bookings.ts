@@ -24,26 +24,28 @@ export interface Booking {
  * A scenario's setting, named by prefix: an operator's screens registered through node-1, two of them in different
  * partitions (chosen by the partitions' hash, src/campaigns/capacity.ts, the one thing not read through the API, so
  * that each hold is all or nothing through the claims log), and two buyer seats whose limits the load cannot reach,
- * once every node knows them. Answers the screens, the seats, and the capacity of their day `daysAhead` from now.
+ * once every node knows them. Answers the screens, the seats, and the capacity of their day `daysAhead` from now, and
+ * the operator's key and the screens' devices, for plays reported on them.
  */
-export async function bookingSetting (t: Test, c: TestCluster, prefix: string, daysAhead: number): Promise<Omit<Booking, 'spots'> & { capacity: number }> {
+export async function bookingSetting (t: Test, c: TestCluster, prefix: string, daysAhead: number): Promise<Omit<Booking, 'spots'> & { capacity: number, partner: { key: string, devices: string[] } }> {
   const partner = await c.call(c.cluster.frontUrl, 'POST', '/v1/partner/register', { body: { name: `${prefix} Screens`, slug: `${prefix}-screens`, contact_email: `ops@${prefix}.example`, partner_type: 'screen_operator', domain: `${prefix}.example` }, headers: { 'x-forwarded-for': freshIp() } })
   t.equal(partner.status, 201, 'a screen operator registered')
   const batch = await c.call(c.nodes[0].url, 'POST', '/v1/partner/devices/batch', { key: partner.body.data.api_key.key, body: { devices: [0, 1, 2, 3].map((i) => gymDevice(`${prefix}-${i}`)) } })
   t.equal(batch.status, 200, 'its screens registered through node-1')
   const ids = (batch.body.data.results as Array<{ screen_id: string }>).map((r) => r.screen_id)
   const screens = [ids[0]!, ids.find((id) => partitionOf(id, PARTITIONS) !== partitionOf(ids[0]!, PARTITIONS))!]
+  const devices = screens.map((id) => (batch.body.data.results as Array<{ screen_id: string, device_id: string }>).find((r) => r.screen_id === id)!.device_id)
   t.ok(screens[1] !== undefined, 'two of them in different partitions')
   const seats: Array<{ seat: string, key: string }> = []
   for (const seat of [`${prefix}-buyer-1`, `${prefix}-buyer-2`]) {
     const key = (await c.onboard(c.cluster.frontUrl, seat)).body.data.api_key.key as string
-    t.equal((await c.admin(c.nodes[0].url, 'PUT', `/admin/v1/seats/${seat}/rate-limits`, { limits: { campaigns: 1_000_000, inventory: 1_000_000, account: 1_000_000 }, reason: 'fault test' })).status, 200)
+    t.equal((await c.admin(c.nodes[0].url, 'PUT', `/admin/v1/seats/${seat}/rate-limits`, { limits: { campaigns: 1_000_000, inventory: 1_000_000, account: 1_000_000, creatives: 1_000_000, reporting: 1_000_000 }, reason: 'fault test' })).status, 200)
     seats.push({ seat, key })
   }
   const date = new Date(Date.now() + daysAhead * 86_400_000).toISOString().slice(0, 10)
   for (const node of c.nodes) await eventually(t, `${node.id} knows the screens and the seats`, async () => (await c.call(node.url, 'POST', '/openrtb/v2/screens/availability', { key: seats[1]!.key, body: { screen_ids: screens, start_date: date, end_date: date } })).body.data?.screens?.length as number | undefined, { within: 20_000, every: 100, until: (n) => n === 2 })
   const capacity = Math.min(...(await dayReads(c, [c.nodes[0]], seats[0]!.key, screens, date)).map((r) => r.capacity))
-  return { screens, seats, date, capacity }
+  return { screens, seats, date, capacity, partner: { key: partner.body.data.api_key.key as string, devices } }
 }
 
 /**

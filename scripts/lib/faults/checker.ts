@@ -158,6 +158,69 @@ export function checkNames (history: History, reads: SeatRead[]): Check[] {
   return [seats, once, readable]
 }
 
+/** A partner's play (POST /v1/partner/impressions, one impression) as a client invoked it: its impression id and screen. */
+export interface ProveArgs { impressionId: string, screen: string }
+
+/** A screen's proofs as one node lists them once healed (GET /v1/advertiser/proof/proofs, every page). */
+export interface ChainRead { node: string, screen: string, proofs: Array<{ proof_id: string, impressionId: string, chain: { seq: number, prev_digest: string } & { digest: string } }> }
+
+/** The proof an acknowledged play was told: accepted, or a duplicate naming the first. */
+const toldProof = (o: Op) => (o.body as { data?: { results?: Array<{ status?: string, proof_id?: string }> } } | undefined)?.data?.results?.[0]?.proof_id
+
+/**
+ * The proof invariants of issue 47 over the history's `prove` operations (args ProveArgs) and the chains every node
+ * lists once healed:
+ *  - acknowledged readable: every play acknowledged (accepted, or a duplicate naming the first proof) is listed on
+ *    every node under the proof it was told;
+ *  - one proof an impression: on each node an impression id has one proof at most, and every acknowledgement of it
+ *    (a retry's, another node's) names that one;
+ *  - chains one line: on each node each screen's places run from 1 with none missing or held twice, each proof chained
+ *    to the digest of the one before;
+ *  - nodes agree: every node lists each screen's chain alike.
+ */
+export function checkProofs (history: History, reads: ChainRead[]): Check[] {
+  const told = new Map<string, Set<string | undefined>>()
+  for (const o of history.select<ProveArgs>('prove', 'ok')) told.set(o.args.impressionId, (told.get(o.args.impressionId) ?? new Set()).add(toldProof(o)))
+  const nodes = [...new Set(reads.map((r) => r.node))]
+  const listed = new Map(nodes.map((node) => [node, new Map<string, string[]>()]))
+  for (const r of reads) for (const p of r.proofs) listed.get(r.node)!.set(p.impressionId, [...(listed.get(r.node)!.get(p.impressionId) ?? []), p.proof_id])
+
+  const readable: Check = { name: 'acknowledged plays proven on every node', checked: 0, violations: [] }
+  const once: Check = { name: 'one proof an impression id', checked: 0, violations: [] }
+  for (const [impression, proofs] of told) {
+    once.checked++
+    if (proofs.size > 1) once.violations.push(`${impression}: acknowledged as ${proofs.size} proofs (${[...proofs].join(', ')})`)
+    for (const node of nodes) {
+      readable.checked++
+      const there = listed.get(node)!.get(impression) ?? []
+      if (!there.some((id) => proofs.has(id))) readable.violations.push(`${impression} on ${node}: told ${[...proofs].join(', ')}, listed ${there.join(', ') || 'none'}`)
+    }
+  }
+  for (const [node, byImpression] of listed) {
+    for (const [impression, ids] of byImpression) {
+      once.checked++
+      if (ids.length > 1) once.violations.push(`${impression} on ${node}: ${ids.length} proofs (${ids.join(', ')})`)
+    }
+  }
+  const line: Check = { name: 'each screen\'s proof chain one line', checked: 0, violations: [] }
+  const agree: Check = { name: 'nodes list each chain alike', checked: 0, violations: [] }
+  const chainOf = new Map<string, string>()
+  for (const r of reads) {
+    const chain = [...r.proofs].sort((a, b) => a.chain.seq - b.chain.seq)
+    chain.forEach((p, i) => {
+      line.checked++
+      if (p.chain.seq !== i + 1) line.violations.push(`${r.screen} on ${r.node}: place ${i + 1} is ${p.proof_id}'s ${p.chain.seq}`)
+      else if (i > 0 && p.chain.prev_digest !== chain[i - 1]!.chain.digest) line.violations.push(`${r.screen} on ${r.node}: ${p.proof_id} at ${p.chain.seq} not chained to ${chain[i - 1]!.proof_id}`)
+    })
+    const seen = JSON.stringify(chain.map((p) => [p.chain.seq, p.proof_id, p.chain.digest]))
+    const first = chainOf.get(r.screen)
+    agree.checked++
+    if (first === undefined) chainOf.set(r.screen, seen)
+    else if (first !== seen) agree.violations.push(`${r.screen}: ${r.node} lists another chain (${chain.length} places)`)
+  }
+  return [readable, once, line, agree]
+}
+
 /** One line a check, `checked N, violations M`, and each violation under it: what a test prints. */
 export function summary (checks: Check[]): string[] {
   return checks.flatMap((c) => [`${c.name}: checked ${c.checked}, violations ${c.violations.length}`, ...c.violations.slice(0, 20).map((v) => `  ${v}`), ...(c.violations.length > 20 ? [`  ... and ${c.violations.length - 20} more`] : [])])
