@@ -48,7 +48,7 @@ import { leasedLeft } from './campaigns/delivery.js'
 import { ALONE } from './store/store.js'
 import { createLogger, type Logger } from './log.js'
 import { Outbox } from './store/outbox.js'
-import { proposePlay, startProofRetries } from './proof/proof-log.js'
+import { proposePlays, startProofRetries } from './proof/proof-log.js'
 import { lockDataDir } from './store/data-dir-lock.js'
 import { openStore, type Store } from './store/store.js'
 import { DeliveryLog } from './webhooks/delivery-log.js'
@@ -192,7 +192,7 @@ export async function startService ({ config: given, clock = systemClock, log = 
   const { lock, claimed, store, config, url } = await takeNode(given, log, (campaignId, wantMicros) => cluster?.leaseBudget(campaignId, wantMicros), served, {
     bookings,
     settle: async (partition, command) => await cluster?.settle(partition, command) ?? false,
-    prove: async (command) => cluster === undefined ? undefined : await proposePlay(cluster, store, command)
+    prove: async (plays) => cluster === undefined ? undefined : await proposePlays(cluster, store, plays)
   })
   const { port, adminToken } = config
   const parts = nodeParts(config, store, clock, log, adminToken)

@@ -36,7 +36,7 @@ export function clusterShare (node: string, served: ServedPartitions, budgets: {
   /** Where its settlements of bids are proposed (the screen's partition's log, by the supervisor). */
   settle?: (partition: number, command: SettleCommand) => Promise<boolean>
   /** Where its plays are proposed for their proofs' places (the proof log, by the supervisor). */
-  prove?: (command: ProofCommand) => Promise<ProofVerdict | undefined>
+  prove?: (plays: ProofCommand[]) => Promise<ProofVerdict[] | undefined>
 } = {}): Share {
   const { bookings, settle, prove } = links
   const asked = new Map<string, number>()

@@ -10,7 +10,7 @@ import { renderMetrics, type Metrics } from '../http/metrics.js'
 import type { Moderator } from '../moderation/moderator.js'
 import type { Notices } from '../notify/notices.js'
 import type { NoticeSender } from '../notify/sender.js'
-import { proposePlay } from '../proof/proof-log.js'
+import { proposePlays } from '../proof/proof-log.js'
 import type { Outbox } from '../store/outbox.js'
 import type { Store } from '../store/store.js'
 import type { WebhookDispatcher } from '../webhooks/dispatcher.js'
@@ -72,9 +72,9 @@ export function supervisorOperations (d: OperationDeps, dashboard: () => Promise
     },
     expire: (claim) => d.capacity()?.expire(claim),
     settle: async (partition, command) => await d.cluster()?.settle(partition, command) ?? false,
-    prove: async (command) => {
+    prove: async (plays) => {
       const node = d.cluster()
-      return node === undefined ? undefined : await proposePlay(node, d.store, command)
+      return node === undefined ? undefined : await proposePlays(node, d.store, plays)
     },
     log: (line) => d.log.write(line),
     moderate: (id) => d.moderator.schedule(id),

@@ -29,8 +29,8 @@ export interface SupervisorCalls {
   book: (base: string, commands: BookingCommand[]) => BookingDecisions
   /** Proposes a committed settlement of bids to their partition's log: whether it was accepted (a cluster node only). */
   settle: (partition: number, command: SettleCommand) => boolean
-  /** Proposes a play to the proof log: its verdict, or undefined when not known in time (a cluster node only). */
-  prove: (command: ProofCommand) => ProofVerdict | undefined
+  /** Proposes plays to the proof log: their verdicts, or undefined when not all known in time (a cluster node only). */
+  prove: (plays: ProofCommand[]) => ProofVerdict[] | undefined
   analyze: (url: string, declaredType: string) => ModerationReply
   query: (sql: string, params?: Params, timeoutMs?: number) => Array<Record<string, unknown>>
   dashboard: () => Dashboard

@@ -84,7 +84,7 @@ const served = new ServedPartitions(config.cluster?.partitions ?? 1, memory.serv
 const share = config.cluster !== undefined ? clusterShare(config.cluster.nodeId, served, { leasedLeft, ask: (campaignId, wantMicros) => rpc.notify('budget', campaignId, wantMicros) }, {
   bookings,
   settle: async (partition, command) => await rpc.call('settle', partition, command),
-  prove: async (command) => await rpc.call('prove', command)
+  prove: async (plays) => await rpc.call('prove', plays)
 }) : ALONE
 const store = openStore(config.dataDir, { mode: config.durability, syncIntervalMs: 0 }, memory.generations, { replicate: config.cluster !== undefined, share })
 // A cluster node's supervisor ships what this thread's commits recorded for the other nodes.

@@ -18,31 +18,53 @@ export const PROOFS_LOG = 'PROOFS'
 const RETRY_EVERY_MS = 5000
 
 /**
- * The proof log's apply, on every node that follows it. The node that proposed a play (its data directory, in any life
- * of its process: an entry that landed before a crash is applied after the restart) writes its effects, and stops
- * proposing it.
+ * The most plays one entry carries: a partner's batch of 1,000 is a few appends, not a thousand, and an entry stays
+ * far under the engine's 1 MB a message (a play is under 1 KB).
+ */
+const PLAYS_AN_ENTRY = 250
+
+/** An entry of the proof log: plays one node proposed together, placed in their order. */
+interface PlaysEntry {
+  op: 'plays'
+  /**
+   * The data directory of the node that proposed them (its incarnation in the engine): the node whose effects these
+   * are (webhooks, analytics events), in any life of its process, and not a new disk under its name.
+   */
+  by: string | undefined
+  plays: ProofCommand[]
+}
+
+/**
+ * The proof log's apply, on every node that follows it. The node that proposed the plays (its data directory, in any
+ * life of its process: an entry that landed before a crash is applied after the restart) writes their effects, and
+ * stops proposing them.
  */
 export function proofMachine (effects: ProofEffects): PartitionMachine {
   const { store } = effects
   return {
     owned: false,
     apply: (body, at) => {
-      const c = body as ProofCommand
-      const mine = c.by !== undefined && c.by === dataIncarnation(store)
-      if (mine) store.pendingProofs.removeSync(c.proof_id)
-      return { status: 'accepted', result: placeProof(effects, c, { logTime: at.logTime, mine, log: true }) }
+      const entry = body as PlaysEntry
+      const mine = entry.by !== undefined && entry.by === dataIncarnation(store)
+      const verdicts = entry.plays.map((c) => {
+        if (mine) store.pendingProofs.removeSync(c.proof_id)
+        return placeProof(effects, c, { logTime: at.logTime, mine, log: true })
+      })
+      return { status: 'accepted', result: verdicts }
     }
   }
 }
 
 /**
- * Proposes a play to the proof log, from this data directory, unfenced (the log's order places it, whoever proposed)
- * and fresh (its proof id is new, so no key is kept for it): its verdict, or undefined when the engine did not hold it,
- * this node did not apply it in time, or it landed too late to count.
+ * Proposes plays to the proof log from this data directory, PLAYS_AN_ENTRY an entry, unfenced (the log's order places
+ * them, whoever proposed) and fresh (their proof ids are new, so no key is kept for them): their verdicts, in order, or
+ * undefined when the engine did not hold an entry, this node did not apply it in time, or it landed too late to count.
  */
-export async function proposePlay (node: Pick<ClusterNode, 'propose'>, store: Store, command: ProofCommand): Promise<ProofVerdict | undefined> {
-  const verdict = await node.propose(PROOFS_LOG, command.proof_id, { ...command, by: dataIncarnation(store) }, true)
-  return verdict?.status === 'accepted' ? verdict.result as ProofVerdict : undefined
+export async function proposePlays (node: Pick<ClusterNode, 'propose'>, store: Store, plays: ProofCommand[]): Promise<ProofVerdict[] | undefined> {
+  const by = dataIncarnation(store)
+  const entries = Array.from({ length: Math.ceil(plays.length / PLAYS_AN_ENTRY) }, (_, i) => plays.slice(i * PLAYS_AN_ENTRY, (i + 1) * PLAYS_AN_ENTRY))
+  const verdicts = await Promise.all(entries.map(async (chunk) => await node.propose(PROOFS_LOG, chunk[0]!.proof_id, { op: 'plays', by, plays: chunk } satisfies PlaysEntry, true)))
+  return verdicts.every((v) => v?.status === 'accepted') ? verdicts.flatMap((v) => v!.result as ProofVerdict[]) : undefined
 }
 
 /**
@@ -58,9 +80,12 @@ export function startProofRetries (store: Store, node: Pick<ClusterNode, 'propos
     store.refresh()
     const before = Date.now() - 2 * ackTimeoutMs
     const due = [...store.pendingProofs.getRange()].filter(({ value }) => value.at < before).map(({ value }) => value.command)
-    Promise.all(due.map(async (c) => await proposePlay(node, store, c))).then((verdicts) => {
-      const unplaced = verdicts.filter((v) => v === undefined).length
-      if (unplaced > 0) log.warn('proofs: plays not placed yet; proposed again shortly', { plays: unplaced })
+    if (due.length === 0) {
+      running = false
+      return
+    }
+    proposePlays(node, store, due).then((verdicts) => {
+      if (verdicts === undefined) log.warn('proofs: plays not placed yet; proposed again shortly', { plays: due.length })
     }, () => {}).finally(() => { running = false })
   }, RETRY_EVERY_MS)
   timer.unref()

@@ -32,11 +32,6 @@ export interface ProofCommand {
   reported: GivtReason[]
   /** The partner whose impression callback reported it. */
   partner_id?: string
-  /**
-   * The data directory of the cluster node that proposed it (its incarnation in the engine): the node whose effects
-   * these are (webhooks, analytics, its day counts), in any life of its process, and not a new disk under its name.
-   */
-  by?: string
   /** The proposer's head of the screen's chain: where a log that has placed none of the screen's proofs chains from. */
   base?: ChainHead
 }

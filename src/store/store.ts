@@ -117,9 +117,9 @@ export interface Share {
   /**
    * Where this node's plays take their place in their screens' proof chains, when not in the request's own
    * transaction (ALONE: undefined): a cluster's proof log, whose order places every node's (src/proof/proof-log.ts).
-   * Resolves with the play's verdict, or undefined when it is not known in time.
+   * Resolves with the plays' verdicts, in order, or undefined when they are not all known in time.
    */
-  readonly proofs: ((command: ProofCommand) => Promise<ProofVerdict | undefined>) | undefined
+  readonly proofs: ((plays: ProofCommand[]) => Promise<ProofVerdict[] | undefined>) | undefined
 }
 
 /** Settlements that count once a log accepts them (Share.settlements). */
