@@ -4,7 +4,7 @@
 // entry. A claim over several partitions is all or nothing, its life in the claims log: declared there, taken
 // tentatively in each partition, committed there by its coordinator only if every part was taken (else aborted, by it
 // or by anyone once its time is past), and the decision relayed to the parts.
-import { tableSlice, wholeTable } from '../cluster/checkpoints.js'
+import { prefixSlice, tableSlice, wholeTable } from '../cluster/checkpoints.js'
 import type { PartitionMachine } from '../cluster/partition-log.js'
 import type { Verdict } from '../cluster/records.js'
 import { partitionOf } from '../cluster/screen-partitions.js'
@@ -71,12 +71,12 @@ export function partitionMachine (store: Store, partition: number, partitions: n
     tables: [
       tableSlice('booked', store.booked, ([screen]) => mine(screen)),
       tableSlice('booked_hours', store.bookedHours, ([screen]) => mine(screen)),
-      tableSlice('booked_days', store.bookedDays, ([p]) => p === partition),
+      prefixSlice('booked_days', store.bookedDays, partition),
       tableSlice('capacity_screens', store.capacityScreens, mine),
       tableSlice('capacity_parts', store.capacityParts, ([, p]) => p === partition),
       tableSlice('capacity_claims', store.capacityClaims, (claim) => claimLog(claim) === partition),
       tableSlice('capacity_lapses', store.capacityLapses, ([, claim]) => claimLog(claim) === partition),
-      tableSlice('capacity_ended', store.capacityEnded, ([log]) => log === partition)
+      prefixSlice('capacity_ended', store.capacityEnded, partition)
     ],
     apply (body, at) {
       sweepEnded(store, partition, at.logTime)
@@ -103,7 +103,7 @@ export function claimsMachine (store: Store): PartitionMachine {
       tableSlice('capacity_claims', store.capacityClaims, (claim) => claimLog(claim) === 'claims'),
       tableSlice('capacity_lapses', store.capacityLapses, ([, claim]) => claimLog(claim) === 'claims'),
       wholeTable('capacity_open', store.capacityOpen),
-      tableSlice('capacity_ended', store.capacityEnded, ([log]) => log === 'claims')
+      prefixSlice('capacity_ended', store.capacityEnded, 'claims')
     ],
     apply (body, at) {
       sweepEnded(store, 'claims', at.logTime)

@@ -24,21 +24,31 @@ export interface LogTable {
 
 type Table<K extends Key> = Pick<Database<unknown, K>, 'getRange' | 'putSync' | 'removeSync'>
 
+const slice = <K extends Key>(name: string, table: Table<K>, rows: () => Iterable<{ key: Key, value: unknown }>): LogTable => ({
+  name,
+  rows,
+  putSync: (key, value) => table.putSync(key as K, value),
+  removeSync: (key) => table.removeSync(key as K)
+})
+
 /** Every row of a table is the log's. */
 export function wholeTable<K extends Key> (name: string, table: Table<K>): LogTable {
   return tableSlice(name, table, () => true)
 }
 
-/** The rows of a table whose keys belong to the log. */
+/** The rows of a table whose keys belong to the log, found by reading the whole table. */
 export function tableSlice<K extends Key> (name: string, table: Table<K>, belongs: (key: K) => boolean): LogTable {
-  return {
-    name,
-    * rows () {
-      for (const row of table.getRange()) if (belongs(row.key)) yield row
-    },
-    putSync: (key, value) => table.putSync(key as K, value),
-    removeSync: (key) => table.removeSync(key as K)
-  }
+  return slice(name, table, function * () {
+    for (const row of table.getRange()) if (belongs(row.key)) yield row
+  })
+}
+
+/**
+ * The rows of a table whose keys start with the log's own name for them (a partition's number, or 'claims'): read as
+ * one range of the table, so that a log's checkpoint reads its own rows, not every log's.
+ */
+export function prefixSlice<K extends Key> (name: string, table: Table<K>, prefix: number | string): LogTable {
+  return slice(name, table, () => table.getRange({ start: [prefix], end: [prefix, '\uffff'] } as never))
 }
 
 /** The checkpoints' format: a node restores only one it can read. */

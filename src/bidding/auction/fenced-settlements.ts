@@ -1,4 +1,4 @@
-import { tableSlice } from '../../cluster/checkpoints.js'
+import { prefixSlice } from '../../cluster/checkpoints.js'
 import type { AppliedAt, PartitionMachine } from '../../cluster/partition-log.js'
 import type { Notices } from '../../notify/notices.js'
 import type { Store } from '../../store/store.js'
@@ -46,7 +46,7 @@ export function settlementMachine (store: Store, notices: Notices, options: { no
   const { node, partition } = options
   const mine = (at: AppliedAt): boolean => at.from.node === node
   return {
-    tables: [tableSlice('settled_bids', store.settledBids, ([p]) => p === partition)],
+    tables: [prefixSlice('settled_bids', store.settledBids, partition)],
     apply (body, at) {
       const c = body as SettleCommand
       forget(store, partition, at.logTime - (c.keep_ms ?? DEFAULT_KEEP_MS), Math.max(TRIM_BATCH, 2 * c.bids.length))
