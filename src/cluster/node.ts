@@ -150,7 +150,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   const checkpoints = { store: new Checkpoints(engine.checkpoints, CHECKPOINT_TIMEOUT_MS), every: cluster.checkpointEntries }
   store.write(() => store.meta.removeSync(LOG_STOPPED))
   const onStopped = (stream: string) => (err: Error) => store.write(() => store.meta.putSync(LOG_STOPPED, `${stream}: ${err.message}`))
-  const proposeTo = (stream: string) => async (key: string, body: unknown) => await logs.get(stream)!.propose(key, body, false, cluster.ackTimeoutMs).catch(() => undefined)
+  const proposeTo = (stream: string, fresh = false) => async (key: string, body: unknown) => await logs.get(stream)!.propose(key, body, false, cluster.ackTimeoutMs, fresh).catch(() => undefined)
   const names = new NameClaims(proposeTo(NAMES_LOG), log, cluster.ackTimeoutMs)
   const locks = new RecordLocks(names, store)
   const budgets = new BudgetGrants({ store, book: deps.budgets, propose: proposeTo(BUDGET_LOG), log })
@@ -227,9 +227,8 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     unlock: (_name, n) => locks.unlock(n),
     caughtUp: () => applier.caughtUp(engine, 1000),
     async propose (stream, key, body, fresh = false) {
-      const log = logs.get(stream)
-      if (log === undefined) throw new Error(`this node follows no log ${stream}`)
-      return await log.propose(key, body, false, cluster.ackTimeoutMs, fresh).catch(() => undefined)
+      if (!logs.has(stream)) throw new Error(`this node follows no log ${stream}`)
+      return await proposeTo(stream, fresh)(key, body)
     },
     owns: (stream) => logs.get(stream)?.owns() ?? false,
     logTime: (partition) => logs.get(partitionStream(partition))?.mark().log_time ?? 0,

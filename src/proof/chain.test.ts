@@ -29,7 +29,6 @@ let minutes = 0
 /** A signed play of seat-a's ad on s1, a minute after the one before unless said. */
 function play (impressionId: string, over: Partial<ProofCommand> = {}, fields: Partial<SignedFields> = {}): ProofCommand {
   return {
-    op: 'proof',
     proof_id: `prf_${impressionId}_${minutes}`,
     fields: { timestamp: T0 + ++minutes * 60_000, adId: 'cr_1', impressionId, screenId: 's1', deviceId: 'd1', ...fields },
     signature: `ed25519=${impressionId}`,

@@ -32,7 +32,7 @@ export interface ProofDeps extends ProofEffects {
 }
 
 /** What a proof records beyond the signed fields, its GIVT verdict and its place. */
-export type ProofFacts = Pick<ProofRecord, 'verification_tier' | 'seat_id' | 'creative_id' | 'spot_id' | 'duration_ms' | 'completed'>
+export type ProofFacts = ProofCommand['facts']
 
 /** How far back a device that was offline may report its plays (their original timestamps). */
 export const OFFLINE_WINDOW_MS = 72 * 3_600_000
@@ -81,6 +81,11 @@ export function proofApplied (store: Store, table: string, key: string): void {
   const head = store.proofHeads.get(proof.screenId)
   if (head === undefined || (head.log !== true && head.seq < proof.chain.seq)) store.proofHeads.putSync(proof.screenId, { seq: proof.chain.seq, digest: proof.chain.digest })
   if (store.proofChain.get([proof.screenId, proof.chain.seq]) === undefined) store.proofChain.putSync([proof.screenId, proof.chain.seq], proof.proof_id)
+  fileForReads(store, proof)
+}
+
+/** Files a proof under its impression, its screen's plays in time (GIVT's burst) and its seat's proofs in time. */
+function fileForReads (store: Store, proof: ProofRecord): void {
   store.proofByImpression.putSync(proof.impressionId, proof.proof_id)
   store.proofTimes.putSync([proof.screenId, proof.timestamp, proof.proof_id], proof.proof_id)
   if (proof.seat_id !== null) store.proofsBySeat.putSync([proof.seat_id.toLowerCase(), proof.timestamp, proof.proof_id], proof.proof_id)
@@ -93,7 +98,6 @@ export function proofApplied (store: Store, table: string, key: string): void {
 export function signPlay (store: Store, signer: ProofSigner, screen: ScreenRecord, fields: SignedFields, facts: ProofFacts, slotSeconds: number, partnerId?: string): ProofCommand {
   const head = store.proofHeads.get(fields.screenId)
   return {
-    op: 'proof',
     proof_id: `prf_${randomBytes(12).toString('hex')}`,
     fields,
     signature: signer.sign(fields),
@@ -206,9 +210,7 @@ export function placeProof (effects: ProofEffects, c: ProofCommand, at: PlacedAt
   if (at.log) store.loggedImpressions.putSync(proof.impressionId, proof.proof_id)
   store.proofHeads.putSync(proof.screenId, { seq: proof.chain.seq, digest: proof.chain.digest, ...(at.log ? { log: true as const } : {}) })
   store.proofChain.putSync([proof.screenId, proof.chain.seq], proof.proof_id)
-  store.proofByImpression.putSync(proof.impressionId, proof.proof_id)
-  store.proofTimes.putSync([proof.screenId, proof.timestamp, proof.proof_id], proof.proof_id)
-  if (proof.seat_id !== null) store.proofsBySeat.putSync([proof.seat_id.toLowerCase(), proof.timestamp, proof.proof_id], proof.proof_id)
+  fileForReads(store, proof)
   const partnerToday = c.partner_id !== undefined ? countPartnerDay(store, c.partner_id, fields.timestamp) : undefined
   if (proof.seat_id !== null) {
     countDay(store, proof.seat_id, fields.timestamp, at.log, (counts) => {

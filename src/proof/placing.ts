@@ -20,8 +20,8 @@ export function placePlays (effects: ProofEffects, commands: ProofCommand[], now
   const log = store.share.proofs
   if (log === undefined || dryRun || commands.length === 0) return commands.map((c) => placeProof(effects, c, { logTime: now, mine: true, log: log !== undefined }))
   const here = commands.map((c) => repeatHere(effects, c))
-  for (const [i, c] of commands.entries()) if (here[i] === undefined) store.pendingProofs.putSync(c.proof_id, { command: c, at: now })
   const toLog = commands.filter((_, i) => here[i] === undefined)
+  for (const c of toLog) store.pendingProofs.putSync(c.proof_id, { command: c, at: now })
   return new Promise((resolve, reject) => {
     store.afterCommit(() => {
       (toLog.length === 0 ? Promise.resolve([]) : log(toLog)).then((logged) => {

@@ -22,7 +22,6 @@ export interface ChainHead {
  * node proposes it to the proof log, whose order places it.
  */
 export interface ProofCommand {
-  op: 'proof'
   proof_id: string
   fields: SignedFields
   signature: string
