@@ -13,11 +13,15 @@
 // (bench/engines.ts). Then the same bids on a cluster of five nodes, and issue 47's four figures of a cluster that
 // grows with its nodes, each against its bar. The unpaced bids and holds, and the prototype's appends, are measured
 // after 5 s of the same load on each target alike (warmUp); the bids the bars are taken from (c=50, and the
-// prototype's appends), over 30 s after 20 s of the same (bidSeconds).
+// prototype's appends), over 30 s after 20 s of the same (bidSeconds). Where a ClickHouse server is installed, every
+// target's analytics go to one the bench starts (each target a database of its own), as a cluster that grows past a
+// few nodes is deployed: each node ships its own events there once, where a chDB a node loads every node's events
+// (BENCH_ANALYTICS=embedded keeps that). Its CPU is counted as the target's.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { clusterInstalled, startLocalCluster } from '../scripts/lib/cluster.js'
+import { clickHouseServerInstalled, startClickHouseServer } from '../scripts/lib/engines/clickhouse.js'
 import { startNatsCluster } from '../scripts/lib/engines/nats.js'
 import { partitionOf } from '../src/cluster/screen-partitions.js'
 import { acceptedBid } from './lib/bid-fixture.js'
@@ -135,6 +139,12 @@ if (missing !== undefined) {
   console.log(`bench/cluster skipped: ${missing}`)
 } else {
   const rows: Measurement[] = []
+  const analyticsDir = mkdtempSync(join(tmpdir(), 'oohbid-bench-clickhouse-'))
+  const server = process.env.BENCH_ANALYTICS !== 'embedded' && clickHouseServerInstalled() ? await startClickHouseServer(analyticsDir) : undefined
+  /** A target's analytics: a database of its own on the bench's ClickHouse server, or each node's own chDB. */
+  const analytics = (name: string): Record<string, string> => server !== undefined ? { CLICKHOUSE_URL: server.url, CLICKHOUSE_DATABASE: `bench_${name}` } : {}
+  /** The processes a target's CPU counts: its own, and the ClickHouse server its analytics go to. */
+  const withAnalytics = (pids: number[]) => [...pids, ...(server?.members().map((m) => m.pid) ?? [])]
   const bid = (url: string, key: string, body: string, clients = connections, duration = seconds) => ({ url: `${url}/openrtb/v2/bid`, method: 'POST' as const, body, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, connections: clients, pipelining: 1, duration })
   /** An operator's write to a key (replicated in a cluster), paced under the ops group's limit. */
   const keyWrite = async (url: string, adminToken: string, key: string) => {
@@ -174,24 +184,25 @@ if (missing !== undefined) {
   }
   /** The bids a bar is taken from: bidSeconds, after bidWarmSeconds of the same. */
   const barBid = (url: string, key: string, body: string) => bid(url, key, body, connections, bidSeconds)
-  const single = await startOohbid({ HOT_THREADS: '1', BID_TTL_SECONDS: '86400', TRUST_PROXY: '127.0.0.1' })
+  const single = await startOohbid({ HOT_THREADS: '1', BID_TTL_SECONDS: '86400', TRUST_PROXY: '127.0.0.1', ...analytics('single') })
+  const singlePids = withAnalytics([single.child.pid!])
   const one = await acceptedBid(single)
-  console.log(`oohbid on one node and on three, POST /bid c=${connections} -p 1, a replicated write and FEIN batches of 100 of 8,000 screens at 80/s, ${seconds} s per run (the bids the bars are taken from: ${bidSeconds} s after ${bidWarmSeconds} s of the same)`)
+  console.log(`oohbid on one node and on three, POST /bid c=${connections} -p 1, a replicated write and FEIN batches of 100 of 8,000 screens at 80/s, ${seconds} s per run (the bids the bars are taken from: ${bidSeconds} s after ${bidWarmSeconds} s of the same); analytics ${server !== undefined ? 'in one ClickHouse server every target ships to, its CPU counted' : 'in each node\'s own chDB'}`)
   const bare = await startBare(one.sample)
   rows.push(await measure('bare uWS (constant)', bid(bare.url, one.key, one.body), bare.child.pid))
   await bare.stop()
   const floor = await startDurable(one.sample, 1)
   rows.push(await measure('durable floor: uWS + parse + one LMDB put', bid(floor.url, one.key, one.body), floor.child.pid))
   await floor.stop()
-  rows.push(await warmThenMeasure('one node: POST /bid', barBid(single.url, one.key, one.body), single.child.pid!, bidWarmSeconds))
-  rows.push(await measure(`one node: POST /bid, c=${manyClients}`, bid(single.url, one.key, one.body, manyClients), single.child.pid))
-  rows.push(await measure('one node: a key\'s scopes replaced (80/s)', await keyWrite(single.url, single.adminToken, one.key), single.child.pid))
+  rows.push(await warmThenMeasure('one node: POST /bid', barBid(single.url, one.key, one.body), singlePids, bidWarmSeconds))
+  rows.push(await measure(`one node: POST /bid, c=${manyClients}`, bid(single.url, one.key, one.body, manyClients), singlePids))
+  rows.push(await measure('one node: a key\'s scopes replaced (80/s)', await keyWrite(single.url, single.adminToken, one.key), singlePids))
   const singleFleet = await fleetOn(single.url)
-  rows.push(await measure('one node: FEIN, 100 of 8,000 screens a call (80/s)', singleFleet.fein, single.child.pid))
-  rows.push(await measure('one node: a spot decision, 8,000 players', singleFleet.spots, single.child.pid))
+  rows.push(await measure('one node: FEIN, 100 of 8,000 screens a call (80/s)', singleFleet.fein, singlePids))
+  rows.push(await measure('one node: a spot decision, 8,000 players', singleFleet.spots, singlePids))
   const singleHold = await booking(single.url, single.adminToken)
-  rows.push(await measure('one node: a reservation hold (20/s)', singleHold(single.url, 20), single.child.pid))
-  rows.push(await warmThenMeasure(`one node: reservation holds of 64 screens, c=${connections} unpaced`, singleHold(single.url), single.child.pid!))
+  rows.push(await measure('one node: a reservation hold (20/s)', singleHold(single.url, 20), singlePids))
+  rows.push(await warmThenMeasure(`one node: reservation holds of 64 screens, c=${connections} unpaced`, singleHold(single.url), singlePids))
   await single.stop()
 
   // The engine prototype's quorum append (bench/engines.ts): the durable floor's front writing each turn's bids to a
@@ -209,11 +220,11 @@ if (missing !== undefined) {
   }
 
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-bench-cluster-'))
-  const cluster = await startLocalCluster({ nodes: 3, dir, frontPort: 0, env: { ...process.env, HOT_THREADS: '1', LOG_LEVEL: 'warn', BID_TTL_SECONDS: '86400' } })
+  const cluster = await startLocalCluster({ nodes: 3, dir, frontPort: 0, env: { ...process.env, HOT_THREADS: '1', LOG_LEVEL: 'warn', BID_TTL_SECONDS: '86400', ...analytics('three') } })
   try {
     const node = cluster.nodes[0]!
     const three = await clusterBid(cluster)
-    const pids = [...cluster.nodes.map((n) => n.pid!), ...cluster.engine.members().map((m) => m.pid)]
+    const pids = withAnalytics([...cluster.nodes.map((n) => n.pid!), ...cluster.engine.members().map((m) => m.pid)])
     console.log(`  3 nodes: bids through node-1 on a screen ${three.owner} owns; ${three.bystander.id} neither takes nor owns them`)
     rows.push(await bidsBeside('3-node cluster: POST /bid on node-1', barBid(node.url, three.key, three.body), pids, three.bystander))
     rows.push(await measure(`3-node cluster: POST /bid on node-1, c=${manyClients}`, bid(node.url, three.key, three.body, manyClients), pids))
@@ -232,17 +243,19 @@ if (missing !== undefined) {
   // Five nodes, the same bids on node-1: what each bid costs the cluster as it grows, and a node that neither took it
   // nor decides its screen's spots (node-5).
   const fiveDir = mkdtempSync(join(tmpdir(), 'oohbid-bench-cluster5-'))
-  const five = await startLocalCluster({ nodes: 5, dir: fiveDir, frontPort: 0, env: { ...process.env, HOT_THREADS: '1', LOG_LEVEL: 'warn', BID_TTL_SECONDS: '86400' } })
+  const five = await startLocalCluster({ nodes: 5, dir: fiveDir, frontPort: 0, env: { ...process.env, HOT_THREADS: '1', LOG_LEVEL: 'warn', BID_TTL_SECONDS: '86400', ...analytics('five') } })
   try {
     const node = five.nodes[0]!
     const fixture = await clusterBid(five)
-    const pids = [...five.nodes.map((n) => n.pid!), ...five.engine.members().map((m) => m.pid)]
+    const pids = withAnalytics([...five.nodes.map((n) => n.pid!), ...five.engine.members().map((m) => m.pid)])
     console.log(`  5 nodes: bids through node-1 on a screen ${fixture.owner} owns; ${fixture.bystander.id} neither takes nor owns them`)
     rows.push(await bidsBeside('5-node cluster: POST /bid on node-1', barBid(node.url, fixture.key, fixture.body), pids, fixture.bystander))
   } finally {
     await five.stop()
     rmSync(fiveDir, { recursive: true, force: true })
   }
+  await server?.stop()
+  rmSync(analyticsDir, { recursive: true, force: true })
   const table = printTable('oohbid on one node and on a 3-node cluster (same run, loopback)', rows)
   const row = (prefix: string) => rows.find((r) => r.name.startsWith(prefix))!
   const ratio = (a: Measurement, b: Measurement) => ((a.cpuUs ?? NaN) / (b.cpuUs ?? NaN)).toFixed(2)

@@ -25,16 +25,18 @@ export async function loadRows (backend: Backend, target: SchemaTarget, batch: R
   }
 }
 
-/** The shipper's sink on a single node: the log's events straight into ClickHouse. */
+/** The shipper's sink where this node's events go straight into ClickHouse: a node alone, or nodes sharing one server. */
 export class ClickHouseSink implements Sink {
   readonly #backend: Backend
   readonly #target: SchemaTarget
   readonly #rows: RowBuilder
 
-  constructor (backend: Backend, target: SchemaTarget, screen: (id: string) => ScreenRecord | undefined) {
+  /** node: the node whose events these are, on a cluster sharing one ClickHouse ('' on a node alone). */
+  constructor (backend: Backend, target: SchemaTarget, screen: (id: string) => ScreenRecord | undefined, node = '') {
     this.#backend = backend
     this.#target = target
     this.#rows = new RowBuilder(screen)
+    this.#rows.from(node)
   }
 
   add (id: number, event: FunnelEvent): void {

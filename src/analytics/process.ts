@@ -1,5 +1,6 @@
 // The analytics process: forked by the service, it owns ClickHouse (embedded chDB must run in the main thread of a
-// process of its own) and the shipper that drains the LMDB funnel log into it. The service talks to it over IPC:
+// process of its own) and the shipper that drains the LMDB funnel log into it (or, a cluster node's, into the stream
+// its loader fills its own ClickHouse from). The service talks to it over IPC:
 // queries in, rows out. It dies with its parent.
 import type { FunnelStream } from '../cluster/funnel-stream.js'
 import { retryWithBackoff } from '../retry.js'
@@ -58,9 +59,10 @@ async function connect (): Promise<void> {
 }
 
 /**
- * Starts the shipper: on one node into ClickHouse; on a cluster node into the funnel stream, with the loader that
- * fills ClickHouse from it. Each node's own ClickHouse (chDB) loads every node's events through a consumer of its own;
- * nodes sharing one ClickHouse server (CLICKHOUSE_URL) share one consumer, so that each event is loaded once.
+ * Starts the shipper. Into ClickHouse when this node's ClickHouse is the only one to fill: on one node, and on a
+ * cluster node whose nodes share one ClickHouse server (CLICKHOUSE_URL), each node shipping only its own events, each
+ * once, as a node alone does. Into the funnel stream when each node has its own ClickHouse (chDB), with the loader that
+ * fills it with every node's events: a report through any node must cover the cluster.
  */
 async function ship (b: Backend): Promise<void> {
   const shipped = (count: number) => send({ op: 'shipped', count })
@@ -77,18 +79,17 @@ async function ship (b: Backend): Promise<void> {
     send({ op: 'drop', id, last })
   })
   const engine = config.engine
-  if (engine === undefined) {
-    shipper = new Shipper(store, new ClickHouseSink(b, target, screen), log, config.batchWaitMs, drop, shipped)
+  if (engine === undefined || config.url !== undefined) {
+    shipper = new Shipper(store, new ClickHouseSink(b, target, screen, engine?.nodeId ?? ''), log, config.batchWaitMs, drop, shipped)
     void shipper.run()
     return
   }
   // The engine's client and the stream's modules load only on a cluster node: a node alone starts without them.
   const [{ connectFunnel }, { StreamLoader }, { StreamSink }] = await Promise.all([import('../cluster/funnel-stream.js'), import('./stream-loader.js'), import('./stream-sink.js')])
-  const shared = config.url !== undefined
-  stream = await connectFunnel(engine, shared ? 'analytics' : `analytics_${engine.nodeId}`, log, () => stopping)
+  stream = await connectFunnel(engine, `analytics_${engine.nodeId}`, log, () => stopping)
   if (stream === undefined) return
   shipper = new Shipper(store, new StreamSink(stream.js, engine.nodeId, engine.ackTimeoutMs), log, config.batchWaitMs, drop, shipped)
-  loader = new StreamLoader(stream, b, target, shared, screen, log)
+  loader = new StreamLoader(stream, b, target, screen, log)
   void shipper.run()
   void loader.run()
 }

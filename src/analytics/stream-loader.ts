@@ -18,19 +18,17 @@ const FETCH_MESSAGES = 100
 const FETCH_WAIT_MS = 1000
 
 /**
- * Loads the cluster's funnel stream into ClickHouse from the analytics process, from this node's durable consumer:
- * every event once, whichever node logged it. A batch is acknowledged only once ClickHouse holds it, so a loader that
- * dies redelivers it to itself (or, sharing a consumer, to another node's loader). Before inserting, it asks ClickHouse
- * which of the batch's events it holds whenever some may be there: at start and after a failure, for a message the
- * engine gives again, for the first message of each node since start, for one that does not begin past the last event
- * loaded of its node (its node sent part of a batch again, cut differently, after a restart), and always when the
- * consumer is shared (its messages reach several loaders in no order).
+ * Loads the cluster's funnel stream into this node's own ClickHouse from the analytics process, from this node's
+ * durable consumer: every event once, whichever node logged it. A batch is acknowledged only once ClickHouse holds it,
+ * so a loader that dies redelivers it to itself. Before inserting, it asks ClickHouse which of the batch's events it
+ * holds whenever some may be there: at start and after a failure, for a message the engine gives again, for the first
+ * message of each node since start, and for one that does not begin past the last event loaded of its node (its node
+ * sent part of a batch again, cut differently, after a restart).
  */
 export class StreamLoader {
   readonly #stream: FunnelStream
   readonly #backend: Backend
   readonly #target: SchemaTarget
-  readonly #shared: boolean
   readonly #log: Logger
   readonly #rows: RowBuilder
   /** The last event id loaded of each node since start. */
@@ -42,11 +40,10 @@ export class StreamLoader {
   #current: Promise<number> = Promise.resolve(0)
   loaded = 0
 
-  constructor (stream: FunnelStream, backend: Backend, target: SchemaTarget, shared: boolean, screen: (id: string) => ScreenRecord | undefined, log: Logger) {
+  constructor (stream: FunnelStream, backend: Backend, target: SchemaTarget, screen: (id: string) => ScreenRecord | undefined, log: Logger) {
     this.#stream = stream
     this.#backend = backend
     this.#target = target
-    this.#shared = shared
     this.#log = log
     this.#rows = new RowBuilder(screen)
   }
@@ -75,7 +72,7 @@ export class StreamLoader {
     const got: JsMsg[] = []
     const span = emptySpan()
     const lastOf = new Map<string, number>()
-    let check = this.#maybeLoaded || this.#shared
+    let check = this.#maybeLoaded
     let count = 0
     for await (const m of await consumer.fetch({ max_messages: FETCH_MESSAGES, expires: waitMs })) {
       got.push(m)
@@ -111,7 +108,7 @@ export class StreamLoader {
     return count
   }
 
-  /** Loads until the consumer has nothing left and nothing in flight, its own or (shared) another node's: drain(). */
+  /** Loads until the consumer has nothing left and nothing in flight: drain(). */
   async catchUp (): Promise<void> {
     for (;;) {
       const loaded = await this.loadOnce(200)

@@ -5,9 +5,11 @@ import { ensureStream } from './engine.js'
 import { retryWithBackoff } from '../retry.js'
 
 /**
- * The stream of every node's funnel events (docs/architecture.md, "Funnel events once"): a node's analytics process
- * publishes its log to FUNNEL_SUBJECT.<node> and loads the stream into ClickHouse. Kept CLUSTER_FUNNEL_KEEP_HOURS, so
- * a node's ClickHouse that was away less than that catches up, and one that joins has that much history.
+ * The stream of every node's funnel events (docs/architecture.md, "Funnel events once"), on a cluster whose nodes each
+ * have a ClickHouse of their own (chDB): a node's analytics process publishes its log to FUNNEL_SUBJECT.<node> and
+ * loads the stream into its ClickHouse (nodes sharing one ClickHouse server ship their own events there instead). Kept
+ * CLUSTER_FUNNEL_KEEP_HOURS, so a node's ClickHouse that was away less than that catches up, and one that joins has
+ * that much history.
  */
 export const FUNNEL_STREAM = 'OOHBID_FUNNEL'
 export const FUNNEL_SUBJECT = 'oohbid.funnel'
@@ -34,8 +36,7 @@ export interface FunnelStream {
 /**
  * Connects, creating the stream and the durable consumer when they do not exist yet (from every node with the same
  * settings), and retries until it is done or stopped() says to give up: the events wait in LMDB meanwhile.
- * consumer: the consumer's name, this node's own when each node loads every event into a ClickHouse of its own, one
- * shared by every node when they load into one ClickHouse, so that each message is loaded by one of them.
+ * consumer: this node's own, which its loader fills its own ClickHouse with every node's events from.
  */
 export async function connectFunnel (cluster: ClusterConfig, consumer: string, log: Logger, stopped: () => boolean): Promise<FunnelStream | undefined> {
   return await retryWithBackoff(async () => {
