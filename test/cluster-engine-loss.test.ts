@@ -75,7 +75,8 @@ if (clusterAvailable(t)) {
     const ran = await eventually(t, 'the refused Idempotency-Key request run on a retry', () => call(one.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'claimed-without-quorum' }, headers }), { within: 30_000, every: 1000, until: (r) => r.status !== 503 })
     t.equal(ran.status, 201, 'the refused Idempotency-Key request, retried, runs')
     t.equal(ran.headers.get('idempotent-replayed'), null, 'for the first time: the refusal wrote nothing to replay')
-    const elsewhere = await call(two.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'claimed-without-quorum' }, headers })
+    // node-2 asks the names' log too, whose leader it may still be looking for: it retries on 503 as its Retry-After says.
+    const elsewhere = await eventually(t, 'its retry through node-2 answered', () => call(two.url, 'POST', '/openrtb/v2/keys', { key, body: { label: 'claimed-without-quorum' }, headers }), { within: 30_000, every: 1000, until: (r) => r.status !== 503 })
     t.equal(elsewhere.status, 201, 'and its retry through another node replays')
     t.equal(elsewhere.headers.get('idempotent-replayed'), 'true')
     t.equal(elsewhere.body.data.key, ran.body.data.key, 'with the same key')

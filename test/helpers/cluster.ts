@@ -133,7 +133,7 @@ export async function approvedEverywhere (t: Test, c: TestCluster, nodes: Array<
 export async function approvedBidder (t: Test, c: TestCluster, seat: string, through: { approvedThrough: string, writesThrough: string }, onboarding: Record<string, unknown> = {}): Promise<{ seat: string, key: string, creativeId: string }> {
   const key = (await c.onboard(c.cluster.frontUrl, seat, {}, onboarding)).body.data.api_key.key as string
   t.equal((await c.admin(through.approvedThrough, 'POST', `/admin/v1/seats/${seat}/approve`, {})).status, 200, `the DSP seat ${seat} approved`)
-  t.equal((await c.admin(through.writesThrough, 'PUT', `/admin/v1/seats/${seat}/rate-limits`, { limits: { inventory: 100000, bidding: 100000, creatives: 100000, account: 100000, campaigns: 100000 }, reason: 'cluster test' })).status, 200)
+  t.equal((await c.admin(through.writesThrough, 'PUT', `/admin/v1/seats/${seat}/rate-limits`, { limits: { inventory: 100000, bidding: 100000, creatives: 100000, account: 100000, campaigns: 100000, reporting: 100000 }, reason: 'cluster test' })).status, 200)
   const creativeId = (await c.call(through.writesThrough, 'POST', '/openrtb/v2/creatives', { key, body: { name: `${seat} ad`, content_type: 'image/png', creative_url: `https://assets.invalid/${seat}.png` } })).body.data.creative_id as string
   await approveCreative(t, c, through.approvedThrough, creativeId)
   await approvedEverywhere(t, c, c.nodes, key, creativeId)
