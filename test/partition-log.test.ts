@@ -154,7 +154,8 @@ if (engine !== undefined) {
     const p = await fresh()
     const nc = await engine.connect()
     const jsm = await nc.jetstreamManager()
-    const checkpoints = { store: new Checkpoints(await nc.jetstream().views.os(`test_checkpoints_${p}`, { replicas: 3 }), 10_000), every: 10 }
+    const bucket = await nc.jetstream().views.os(`test_checkpoints_${p}`, { replicas: 3 })
+    const checkpoints = { store: new Checkpoints(bucket, jsm, 10_000), every: 10 }
     /** A node of the names' log (its rows are its own tables, so it is checkpointed). */
     const namesNode = async (name: string, life: number, dataDir = mkdtempSync(join(dir, `${name}-`))) => {
       const store = openStore(dataDir)
@@ -193,5 +194,9 @@ if (engine !== undefined) {
     await eventually(t, 'node-a and node-b applied it', () => Math.min(a.part.mark().applied, back.part.mark().applied), { until: (n) => n >= c.part.mark().applied })
     t.same([a.part.outcomeOf('claim:n3:r2'), back.part.outcomeOf('claim:n3:r2')], [refused, refused], 'and decided alike by every node')
     t.same(back.part.mark(), a.part.mark(), 'all three hold the same mark')
+    // The object store keeps a record (its meta subject) of every object removed, unless it is purged.
+    const { bucket: name, streamInfo } = await bucket.status()
+    const records = Object.keys((await jsm.streams.info(streamInfo.config.name, { subjects_filter: `$O.${name}.M.>` })).state.subjects ?? {})
+    t.ok(records.length <= 2, `the engine holds the records of the last two checkpoints and of none removed: ${records.length} records, ${(await bucket.list()).map((o) => o.name).join(', ')} listed`)
   })
 }

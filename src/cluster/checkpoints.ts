@@ -1,6 +1,6 @@
 import type { Database, Key } from 'lmdb'
 import { pack, unpack } from 'msgpackr'
-import type { ObjectStore as EngineObjects } from 'nats'
+import type { JetStreamManager, ObjectInfo, ObjectStore as EngineObjects, ObjectStoreStatus } from 'nats'
 import type { Store } from '../store/store.js'
 import { within } from '../retry.js'
 import type { EntryVerdict, PartitionMark } from './records.js'
@@ -53,6 +53,12 @@ export function prefixSlice<K extends Key> (name: string, table: Table<K>, prefi
 
 /** The checkpoints' format: a node restores only one it can read. */
 const FORMAT = 1
+
+/**
+ * Records of earlier removals a put forgets at most, beside its own: a cluster upgraded from a version that kept them
+ * has one a checkpoint it ever stored, and forgets them a few at each checkpoint rather than all at once.
+ */
+const FORGOTTEN_A_PUT = 50
 
 /** A log's rows as of one of its entries. */
 export interface Checkpoint {
@@ -108,10 +114,13 @@ export function restoreCheckpoint (store: Store, log: string, checkpoint: Checkp
  */
 export class Checkpoints {
   readonly #bucket: EngineObjects
+  readonly #jsm: JetStreamManager
   readonly #timeoutMs: number
+  #status: ObjectStoreStatus | undefined
 
-  constructor (bucket: EngineObjects, timeoutMs: number) {
+  constructor (bucket: EngineObjects, jsm: JetStreamManager, timeoutMs: number) {
     this.#bucket = bucket
+    this.#jsm = jsm
     this.#timeoutMs = timeoutMs
   }
 
@@ -127,11 +136,13 @@ export class Checkpoints {
       await within(this.#timeoutMs, `storing ${name}`, this.#bucket.putBlob({ name }, pack(checkpoint)))
     } catch (err) {
       // A put that failed may have left the object listed without its data: it must not be the one a node reads.
-      await within(this.#timeoutMs, `removing ${name}`, this.#bucket.delete(name)).catch(() => {})
+      await this.#remove(name).catch(() => {})
       throw err
     }
-    const kept = await this.#entries(log, created)
-    for (const seq of kept.slice(2)) await within(this.#timeoutMs, `removing ${log} ${seq}`, this.#bucket.delete(`${this.#prefix(log, created)}${seq}`))
+    const { kept, removed } = await this.#entries(log, created)
+    for (const seq of kept.slice(2)) await this.#remove(`${this.#prefix(log, created)}${seq}`)
+    // Records of removals that were not forgotten (a timeout, or a version that did not forget them).
+    for (const seq of removed.slice(0, FORGOTTEN_A_PUT)) await this.#forget(`${this.#prefix(log, created)}${seq}`)
     return kept.find((seq) => seq <= applied - behind) ?? 0
   }
 
@@ -141,7 +152,7 @@ export class Checkpoints {
    * be read (its put failed, or it was removed meanwhile) is passed over for the one before.
    */
   async get (log: string, created: string, from: number): Promise<Checkpoint | undefined> {
-    for (const seq of await this.#entries(log, created)) {
+    for (const seq of (await this.#entries(log, created)).kept) {
       if (seq + 1 < from) return undefined
       const bytes = await within(this.#timeoutMs, `reading ${log} ${seq}`, this.#bucket.getBlob(`${this.#prefix(log, created)}${seq}`)).catch(() => null)
       if (bytes === null) continue
@@ -157,12 +168,50 @@ export class Checkpoints {
     return `${log}.${Number.isNaN(at) ? created : at}.`
   }
 
-  /** The entries the log's stream has checkpoints of, newest first. */
-  async #entries (log: string, created: string): Promise<number[]> {
+  /**
+   * Removes a checkpoint, and then the record of its removal that the object store would keep for good: names are never
+   * used twice, so those records piled up, one a checkpoint ever stored (a busy partition stores one every few
+   * seconds), and every listing (each put, each node that starts) read them all.
+   */
+  async #remove (name: string): Promise<void> {
+    await within(this.#timeoutMs, `removing ${name}`, this.#bucket.delete(name))
+    await this.#forget(name)
+  }
+
+  /** Purges an object's record (its meta subject, as nats.js names it: the name base64url-encoded, padded). */
+  async #forget (name: string): Promise<void> {
+    const status = this.#status ??= await within(this.#timeoutMs, 'reading the checkpoints\' bucket', this.#bucket.status())
+    const meta = `$O.${status.bucket}.M.${Buffer.from(name, 'latin1').toString('base64').replace(/\+/g, '-').replace(/\//g, '_')}`
+    await within(this.#timeoutMs, `forgetting ${name}`, this.#jsm.streams.purge(status.streamInfo.config.name, { filter: meta }))
+  }
+
+  /** The entries the log's stream has checkpoints of, newest first, and those removed but still on record. */
+  async #entries (log: string, created: string): Promise<{ kept: number[], removed: number[] }> {
     const prefix = this.#prefix(log, created)
-    return (await within(this.#timeoutMs, 'listing the checkpoints', this.#bucket.list()))
-      .filter((o) => !o.deleted && o.name.startsWith(prefix) && /^\d+$/.test(o.name.slice(prefix.length)))
-      .map((o) => Number(o.name.slice(prefix.length)))
-      .sort((a, b) => b - a)
+    const kept: number[] = []
+    const removed: number[] = []
+    for (const o of await within(this.#timeoutMs, 'listing the checkpoints', this.#records())) {
+      if (!o.name.startsWith(prefix) || !/^\d+$/.test(o.name.slice(prefix.length))) continue
+      const seq = Number(o.name.slice(prefix.length))
+      if (o.deleted) removed.push(seq)
+      else kept.push(seq)
+    }
+    return { kept: kept.sort((a, b) => b - a), removed }
+  }
+
+  /** Every object's record, the removed ones' too (the bucket's list() leaves those out, though it reads them). */
+  async #records (): Promise<ObjectInfo[]> {
+    const out: ObjectInfo[] = []
+    const records = await this.#bucket.watch({ includeHistory: true, ignoreDeletes: false })
+    try {
+      for await (const info of records) {
+        // The watch gives null once it has given what the bucket held when it began.
+        if (info === null) break
+        out.push(info)
+      }
+    } finally {
+      records.stop()
+    }
+    return out
   }
 }

@@ -147,7 +147,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   // This process's life: a command it proposed before a restart is not its to decide now (a claim's commit).
   const self = { node: cluster.nodeId, incarnation: randomBytes(8).toString('hex') }
   const logs = new Map<string, PartitionLog>()
-  const checkpoints = { store: new Checkpoints(engine.checkpoints, CHECKPOINT_TIMEOUT_MS), every: cluster.checkpointEntries }
+  const checkpoints = { store: new Checkpoints(engine.checkpoints, engine.jsm, CHECKPOINT_TIMEOUT_MS), every: cluster.checkpointEntries }
   store.write(() => store.meta.removeSync(LOG_STOPPED))
   const onStopped = (stream: string) => (err: Error) => store.write(() => store.meta.putSync(LOG_STOPPED, `${stream}: ${err.message}`))
   const proposeTo = (stream: string, fresh = false) => async (key: string, body: unknown) => await logs.get(stream)!.propose(key, body, false, cluster.ackTimeoutMs, fresh).catch(() => undefined)
