@@ -1,7 +1,7 @@
 // The analytics process: forked by the service, it owns ClickHouse (embedded chDB must run in the main thread of a
-// process of its own) and the shipper that drains the LMDB funnel log into it (or, a cluster node's, into the stream
-// its loader fills its own ClickHouse from). The service talks to it over IPC:
-// queries in, rows out. It dies with its parent.
+// process of its own) and the shipper that drains the LMDB funnel log into it (a cluster node with a chDB of its own:
+// into the stream its loader fills that chDB from). The service talks to it over IPC: queries in, rows out. It dies
+// with its parent.
 import type { FunnelStream } from '../cluster/funnel-stream.js'
 import { retryWithBackoff } from '../retry.js'
 import { countLogged } from '../events/funnel.js'
