@@ -1,9 +1,10 @@
 import type { Test } from 'tap'
-import { checkBookings, summary, type DayRead, type ListRead, type ReserveArgs, type ReservationRead } from '../../scripts/lib/faults/checker.js'
+import { checkBookings, type DayRead, type ListRead, type ReserveArgs, type ReservationRead } from '../../scripts/lib/faults/checker.js'
 import type { History } from '../../scripts/lib/faults/history.js'
 import { partitionOf } from '../../src/cluster/screen-partitions.js'
 import { gymDevice, PARTITIONS, type TestCluster } from './cluster.js'
 import { eventually, pause } from './eventually.js'
+import { holdChecks } from './fault-checks.js'
 import { untilKnown } from './fault-retries.js'
 import { freshIp } from './service.js'
 
@@ -99,11 +100,7 @@ export async function checkConverged (t: Test, c: TestCluster, history: History,
     lists: await listReads(c, c.nodes, b.seats)
   })
   for (const line of history.tally()) t.comment(line)
-  for (const line of summary(checks)) t.comment(line)
-  for (const check of checks) {
-    t.ok(check.checked > 0, `${check.name}: something was checked (${check.checked})`)
-    t.equal(check.violations.length, 0, `${check.name}: ${check.checked} checked, no violation`)
-  }
+  holdChecks(t, checks)
   const unanswered = history.ops.filter((o) => o.outcome === 'unknown')
   const described = unanswered.slice(0, 10).map((o) => {
     const code = (o.body as { error_code?: string } | undefined)?.error_code

@@ -12,3 +12,25 @@ export async function untilKnown<A> (history: History, client: string, node: str
   await pause(1000)
   return await untilKnown(history, client, node, f, args, send, left - 1)
 }
+
+/**
+ * Starts one client a node, each taking steps n = 0, 1, ... (below `steps`) one after the other, 50-150 ms apart, so
+ * that the clients on different nodes act at about the same time. Until the steps run out or stop(), which resolves
+ * once every client has had its last answer.
+ */
+export function nodeClients (nodes: Array<{ id: string, url: string }>, step: (node: { id: string, url: string }, n: number) => Promise<unknown>, steps = Infinity): { stop: () => Promise<void> } {
+  let stopped = false
+  const client = async (node: { id: string, url: string }, n = 0): Promise<void> => {
+    if (stopped || n === steps) return
+    await step(node, n)
+    await pause(50 + Math.random() * 100)
+    await client(node, n + 1)
+  }
+  const clients = nodes.map(async (node) => await client(node))
+  return {
+    stop: async () => {
+      stopped = true
+      await Promise.all(clients)
+    }
+  }
+}
