@@ -55,6 +55,11 @@ const bar = (met: boolean, text: string): string => `${met ? 'met' : 'NOT met'}:
  * at most one node's plus 1.25 quorum appends of the engine prototype, and holds through the front at 1,000/s or 0.3x
  * one node's rate.
  */
+/** Where a run's CPU a request went, process by process (bidsBeside's parts). */
+function byProcess (m: Measurement): string {
+  return Object.entries(m.cpuUsOf ?? {}).filter(([part]) => !part.startsWith('bystander')).map(([part, us]) => `${part} ${us}`).join(', ')
+}
+
 function scalingFigures (row: (prefix: string) => Measurement): string[] {
   const cpu = (prefix: string) => row(prefix).cpuUs ?? NaN
   const three = row('3-node cluster: POST /bid on node-1')
@@ -69,8 +74,8 @@ function scalingFigures (row: (prefix: string) => Measurement): string[] {
   return [
     bar(five.cpuUs! <= 1.15 * three.cpuUs!, `CPU per bid at 5 nodes ${five.cpuUs ?? '-'} us against ${three.cpuUs ?? '-'} at 3, ${(five.cpuUs! / three.cpuUs!).toFixed(2)}x (bar: 1.15x)`),
     bar(bystanderFive < 5 && bystanderThree < 5, `a node that neither took a bid nor decides its screen's spots: ${bystanderThree} us a bid at 3 nodes, ${bystanderFive} at 5, above what it spends idle (${three.cpuUsOf?.bystander_idle ?? '-'} and ${five.cpuUsOf?.bystander_idle ?? '-'} us a bid's time; bar: under 5 us)`),
-    bar(three.cpuUs! <= allowed, `a cluster's bid ${three.cpuUs ?? '-'} us against one node's ${cpu('one node: POST /bid')} plus 1.25 of the engine prototype's quorum append (${cpu('engine prototype')} us): ${Math.round(allowed)} us allowed`),
-    bar(holds.rps >= 1000 || holdRatio >= 0.3, `holds of different screens through the front: ${holds.rps}/s, ${holdRatio.toFixed(2)}x one node's rate (bar: 1,000/s or 0.3x)`)
+    bar(three.cpuUs! <= allowed, `a cluster's bid ${three.cpuUs ?? '-'} us against one node's ${cpu('one node: POST /bid')} plus 1.25 of the engine prototype's quorum append (${cpu('engine prototype')} us): ${Math.round(allowed)} us allowed (by process: ${byProcess(three)})`),
+    bar(holds.rps >= 1000 || holdRatio >= 0.3, `holds of different screens through the front: ${holds.rps}/s, ${holdRatio.toFixed(3)}x one node's rate (bar: 1,000/s or 0.3x)`)
   ]
 }
 
@@ -84,17 +89,18 @@ async function warmUp (name: string, load: Parameters<typeof measure>[1], warmSe
 }
 
 /**
- * The bids' run on a cluster, warmed up, with the bystander's idle CPU beside it: what it spends over a bid's time with no
+ * The bids' run on a cluster, warmed up, its CPU counted by process too (parts: each node, each engine member, the
+ * ClickHouse server), with the bystander's idle CPU beside it: what it spends over a bid's time with no
  * request at all (its beats, its logs' upkeep), measured just before, so that what it spends on the bids shows apart.
  */
-async function bidsBeside (name: string, load: Parameters<typeof measure>[1], pids: number[], bystander: { id: string, pid: number | undefined }): Promise<Measurement> {
+async function bidsBeside (name: string, load: Parameters<typeof measure>[1], pids: number[], bystander: { id: string, pid: number | undefined }, parts: Record<string, number[]>): Promise<Measurement> {
   await warmUp(name, load, bidWarmSeconds)
   const pid = bystander.pid!
   const before = cpuMicros(pid)!
   const started = performance.now()
   await new Promise((resolve) => setTimeout(resolve, 5000))
   const idlePerSecond = (cpuMicros(pid)! - before) / ((performance.now() - started) / 1000)
-  const m = await measure(name, load, pids, { [bystander.id]: [pid], bystander: [pid] })
+  const m = await measure(name, load, pids, { ...parts, bystander: [pid] })
   m.cpuUsOf = { ...m.cpuUsOf, bystander_idle: Math.round(idlePerSecond / m.rps) }
   return m
 }
@@ -143,6 +149,12 @@ if (missing !== undefined) {
   const server = process.env.BENCH_ANALYTICS !== 'embedded' && clickHouseServerInstalled() ? await startClickHouseServer(analyticsDir) : undefined
   /** A target's analytics: a database of its own on the bench's ClickHouse server, or each node's own chDB. */
   const analytics = (name: string): Record<string, string> => server !== undefined ? { CLICKHOUSE_URL: server.url, CLICKHOUSE_DATABASE: `bench_${name}` } : {}
+  /** A cluster's processes by name, for where its CPU goes: each node, each engine member, the ClickHouse server. */
+  const partsOf = (c: { nodes: Array<{ id: string, pid: number | undefined }>, engine: { members: () => Array<{ name: string, pid: number }> } }): Record<string, number[]> => ({
+    ...Object.fromEntries(c.nodes.map((n) => [n.id, [n.pid!]])),
+    ...Object.fromEntries(c.engine.members().map((m) => [`engine ${m.name}`, [m.pid]])),
+    ...(server !== undefined ? { clickhouse: server.members().map((m) => m.pid) } : {})
+  })
   /** The processes a target's CPU counts: its own, and the ClickHouse server its analytics go to. */
   const withAnalytics = (pids: number[]) => [...pids, ...(server?.members().map((m) => m.pid) ?? [])]
   const bid = (url: string, key: string, body: string, clients = connections, duration = seconds) => ({ url: `${url}/openrtb/v2/bid`, method: 'POST' as const, body, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, connections: clients, pipelining: 1, duration })
@@ -226,7 +238,7 @@ if (missing !== undefined) {
     const three = await clusterBid(cluster)
     const pids = withAnalytics([...cluster.nodes.map((n) => n.pid!), ...cluster.engine.members().map((m) => m.pid)])
     console.log(`  3 nodes: bids through node-1 on a screen ${three.owner} owns; ${three.bystander.id} neither takes nor owns them`)
-    rows.push(await bidsBeside('3-node cluster: POST /bid on node-1', barBid(node.url, three.key, three.body), pids, three.bystander))
+    rows.push(await bidsBeside('3-node cluster: POST /bid on node-1', barBid(node.url, three.key, three.body), pids, three.bystander, partsOf(cluster)))
     rows.push(await measure(`3-node cluster: POST /bid on node-1, c=${manyClients}`, bid(node.url, three.key, three.body, manyClients), pids))
     rows.push(await measure('3-node cluster: a key\'s scopes replaced on node-1 (80/s)', await keyWrite(node.url, cluster.adminToken, three.key), pids))
     const clusterFleet = await fleetOn(node.url)
@@ -249,7 +261,7 @@ if (missing !== undefined) {
     const fixture = await clusterBid(five)
     const pids = withAnalytics([...five.nodes.map((n) => n.pid!), ...five.engine.members().map((m) => m.pid)])
     console.log(`  5 nodes: bids through node-1 on a screen ${fixture.owner} owns; ${fixture.bystander.id} neither takes nor owns them`)
-    rows.push(await bidsBeside('5-node cluster: POST /bid on node-1', barBid(node.url, fixture.key, fixture.body), pids, fixture.bystander))
+    rows.push(await bidsBeside('5-node cluster: POST /bid on node-1', barBid(node.url, fixture.key, fixture.body), pids, fixture.bystander, partsOf(five)))
   } finally {
     await five.stop()
     rmSync(fiveDir, { recursive: true, force: true })

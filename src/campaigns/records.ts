@@ -50,6 +50,12 @@ export interface BookingItem {
   hours?: Array<[number, number, number]>
 }
 
+/** One take a booking route's handler makes, as its route declares it (RouteDef.declares): its items, and a hold's time. */
+export interface BookingAsk {
+  items: BookingItem[]
+  holdMs?: number
+}
+
 /** Where a booking does not fit: the screen's position in the request, its day, and the hour for a daypart line. */
 export interface Shortfall {
   at: number

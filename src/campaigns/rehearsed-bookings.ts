@@ -1,7 +1,7 @@
 import type { Bookings, Store } from '../store/store.js'
 import { shortfall } from './capacity.js'
 import { claimId, type BookingCommand, type BookingDecisions } from './capacity-logs.js'
-import type { BookingItem, ClaimOutcome } from './records.js'
+import type { BookingAsk, BookingItem, ClaimOutcome } from './records.js'
 
 /**
  * One request's bookings. Rehearsing, its handler runs in a transaction that is rolled back and asks for what it
@@ -35,7 +35,7 @@ const UNKNOWN: ClaimOutcome = { ok: false, reason: 'unknown' }
 
 /**
  * A cluster node's bookings (Share.bookings): a booking route's handler runs twice (src/cluster/request-coordination.ts),
- * first rehearsed to learn what it books, which is then decided in the logs of the screens' partitions and the claims
+ * first rehearsed to learn what it books (or once, when its route declares what it takes), which is then decided in the logs of the screens' partitions and the claims
  * log (capacity-logs.ts), then for real, taking what was decided. The rows are written by the logs' apply on every
  * node, never here. A request's claims are named from its Idempotency-Key and body when it has one: a retry, or the
  * same request running on a node that woke from a pause, asks for the same claims, which the logs decide once.
@@ -56,6 +56,11 @@ export class RehearsedBookings implements Bookings {
     const session: BookingSession = { mode: 'rehearse', base, keyed: false, n: 0, commands: [], decided: new Map(), used: new Set() }
     await this.within(session, fn)
     return session.commands
+  }
+
+  /** The commands of what a route declares it takes (RouteDef.declares), its claims named as its run will name them. */
+  declared (base: string, asks: BookingAsk[]): BookingCommand[] {
+    return asks.map((ask, n) => ({ op: 'take', claim: claimId(`${base}.${n}`, ask.items, this.#partitions), items: ask.items, ...(ask.holdMs !== undefined ? { hold_ms: ask.holdMs } : {}) }))
   }
 
   /** Decides a rehearsal's commands (none: at once); the session the handler then runs with. */

@@ -5,7 +5,7 @@ import { datesBetween } from '../inventory/hours.js'
 import type { ScreenRecord } from '../inventory/records.js'
 import type { Bookings, Store } from '../store/store.js'
 import { bookWhole, hourShares, moveBooked, pastFrom, planBooking, stepWhole, sweepEnded, sweepPastDays } from './capacity.js'
-import type { ClaimOutcome, Shortfall } from './records.js'
+import type { BookingAsk, ClaimOutcome, Shortfall } from './records.js'
 
 /** A node alone is the only decider of its claims. */
 const ALONE = { node: '', incarnation: '' }
@@ -60,6 +60,11 @@ function undecided (outcome: ClaimOutcome): ApiError {
   return new ApiError('service_unavailable', `The cluster could not book this screen time right now (${outcome.ok ? 'unknown' : outcome.reason}); retry shortly.`, { retry_after_seconds: 1 }, { 'Retry-After': '1' })
 }
 
+/** What take asks for with these arguments: what a route that declares its takes (RouteDef.declares) gives. */
+export function askOf (screens: ScreenRecord[], start: string, end: string, spots: number, dayparts?: Daypart[], holdMs?: number): BookingAsk {
+  return { items: planBooking(screens, start, end, spots, dayparts), ...(holdMs !== undefined ? { holdMs } : {}) }
+}
+
 /**
  * Takes spots on screens for every day of a range under a new claim, or throws 409 capacity_unavailable naming the
  * first short screen and day (and hour); nothing is taken unless all of it fits. With dayparts, a day's spots are
@@ -67,7 +72,7 @@ function undecided (outcome: ClaimOutcome): ApiError {
  * gives its spots back by itself once its time has come, unless kept. Call inside Store.write.
  */
 export function take (store: Store, screens: ScreenRecord[], start: string, end: string, spots: number, now: number, param = 'screen_ids', dayparts?: Daypart[], holdMs?: number): { claim: string, spots: number } {
-  const items = planBooking(screens, start, end, spots, dayparts)
+  const { items } = askOf(screens, start, end, spots, dayparts, holdMs)
   const taken = bookings(store).take(store, items, holdMs, now)
   if ('short' in taken) throw capacityError(taken.short, param)
   if ('refused' in taken) throw undecided(taken.refused)

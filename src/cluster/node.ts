@@ -10,6 +10,7 @@ import { Checkpoints } from './checkpoints.js'
 import { connectEngine, untilAnswered } from './engine.js'
 import { ObjectReplica } from './objects.js'
 import { publishOwners } from './forward.js'
+import { ApplyTurns } from './apply-turns.js'
 import { ensureLogStream, PartitionGap, PartitionLog, partitionStream, type PartitionMachine } from './partition-log.js'
 import { PartitionOwners } from './partition-owners.js'
 import { LOG_STOPPED } from './readiness.js'
@@ -168,11 +169,12 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     },
     { stream: RATES_LOG, machine: rateMachine(store) }
   ]
+  const turns = new ApplyTurns(store)
   for (const { stream, machine } of [...ownLogs, ...deps.logs]) {
     // Nodes starting at once create the same streams, and a busy engine answers late: each is waited out, as writes
     // wait for their quorum; a gap in a log is not, since no wait closes it.
     await untilAnswered(`creating the log ${stream}`, async () => await ensureLogStream(engine.jsm, stream, cluster.replicas), deps.log)
-    const log = new PartitionLog({ js: engine.js, jsm: engine.jsm, store, stream, machine, self, leaseMs: LOG_LEASE_MS, ttlMs: COMMAND_TTL_MS, ackTimeoutMs: cluster.ackTimeoutMs, log: deps.log, onStopped: onStopped(stream), checkpoints })
+    const log = new PartitionLog({ js: engine.js, jsm: engine.jsm, store, stream, machine, self, leaseMs: LOG_LEASE_MS, ttlMs: COMMAND_TTL_MS, ackTimeoutMs: cluster.ackTimeoutMs, log: deps.log, onStopped: onStopped(stream), checkpoints, turns })
     let gap: PartitionGap | undefined
     await untilAnswered(`following the log ${stream}`, async () => await log.start().catch((err: unknown) => {
       if (!(err instanceof PartitionGap)) throw err

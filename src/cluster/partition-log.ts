@@ -6,6 +6,7 @@ import type { Store } from '../store/store.js'
 import { readCheckpoint, restoreCheckpoint, type Checkpoints, type LogTable } from './checkpoints.js'
 import { MarkWaiters } from './mark-waiters.js'
 import { Opens } from './opens.js'
+import { ApplyTurns, type TurnWork } from './apply-turns.js'
 import type { PartitionMark, PartitionOwner, Verdict } from './records.js'
 
 // A partition's log (docs/architecture.md, "Next: screens owned by partitions, fenced by the log"): commands appended
@@ -95,6 +96,8 @@ export interface PartitionLogOptions {
   onStopped?: (err: Error) => void
   /** Where the log's checkpoints are kept, and how many entries apart its owner stores them. */
   checkpoints?: { store: Checkpoints, every: number }
+  /** The transactions its entries are applied in, shared with the node's other logs (a turn's of its own without). */
+  turns?: ApplyTurns
 }
 
 /**
@@ -245,6 +248,7 @@ export function trimVerdicts (store: Store, log: string, now: number, keepMs = V
 export class PartitionLog {
   readonly #o: PartitionLogOptions
   readonly #applied = new MarkWaiters()
+  readonly #turns: ApplyTurns
   #messages: ConsumerMessages | undefined
   #stopped = false
   #failure: Error | undefined
@@ -279,6 +283,7 @@ export class PartitionLog {
 
   constructor (options: PartitionLogOptions) {
     this.#o = options
+    this.#turns = options.turns ?? new ApplyTurns(options.store)
   }
 
   /** The log as this node has applied it (a fresh mark before the first entry). */
@@ -408,8 +413,9 @@ export class PartitionLog {
         // Stopped for a checkpoint's restore: what it still had buffered is read again after it.
         if (this.#messages !== messages) break
         this.#delivered = performance.now()
-        // Entries delivered together apply in one transaction: a commit each cost the node most of a booking's CPU.
-        if (this.#arrived.push(m) === 1) setImmediate(() => this.#applyArrived())
+        // Entries delivered together apply in one transaction, with what the node's other logs delivered in the same
+        // turn: a commit each cost the node most of a booking's CPU.
+        if (this.#arrived.push(m) === 1) this.#turns.soon(this.#applyArrived(), (err) => this.#applyFailed(err))
       }
     })().then(() => this.#ended(messages, 'the consumer ended'), (err: unknown) => this.#ended(messages, err))
   }
@@ -468,30 +474,39 @@ export class PartitionLog {
     this.#o.onStopped?.(this.#failure)
   }
 
-  #applyArrived (): void {
-    const batch = this.#arrived
-    this.#arrived = []
-    if (this.#failure !== undefined || batch.length === 0) return
-    const { store, stream } = this.#o
-    try {
-      this.#mark = store.write(() => {
-        let mark = this.mark()
-        for (const m of batch) mark = this.#apply(m, mark)
-        trimVerdicts(store, stream, mark.log_time, this.#keepMs())
-        store.partitionMarks.putSync(stream, mark)
-        return mark
-      })
-      this.#forgetFresh()
-    } catch (err) {
-      this.#mark = undefined
-      if (err instanceof PartitionGap) return this.#readOnAfter(err)
-      return this.#fail(err)
+  /**
+   * A turn's work: applies what has arrived by the time the turn runs, once or (the turn rolled back) again, and
+   * answers what to do once that commits.
+   */
+  #applyArrived (): TurnWork {
+    let arrived: JsMsg[] | undefined
+    return () => {
+      arrived ??= this.#arrived.splice(0)
+      return this.#applyBatch(arrived)
     }
-    const last = batch[batch.length - 1]!
-    // An entry read from the backlog says nothing of the log's present; the head does.
-    if (last.info.pending === 0) this.#head = { logTime: this.mark().log_time, at: performance.now() }
-    this.#applied.reached(this.mark().applied)
-    this.#checkpoint()
+  }
+
+  #applyBatch (batch: JsMsg[]): () => void {
+    if (this.#failure !== undefined || batch.length === 0) return () => {}
+    const { store, stream } = this.#o
+    let mark = this.mark()
+    for (const m of batch) mark = this.#apply(m, mark)
+    trimVerdicts(store, stream, mark.log_time, this.#keepMs())
+    store.partitionMarks.putSync(stream, mark)
+    return () => {
+      this.#mark = mark
+      this.#forgetFresh()
+      // An entry read from the backlog says nothing of the log's present; the head does.
+      if (batch[batch.length - 1]!.info.pending === 0) this.#head = { logTime: mark.log_time, at: performance.now() }
+      this.#applied.reached(mark.applied)
+      this.#checkpoint()
+    }
+  }
+
+  #applyFailed (err: unknown): void {
+    this.#mark = undefined
+    if (err instanceof PartitionGap) return this.#readOnAfter(err)
+    this.#fail(err)
   }
 
   /**

@@ -5,6 +5,7 @@ import type { RateGroup } from '../generated/types.js'
 import type { RateDecision } from '../http/rate-limit.js'
 import type { Result } from '../http/route.js'
 import type { Store } from '../store/store.js'
+import type { BookingAsk } from '../campaigns/records.js'
 import { forwardToNode, forwardToOwner } from './forward.js'
 import type { NodeLink } from './link.js'
 import { partitionOf } from './screen-partitions.js'
@@ -32,6 +33,8 @@ export interface ClusterRequestDeps {
 export interface RequestBookings<S = unknown, C = unknown> {
   /** Runs the handler as a rehearsal: what it would book. */
   rehearse (base: string, run: () => Promise<void>): Promise<C[]>
+  /** The commands of what a route declares it takes (RouteDef.declares), named as its run will name its claims. */
+  declared (base: string, asks: BookingAsk[]): C[]
   /** Has a rehearsal's commands decided (keyed: its claims are named from an Idempotency-Key); the session the handler then runs with. */
   decide (base: string, commands: C[], keyed: boolean): Promise<S>
   /** A dry run's session: checked against this node's copy, booking nothing. */
@@ -145,7 +148,8 @@ class ClusterRequest implements RequestCoordination {
   }
 
   /**
-   * Rehearses the handler, then has what it books decided in the logs, before it runs for real. Its claims are named
+   * Rehearses the handler (or reads what its route declares it takes), then has what it books decided in the logs,
+   * before it runs for real. Its claims are named
    * from its Idempotency-Key and request when it has one, so a retry asks for the claims the first try made.
    */
   #book (step: BeforeHandler): Promise<void> | undefined {
@@ -155,7 +159,9 @@ class ClusterRequest implements RequestCoordination {
       return undefined
     }
     const base = step.claim !== undefined ? createHash('sha256').update(`${step.claim}\u0000${step.owner()}`).digest('base64url').slice(0, 22) : this.#id
-    return this.#rehearse(base, step).then(async (commands) => await bookings.decide(base, commands, step.claim !== undefined)).then((session) => {
+    const declared = step.declared
+    const commands = declared !== undefined ? Promise.resolve().then(() => bookings.declared(base, declared())) : this.#rehearse(base, step)
+    return commands.then(async (commands) => await bookings.decide(base, commands, step.claim !== undefined)).then((session) => {
       this.#booking = session
       if (this.#ended) bookings.giveBackUnused(session)
     })

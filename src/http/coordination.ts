@@ -2,6 +2,7 @@ import type { ApiError } from '../errors.js'
 import type { RateGroup } from '../generated/types.js'
 import type { RateDecision } from './rate-limit.js'
 import type { Result } from './route.js'
+import type { BookingAsk } from '../campaigns/records.js'
 
 /**
  * What a request needs from the other nodes that share its state: claims, locks, rate grants, catching up, and the
@@ -87,6 +88,8 @@ export interface BeforeHandler {
   books: 'yes' | 'dry' | undefined
   /** Runs the handler as a dry run, rolled back (the rehearsal of a booking route); rejects with what it throws. */
   rehearse: () => Promise<void>
+  /** What the handler takes, when its route declares it (RouteDef.declares): then it is not rehearsed. */
+  declared: (() => BookingAsk[]) | undefined
 }
 
 const GO_ON: RequestCoordination = {

@@ -160,13 +160,15 @@ export class RequestCycle {
           return this.#after(this.#coord.acknowledged(this.#deps.store.changes?.recorded ?? 0), replay)
         }
       }
+      const declares = route.declares
       const wait = this.#coord.before({
         claim,
         exclusive: () => ctx.dryRun ? undefined : route.exclusive?.(ctx),
         unique: () => ctx.dryRun ? undefined : route.unique?.(ctx),
         owner: () => `${callerOf(ctx)} ${claim !== undefined ? fingerprint : this.#fingerprint(raw)}`,
         books: this.#books(),
-        rehearse: () => rehearse(this.#execution(fingerprint))
+        rehearse: () => rehearse(this.#execution(fingerprint)),
+        declared: declares === undefined ? undefined : () => declares(ctx)
       })
       if (wait !== undefined) return this.#completeAfter(raw, wait)
       let result: Result

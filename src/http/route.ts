@@ -2,6 +2,7 @@ import type { ApiError } from '../errors.js'
 import type { ErrorCode, RateGroup, Scope } from '../generated/types.js'
 import type { SchemaTitle } from '../generated/schemas.js'
 import type { AuthMode, Principal } from '../auth/principal.js'
+import type { BookingAsk } from '../campaigns/records.js'
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete'
 
@@ -195,6 +196,14 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * rule (an agent's X-Dry-Run), checked and booking nothing, as ?dry_run=true is for every route.
    */
   books?: true | ((ctx: Ctx<B, Q>) => boolean | 'dry')
+  /**
+   * What a booking route's handler takes, read from the request and this node's catalog without running it, each take
+   * in the order the handler makes it (src/campaigns/screen-bookings.ts planBooking gives the items). A cluster node
+   * has what a route declares decided in the logs and runs the handler once, instead of rehearsing it first: for a
+   * route whose takes follow from its request alone (a reservation's hold). Throws what the handler would throw
+   * before it takes anything. The run takes only what was declared, in that order, or answers 503.
+   */
+  declares?: (ctx: Ctx<B, Q>) => BookingAsk[]
   handler: Handler<B, Q>
 }
 

@@ -37,13 +37,19 @@ export async function freePort (): Promise<number> {
   const top = Math.max(ephemeralLow(), FIRST_CHOSEN_PORT + 1000)
   for (let attempt = 0; ; attempt++) {
     const port = FIRST_CHOSEN_PORT + Math.floor(Math.random() * (top - FIRST_CHOSEN_PORT))
-    if (await listensOn(port)) return port
+    if (port !== FETCH_REFUSES && await listensOn(port)) return port
     if (attempt === 100) throw new Error(`no free port between ${FIRST_CHOSEN_PORT} and ${top} after 100 tries`)
   }
 }
 
 /** Above the ports services are configured on by default (8080, 9000, 5432...). */
 const FIRST_CHOSEN_PORT = 10_000
+
+/**
+ * The one port above FIRST_CHOSEN_PORT on the Fetch standard's list of bad ports: Node's fetch refuses it ("bad
+ * port"), and the tests and benchmarks reach their nodes with fetch (a bench/cluster run stopped so).
+ */
+const FETCH_REFUSES = 10_080
 
 /** Where the kernel's ephemeral ports begin: Linux says; 32768 elsewhere (the lowest default of the others). */
 function ephemeralLow (): number {

@@ -1,10 +1,11 @@
-import { give, keep, recordIdOf, take } from '../screen-bookings.js'
+import { askOf, give, keep, recordIdOf, take } from '../screen-bookings.js'
 import { runCampaignJobs } from '../lifecycle.js'
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
 import type { ListQuery, Reservation, ReservationConfirmRequest, ReservationRequest } from '../../generated/types.js'
-import { ok, route, type RouteDef } from '../../http/route.js'
+import { ok, route, type Ctx, type RouteDef } from '../../http/route.js'
+import type { ScreenRecord } from '../../inventory/records.js'
 import type { ReservationRecord } from '../records.js'
 import { place } from '../placements.js'
 import { putReservation } from '../holds.js'
@@ -29,6 +30,14 @@ export function reservationRoutes (deps: Deps): RouteDef[] {
     if (r.status === 'expired' || (r.status === 'held' && r.expires_ms <= now)) throw new ApiError('expired', `Reservation ${id} expired at ${r.expires_at}; create a new one.`)
     return r
   }
+  const holdMs = config.reservationHoldSeconds * 1000
+  /** The screens a hold asks for, once its request is checked: what its handler takes, and its declaration names. */
+  const heldScreens = (ctx: Ctx<ReservationRequest>): ScreenRecord[] => {
+    const body = ctx.body
+    checkFlight(body.start_date, body.end_date, ctx.now)
+    if (body.creative_id !== undefined) approvedCreative(store, ctx.principal!.seat!.seat_id, body.creative_id)
+    return usableScreens(inventory, body.screen_ids)
+  }
   return [
     route<ReservationRequest>({
       ...common,
@@ -41,15 +50,13 @@ export function reservationRoutes (deps: Deps): RouteDef[] {
       status: 201,
       errors: ['missing_screen_ids', 'invalid_screen', 'invalid_date', 'capacity_unavailable', 'creative_not_found', 'validation_failed'],
       books: true,
+      declares: (ctx) => [askOf(heldScreens(ctx), ctx.body.start_date, ctx.body.end_date, ctx.body.spots_per_day, undefined, holdMs)],
       handler: (ctx) => {
         const seatId = ctx.principal!.seat!.seat_id
         const body = ctx.body
-        checkFlight(body.start_date, body.end_date, ctx.now)
-        if (body.creative_id !== undefined) approvedCreative(store, seatId, body.creative_id)
-        const screens = usableScreens(inventory, body.screen_ids)
+        const screens = heldScreens(ctx)
         // Holds past their time give their spots back before this one is counted.
         runCampaignJobs(store, outbox, ctx.now)
-        const holdMs = config.reservationHoldSeconds * 1000
         const expires = ctx.now + holdMs
         const { claim, spots: total } = take(store, screens, body.start_date, body.end_date, body.spots_per_day, ctx.now, 'screen_ids', undefined, holdMs)
         const id = recordIdOf('rsv', claim)
