@@ -116,6 +116,20 @@ if (clusterAvailable(t)) {
       t.same(await bookedEverywhere(date, half), [half, half, half], `every node counts the ${half} held spots booked`)
     }
 
+    // A hold's takes are declared, not rehearsed, on a cluster node: what its handler refuses before it takes anything,
+    // the node refuses the same way, with nothing booked, and goes on serving.
+    const refusedDate = day(30)
+    for (const [body, status, code, param] of [
+      [{ screen_ids: [screen, 'scr_nope'], start_date: refusedDate, end_date: refusedDate, spots_per_day: 1 }, 400, 'invalid_screen', 'screen_ids.1'],
+      [{ screen_ids: [screen], start_date: day(32), end_date: refusedDate, spots_per_day: 1 }, 400, 'invalid_date', undefined],
+      [{ screen_ids: [screen], start_date: refusedDate, end_date: refusedDate, spots_per_day: 1, creative_id: 'cr_nope' }, 404, 'creative_not_found', undefined]
+    ] as const) {
+      const refused = await call(two.url, 'POST', '/openrtb/v2/reservations', { key: ad.key, body })
+      t.match(refused, { status, body: { error_code: code, ...(param !== undefined ? { param } : {}) } }, `a hold through node-2 refused ${code} before it takes anything`)
+    }
+    t.equal((await availability(two.url, refusedDate)).booked, 0, 'nothing booked by the refused holds')
+    t.equal((await hold(two.url, ad.key, refusedDate, 1)).status, 201, 'node-2 goes on booking')
+
     // A guaranteed placement for exactly what is left of a day, asked by two seats through two nodes at once.
     const first = winners[0]!
     const rest = capacity - half
