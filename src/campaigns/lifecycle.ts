@@ -22,11 +22,31 @@ export function datedStatus (c: Pick<CampaignRecord, 'status' | 'start_date' | '
   return d >= c.start_date ? 'active' : 'scheduled'
 }
 
+/** The holds past their time, by when they lapse. */
+function lapsedHolds (store: Store, now: number): Array<{ key: [number, string], id: string }> {
+  return [...store.holds.getRange({ end: [now, '\uffff'] } as never)].map(({ key, value }) => ({ key: key as unknown as [number, string], id: value }))
+}
+
+/**
+ * Asks for the lapse of the held reservations past their time where bookings are decided elsewhere (a cluster's
+ * claims log), writing nothing: what a booking whose takes are declared (RouteDef.declares) asks before they are
+ * decided, as its handler's runCampaignJobs would first, so that a lapsed hold's spots are free for it. Alone, the
+ * handler's own transaction gives them back first.
+ */
+export function askLapses (store: Store, now: number): void {
+  const bookings = store.share.bookings
+  if (bookings === undefined) return
+  for (const { id } of lapsedHolds(store, now)) {
+    const r = store.reservations.get(id)
+    if (r?.status === 'held' && r.claim !== undefined) bookings.give(store, r.claim, 'expire', now)
+  }
+}
+
 /** The time-driven moves due now: holds past their time, campaigns whose dates or delivery move them, deals over everywhere. */
 function dueMoves (store: Store, now: number) {
   const campaigns = [...store.campaigns.getRange()]
   return {
-    holds: [...store.holds.getRange({ end: [now, '\uffff'] } as never)].map(({ key, value }) => ({ key: key as unknown as [number, string], id: value })),
+    holds: lapsedHolds(store, now),
     campaigns: campaigns.filter(({ value }) => datedStatus(value, now) !== value.status),
     // Raised here only when plays do not raise them (recordDelivery, Store.share).
     milestones: store.share.milestonesWithPlay ? [] : campaigns.filter(({ value }) => value.status === 'active' && milestonesOf(store, value) !== undefined),

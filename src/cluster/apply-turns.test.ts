@@ -71,3 +71,27 @@ t.test('a share alone in its turn that throws fails at once, not tried twice', a
   await turn()
   t.equal(store.meta.get('test:later'), 1, 'the next turn runs')
 })
+
+t.test('a turn that committed and then threw (work after its commit failed): each log\'s entries are applied once', async (t) => {
+  const store = fixture(t)
+  const turns = new ApplyTurns(store)
+  const done: string[] = []
+  // A share as a log is: it applies the entries past the mark it reads from the store, and moves the mark.
+  const log = (name: string, entries: number[]) => () => {
+    const mark = (store.meta.get(`mark:${name}`) as number | undefined) ?? 0
+    for (const seq of entries) if (seq > mark) store.meta.putSync(`sum:${name}`, ((store.meta.get(`sum:${name}`) as number | undefined) ?? 0) + seq)
+    store.meta.putSync(`mark:${name}`, Math.max(mark, ...entries))
+    return () => done.push(name)
+  }
+  let thrown = false
+  turns.soon(log('a', [1, 2]), (err) => t.fail(String(err)))
+  turns.soon(() => {
+    if (!thrown) store.afterCommit(() => { thrown = true; throw new Error('after the commit') })
+    return () => done.push('waker')
+  }, (err) => t.fail(String(err)))
+  turns.soon(log('b', [1, 2, 3]), (err) => t.fail(String(err)))
+  await turn()
+  t.ok(thrown, 'the work after the commit threw')
+  t.same([store.meta.get('sum:a'), store.meta.get('sum:b')], [3, 6], 'each entry applied once, though every share ran twice')
+  t.same(done, ['a', 'waker', 'b'], 'each share told once, after the transaction that stood')
+})

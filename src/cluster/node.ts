@@ -169,7 +169,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     },
     { stream: RATES_LOG, machine: rateMachine(store) }
   ]
-  const turns = new ApplyTurns(store)
+  const turns = new ApplyTurns(store, deps.log)
   for (const { stream, machine } of [...ownLogs, ...deps.logs]) {
     // Nodes starting at once create the same streams, and a busy engine answers late: each is waited out, as writes
     // wait for their quorum; a gap in a log is not, since no wait closes it.

@@ -475,12 +475,13 @@ export class PartitionLog {
   }
 
   /**
-   * A turn's work: applies what has arrived by the time the turn runs, once or (the turn rolled back) again, and
-   * answers what to do once that commits.
+   * A turn's work: applies what has arrived by the time the turn runs, and answers what to do once that commits. Run
+   * again after the turn threw, it reads the mark as the store holds it: the turn may have committed before it threw.
    */
   #applyArrived (): TurnWork {
     let arrived: JsMsg[] | undefined
     return () => {
+      if (arrived !== undefined) this.#mark = undefined
       arrived ??= this.#arrived.splice(0)
       return this.#applyBatch(arrived)
     }

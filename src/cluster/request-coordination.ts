@@ -159,9 +159,7 @@ class ClusterRequest implements RequestCoordination {
       return undefined
     }
     const base = step.claim !== undefined ? createHash('sha256').update(`${step.claim}\u0000${step.owner()}`).digest('base64url').slice(0, 22) : this.#id
-    const declared = step.declared
-    const commands = declared !== undefined ? Promise.resolve().then(() => bookings.declared(base, declared())) : this.#rehearse(base, step)
-    return commands.then(async (commands) => await bookings.decide(base, commands, step.claim !== undefined)).then((session) => {
+    return this.#asked(base, step).then(async (commands) => await bookings.decide(base, commands, step.claim !== undefined)).then((session) => {
       this.#booking = session
       if (this.#ended) bookings.giveBackUnused(session)
     })
@@ -251,18 +249,21 @@ class ClusterRequest implements RequestCoordination {
   }
 
   /**
-   * The handler's rehearsal. A record it does not find may have been made through another node a moment ago (a hold
-   * confirmed at once through another node): it is rehearsed again once this node has caught up, once.
+   * What the handler books: what its route declares, else its rehearsal. A record it does not find may have been made
+   * through another node a moment ago (a hold confirmed, or a creative approved, at once through another node): it is
+   * asked again once this node has caught up, once.
    */
-  async #rehearse (base: string, step: BeforeHandler): Promise<unknown[]> {
+  async #asked (base: string, step: BeforeHandler): Promise<unknown[]> {
     const bookings = this.#deps.bookings
+    const declared = step.declared
+    const ask = async (): Promise<unknown[]> => declared !== undefined ? bookings.declared(base, declared()) : await bookings.rehearse(base, step.rehearse)
     try {
-      return await bookings.rehearse(base, step.rehearse)
+      return await ask()
     } catch (err) {
       if (this.#caughtUp || !(err instanceof ApiError) || err.status !== 404) throw err
       this.#caughtUp = true
       if (!await this.#deps.link.caughtUp()) throw err
-      return await bookings.rehearse(base, step.rehearse)
+      return await ask()
     }
   }
 

@@ -201,7 +201,8 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * in the order the handler makes it (src/campaigns/screen-bookings.ts planBooking gives the items). A cluster node
    * has what a route declares decided in the logs and runs the handler once, instead of rehearsing it first: for a
    * route whose takes follow from its request alone (a reservation's hold). Throws what the handler would throw
-   * before it takes anything. The run takes only what was declared, in that order, or answers 503.
+   * before it takes anything, and asks first for what its handler would free first (holds past their time). The run
+   * takes only what was declared, in that order, or answers 503.
    */
   declares?: (ctx: Ctx<B, Q>) => BookingAsk[]
   handler: Handler<B, Q>

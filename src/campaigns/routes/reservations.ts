@@ -1,5 +1,5 @@
 import { askOf, give, keep, recordIdOf, take } from '../screen-bookings.js'
-import { runCampaignJobs } from '../lifecycle.js'
+import { askLapses, runCampaignJobs } from '../lifecycle.js'
 import { iso } from '../../clock.js'
 import type { Deps } from '../../deps.js'
 import { ApiError } from '../../errors.js'
@@ -50,7 +50,11 @@ export function reservationRoutes (deps: Deps): RouteDef[] {
       status: 201,
       errors: ['missing_screen_ids', 'invalid_screen', 'invalid_date', 'capacity_unavailable', 'creative_not_found', 'validation_failed'],
       books: true,
-      declares: (ctx) => [askOf(heldScreens(ctx), ctx.body.start_date, ctx.body.end_date, ctx.body.spots_per_day, undefined, holdMs)],
+      declares: (ctx) => {
+        const screens = heldScreens(ctx)
+        askLapses(store, ctx.now)
+        return [askOf(screens, ctx.body.start_date, ctx.body.end_date, ctx.body.spots_per_day, undefined, holdMs)]
+      },
       handler: (ctx) => {
         const seatId = ctx.principal!.seat!.seat_id
         const body = ctx.body
