@@ -46,4 +46,7 @@ t.test('proofs: a play acknowledged is listed on every node under the proof it w
   t.match(violations([chain[0]!, link('p2', 'i2', 2, 'x')]), { 'each screen\'s proof chain one line': 1 }, 'a proof not chained to the one before')
   t.match(violations([...chain, link('p4', 'i3', 2, 'd1')]), { 'each screen\'s proof chain one line': 1, 'nodes list each chain alike': 1 }, 'a place held twice')
   t.match(violations([...chain, link('p5', 'i1', 3, 'd2')]), { 'one proof an impression id': 1 }, 'an impression id proven twice')
+  await prove('i4', { status: 200, body: { data: { results: [{ status: 'rejected', error: { code: 'creative_not_found' } }] } } })
+  t.same(violations(chain), { 'acknowledged plays proven on every node': 0, 'one proof an impression id': 0, 'each screen\'s proof chain one line': 0, 'nodes list each chain alike': 0 }, 'a play answered rejected is not acknowledged: proven nowhere, as told')
+  t.match(violations([...chain, link('p6', 'i4', 3, 'd2')]), { 'acknowledged plays proven on every node': 1 }, 'a play answered rejected, yet proven on a node')
 })

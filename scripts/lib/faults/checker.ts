@@ -171,7 +171,7 @@ const toldProof = (o: Op) => (o.body as { data?: { results?: Array<{ status?: st
  * The proof invariants of issue 47 over the history's `prove` operations (args ProveArgs) and the chains every node
  * lists once healed:
  *  - acknowledged readable: every play acknowledged (accepted, or a duplicate naming the first proof) is listed on
- *    every node under the proof it was told;
+ *    every node under the proof it was told, and a play answered rejected (and never acknowledged) on none;
  *  - one proof an impression: on each node an impression id has one proof at most, and every acknowledgement of it
  *    (a retry's, another node's) names that one;
  *  - chains one line: on each node each screen's places run from 1 with none missing or held twice, each proof chained
@@ -179,8 +179,14 @@ const toldProof = (o: Op) => (o.body as { data?: { results?: Array<{ status?: st
  *  - nodes agree: every node lists each screen's chain alike.
  */
 export function checkProofs (history: History, reads: ChainRead[]): Check[] {
-  const told = new Map<string, Set<string | undefined>>()
-  for (const o of history.select<ProveArgs>('prove', 'ok')) told.set(o.args.impressionId, (told.get(o.args.impressionId) ?? new Set()).add(toldProof(o)))
+  const told = new Map<string, Set<string>>()
+  // Answered, its play rejected (a creative this node had not heard of yet): not proven, and proven nowhere.
+  const rejected = new Set<string>()
+  for (const o of history.select<ProveArgs>('prove', 'ok')) {
+    const proof = toldProof(o)
+    if (proof === undefined) rejected.add(o.args.impressionId)
+    else told.set(o.args.impressionId, (told.get(o.args.impressionId) ?? new Set()).add(proof))
+  }
   const nodes = [...new Set(reads.map((r) => r.node))]
   const listed = new Map(nodes.map((node) => [node, new Map<string, string[]>()]))
   for (const r of reads) for (const p of r.proofs) listed.get(r.node)!.set(p.impressionId, [...(listed.get(r.node)!.get(p.impressionId) ?? []), p.proof_id])
@@ -194,6 +200,14 @@ export function checkProofs (history: History, reads: ChainRead[]): Check[] {
       readable.checked++
       const there = listed.get(node)!.get(impression) ?? []
       if (!there.some((id) => proofs.has(id))) readable.violations.push(`${impression} on ${node}: told ${[...proofs].join(', ')}, listed ${there.join(', ') || 'none'}`)
+    }
+  }
+  for (const impression of rejected) {
+    if (told.has(impression)) continue
+    for (const node of nodes) {
+      readable.checked++
+      const there = listed.get(node)!.get(impression) ?? []
+      if (there.length > 0) readable.violations.push(`${impression} on ${node}: rejected, yet listed ${there.join(', ')}`)
     }
   }
   for (const [node, byImpression] of listed) {
