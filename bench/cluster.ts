@@ -49,17 +49,17 @@ const manyClients = Number(process.env.BENCH_MANY_CONNECTIONS ?? 400)
 /** A figure the issue sets a bar for, with whether this run meets it. */
 const bar = (met: boolean, text: string): string => `${met ? 'met' : 'NOT met'}: ${text}`
 
+/** Where a run's CPU a request went, process by process (bidsBeside's parts). */
+function byProcess (m: Measurement): string {
+  return Object.entries(m.cpuUsOf ?? {}).filter(([part]) => !part.startsWith('bystander')).map(([part, us]) => `${part} ${us}`).join(', ')
+}
+
 /**
  * Issue 47's four figures of a cluster that grows with its nodes, each against its bar: CPU per bid at 5 nodes within
  * 1.15x of 3, a node that neither took a bid nor decides its screen's spots spending under 5 us on it, a cluster's bid
  * at most one node's plus 1.25 quorum appends of the engine prototype, and holds through the front at 1,000/s or 0.3x
  * one node's rate.
  */
-/** Where a run's CPU a request went, process by process (bidsBeside's parts). */
-function byProcess (m: Measurement): string {
-  return Object.entries(m.cpuUsOf ?? {}).filter(([part]) => !part.startsWith('bystander')).map(([part, us]) => `${part} ${us}`).join(', ')
-}
-
 function scalingFigures (row: (prefix: string) => Measurement): string[] {
   const cpu = (prefix: string) => row(prefix).cpuUs ?? NaN
   const three = row('3-node cluster: POST /bid on node-1')
@@ -149,7 +149,7 @@ if (missing !== undefined) {
   const server = process.env.BENCH_ANALYTICS !== 'embedded' && clickHouseServerInstalled() ? await startClickHouseServer(analyticsDir) : undefined
   /** A target's analytics: a database of its own on the bench's ClickHouse server, or each node's own chDB. */
   const analytics = (name: string): Record<string, string> => server !== undefined ? { CLICKHOUSE_URL: server.url, CLICKHOUSE_DATABASE: `bench_${name}` } : {}
-  /** A cluster's processes by name, for where its CPU goes: each node, each engine member, the ClickHouse server. */
+  /** A cluster's processes by name, all its CPU counts and where it goes: each node, each engine member, the ClickHouse server. */
   const partsOf = (c: { nodes: Array<{ id: string, pid: number | undefined }>, engine: { members: () => Array<{ name: string, pid: number }> } }): Record<string, number[]> => ({
     ...Object.fromEntries(c.nodes.map((n) => [n.id, [n.pid!]])),
     ...Object.fromEntries(c.engine.members().map((m) => [`engine ${m.name}`, [m.pid]])),
@@ -236,9 +236,10 @@ if (missing !== undefined) {
   try {
     const node = cluster.nodes[0]!
     const three = await clusterBid(cluster)
-    const pids = withAnalytics([...cluster.nodes.map((n) => n.pid!), ...cluster.engine.members().map((m) => m.pid)])
+    const parts = partsOf(cluster)
+    const pids = Object.values(parts).flat()
     console.log(`  3 nodes: bids through node-1 on a screen ${three.owner} owns; ${three.bystander.id} neither takes nor owns them`)
-    rows.push(await bidsBeside('3-node cluster: POST /bid on node-1', barBid(node.url, three.key, three.body), pids, three.bystander, partsOf(cluster)))
+    rows.push(await bidsBeside('3-node cluster: POST /bid on node-1', barBid(node.url, three.key, three.body), pids, three.bystander, parts))
     rows.push(await measure(`3-node cluster: POST /bid on node-1, c=${manyClients}`, bid(node.url, three.key, three.body, manyClients), pids))
     rows.push(await measure('3-node cluster: a key\'s scopes replaced on node-1 (80/s)', await keyWrite(node.url, cluster.adminToken, three.key), pids))
     const clusterFleet = await fleetOn(node.url)
@@ -259,9 +260,10 @@ if (missing !== undefined) {
   try {
     const node = five.nodes[0]!
     const fixture = await clusterBid(five)
-    const pids = withAnalytics([...five.nodes.map((n) => n.pid!), ...five.engine.members().map((m) => m.pid)])
+    const parts = partsOf(five)
+    const pids = Object.values(parts).flat()
     console.log(`  5 nodes: bids through node-1 on a screen ${fixture.owner} owns; ${fixture.bystander.id} neither takes nor owns them`)
-    rows.push(await bidsBeside('5-node cluster: POST /bid on node-1', barBid(node.url, fixture.key, fixture.body), pids, fixture.bystander, partsOf(five)))
+    rows.push(await bidsBeside('5-node cluster: POST /bid on node-1', barBid(node.url, fixture.key, fixture.body), pids, fixture.bystander, parts))
   } finally {
     await five.stop()
     rmSync(fiveDir, { recursive: true, force: true })

@@ -35,9 +35,9 @@ const UNKNOWN: ClaimOutcome = { ok: false, reason: 'unknown' }
 
 /**
  * A cluster node's bookings (Share.bookings): a booking route's handler runs twice (src/cluster/request-coordination.ts),
- * first rehearsed to learn what it books (or once, when its route declares what it takes), which is then decided in the logs of the screens' partitions and the claims
- * log (capacity-logs.ts), then for real, taking what was decided. The rows are written by the logs' apply on every
- * node, never here. A request's claims are named from its Idempotency-Key and body when it has one: a retry, or the
+ * first rehearsed to learn what it books (or once, when its route declares what it takes), which is then decided in
+ * the logs of the screens' partitions and the claims log (capacity-logs.ts), then for real, taking what was decided.
+ * The rows are written by the logs' apply on every node, never here. A request's claims are named from its Idempotency-Key and body when it has one: a retry, or the
  * same request running on a node that woke from a pause, asks for the same claims, which the logs decide once.
  */
 export class RehearsedBookings implements Bookings {

@@ -72,11 +72,11 @@ export function askOf (screens: ScreenRecord[], start: string, end: string, spot
  * gives its spots back by itself once its time has come, unless kept. Call inside Store.write.
  */
 export function take (store: Store, screens: ScreenRecord[], start: string, end: string, spots: number, now: number, param = 'screen_ids', dayparts?: Daypart[], holdMs?: number): { claim: string, spots: number } {
-  const { items } = askOf(screens, start, end, spots, dayparts, holdMs)
-  const taken = bookings(store).take(store, items, holdMs, now)
+  const ask = askOf(screens, start, end, spots, dayparts, holdMs)
+  const taken = bookings(store).take(store, ask.items, ask.holdMs, now)
   if ('short' in taken) throw capacityError(taken.short, param)
   if ('refused' in taken) throw undecided(taken.refused)
-  return { claim: taken.claim, spots: items.length * spots }
+  return { claim: taken.claim, spots: ask.items.length * spots }
 }
 
 /**

@@ -149,8 +149,8 @@ class ClusterRequest implements RequestCoordination {
 
   /**
    * Rehearses the handler (or reads what its route declares it takes), then has what it books decided in the logs,
-   * before it runs for real. Its claims are named
-   * from its Idempotency-Key and request when it has one, so a retry asks for the claims the first try made.
+   * before it runs for real. Its claims are named from its Idempotency-Key and request when it has one, so a retry asks
+   * for the claims the first try made.
    */
   #book (step: BeforeHandler): Promise<void> | undefined {
     const bookings = this.#deps.bookings
