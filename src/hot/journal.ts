@@ -45,7 +45,7 @@ export function openHotJournal (deps: HotJournalDeps, dataDir: string, durabilit
     fsync: durability === 'fsync',
     // Stored bids, creatives a markup registers and a key's seal are replicated, and so is a settled bid's removal.
     replicates: (entry) => 'bid' in entry ? entry.bid.stored.length > 0 || entry.bid.register.length > 0 || entry.bid.seal !== undefined : (entry.spot.settled?.taken.length ?? 0) > 0,
-    counted: (how) => deps.metrics.inc('oohbid_journal_entries_total', 'Bid responses and spot decisions made durable: committed at once (applied="at_once") or appended to the hot thread\'s journal and applied with the rest of their turn (applied="journaled").', `applied="${how}"`, 1)
+    counted: (how) => deps.metrics.inc('oohbid_journal_entries_total', 'Bid responses and spot decisions made durable: committed at once (applied="at_once"), appended to the hot thread\'s journal and applied with the rest of their turn (applied="journaled"), or, on a cluster node, applied with their turn and answered once the engine holds them (applied="engine").', `applied="${how}"`, 1)
   })
 }
 

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { appendFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { appendFileSync, cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -48,6 +48,43 @@ t.test('an idle thread commits at once; under load a turn\'s entries are journal
   journal.close()
   t.same(readdirSync(dir), [], 'a graceful close applies everything and removes the file')
   t.same([...store.meta.getKeys({ start: 'journal:', end: 'journal:\uffff' })], [], 'and its applied mark')
+})
+
+t.test('on a cluster node an entry that replicates waits for its turn\'s commit, unwritten to the file; one that does not is journaled as on one node', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-journal-'))
+  const store = openStore(dataDir, undefined, undefined, { replicate: true })
+  t.teardown(async () => { await store.close(); rmSync(dataDir, { recursive: true, force: true }) })
+  const dir = join(dataDir, 'journal')
+  const how: Durable[] = []
+  const journal = new Journal<Entry>({ store, dir, owner: 'thread-1', apply: apply(store), fsync: false, counted: (h) => how.push(h), replicates: (e) => e.id !== 'local' })
+  journal.record({ id: 'bid', n: 1 })
+  t.same(how, ['engine'], 'idle, and still not committed at once: its answer waits for the engine after the turn\'s commit anyway')
+  const applied = journal.applied()
+  t.not(applied, undefined, 'its answer has a commit to wait for')
+  journal.record({ id: 'bid', n: 1 })
+  t.equal(existsSync(dir), false, 'no journal file written')
+  store.refresh()
+  t.equal(store.meta.get('test:bid'), undefined, 'not in LMDB before the turn ends')
+  const before = store.held.transactions
+  await turn()
+  store.refresh()
+  t.equal(store.meta.get('test:bid'), 2, 'applied when the turn ended')
+  t.equal(store.held.transactions - before, 1, 'both in one transaction')
+  t.type(await applied, 'number', 'and the answer waiting for it told so')
+  journal.record({ id: 'local', n: 1 })
+  journal.record({ id: 'local', n: 1 })
+  journal.record({ id: 'bid', n: 1 })
+  t.same(how.slice(2), ['journaled', 'journaled', 'engine'], 'an entry that does not replicate is journaled, as on one node')
+  t.equal(readdirSync(dir).length, 1, 'into the journal file')
+  // A kill -9 now: a copy of the data directory as it stands replays what was answered from the file, nothing else.
+  const copy = mkdtempSync(join(tmpdir(), 'oohbid-journal-'))
+  cpSync(dir, join(copy, 'journal'), { recursive: true })
+  const restarted = openStore(copy)
+  t.teardown(async () => { await restarted.close(); rmSync(copy, { recursive: true, force: true }) })
+  const replayed: Entry[] = []
+  recoverJournals(restarted, join(copy, 'journal'), (entries: readonly Entry[]) => { replayed.push(...entries) }, 'thread-1')
+  t.same(replayed, [{ id: 'local', n: 1 }, { id: 'local', n: 1 }], 'a recovery replays the journaled entries only')
+  journal.close()
 })
 
 t.test('a thread waits for the writes other threads journaled, and applies its own instead of waiting for them', async (t) => {

@@ -12,8 +12,11 @@ const MAX_BATCH = 512
 const HEADER = 8
 const META = 'journal:'
 
-/** How an entry was made durable: committed at once, or appended to the journal and applied with its turn. */
-export type Durable = 'at_once' | 'journaled'
+/**
+ * How an entry was made durable: committed at once, appended to the journal and applied with its turn, or (on a
+ * cluster node, an entry that replicates) applied with its turn and answered once the engine holds it.
+ */
+export type Durable = 'at_once' | 'journaled' | 'engine'
 
 export interface JournalOptions<E> {
   store: Store
@@ -56,6 +59,8 @@ export class Journal<E> {
   #fd: number | undefined
   #file = ''
   #size = 0
+  /** How far the file is marked applied in LMDB: a batch that appended nothing to it leaves the mark as it is. */
+  #marked = 0
   #pending: E[] = []
   /** Reused for every frame: one allocation, however many appends. */
   #frame = Buffer.allocUnsafe(64 * 1024)
@@ -84,16 +89,21 @@ export class Journal<E> {
     if (store.inTransaction) return apply([entry])
     this.#thisTurn++
     this.#endTurnSoon()
-    if (this.#lastTurn <= 1 && this.#pending.length === 0) {
+    const replicates = this.#options.replicates?.(entry) ?? true
+    // On a cluster node such an entry's answer waits for its turn's transaction and then for the engine to hold what
+    // it recorded (RequestCoordination.turn): the journal's copy would keep nothing anyone was told, and a commit of
+    // its own would only add one per entry to the turn's.
+    const shipped = replicates && store.changes !== undefined
+    if (!shipped && this.#lastTurn <= 1 && this.#pending.length === 0) {
       store.write(() => { this.#dropRetired(); apply([entry]) })
       counted?.('at_once')
       return
     }
-    this.#append(entry)
+    if (!shipped) this.#append(entry)
     this.#pending.push(entry)
     this.#options.turns?.journaled()
-    if (this.#options.replicates?.(entry) ?? true) this.#replicating = true
-    counted?.('journaled')
+    if (replicates) this.#replicating = true
+    counted?.(shipped ? 'engine' : 'journaled')
     if (this.#pending.length >= MAX_BATCH) this.flush()
   }
 
@@ -121,7 +131,7 @@ export class Journal<E> {
       store.write(() => {
         this.#dropRetired()
         apply(batch)
-        store.meta.putSync(META + file, size)
+        if (size > this.#marked) store.meta.putSync(META + file, size)
       })
     } catch (err) {
       // Kept, in order: a later batch must not mark the file applied past entries that are not. The error ends the
@@ -130,6 +140,7 @@ export class Journal<E> {
       this.#replicating = true
       throw err
     }
+    this.#marked = size
     this.#options.turns?.applied()
     if (this.#waiting.length > 0) {
       // Taken here, in the turn's end: the next request's handler would take this commit's seq as no request's.
@@ -199,6 +210,7 @@ export class Journal<E> {
     }
     this.#fd = openSync(join(dir, this.#file), 'wx')
     this.#size = 0
+    this.#marked = 0
   }
 
   /** The file is wholly applied: it goes, and its meta key after it (a key without its file is never replayed). */
