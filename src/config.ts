@@ -114,6 +114,12 @@ export interface ClusterConfig {
    */
   ackTimeoutMs: number
   /**
+   * CLUSTER_LINGER_MS: under load, how long after a round of changes was sent to the engine the next may start at the
+   * earliest (default 5): its requests' commits gather meanwhile into one message. A round that follows a quiet
+   * spell starts at once (src/cluster/shipper.ts).
+   */
+  lingerMs: number
+  /**
    * CLUSTER_NODE_URL: where the other nodes reach this node's HTTP port, to forward it the players of the partitions
    * it owns; by default http://HOST:PORT (127.0.0.1 for a wildcard HOST), which suits nodes on one machine only.
    */
@@ -189,7 +195,7 @@ function clusterOf (env: Env, bidTtlSeconds: number): ClusterConfig | undefined 
   for (const name of ['ADMIN_TOKEN', 'KEY_ENCRYPTION_KEY']) if (str(env, name) === undefined) throw new Error(`CLUSTER_NATS_URLS needs ${name}, the same on every node`)
   const nodeUrl = str(env, 'CLUSTER_NODE_URL')
   if (nodeUrl !== undefined && !/^http:\/\/[^/\s]+$/.test(nodeUrl)) throw new Error(`CLUSTER_NODE_URL must be http://host:port (the nodes' own network), got "${nodeUrl}"`)
-  return { natsUrls: urls, nodeId, ...(nodeUrl !== undefined ? { nodeUrl } : {}), replicas: int(env, 'CLUSTER_REPLICAS', 3, 1, 5), ackTimeoutMs: int(env, 'CLUSTER_ACK_TIMEOUT_MS', 5000, 100, 60_000), partitions: int(env, 'CLUSTER_PARTITIONS', 16, 1, 256), funnelKeepHours: int(env, 'CLUSTER_FUNNEL_KEEP_HOURS', 24, 1, 24 * 30), checkpointEntries: int(env, 'CLUSTER_CHECKPOINT_ENTRIES', 10_000, 10, 10_000_000), bookKeepMs: (bidTtlSeconds + 600) * 1000 }
+  return { natsUrls: urls, nodeId, ...(nodeUrl !== undefined ? { nodeUrl } : {}), replicas: int(env, 'CLUSTER_REPLICAS', 3, 1, 5), ackTimeoutMs: int(env, 'CLUSTER_ACK_TIMEOUT_MS', 5000, 100, 60_000), lingerMs: int(env, 'CLUSTER_LINGER_MS', 5, 0, 100), partitions: int(env, 'CLUSTER_PARTITIONS', 16, 1, 256), funnelKeepHours: int(env, 'CLUSTER_FUNNEL_KEEP_HOURS', 24, 1, 24 * 30), checkpointEntries: int(env, 'CLUSTER_CHECKPOINT_ENTRIES', 10_000, 10, 10_000_000), bookKeepMs: (bidTtlSeconds + 600) * 1000 }
 }
 
 /** Reads the configuration from an environment (process.env by default); throws on a malformed value. */

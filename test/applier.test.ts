@@ -22,7 +22,7 @@ import { eventually, pause } from './helpers/eventually.js'
 const engine = await fileEngine(t, 'applier')
 if (engine !== undefined) {
   const log = createLogger('error')
-  const cluster = { natsUrls: engine.urls, nodeId: 'node-a', replicas: 3, ackTimeoutMs: 5000, partitions: 16, funnelKeepHours: 1, checkpointEntries: 10_000, bookKeepMs: 600_000 }
+  const cluster = { natsUrls: engine.urls, nodeId: 'node-a', replicas: 3, ackTimeoutMs: 5000, lingerMs: 5, partitions: 16, funnelKeepHours: 1, checkpointEntries: 10_000, bookKeepMs: 600_000 }
   const e: Engine = await connectEngine(cluster, log)
   t.teardown(() => e.close())
   const store: Store = openStore(mkdtempSync(join(engine.dir, 'node-a-')), undefined, undefined, { replicate: true })

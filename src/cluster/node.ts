@@ -133,6 +133,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     node: cluster.nodeId,
     incarnation,
     partitions: cluster.partitions,
+    lingerMs: cluster.lingerMs,
     log,
     onShipped: (through, bids) => {
       shipped.advance(through)
