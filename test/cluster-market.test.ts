@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import t from 'tap'
 import { signRequest } from '../src/auth/hmac.js'
 import { adImage } from './helpers/media.js'
-import { approveCreative, approvedBidder, approvedEverywhere, assetOn, clusterAvailable, gymScreens, PARTITIONS, startTestCluster, untilServed } from './helpers/cluster.js'
+import { approveCreative, approvedBidder, approvedEverywhere, assetOn, clusterAvailable, gymDevice, gymScreens, PARTITIONS, startTestCluster, untilServed } from './helpers/cluster.js'
 import { eventually, pause } from './helpers/eventually.js'
 import { startReceiver } from './helpers/receiver.js'
 import { freshIp } from './helpers/service.js'
@@ -24,6 +24,24 @@ if (clusterAvailable(t)) {
     screensPartner = (await gymScreens(t, c)).partner
     t.equal((await c.admin(c.nodes[1].url, 'PUT', '/admin/v1/settings', { partner_display: true })).status, 200, 'partner display on')
     for (const node of c.nodes) await eventually(t, `${node.id} has partner display on`, async () => (await c.admin(node.url, 'GET', '/admin/v1/settings')).body.data.partner_display as boolean, { until: (on) => on })
+  })
+
+  t.test('a play naming a device and an ad made through node-1 a moment before, reported at once through the others: each node catches up and proves it', async (t) => {
+    const registered = await call(cluster.frontUrl, 'POST', '/v1/partner/register', { body: { name: 'Fresh Screens', slug: 'fresh-screens', contact_email: 'ops@fresh.example', partner_type: 'screen_operator', domain: 'fresh.example' }, headers: { 'x-forwarded-for': freshIp() } })
+    t.equal(registered.status, 201, 'a second operator registered')
+    const partner = registered.body.data.api_key.key as string
+    const buyer = (await onboard(cluster.frontUrl, 'fresh-ads')).body.data.api_key.key as string
+    t.equal((await c.admin(c.nodes[0].url, 'PUT', '/admin/v1/seats/fresh-ads/rate-limits', { limits: { creatives: 100000 }, reason: 'cluster test' })).status, 200)
+    const [one, ...others] = c.nodes
+    for (let i = 0; i < 6; i++) {
+      t.equal((await call(one.url, 'POST', '/v1/partner/devices/batch', { key: partner, body: { devices: [gymDevice(`fresh-${i}`)] } })).status, 200, `device fresh-${i} registered through node-1`)
+      const created = await call(one.url, 'POST', '/openrtb/v2/creatives', { key: buyer, body: { name: `Fresh ad ${i}`, content_type: 'image/png', mode: 'upload' } })
+      t.equal(created.status, 201, `ad ${i} made through node-1`)
+      const node = others[i % others.length]!
+      const play = { adId: created.body.data.creative_id as string, impressionId: `fresh-imp-${i}`, deviceId: `fresh-${i}`, duration: 15, completed: true, timestamp: Date.now() - 1000 }
+      const played = await call(node.url, 'POST', '/v1/partner/impressions', { key: partner, body: { impressions: [play] } })
+      t.match(played, { status: 200, body: { data: { accepted: 1, results: [{ status: 'accepted' }] } } }, `its play reported at once through ${node.id}: accepted, not refused as unknown`)
+    }
   })
 
   t.test('a creative registered, uploaded and confirmed through three different nodes is moderated and served by every node', async (t) => {

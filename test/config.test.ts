@@ -32,8 +32,8 @@ t.test('the test escape hatches are off by default and refused in production, wh
 t.test('cluster mode needs a node id and the secrets every node shares; without CLUSTER_NATS_URLS a node is one embedded service', async (t) => {
   t.equal(loadConfig({}).cluster, undefined, 'no cluster configuration: npm start as always')
   const shared = { ADMIN_TOKEN: 'same-everywhere', KEY_ENCRYPTION_KEY: '00'.repeat(32) }
-  t.same(loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://10.0.0.1:4222, nats://10.0.0.2:4222', CLUSTER_NODE_ID: 'edge-1' }).cluster, { natsUrls: ['nats://10.0.0.1:4222', 'nats://10.0.0.2:4222'], nodeId: 'edge-1', replicas: 3, ackTimeoutMs: 5000, partitions: 16, funnelKeepHours: 24, checkpointEntries: 10_000, bookKeepMs: 900_000 })
-  t.match(loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a', CLUSTER_REPLICAS: '5', CLUSTER_ACK_TIMEOUT_MS: '250', CLUSTER_FUNNEL_KEEP_HOURS: '168', CLUSTER_PARTITIONS: '64', CLUSTER_CHECKPOINT_ENTRIES: '500', BID_TTL_SECONDS: '60' }).cluster, { replicas: 5, ackTimeoutMs: 250, partitions: 64, funnelKeepHours: 168, checkpointEntries: 500, bookKeepMs: 660_000 })
+  t.same(loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://10.0.0.1:4222, nats://10.0.0.2:4222', CLUSTER_NODE_ID: 'edge-1' }).cluster, { natsUrls: ['nats://10.0.0.1:4222', 'nats://10.0.0.2:4222'], nodeId: 'edge-1', replicas: 3, ackTimeoutMs: 5000, lingerMs: 5, partitions: 16, funnelKeepHours: 24, checkpointEntries: 10_000, bookKeepMs: 900_000 })
+  t.match(loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a', CLUSTER_REPLICAS: '5', CLUSTER_ACK_TIMEOUT_MS: '250', CLUSTER_LINGER_MS: '0', CLUSTER_FUNNEL_KEEP_HOURS: '168', CLUSTER_PARTITIONS: '64', CLUSTER_CHECKPOINT_ENTRIES: '500', BID_TTL_SECONDS: '60' }).cluster, { replicas: 5, ackTimeoutMs: 250, lingerMs: 0, partitions: 64, funnelKeepHours: 168, checkpointEntries: 500, bookKeepMs: 660_000 })
   t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222' }), /needs CLUSTER_NODE_ID/)
   t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a', CLUSTER_PARTITIONS: '0' }), /CLUSTER_PARTITIONS/)
   t.match(loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a', CLUSTER_NODE_URL: 'http://10.0.0.7:8080' }).cluster, { nodeUrl: 'http://10.0.0.7:8080' }, 'where the other nodes forward this node its players')
@@ -43,6 +43,7 @@ t.test('cluster mode needs a node id and the secrets every node shares; without 
   t.throws(() => loadConfig({ KEY_ENCRYPTION_KEY: shared.KEY_ENCRYPTION_KEY, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a' }), /needs ADMIN_TOKEN, the same on every node/)
   t.throws(() => loadConfig({ ADMIN_TOKEN: 'x', CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a' }), /needs KEY_ENCRYPTION_KEY/)
   t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a', CLUSTER_REPLICAS: '7' }), /CLUSTER_REPLICAS must be an integer from 1 to 5/)
+  t.throws(() => loadConfig({ ...shared, CLUSTER_NATS_URLS: 'nats://n:4222', CLUSTER_NODE_ID: 'a', CLUSTER_LINGER_MS: '101' }), /CLUSTER_LINGER_MS must be an integer from 0 to 100/)
 })
 
 t.test('production publishes a real operator domain in sellers.json and app-ads.txt, never localhost', async (t) => {

@@ -126,6 +126,11 @@ class ClusterRequest implements RequestCoordination {
       if (this.#name === undefined) return this.#claimName(unique.name, step.owner())
       if (!this.#name.won) throw unique.taken()
     }
+    if (!this.#caughtUp && step.namesUnknown()) {
+      // Made through another node a moment ago, perhaps: looked for again once this node has caught up, once.
+      this.#caughtUp = true
+      return this.#deps.link.caughtUp().then(() => {})
+    }
     if (step.books !== undefined && this.#booking === undefined) return this.#book(step)
     return undefined
   }

@@ -90,6 +90,8 @@ export interface BeforeHandler {
   rehearse: () => Promise<void>
   /** What the handler takes, when its route declares it (RouteDef.declares): then it is not rehearsed. */
   declared: (() => BookingAsk[]) | undefined
+  /** Whether the request names a record this node does not have (RouteDef.namesUnknown); asked only when needed. */
+  namesUnknown: () => boolean
 }
 
 const GO_ON: RequestCoordination = {

@@ -168,7 +168,8 @@ export class RequestCycle {
         owner: () => `${callerOf(ctx)} ${claim !== undefined ? fingerprint : this.#fingerprint(raw)}`,
         books: this.#books(),
         rehearse: () => rehearse(this.#execution(fingerprint)),
-        declared: declares === undefined ? undefined : () => declares(ctx)
+        declared: declares === undefined ? undefined : () => declares(ctx),
+        namesUnknown: () => route.namesUnknown?.(ctx) ?? false
       })
       if (wait !== undefined) return this.#completeAfter(raw, wait)
       let result: Result

@@ -172,6 +172,13 @@ export interface RouteDef<B = unknown, Q = unknown> {
    */
   decidedBy?: (ctx: Ctx<B, Q>) => string | undefined
   /**
+   * Whether the request names a record this node does not have (a device, a creative). On a cluster node another node
+   * may have made it a moment ago (a write is acknowledged once the engine holds it, and reaches the other nodes
+   * milliseconds later): the node catches up with the cluster once before the handler runs, so that what the client
+   * was told exists is not refused as unknown. Never asked on one node.
+   */
+  namesUnknown?: (ctx: Ctx<B, Q>) => boolean
+  /**
    * A name the route's write makes unique (a seat_id, a partner slug) and the error a taken name answers. On a cluster
    * node the request first claims the name in the engine, one winner however many nodes try at once, and only the
    * winner runs the handler: the handler's own check sees only the rows that have reached this node. On one node the

@@ -45,10 +45,18 @@ export function impressionRoutes ({ store, inventory, proofSigner, outbox, funne
       method: 'post',
       path: '/v1/partner/impressions',
       summary: 'Plays reported by devices, up to 1000 per call; each accepted play gets a signed proof',
-      description: 'Each play takes its place in its screen\'s proof chain, and an impression id proves once: a repeat is a duplicate naming the first proof. On a cluster node the answer waits until the cluster\'s proof log has placed every play of the batch (503 with Retry-After when it cannot in time: send the batch again, its proven plays come back as duplicates).',
+      description: 'Each play takes its place in its screen\'s proof chain, and an impression id proves once: a repeat is a duplicate naming the first proof. On a cluster node the answer waits until the cluster\'s proof log has placed every play of the batch (503 with Retry-After when it cannot in time: send the batch again, its proven plays come back as duplicates), and a batch naming a device or an ad the node has not heard of is judged once the node has caught up with the cluster: one registered or uploaded through another node a moment before is not refused.',
       body: 'ImpressionBatchRequest',
       data: 'ImpressionBatchResult',
       proves: true,
+      // A device registered, or an ad uploaded, through another node a moment ago: the handler's own lookups, asked first.
+      namesUnknown: (ctx) => ctx.body.impressions.some((raw) => {
+        if (typeof raw !== 'object' || raw === null) return false
+        const { deviceId, adId, impressionId } = raw as Partial<ImpressionItem>
+        if (typeof deviceId !== 'string' || typeof adId !== 'string') return false
+        if (inventory.screenOfDevice(ctx.principal!.partner!.id, deviceId) === undefined) return true
+        return store.creatives.get(adId) === undefined && (typeof impressionId !== 'string' || store.proofByImpression.get(impressionId) === undefined)
+      }),
       handler: (ctx) => {
         const partner = ctx.principal!.partner!
         const results: Item[] = []
