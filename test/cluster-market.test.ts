@@ -42,6 +42,10 @@ if (clusterAvailable(t)) {
       const played = await call(node.url, 'POST', '/v1/partner/impressions', { key: partner, body: { impressions: [play] } })
       t.match(played, { status: 200, body: { data: { accepted: 1, results: [{ status: 'accepted' }] } } }, `its play reported at once through ${node.id}: accepted, not refused as unknown`)
     }
+    const long = { adId: 'x'.repeat(3000), impressionId: 'y'.repeat(3000), deviceId: 'z'.repeat(3000), duration: 15, completed: true, timestamp: Date.now() - 1000 }
+    const refused = await call(others[0]!.url, 'POST', '/v1/partner/impressions', { key: partner, body: { impressions: [long] } })
+    t.match(refused, { status: 200, body: { data: { accepted: 0, results: [{ status: 'rejected', error: { code: 'INVALID_PARAMETER' } }] } } }, 'ids past the schema\'s lengths (and LMDB\'s keys): that item refused as invalid, not a 500')
+    t.equal((await call(others[0]!.url, 'GET', '/v1/partner/devices?limit=1', { key: partner })).status, 200, 'the node goes on serving')
   })
 
   t.test('a creative registered, uploaded and confirmed through three different nodes is moderated and served by every node', async (t) => {

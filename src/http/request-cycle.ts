@@ -233,7 +233,11 @@ export class RequestCycle {
   #answer (result: Result, fingerprint: string): void {
     if (result.kind === 'held') return this.#hold(result.answer, fingerprint)
     const seq = this.#deps.store.changes?.takeCommitted() ?? 0
-    const wait = seq > 0 ? this.#coord.acknowledged(seq) : this.#route.journaled === true ? this.#coord.turn() : undefined
+    // A journaled handler may also have committed others' entries (a spot's wait for other threads flushes this
+    // thread's journal): its own entry still waits for its turn, and both for the engine.
+    const committed = seq > 0 ? this.#coord.acknowledged(seq) : undefined
+    const turn = this.#route.journaled === true ? this.#coord.turn() : undefined
+    const wait = committed === undefined ? turn : turn === undefined ? committed : Promise.all([committed, turn]).then(() => {})
     const counts = result.counts
     if (counts === undefined) return this.#after(wait, () => this.#reply(result))
     this.#after(wait, () => this.#after(counts().then((counted) => { if (!counted) throw notCounted() }), () => {

@@ -87,6 +87,23 @@ t.test('on a cluster node an entry that replicates waits for its turn\'s commit,
   journal.close()
 })
 
+t.test('on a cluster node the entry that fills a batch is applied by its own record, and its answer still waits for that commit\'s seq', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-journal-'))
+  const store = openStore(dataDir, undefined, undefined, { replicate: true })
+  t.teardown(async () => { await store.close(); rmSync(dataDir, { recursive: true, force: true }) })
+  const journal = new Journal<Entry>({ store, dir: join(dataDir, 'journal'), owner: 'thread-1', fsync: false, apply: (entries) => { for (const e of entries) store.settings.putSync(`test:${e.id}`, e.n) }, replicates: () => true })
+  const waits: Array<Promise<number> | undefined> = []
+  for (let i = 0; i < 512; i++) {
+    journal.record({ id: `bid-${i}`, n: 1 })
+    waits.push(journal.applied())
+  }
+  t.ok(waits.every((w) => w instanceof Promise), 'every answer of the batch waits, the one that filled it too')
+  const seqs = await Promise.all(waits)
+  t.ok(seqs[0]! > 0 && seqs.every((seq) => seq === seqs[0]), `each with the batch's commit seq (${seqs[0]!})`)
+  t.equal(journal.applied(), undefined, 'a later request with nothing pending waits for nothing')
+  journal.close()
+})
+
 t.test('a thread waits for the writes other threads journaled, and applies its own instead of waiting for them', async (t) => {
   const { dir, store } = fixture(t)
   const memory = JournalTurns.memory(2)

@@ -74,6 +74,10 @@ export class Journal<E> {
   #waiting: Array<(seq: number) => void> = []
   /** Whether an entry pending may write a replicated table (JournalOptions.replicates). */
   #replicating = false
+  /** The change log's seq of the last flush that applied such an entry. */
+  #flushedSeq = 0
+  /** That seq, when the entry record() took last filled a batch and was applied before applied() could wait for it. */
+  #filledBy: number | undefined
 
   constructor (options: JournalOptions<E>) {
     this.#options = options
@@ -104,7 +108,10 @@ export class Journal<E> {
     this.#options.turns?.journaled()
     if (replicates) this.#replicating = true
     counted?.(shipped ? 'engine' : 'journaled')
-    if (this.#pending.length >= MAX_BATCH) this.flush()
+    if (this.#pending.length >= MAX_BATCH) {
+      this.flush()
+      this.#filledBy = replicates ? this.#flushedSeq : undefined
+    }
   }
 
   /**
@@ -114,7 +121,12 @@ export class Journal<E> {
    * wrote (src/http/request-cycle.ts).
    */
   applied (): Promise<number> | undefined {
-    if (!this.#replicating) return undefined
+    if (!this.#replicating) {
+      // The entry that filled a batch was applied by its own record(), before its caller could ask: that flush's seq.
+      const filled = this.#filledBy
+      this.#filledBy = undefined
+      return filled === undefined ? undefined : Promise.resolve(filled)
+    }
     return new Promise((resolve) => this.#waiting.push(resolve))
   }
 
@@ -125,6 +137,7 @@ export class Journal<E> {
     const batch = this.#pending
     const file = this.#file
     const size = this.#size
+    const replicating = this.#replicating
     this.#pending = []
     this.#replicating = false
     try {
@@ -142,9 +155,9 @@ export class Journal<E> {
     }
     this.#marked = size
     this.#options.turns?.applied()
-    if (this.#waiting.length > 0) {
+    if (replicating) {
       // Taken here, in the turn's end: the next request's handler would take this commit's seq as no request's.
-      const seq = store.changes?.takeCommitted() ?? 0
+      const seq = this.#flushedSeq = store.changes?.takeCommitted() ?? 0
       const waiting = this.#waiting
       this.#waiting = []
       for (const resolve of waiting) resolve(seq)
@@ -174,6 +187,7 @@ export class Journal<E> {
     this.#turnEnds = true
     setImmediate(() => {
       this.#turnEnds = false
+      this.#filledBy = undefined
       this.#lastTurn = this.#thisTurn
       this.#thisTurn = 0
       this.flush()

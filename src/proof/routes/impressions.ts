@@ -51,11 +51,15 @@ export function impressionRoutes ({ store, inventory, proofSigner, outbox, funne
       proves: true,
       // A device registered, or an ad uploaded, through another node a moment ago: the handler's own lookups, asked first.
       namesUnknown: (ctx) => ctx.body.impressions.some((raw) => {
-        if (typeof raw !== 'object' || raw === null) return false
-        const { deviceId, adId, impressionId } = raw as Partial<ImpressionItem>
-        if (typeof deviceId !== 'string' || typeof adId !== 'string') return false
+        try {
+          validate('ImpressionItem', raw)
+        } catch {
+          // The handler refuses it as it is: nothing it names is looked up.
+          return false
+        }
+        const { deviceId, adId, impressionId } = raw as ImpressionItem
         if (inventory.screenOfDevice(ctx.principal!.partner!.id, deviceId) === undefined) return true
-        return store.creatives.get(adId) === undefined && (typeof impressionId !== 'string' || store.proofByImpression.get(impressionId) === undefined)
+        return store.creatives.get(adId) === undefined && store.proofByImpression.get(impressionId) === undefined
       }),
       handler: (ctx) => {
         const partner = ctx.principal!.partner!
