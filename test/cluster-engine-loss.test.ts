@@ -30,11 +30,12 @@ if (clusterAvailable(t)) {
     t.comment(`the state bucket's leader (${leader.name}) killed: the first write acknowledged ${((performance.now() - killed) / 1000).toFixed(1)} s later (a RAFT election)`)
     const key = first.body.data.api_key.key as string
     // The polls below may last while the engine recovers, past the account group's 100 calls a minute. The seat's
-    // lock (the names' log) may still be electing its leader: 503 with Retry-After until it has.
+    // lock (the names' log) may still be electing its leader: 503 with Retry-After until it has (more than 30 s in a
+    // loaded full run).
     const raised = await eventually(t, 'the seat\'s account limit raised', async () => {
       const res = await c.admin(one.url, 'PUT', `/admin/v1/seats/${seatId}/rate-limits`, { limits: { account: 100000 }, reason: 'cluster test polls its keys' })
       return { status: res.status, error: res.body.error as string | undefined }
-    }, { within: 30_000, every: 1000, until: (r) => r.status === 200 })
+    }, { within: 60_000, every: 1000, until: (r) => r.status === 200 })
     t.equal(raised?.status, 200, 'the seat\'s account limit raised once the engine answers')
     // A node's watch of the bucket follows the new leader once its consumer misses the old one's heartbeats.
     t.not(await everyNode(t, c, [one], key, 200, 20_000, 250), undefined, 'node-1 has the seat onboarded after the election')
