@@ -28,6 +28,14 @@ function fixture (t: Test): { dir: string, store: Store, journal: Journal<Entry>
   return { dir, store, journal, how }
 }
 
+/** A store as a cluster node opens it: its replicated tables' writes recorded for the engine. */
+function clusterStore (t: Test): { dataDir: string, store: Store } {
+  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-journal-'))
+  const store = openStore(dataDir, undefined, undefined, { replicate: true })
+  t.teardown(async () => { await store.close(); rmSync(dataDir, { recursive: true, force: true }) })
+  return { dataDir, store }
+}
+
 t.test('an idle thread commits at once; under load a turn\'s entries are journaled and applied when the turn ends', async (t) => {
   const { dir, store, journal, how } = fixture(t)
   journal.record({ id: 'a', n: 1 })
@@ -51,9 +59,7 @@ t.test('an idle thread commits at once; under load a turn\'s entries are journal
 })
 
 t.test('on a cluster node an entry that replicates waits for its turn\'s commit, unwritten to the file; one that does not is journaled as on one node', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-journal-'))
-  const store = openStore(dataDir, undefined, undefined, { replicate: true })
-  t.teardown(async () => { await store.close(); rmSync(dataDir, { recursive: true, force: true }) })
+  const { dataDir, store } = clusterStore(t)
   const dir = join(dataDir, 'journal')
   const how: Durable[] = []
   const journal = new Journal<Entry>({ store, dir, owner: 'thread-1', apply: apply(store), fsync: false, counted: (h) => how.push(h), replicates: (e) => e.id !== 'local' })
@@ -87,19 +93,18 @@ t.test('on a cluster node an entry that replicates waits for its turn\'s commit,
   journal.close()
 })
 
-t.test('on a cluster node the entry that fills a batch is applied by its own record, and its answer still waits for that commit\'s seq', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-journal-'))
-  const store = openStore(dataDir, undefined, undefined, { replicate: true })
-  t.teardown(async () => { await store.close(); rmSync(dataDir, { recursive: true, force: true }) })
+t.test('on a cluster node a full batch is applied when the next entry comes, and every answer waits for its own entry\'s commit seq', async (t) => {
+  const { dataDir, store } = clusterStore(t)
   const journal = new Journal<Entry>({ store, dir: join(dataDir, 'journal'), owner: 'thread-1', fsync: false, apply: (entries) => { for (const e of entries) store.settings.putSync(`test:${e.id}`, e.n) }, replicates: () => true })
   const waits: Array<Promise<number> | undefined> = []
-  for (let i = 0; i < 512; i++) {
+  for (let i = 0; i < 513; i++) {
     journal.record({ id: `bid-${i}`, n: 1 })
     waits.push(journal.applied())
   }
-  t.ok(waits.every((w) => w instanceof Promise), 'every answer of the batch waits, the one that filled it too')
+  t.ok(waits.every((w) => w instanceof Promise), 'every answer waits, the one that filled the batch too')
   const seqs = await Promise.all(waits)
-  t.ok(seqs[0]! > 0 && seqs.every((seq) => seq === seqs[0]), `each with the batch's commit seq (${seqs[0]!})`)
+  t.ok(seqs[0]! > 0 && seqs.slice(0, 512).every((seq) => seq === seqs[0]), `the batch's 512 with its commit's seq (${seqs[0]!})`)
+  t.ok(seqs[512]! > seqs[0]!, `the entry after it with its turn's commit (${seqs[512]!})`)
   t.equal(journal.applied(), undefined, 'a later request with nothing pending waits for nothing')
   journal.close()
 })
@@ -198,9 +203,7 @@ t.test('a turn of more than a batch applies as it goes; a failed recovery leaves
 })
 
 t.test('on a cluster node, applied() waits for the turn only when an entry pending may write a replicated table, and gives that commit\'s change seq', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'oohbid-journal-'))
-  const store = openStore(dataDir, undefined, undefined, { replicate: true })
-  t.teardown(async () => { await store.close(); rmSync(dataDir, { recursive: true, force: true }) })
+  const { dataDir, store } = clusterStore(t)
   interface Shipping { id: string, n: number, replicated: boolean }
   const journal = new Journal<Shipping>({
     store,

@@ -74,10 +74,6 @@ export class Journal<E> {
   #waiting: Array<(seq: number) => void> = []
   /** Whether an entry pending may write a replicated table (JournalOptions.replicates). */
   #replicating = false
-  /** The change log's seq of the last flush that applied such an entry. */
-  #flushedSeq = 0
-  /** That seq, when the entry record() took last filled a batch and was applied before applied() could wait for it. */
-  #filledBy: number | undefined
 
   constructor (options: JournalOptions<E>) {
     this.#options = options
@@ -103,15 +99,14 @@ export class Journal<E> {
       counted?.('at_once')
       return
     }
+    // A full batch is applied before another entry joins it, never by the record of the entry that filled it: every
+    // entry's caller, asking applied() once record returns, finds its entry pending and waits for its commit.
+    if (this.#pending.length >= MAX_BATCH) this.flush()
     if (!shipped) this.#append(entry)
     this.#pending.push(entry)
     this.#options.turns?.journaled()
     if (replicates) this.#replicating = true
     counted?.(shipped ? 'engine' : 'journaled')
-    if (this.#pending.length >= MAX_BATCH) {
-      this.flush()
-      this.#filledBy = replicates ? this.#flushedSeq : undefined
-    }
   }
 
   /**
@@ -121,12 +116,7 @@ export class Journal<E> {
    * wrote (src/http/request-cycle.ts).
    */
   applied (): Promise<number> | undefined {
-    if (!this.#replicating) {
-      // The entry that filled a batch was applied by its own record(), before its caller could ask: that flush's seq.
-      const filled = this.#filledBy
-      this.#filledBy = undefined
-      return filled === undefined ? undefined : Promise.resolve(filled)
-    }
+    if (!this.#replicating) return undefined
     return new Promise((resolve) => this.#waiting.push(resolve))
   }
 
@@ -137,7 +127,6 @@ export class Journal<E> {
     const batch = this.#pending
     const file = this.#file
     const size = this.#size
-    const replicating = this.#replicating
     this.#pending = []
     this.#replicating = false
     try {
@@ -155,9 +144,9 @@ export class Journal<E> {
     }
     this.#marked = size
     this.#options.turns?.applied()
-    if (replicating) {
+    if (this.#waiting.length > 0) {
       // Taken here, in the turn's end: the next request's handler would take this commit's seq as no request's.
-      const seq = this.#flushedSeq = store.changes?.takeCommitted() ?? 0
+      const seq = store.changes?.takeCommitted() ?? 0
       const waiting = this.#waiting
       this.#waiting = []
       for (const resolve of waiting) resolve(seq)
@@ -187,7 +176,6 @@ export class Journal<E> {
     this.#turnEnds = true
     setImmediate(() => {
       this.#turnEnds = false
-      this.#filledBy = undefined
       this.#lastTurn = this.#thisTurn
       this.#thisTurn = 0
       this.flush()
