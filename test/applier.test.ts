@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import type { SeatRecord } from '../src/accounts/records.js'
 import { ChangeApplier } from '../src/cluster/applier.js'
+import { FencedCommits } from '../src/cluster/fenced-commits.js'
 import { bookSubject } from '../src/cluster/book-parts.js'
 import { connectEngine, STATE_BUCKET, type Engine } from '../src/cluster/engine.js'
 import { partitionOf } from '../src/cluster/screen-partitions.js'
@@ -27,7 +28,7 @@ if (engine !== undefined) {
   t.teardown(() => e.close())
   const store: Store = openStore(mkdtempSync(join(engine.dir, 'node-a-')), undefined, undefined, { replicate: true })
   const serving = new Set<number>()
-  const applier = new ChangeApplier({ store, changes: store.changes!, log, node: 'node-a', incarnation: 'node-a-1', partitions: 16, onApplied: () => {}, onServing: (p, on) => { if (on) serving.add(p); else serving.delete(p) }, onForget: () => {} })
+  const applier = new ChangeApplier({ store, changes: store.changes!, log, node: 'node-a', incarnation: 'node-a-1', partitions: 16, onApplied: () => {}, onServing: (p, on) => { if (on) serving.add(p); else serving.delete(p) }, onForget: () => {}, fenced: new FencedCommits({ store, onApplied: () => {} }) })
   t.teardown(async () => { applier.stop(); await store.close() })
   await applier.start(e)
   const seat = (name: string) => ({ seat_id: 's1', company_name: name }) as unknown as SeatRecord
@@ -52,6 +53,17 @@ if (engine !== undefined) {
     await publish(seat('node-a\'s second'))
     await publish(seat('node-c\'s'))
     t.equal((await eventually(t, 'the newest after node-a\'s own', shown, { within: 20_000, until: (s) => s?.company_name === 'node-c\'s' }))?.company_name, 'node-c\'s', 'and what lands after node-a\'s own is applied')
+  })
+
+  t.test('a row the names\' log decides (written under a record\'s lock) is not taken from the state bucket: a refused writer\'s put lands there too', async (t) => {
+    store.write(() => store.changes!.applying(() => {
+      store.seats.putSync('s2', seat('the lock holder\'s'))
+      store.fencedRows.putSync(stateKey('seats', 's2'), { value: seat('the lock holder\'s') })
+    }))
+    await e.js.publish(`$KV.${STATE_BUCKET}.${stateKey('seats', 's2')}`, packValue(seat('a paused writer\'s')))
+    await publish(seat('marker'))
+    await eventually(t, 'the bucket applied past the paused writer\'s put', shown, { within: 20_000, until: (s) => s?.company_name === 'marker' })
+    t.equal((store.seats.get('s2') as { company_name?: string } | undefined)?.company_name, 'the lock holder\'s', 'the names\' log\'s value stands')
   })
 
   // The bids: a partition's messages from every node on its subject (book-parts.ts), this node's own named by its

@@ -6,12 +6,14 @@ import { clusterAvailable, logOwners, logsFollowed, startTestCluster } from './h
 import { eventually, pause } from './helpers/eventually.js'
 import { bookingClients, bookingSetting, checkConverged, dayReads } from './helpers/fault-bookings.js'
 import { checkNamesConverged, onboardingClients } from './helpers/fault-names.js'
+import { checkRewrites, rewriteClients } from './helpers/fault-records.js'
 import { checkProofsConverged, playClients, playSetting, type Plays } from './helpers/fault-proofs.js'
 
 // Issue 47's fault suite, its first scenario: a node frozen with SIGSTOP while it books, for longer than anything the
 // cluster times (a claim's timeout, a command's 30 s to land, a record lock's 30 s), while another node books the rest
-// of the day, clients onboarding the same seat_ids through both nodes, and a screen operator's devices reporting plays
-// through both; then woken, its bookings, onboardings and plays in flight landing late. What every client was told is recorded
+// of the day, clients onboarding the same seat_ids through both nodes, a screen operator's devices reporting plays
+// through both, and an operator rewriting one seat's limits through both under the seat's lock; then woken, its
+// bookings, onboardings, plays and rewrites in flight landing late. What every client was told is recorded
 // (scripts/lib/faults/history.ts) and held, once the cluster has converged, to the booking and the names' invariants
 // (scripts/lib/faults/checker.ts). Only the public API is used, so that the file keeps its meaning whatever decides
 // bookings. OOHBID_FAULT_ROUNDS=n repeats the pause n times on fresh days (about 50 s a round).
@@ -37,7 +39,7 @@ if (clusterAvailable(t)) {
   })
 
   for (let round = 0; round < ROUNDS; round++) {
-    t.test(`round ${round + 1}: node-1 frozen with SIGSTOP for ${PAUSE_MS / 1000} s while clients book two screens' day and onboard the same seat_ids through node-1 and node-2; no acknowledged hold is lost or oversold, no seat_id given twice`, async (t) => {
+    t.test(`round ${round + 1}: node-1 frozen with SIGSTOP for ${PAUSE_MS / 1000} s while clients book two screens' day, onboard the same seat_ids and rewrite one seat's limits through node-1 and node-2; no acknowledged hold is lost or oversold, no seat_id given twice, no rewrite lost`, async (t) => {
       const history = new History()
       const date = new Date(Date.now() + (10 + round) * 86_400_000).toISOString().slice(0, 10)
       const { screens, seats } = setting
@@ -50,10 +52,15 @@ if (clusterAvailable(t)) {
       const onboarding = onboardingClients(c, history, [a, b], `pause-${round}`, 40)
       // And a client a node reporting the two screens' plays, each screen's through both nodes.
       const playing = playClients(c, history, [a, b], plays, `pause-${round}`)
+      // And clients rewriting each its own group of the first seat's limits under the seat's lock, three through node-1
+      // (queueing for the lock there, so that node-1 most likely holds it when it is stopped) and two through node-2.
+      const rewriting = rewriteClients(c, history, [{ node: a, register: 'deals' }, { node: a, register: 'bidding' }, { node: a, register: 'reporting' }, { node: b, register: 'inventory' }, { node: b, register: 'account' }], seats[0]!.seat, `pause-${round}`)
 
-      // The pause comes once a quarter of the day is booked, at a moment node-1 has a booking in flight.
+      // The pause comes once a quarter of the day is booked, at a moment node-1 has a booking and a rewrite in flight.
       await eventually(t, 'a quarter of the day booked', clients.booked, { within: 60_000, every: 20, until: (n) => n >= capacity / 4 })
-      const inFlight = await eventually(t, 'a booking in flight on node-1', () => history.inFlightAt(history.now(), a.id).length, { within: 10_000, every: 1, until: (n) => n > 0 })
+      // A rewrite 4 ms in flight has most likely taken the seat's lock: stopped holding it, node-1 is taken over.
+      const flying = (f: string, forMs = 0) => { const now = history.now(); return history.inFlightAt(now, a.id).filter((o) => o.f === f && now - o.invokedAt >= forMs).length }
+      const inFlight = (await eventually(t, 'a booking and a rewrite in flight on node-1', () => [flying('reserve'), flying('rewrite', 4)], { within: 10_000, every: 1, until: ([booking, rewrite]) => booking! > 0 && rewrite! > 0 }))[0]!
       const pid = a.pid!
       const logs = await logsFollowed(c)
       const before = await logOwners(c, c.nodes)
@@ -78,6 +85,7 @@ if (clusterAvailable(t)) {
       await clients.stop()
       await onboarding.stop()
       await playing.stop()
+      await rewriting.stop()
 
       const duringPause = history.select<ReserveArgs>('reserve', 'ok').filter((o) => o.node === b.id && o.completedAt! > pausedAt && o.completedAt! < wokeAt)
       t.ok(duringPause.length > 0, `${b.id} acknowledged ${duringPause.length} holds while ${a.id} was stopped`)
@@ -94,6 +102,7 @@ if (clusterAvailable(t)) {
       t.comment(`onboarding: ${onboarded.filter((o) => o.outcome === 'ok').length} acknowledged, ${onboarded.filter((o) => o.outcome === 'fail').length} refused, ${onboarded.filter((o) => o.outcome === 'unknown').length} unknown, ${onboarded.filter((o) => o.node === a.id && o.invokedAt < pausedAt && (o.completedAt ?? Infinity) > pausedAt).length} in flight on ${a.id} at the pause`)
       await checkNamesConverged(t, c, history)
       await checkProofsConverged(t, c, history, plays)
+      await checkRewrites(t, c, history, seats[0]!.seat)
       // Awake and heard from steadily, it is handed its share again, each log with one owner under a new epoch.
       const after = await eventually(t, 'every log with one owner, node-1 among them', () => logOwners(c, c.nodes), { within: 30_000, every: 500, until: (o) => o.size === logs && [...o.values()].every((x) => x.length === 1) && [...o.values()].some((x) => x[0]!.node === a.id) })
       t.ok([...after.values()].every((x) => x.length === 1), `every one of ${logs} logs has one owner once ${a.id} is back (${[...after].filter(([, x]) => x[0]!.node === a.id).length} of them ${a.id}'s)`)

@@ -7,6 +7,7 @@ import { History } from '../scripts/lib/faults/history.js'
 import { clusterAvailable, everyNode, gymDevice, startTestCluster } from './helpers/cluster.js'
 import { bookingClients, bookingSetting, checkConverged } from './helpers/fault-bookings.js'
 import { checkProofsConverged, playClients, playSetting } from './helpers/fault-proofs.js'
+import { checkRewrites, rewriteClients } from './helpers/fault-records.js'
 import { eventually, pause } from './helpers/eventually.js'
 import { skipFile } from './helpers/required.js'
 import { freshIp } from './helpers/service.js'
@@ -93,7 +94,7 @@ async function main (): Promise<void> {
     t.equal(await c.seatStatus(three.url, key), 200, 'and still the one from before')
   })
 
-  t.test('clients book two screens\' day and report their plays through all three nodes while node-3 is cut off from the engine and the front, then healed, node-2 a minute ahead: no hold oversold or lost, no play proven twice or lost, every node agrees', async (t) => {
+  t.test('clients book two screens\' day, report their plays and rewrite a seat\'s limits through all three nodes while node-3 is cut off from the engine and the front, then healed, node-2 a minute ahead: no hold oversold or lost, no play proven twice or lost, no rewrite lost, every node agrees', async (t) => {
     const history = new History()
     const setting = await bookingSetting(t, c, 'cut', 12)
     const { screens, seats, date, capacity } = setting
@@ -102,6 +103,8 @@ async function main (): Promise<void> {
     // About 40 holds fill the day: a fifth of it before the cut, the rest on either side of it.
     const booking = { screens, date, spots: Math.ceil(capacity / 40), seats }
     const clients = bookingClients(c, history, c.nodes, booking, 2)
+    // And an operator rewriting one seat's limits through every node, each its own group, under the seat's lock.
+    const rewriting = rewriteClients(c, history, [{ node: c.nodes[0], register: 'deals' }, { node: c.nodes[1], register: 'bidding' }, { node: c.nodes[2], register: 'reporting' }], seats[0]!.seat, 'cut')
     await eventually(t, 'a fifth of the day booked', clients.booked, { within: 60_000, every: 20, until: (n) => n >= capacity / 5 })
     await host.cut()
     history.note('cut node-3')
@@ -112,8 +115,10 @@ async function main (): Promise<void> {
     await pause(3000)
     await clients.stop()
     await playing.stop()
+    await rewriting.stop()
     t.comment(`${date}: capacity ${capacity}, ${booking.spots} spots a hold on each of two screens`)
     await checkConverged(t, c, history, booking)
     await checkProofsConverged(t, c, history, plays)
+    await checkRewrites(t, c, history, seats[0]!.seat)
   })
 }

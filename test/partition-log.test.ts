@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { Checkpoints } from '../src/cluster/checkpoints.js'
+import { FencedCommits } from '../src/cluster/fenced-commits.js'
 import { nameMachine } from '../src/cluster/name-claims.js'
 import { ensureLogStream, PartitionLog, partitionStream, type PartitionEntry, type PartitionMachine } from '../src/cluster/partition-log.js'
 import { createLogger } from '../src/log.js'
@@ -159,7 +160,7 @@ if (engine !== undefined) {
     /** A node of the names' log (its rows are its own tables, so it is checkpointed). */
     const namesNode = async (name: string, life: number, dataDir = mkdtempSync(join(dir, `${name}-`))) => {
       const store = openStore(dataDir)
-      const part = new PartitionLog({ js: nc.jetstream(), jsm, store, stream: partitionStream(p), machine: nameMachine(store), self: { node: name, incarnation: `${name}-life-${life}` }, leaseMs: LEASE_MS, ttlMs: 5000, ackTimeoutMs: 5000, log, checkpoints })
+      const part = new PartitionLog({ js: nc.jetstream(), jsm, store, stream: partitionStream(p), machine: nameMachine(store, new FencedCommits({ store, onApplied: () => {} })), self: { node: name, incarnation: `${name}-life-${life}` }, leaseMs: LEASE_MS, ttlMs: 5000, ackTimeoutMs: 5000, log, checkpoints })
       await part.start()
       let closed = false
       /** The node stops, its data directory kept. */

@@ -22,7 +22,7 @@ export interface SeatRecord {
 
 /** The accounts domain's tables (src/store/tables.ts). */
 export const accountTables = {
-  seats: cachedTable<SeatRecord>({ name: 'seats', replication: 'quorum', owners: ['src/accounts/'] }),
+  seats: cachedTable<SeatRecord>({ name: 'seats', replication: 'record', owners: ['src/accounts/'] }),
   /** [kind, seat_id lower-cased, -created ms, id] -> id: a seat's creatives, campaigns, assignments and reservations, newest first. */
   bySeat: table<string, [string, string, number, string]>({ name: 'by_seat', ordered: true, replication: 'local', owners: ['src/accounts/'] })
 }

@@ -151,13 +151,13 @@ export interface ScreenFilters {
 /** The AI buying agents' tables (src/store/tables.ts). */
 export const agentTables = {
   /** media_buy_id -> the media buy an AI buying agent made (src/agents). */
-  mediaBuys: table<MediaBuyRecord>({ name: 'media_buys', replication: 'quorum', owners: ['src/agents/'] }),
+  mediaBuys: table<MediaBuyRecord>({ name: 'media_buys', replication: 'record', owners: ['src/agents/'] }),
   /** [seat_id lower-cased, segment id] -> a FEIN signal the seat activated (src/agents/signals.ts). */
-  signalActivations: table<SignalActivation, [string, string]>({ name: 'signal_activations', ordered: true, replication: 'quorum', owners: ['src/agents/'] }),
+  signalActivations: table<SignalActivation, [string, string]>({ name: 'signal_activations', ordered: true, replication: 'record', owners: ['src/agents/'] }),
   /** media_buy_id -> its end (ms), while a package of it waits for a creative's approval (src/agents/media-buys.ts). */
-  mediaBuysWaiting: table<number>({ name: 'media_buys_waiting', replication: 'quorum', owners: ['src/agents/'] }),
+  mediaBuysWaiting: table<number>({ name: 'media_buys_waiting', replication: 'record', owners: ['src/agents/'] }),
   /** [due ms, media_buy_id] -> 1: the next delivery report of each buy with a reporting webhook (src/agents/delivery-reports.ts). */
-  mediaBuyReports: table<number, [number, string]>({ name: 'media_buy_reports', ordered: true, replication: 'quorum', owners: ['src/agents/'] }),
+  mediaBuyReports: table<number, [number, string]>({ name: 'media_buy_reports', ordered: true, replication: 'record', owners: ['src/agents/'] }),
   /** list_id -> a buyer's governance list of screens (src/agents/property-lists.ts). */
-  propertyLists: table<PropertyListRecord>({ name: 'property_lists', replication: 'quorum', owners: ['src/agents/'] })
+  propertyLists: table<PropertyListRecord>({ name: 'property_lists', replication: 'record', owners: ['src/agents/'] })
 }

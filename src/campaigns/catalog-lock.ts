@@ -3,9 +3,8 @@
  * screen time decides the race: a campaign's pause through one node and its dated move on another cannot write over
  * each other, and the catalog's time-driven moves (holds expiring, campaigns following their dates, deals ending) take
  * the same lock, so each happens, and raises its event, once. Screen time itself is decided in the partitions' logs
- * (RouteDef.books, src/campaigns/capacity-logs.ts), never under this lock. The lock lapses with a TTL, so what it
- * guards is what a paused holder writing late cannot make wrong in money: the next step of the issue-47 plan moves it
- * to the claims log.
+ * (RouteDef.books, src/campaigns/capacity-logs.ts), never under this lock. A holder paused past the lock's 30 s is
+ * taken over, and what it writes when it wakes is refused where it would take effect (src/cluster/fenced-commits.ts).
  */
 export function catalogRecord (): string {
   return 'catalog'

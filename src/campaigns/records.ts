@@ -137,12 +137,12 @@ export interface CampaignDelivery {
 
 /** The campaigns domain's tables (src/store/tables.ts). */
 export const campaignTables = {
-  campaigns: cachedTable<CampaignRecord>({ name: 'campaigns', replication: 'quorum', owners: ['src/campaigns/'] }),
+  campaigns: cachedTable<CampaignRecord>({ name: 'campaigns', replication: 'record', owners: ['src/campaigns/'] }),
   /** [campaign_id, node id] -> what the campaign delivered through that node (src/campaigns/delivery.ts). */
   campaignDelivery: table<CampaignDelivery, [string, string]>({ name: 'campaign_delivery', ordered: true, replication: 'quorum', owners: ['src/campaigns/delivery.ts'] }),
-  assignments: table<AssignmentRecord>({ name: 'assignments', replication: 'quorum', owners: ['src/campaigns/'] }),
-  reservations: table<ReservationRecord>({ name: 'reservations', replication: 'quorum', owners: ['src/campaigns/'] }),
-  deals: cachedTable<DealRecord>({ name: 'deals', replication: 'quorum', owners: ['src/campaigns/'] }),
+  assignments: table<AssignmentRecord>({ name: 'assignments', replication: 'record', owners: ['src/campaigns/'] }),
+  reservations: table<ReservationRecord>({ name: 'reservations', replication: 'record', owners: ['src/campaigns/'] }),
+  deals: cachedTable<DealRecord>({ name: 'deals', replication: 'record', owners: ['src/campaigns/'] }),
   // Screen time's rows: written where bookings are decided, in the request's transaction on a node alone, by the
   // logs' apply on every node of a cluster (capacity-logs.ts), so never replicated as rows.
   /** [screen_id, date] -> spots taken by placements, held reservations and guaranteed deals. */
@@ -155,7 +155,7 @@ export const campaignTables = {
    */
   bookedDays: table<1, [number, string, string]>({ name: 'booked_days', ordered: true, replication: 'local', owners: ['src/campaigns/'] }),
   /** [screen_id, start_date, assignment_id] -> assignment_id: what each screen plays (the player feed reads it). */
-  placements: table<string, [string, string, string]>({ name: 'placements', ordered: true, replication: 'quorum', owners: ['src/campaigns/'] }),
+  placements: table<string, [string, string, string]>({ name: 'placements', ordered: true, replication: 'record', owners: ['src/campaigns/'] }),
   /** [claim, partition] -> what the claim booked in that partition of the screens (src/campaigns/capacity.ts). */
   capacityParts: table<ClaimPart, [string, number]>({ name: 'capacity_parts', ordered: true, shapes: true, replication: 'local', owners: ['src/campaigns/'] }),
   /** claim -> its life. */

@@ -13,6 +13,8 @@ import { Opens } from './opens.js'
 import { PartitionBooks, type BookArrival, type PartitionBook } from './partition-books.js'
 import { partitionOf } from './screen-partitions.js'
 import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
+import { writeRow, type AppliedHook } from './row-writes.js'
+import type { FencedCommits } from './fenced-commits.js'
 
 type ApplierWatch = Awaited<ReturnType<Engine['state']['watch']>> | undefined
 
@@ -34,12 +36,6 @@ interface Followed {
  */
 type Arrived = { entry: KvEntry } | { followed: Followed, seq: number, data: Uint8Array } | BookArrival
 
-/**
- * What a table's owner derives on this node from a row the engine delivered (the adslots order from a screen's rows),
- * called inside the applying transaction after the row is written, with the value it replaced (to undo what that
- * one derived: a removed subscription's place in its seat's list).
- */
-export type AppliedHook = (table: string, key: Key, previous: unknown) => void
 
 /**
  * What the book's owner (src/bidding/book.ts) takes out of this node's copy when it takes a partition on, before the
@@ -81,6 +77,8 @@ export class ChangeApplier {
   readonly #changes: ChangeLog
   readonly #log: Logger
   readonly #onApplied: AppliedHook
+  /** The rows the names' log decides: the state bucket's value of one is older, or a refused writer's. */
+  readonly #fenced: FencedCommits
   #queue: Arrived[] = []
   /** Once the node follows the signals: the state bucket's eventual rows are then only older snapshots of them. */
   #following = false
@@ -130,11 +128,12 @@ export class ChangeApplier {
    * onServing: a partition's bids are all here (true, once its book is read), or no longer applied here;
    * onForget: takes the book's rows of a partition taken on out of this node's copy.
    */
-  constructor (deps: { store: Store, changes: ChangeLog, log: Logger, node: string, incarnation: string, partitions: number, onApplied: AppliedHook, onServing: (partition: number, serving: boolean) => void, onForget: ForgetHook }) {
+  constructor (deps: { store: Store, changes: ChangeLog, log: Logger, node: string, incarnation: string, partitions: number, onApplied: AppliedHook, onServing: (partition: number, serving: boolean) => void, onForget: ForgetHook, fenced: FencedCommits }) {
     this.#store = deps.store
     this.#changes = deps.changes
     this.#log = deps.log
     this.#onApplied = deps.onApplied
+    this.#fenced = deps.fenced
     this.#onServing = deps.onServing
     this.#onForget = deps.onForget
     this.#partitions = deps.partitions
@@ -406,7 +405,7 @@ export class ChangeApplier {
           if (entry.revision <= through) continue
           revision = through = entry.revision
           const { table, key } = parseStateKey(entry.key)
-          if (this.#snapshotOnly(table, key)) continue
+          if (this.#snapshotOnly(table, key) || this.#fenced.decides(entry.key)) continue
           const value = entry.operation === 'PUT' ? unpackValue(entry.value) : undefined
           if (!waitsInBucket(entry.key, table, key, value)) this.#apply(table, key, value)
         } else if ('followed' in item) {
@@ -463,18 +462,9 @@ export class ChangeApplier {
    * left out rows this node holds a newer change to, waiting to ship.
    */
   #apply (table: string, key: Key, value: unknown): void {
-    const target = this.#store.replicated(table)
-    if (target === undefined) {
-      // A newer node replicates a table this one does not know yet: its routes would not read it either.
-      if (!this.#unknown.has(table)) this.#log.warn('cluster: a change to a table this node does not replicate', { table })
-      this.#unknown.add(table)
-      return
-    }
-    // This node's own change coming back, or one it already holds: nothing to write or derive again.
-    const previous = target.get(key)
-    if (isDeepStrictEqual(previous, value)) return
-    if (value !== undefined) target.putSync(key, value)
-    else target.removeSync(key)
-    this.#onApplied(table, key, previous)
+    // A newer node replicates a table this one does not know yet: its routes would not read it either.
+    if (writeRow(this.#store, this.#onApplied, table, key, value) || this.#unknown.has(table)) return
+    this.#log.warn('cluster: a change to a table this node does not replicate', { table })
+    this.#unknown.add(table)
   }
 }

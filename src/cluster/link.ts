@@ -24,7 +24,7 @@ export interface UniqueNames {
 /** What a cluster node's requests need of the cluster, reached from a hot thread through its supervisor. */
 export interface NodeLink {
   /** How far this node's changes are held by the engine: a write answers once its are. */
-  shipped: { wait (seq: number, timeoutMs: number): Promise<boolean> }
+  shipped: { wait (seq: number, timeoutMs: number): Promise<boolean>, readonly through: number }
   /** Names claimed across the cluster before a route's write makes them (RouteDef.unique). */
   names: UniqueNames
   /** Records locked cluster-wide while a request rewrites them (RouteDef.exclusive). */

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { openStore, type Store } from '../store/store.js'
+import { FencedCommits } from './fenced-commits.js'
 import { claimable, CLAIM_TTL_MS, nameMachine } from './name-claims.js'
 
 // The names' rules without an engine: what the names' log decides for each command at its place in the log, given
@@ -19,7 +20,7 @@ const from = { node: 'n1', incarnation: 'i1' }
 
 t.test('the first claim wins; its owner may claim again; a release only by its owner frees the name', async (t) => {
   const s = store(t)
-  const m = nameMachine(s)
+  const m = nameMachine(s, new FencedCommits({ store: s, onApplied: () => {} }))
   const apply = (body: unknown, logTime: number) => s.write(() => m.apply(body, { log: 'NAMES', seq: 1, logTime, from }))
   t.same(apply({ op: 'claim', name: 'seat:acme', owner: 'r1' }, 1000), { status: 'accepted' }, 'the first claim wins')
   t.same(apply({ op: 'claim', name: 'seat:acme', owner: 'r2' }, 1001), { status: 'refused', reason: 'held' }, 'a second owner is refused')
@@ -33,7 +34,7 @@ t.test('the first claim wins; its owner may claim again; a release only by its o
 
 t.test('a claim is taken over only when the claimer says how old is over, and only past it in log time', async (t) => {
   const s = store(t)
-  const m = nameMachine(s)
+  const m = nameMachine(s, new FencedCommits({ store: s, onApplied: () => {} }))
   const apply = (body: unknown, logTime: number) => s.write(() => m.apply(body, { log: 'NAMES', seq: 1, logTime, from }))
   apply({ op: 'claim', name: 'key:k1', owner: 'r1' }, 10_000)
   t.same(apply({ op: 'claim', name: 'key:k1', owner: 'r2', take_over_after_ms: 4000 }, 14_000), { status: 'refused', reason: 'held' }, 'at 4 s old it is still its holder\'s')
@@ -44,7 +45,7 @@ t.test('a claim is taken over only when the claimer says how old is over, and on
 
 t.test('claims lapse at the same point of the log on every node, and their rows go', async (t) => {
   const s = store(t)
-  const m = nameMachine(s)
+  const m = nameMachine(s, new FencedCommits({ store: s, onApplied: () => {} }))
   const apply = (body: unknown, logTime: number) => s.write(() => m.apply(body, { log: 'NAMES', seq: 1, logTime, from }))
   for (let i = 0; i < 100; i++) apply({ op: 'claim', name: `n${i}`, owner: 'r1' }, 1000 + i)
   t.same(apply({ op: 'claim', name: 'n0', owner: 'r2' }, 1000 + CLAIM_TTL_MS - 1), { status: 'refused', reason: 'held' }, 'held until its time is up')

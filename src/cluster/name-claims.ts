@@ -6,6 +6,7 @@ import { retryFor } from '../retry.js'
 import type { UniqueNames } from './link.js'
 import { FRESH_KEYS_KEEP_MS, type AppliedAt, type PartitionMachine } from './partition-log.js'
 import type { NameClaim, Verdict } from './records.js'
+import type { CommitCommand, FencedCommits } from './fenced-commits.js'
 
 // Names unique across a cluster (a seat_id, a partner slug, an Idempotency-Key, a creative being moderated), claimed in
 // a log of their own and decided at apply, in the log's order: the first claim wins (issue 47). They were numbered
@@ -29,6 +30,7 @@ const LAPSE_BATCH = 64
 type NameCommand =
   | { op: 'claim', name: string, owner: string, take_over_after_ms?: number }
   | { op: 'release', name: string, owner: string }
+  | CommitCommand
 
 const ACCEPTED: Verdict = { status: 'accepted' }
 
@@ -55,20 +57,23 @@ export function claimable (held: NameClaim | undefined, owner: string, now: numb
 /**
  * The names' rules, applied in log order on every node: a claim is accepted when the name is free, already the
  * owner's (its first claim landed though its answer was lost), or held longer than the claimer's take_over_after_ms
- * (a request that ended without storing its outcome: its claim is over); a release only by the owner. changed hears,
- * once the apply has committed, of each name a command was about (record-locks.ts wakes the requests waiting).
+ * (a request that ended without storing its outcome: its claim is over); a release only by the owner; a commit of rows
+ * written under a record's lock only while its claim is still the writer's (fenced-commits.ts). changed hears, once
+ * the apply has committed, of each name a claim or release was about (record-locks.ts wakes the requests waiting).
  */
-export function nameMachine (store: Store, changed: (name: string) => void = () => {}): PartitionMachine {
+export function nameMachine (store: Store, commits: FencedCommits, changed: (name: string) => void = () => {}): PartitionMachine {
   return {
     keepKeysMs: FRESH_KEYS_KEEP_MS,
-    tables: [wholeTable('name_claims', store.nameClaims), wholeTable('name_lapses', store.nameLapses)],
+    tables: [wholeTable('name_claims', store.nameClaims), wholeTable('name_lapses', store.nameLapses), commits.table],
+    restored: () => commits.restored(),
     apply (body: unknown, at: AppliedAt): Verdict {
       const now = at.logTime
       lapse(store, now)
       const c = body as NameCommand
+      if (c.op === 'commit') return commits.apply(c, c.name === undefined ? undefined : liveClaim(store, c.name, now)?.owner)
       store.afterCommit(() => changed(c.name))
       const held = store.nameClaims.get(c.name)
-      const live = held !== undefined && held.lapses_at > now ? held : undefined
+      const live = liveClaim(store, c.name, now)
       if (c.op === 'release') {
         if (live?.owner !== c.owner) return { status: 'refused', reason: 'not_held' }
         store.nameClaims.removeSync(c.name)
@@ -84,6 +89,12 @@ export function nameMachine (store: Store, changed: (name: string) => void = () 
       return ACCEPTED
     }
   }
+}
+
+/** A name's claim, unless it has lapsed at log time now. */
+function liveClaim (store: Store, name: string, now: number): NameClaim | undefined {
+  const held = store.nameClaims.get(name)
+  return held !== undefined && held.lapses_at > now ? held : undefined
 }
 
 /** Appends a command to the names' log: its verdict once this node has applied it, undefined when unknown. */

@@ -4,7 +4,8 @@ import type { Logger } from '../log.js'
 import type { ObjectStore } from '../store/objects.js'
 import type { Store } from '../store/store.js'
 import type { RateLimiter, WindowAsk } from '../http/rate-limit.js'
-import { ChangeApplier, type AppliedHook, type ForgetHook } from './applier.js'
+import { ChangeApplier, type ForgetHook } from './applier.js'
+import type { AppliedHook } from './row-writes.js'
 import { BUDGET_LOG, budgetMachine, BudgetGrants, type BudgetBook } from './budget-grants.js'
 import { Checkpoints } from './checkpoints.js'
 import { connectEngine, untilAnswered } from './engine.js'
@@ -18,6 +19,7 @@ import type { Verdict } from './records.js'
 import type { SettleCommand } from '../bidding/records.js'
 import { RecordLocks } from './record-locks.js'
 import { ChangeShipper } from './shipper.js'
+import { FencedCommits } from './fenced-commits.js'
 import type { ShippedChanges } from './shipped.js'
 import { NameClaims, nameMachine, NAMES_LOG } from './name-claims.js'
 import { RateGrants, rateMachine, RATES_LOG } from './rate-grants.js'
@@ -61,7 +63,10 @@ export interface ClusterNode {
   lease (ask: WindowAsk): void
   /** Asks the engine for the next part of a campaign's budget; the grant lands in this node's delivery row. */
   leaseBudget (campaignId: string, wantMicros: number): void
-  /** Resolves true once this node has applied every change the state bucket held when called; false after a second. */
+  /**
+   * Resolves true once this node has applied every change the state bucket held when called, and every command of the
+   * names' log (the records); false after a second.
+   */
   caughtUp (): Promise<boolean>
   /**
    * Proposes an unfenced command to one of the logs this node follows (a booking: src/campaigns/capacity-logs.ts); its
@@ -112,6 +117,11 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   const replica = new ObjectReplica({ bucket: engine.objects, objects: deps.objects, log })
   /** The partitions whose bids this node has read whole (the applier's hold), whose spots it may decide while its lease runs. */
   const read = new Set<number>()
+  const onApplied: AppliedHook = (table, key, previous) => {
+    replica.applied(table, key as string)
+    deps.onApplied(table, key, previous)
+  }
+  const commits = new FencedCommits({ store, onApplied })
   const applier = new ChangeApplier({
     store,
     changes,
@@ -121,11 +131,10 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     partitions: cluster.partitions,
     onServing: (partition, serving) => { if (serving) read.add(partition); else read.delete(partition) },
     onForget: deps.onForget,
-    onApplied: (table, key, previous) => {
-      replica.applied(table, key as string)
-      deps.onApplied(table, key, previous)
-    }
+    onApplied,
+    fenced: commits
   })
+  const logs = new Map<string, PartitionLog>()
   const shipper = new ChangeShipper({
     store,
     changes,
@@ -140,7 +149,11 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
       applier.landing(bids)
       deps.onShipped()
     },
-    beforeShip: (batch) => replica.beforeShip(batch)
+    beforeShip: (batch) => replica.beforeShip(batch),
+    fenced: commits,
+    // The names' log is followed once the node has caught up with the state bucket: till then its commits wait.
+    commit: async (key, body, proposedAt) => await logs.get(NAMES_LOG)?.propose(key, body, false, cluster.ackTimeoutMs, false, proposedAt).catch(() => undefined),
+    logNow: () => logs.get(NAMES_LOG)?.now()
   })
   changes.onCommitted(() => shipper.kick())
   shipper.kick()
@@ -148,7 +161,6 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   replica.resume()
   // This process's life: a command it proposed before a restart is not its to decide now (a claim's commit).
   const self = { node: cluster.nodeId, incarnation: randomBytes(8).toString('hex') }
-  const logs = new Map<string, PartitionLog>()
   const checkpoints = { store: new Checkpoints(engine.checkpoints, engine.jsm, CHECKPOINT_TIMEOUT_MS), every: cluster.checkpointEntries }
   store.write(() => store.meta.removeSync(LOG_STOPPED))
   const onStopped = (stream: string) => (err: Error) => store.write(() => store.meta.putSync(LOG_STOPPED, `${stream}: ${err.message}`))
@@ -158,7 +170,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   const budgets = new BudgetGrants({ store, book: deps.budgets, propose: proposeTo(BUDGET_LOG), log })
   const rates = new RateGrants({ propose: proposeTo(RATES_LOG), limiter: deps.limiter, log, onGranted: deps.onGranted })
   const ownLogs = [
-    { stream: NAMES_LOG, machine: nameMachine(store, (name) => locks.changed(name)) },
+    { stream: NAMES_LOG, machine: nameMachine(store, commits, (name) => locks.changed(name)) },
     {
       stream: BUDGET_LOG,
       machine: budgetMachine(store, cluster.nodeId, {
@@ -228,7 +240,8 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     release: (name, owner) => names.release(name, owner),
     lock: (name, owner) => locks.lock(name, owner, cluster.ackTimeoutMs),
     unlock: (_name, n) => locks.unlock(n),
-    caughtUp: () => applier.caughtUp(engine, 1000),
+    // The state bucket's rows and the records (the names' log's commands) alike: what another node wrote a moment ago.
+    caughtUp: async () => (await Promise.all([applier.caughtUp(engine, 1000).catch(() => false), logs.get(NAMES_LOG)!.caughtUp(1000)])).every(Boolean),
     async propose (stream, key, body, fresh = false) {
       if (!logs.has(stream)) throw new Error(`this node follows no log ${stream}`)
       return await proposeTo(stream, fresh)(key, body)

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { DeliverPolicy, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg, type StreamInfo } from 'nats'
 import { IDEMPOTENCY_TTL_MS } from '../http/idempotency.js'
+import { within } from '../retry.js'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
 import { readCheckpoint, restoreCheckpoint, type Checkpoints, type LogTable } from './checkpoints.js'
@@ -586,7 +587,7 @@ export class PartitionLog {
   }
 
   /** Now in log time, as far as this node can tell: its wall clock only until it has seen the log's head. */
-  #now (): number {
+  now (): number {
     const head = this.#head
     return head === undefined ? Date.now() : head.logTime + (performance.now() - head.at)
   }
@@ -621,6 +622,17 @@ export class PartitionLog {
     }
   }
 
+  /**
+   * Resolves true once this node has applied the log as far as it stood when asked, false past timeoutMs or when the
+   * engine cannot say: a request that must read what another node wrote through the log a moment ago waits for it.
+   */
+  async caughtUp (timeoutMs: number): Promise<boolean> {
+    const { jsm, stream } = this.#o
+    const head = await within(timeoutMs, `reading ${stream}'s head`, jsm.streams.info(stream)).then((info) => info.state.last_seq, () => undefined)
+    if (head === undefined) return false
+    return this.mark().applied >= head || await this.#applied.wait(head, timeoutMs)
+  }
+
   /** The outcome of a command key: the verdict that used it up, or undefined while none has. */
   outcomeOf (key: string): Verdict | undefined {
     const seq = this.#o.store.partitionKeys.get([this.#o.stream, key])
@@ -629,11 +641,12 @@ export class PartitionLog {
 
   /**
    * Proposes a command under this node's view of the epoch; its verdict once applied (undefined: unknown yet). A fresh
-   * command's key is new (PartitionEntry's fresh): no duplicate is looked for, and no key kept.
+   * command's key is new (PartitionEntry's fresh): no duplicate is looked for, and no key kept. proposedAt: when it was
+   * first proposed, in log time (now() then), for a command proposed again.
    */
-  async propose (key: string, body: unknown, fenced: boolean, timeoutMs: number, fresh = false): Promise<Verdict | undefined> {
+  async propose (key: string, body: unknown, fenced: boolean, timeoutMs: number, fresh = false, proposedAt = this.now()): Promise<Verdict | undefined> {
     const { self } = this.#o
-    const entry: PartitionEntry = { t: 'cmd', key, fenced, epoch: this.mark().epoch, node: self.node, incarnation: self.incarnation, proposed_at: this.#now(), body }
+    const entry: PartitionEntry = { t: 'cmd', key, fenced, epoch: this.mark().epoch, node: self.node, incarnation: self.incarnation, proposed_at: proposedAt, body }
     if (fresh) entry.fresh = true
     const seq = await this.append(entry)
     const verdict = await this.verdictAt(seq, key, timeoutMs)
@@ -675,6 +688,6 @@ export class PartitionLog {
     const { owner, last_beat_at: beatAt } = this.mark()
     if (owner === undefined) return true
     if (owner.node === this.#o.self.node) return owner.incarnation !== this.#o.self.incarnation
-    return this.#now() - beatAt > this.#o.leaseMs
+    return this.now() - beatAt > this.#o.leaseMs
   }
 }

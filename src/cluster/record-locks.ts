@@ -10,15 +10,17 @@ export const LOCK_TTL_MS = 30_000
  */
 const LOOK_AGAIN_MS = 250
 
-/** A record's lock among the names claimed in the names' log. */
-const lockName = (record: string): string => `lock\u0000${record}`
+/** A record's lock among the names claimed in the names' log: what a write under it is fenced by (fenced-commits.ts). */
+export const lockName = (record: string): string => `lock\u0000${record}`
 
 /**
  * Records locked cluster-wide while a request rewrites them (RouteDef.exclusive): claims in the names' log
  * (src/cluster/name-claims.ts), decided in its order, so one request holds a record's lock however many nodes ask at
  * once, and none reads "free" from a follower that has not seen the holder yet. A lock held LOCK_TTL_MS in log time is
- * taken over by the next request (its holder died). They were numbered holds made by KV creates, which nats-server
- * 2.9.10 lets race (issue 47), and a missing hold read from a lagging follower looked given back.
+ * taken over by the next request (its holder died, or is paused): what the old holder writes after that is refused in
+ * the same log, since a write under a lock is decided there against the lock's claim (fenced-commits.ts). They were
+ * numbered holds made by KV creates, which nats-server 2.9.10 lets race (issue 47), and a missing hold read from a
+ * lagging follower looked given back.
  */
 export class RecordLocks {
   readonly #names: NameClaims

@@ -51,6 +51,9 @@ export interface NameClaim {
   lapses_at: number
 }
 
+/** A row's value as the names' log last decided it (src/cluster/fenced-commits.ts): removed, or its value. */
+export type FencedRow = { removed: true } | { value: unknown }
+
 /** The cluster's own tables (src/store/tables.ts). */
 export const clusterTables = {
   /** log (its stream's name) -> how far this node applied it. */
@@ -77,5 +80,20 @@ export const clusterTables = {
    * the state bucket by the next snapshot (shipper.ts); kept here, not in memory, so that a node killed before its
    * snapshot writes them when it is back.
    */
-  snapshotsDue: table<1, string>({ name: 'snapshots_due', replication: 'local', owners: ['src/cluster/'] })
+  snapshotsDue: table<1, string>({ name: 'snapshots_due', replication: 'local', owners: ['src/cluster/'] }),
+  /**
+   * state key -> the row's value as the names' log last decided it: every row a transaction under a record's lock
+   * wrote, which from then on only the names' log changes (fenced-commits.ts). Part of the names' log's checkpoints.
+   */
+  fencedRows: table<FencedRow, string>({ name: 'fenced_rows', replication: 'local', owners: ['src/cluster/'] }),
+  /**
+   * seq -> why: this node's transactions under a record's lock that the names' log refused (the lock had passed to
+   * another request first), written before the shipped mark passes them, for the request waiting on one to read.
+   */
+  fencedRefusals: table<string, number>({ name: 'fenced_refusals', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
+  /**
+   * seq -> when, in the names' log's time, this node first proposed the command that ships the transaction there, and
+   * the last transaction it carries (shipper.ts): proposed again, it is the same command, with the same time.
+   */
+  commitProposals: table<{ at: number, through: number }, number>({ name: 'commit_proposals', ordered: true, replication: 'local', owners: ['src/cluster/'] })
 }

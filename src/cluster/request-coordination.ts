@@ -9,6 +9,8 @@ import type { BookingAsk } from '../campaigns/records.js'
 import { forwardToNode, forwardToOwner } from './forward.js'
 import type { NodeLink } from './link.js'
 import { partitionOf } from './screen-partitions.js'
+import { lockName, LOCK_TTL_MS } from './record-locks.js'
+import type { Fence } from '../store/changes.js'
 import type { ServedPartitions } from './served-partitions.js'
 
 /** What a cluster node's request coordination needs besides its link to the cluster. */
@@ -50,6 +52,9 @@ const idempotencyName = (claim: string): string => `idempotency-key\u0000${claim
 const retryShortly = { retry_after_seconds: 1 }
 const retryHeader = { 'Retry-After': '1' }
 
+/** A write under a record's lock that the names' log refused: its lock had passed to another request first. */
+const lockLost = (): ApiError => new ApiError('service_unavailable', 'This request held the record\'s lock too long (its node paused or was cut off from the cluster) and another request took it over: nothing was changed. Retry.', retryShortly, retryHeader)
+
 /** Thrown by rated() when the request must wait for a rate window's grant from the engine; again() waits for it. */
 class RateWait {
   constructor (readonly granted: Promise<boolean>) {}
@@ -76,6 +81,10 @@ class ClusterRequest implements RequestCoordination {
   #key: { claim: string, won: boolean, held: boolean } | undefined
   /** The record it locked (RouteDef.exclusive), its lock's number, and whether it still holds it. */
   #lock: { name: string, n: number, held: boolean } | undefined
+  /** Its writes under that lock (fenced-commits.ts): the lock's claim, and the transactions committed under it. */
+  #fence: Fence | undefined
+  /** A held answer under way (an agent's tool call): its lock is given back once it settles. */
+  #answering: Promise<unknown> | undefined
   /** The unique name it claimed (RouteDef.unique), with its owner, and whether it still holds it. */
   #name: { name: string, owner: string, won: boolean, held: boolean } | undefined
   /** What the logs decided it may book (RouteDef.books), once they have. */
@@ -140,6 +149,13 @@ class ClusterRequest implements RequestCoordination {
    * did not keep is given back.
    */
   executing (run: () => Result): Result {
+    const fence = this.#fence
+    const result = fence === undefined ? this.#executing(run) : this.#deps.store.changes!.fenced(fence, () => this.#executing(run))
+    if (fence !== undefined && result.kind === 'held') this.#answering = result.answer.catch(() => {})
+    return result
+  }
+
+  #executing (run: () => Result): Result {
     const session = this.#booking
     if (session === undefined) return run()
     const bookings = this.#deps.bookings
@@ -150,6 +166,11 @@ class ClusterRequest implements RequestCoordination {
     } finally {
       if (result?.kind !== 'held') bookings.giveBackUnused(session)
     }
+  }
+
+  within<T> (write: () => T): T {
+    const fence = this.#fence
+    return fence === undefined ? write() : this.#deps.store.changes!.fenced(fence, write)
   }
 
   /**
@@ -180,13 +201,28 @@ class ClusterRequest implements RequestCoordination {
   /**
    * Answers a write to replicated state once the engine's quorum holds it, so no node's loss can take an acknowledged
    * key, seat or partner with it. Past CLUSTER_ACK_TIMEOUT_MS the answer is 503: the write stands here and ships when
-   * the engine is back, and a retry with the same Idempotency-Key replays its outcome.
+   * the engine is back, and a retry with the same Idempotency-Key replays its outcome. A write under a record's lock
+   * answers once the names' log has decided it: 503 when refused (put back here, it changed nothing), or when not
+   * decided in time (a retry with the same Idempotency-Key replays its outcome if it counted, or runs again).
    */
   acknowledged (seq: number): Promise<void> | undefined {
     if (seq <= 0) return undefined
     return this.#deps.link.shipped.wait(seq, this.#deps.ackTimeoutMs).then((held) => {
-      if (!held) throw new ApiError('service_unavailable', 'The change is saved on this node, but the cluster has not confirmed it yet; retry with the same Idempotency-Key for its outcome.', retryShortly, retryHeader)
+      if (!held) {
+        if (this.#fence !== undefined) throw new ApiError('service_unavailable', 'The cluster has not decided this change yet; retry with the same Idempotency-Key for its outcome.', retryShortly, retryHeader)
+        throw new ApiError('service_unavailable', 'The change is saved on this node, but the cluster has not confirmed it yet; retry with the same Idempotency-Key for its outcome.', retryShortly, retryHeader)
+      }
+      if (this.#refused(seq)) throw lockLost()
     })
+  }
+
+  /** Whether the names' log refused one of this request's writes under its lock through seq (the shipper says why). */
+  #refused (seq: number): boolean {
+    const fence = this.#fence
+    if (fence === undefined || fence.seqs.length === 0) return false
+    const store = this.#deps.store
+    store.refresh()
+    return fence.seqs.some((s) => s <= seq && store.fencedRefusals.get(s) !== undefined)
   }
 
   /**
@@ -216,15 +252,37 @@ class ClusterRequest implements RequestCoordination {
   end (): void {
     this.#ended = true
     const link = this.#deps.link
-    if (this.#lock?.held === true) {
-      link.locks.unlock(this.#lock.name, this.#lock.n)
-      this.#lock.held = false
+    const lock = this.#lock
+    if (lock?.held === true) {
+      lock.held = false
+      const fence = this.#fence
+      const unlock = (): void => {
+        if (fence !== undefined) fence.closed = true
+        link.locks.unlock(lock.name, lock.n)
+      }
+      const decided = this.#decided()
+      if (decided === undefined) unlock()
+      else void decided.finally(unlock)
     }
     const key = this.#key
     if (key?.held === true) {
       key.held = false
       if (!this.#deps.stored(key.claim)) void link.names.release(idempotencyName(key.claim), this.#id)
     }
+  }
+
+  /**
+   * Resolves once what the request wrote under its lock is decided (a held answer settled first), or once the lock
+   * would be taken over anyway; undefined when nothing is left to decide. Given back before, the lock could go to a
+   * request of this node that reads a write the log may yet refuse.
+   */
+  #decided (): Promise<void> | undefined {
+    const fence = this.#fence
+    if (fence === undefined) return undefined
+    const shipped = this.#deps.link.shipped
+    const last = (): number => Math.max(0, ...fence.seqs)
+    if (this.#answering === undefined && last() <= shipped.through) return undefined
+    return (this.#answering ?? Promise.resolve()).then(async () => { await shipped.wait(last(), LOCK_TTL_MS) })
   }
 
   /**
@@ -244,11 +302,21 @@ class ClusterRequest implements RequestCoordination {
     if (!won) await this.#deps.link.caughtUp()
   }
 
-  /** Locks the record cluster-wide, and catches up so that the handler reads it as the lock's last holder left it. */
+  /**
+   * Locks the record cluster-wide, and catches up so that the handler reads it as the lock's last holder left it: with
+   * every write the names' log accepted before the lock was this request's (its claim is answered once this node has
+   * applied the log that far), and none this node wrote that the log may still refuse (its own earlier ones, decided
+   * first). What the handler then writes is fenced by the lock's claim (fenced-commits.ts).
+   */
   async #lockRecord (name: string): Promise<void> {
-    this.#lock = { name, n: await this.#deps.link.locks.lock(name, this.#id), held: true }
+    const link = this.#deps.link
+    this.#lock = { name, n: await link.locks.lock(name, this.#id), held: true }
     if (this.#ended) return this.end()
-    if (!await this.#deps.link.caughtUp()) {
+    this.#fence = { name: lockName(name), owner: this.#id, seqs: [] }
+    const store = this.#deps.store
+    store.refresh()
+    const undecided = store.changes?.recorded ?? 0
+    if (!await link.caughtUp() || !await link.shipped.wait(undecided, this.#deps.ackTimeoutMs)) {
       throw new ApiError('service_unavailable', 'This node could not catch up with the cluster in time to read the record; retry shortly.', retryShortly, retryHeader)
     }
   }

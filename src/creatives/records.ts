@@ -13,5 +13,5 @@ export interface CreativeRecord extends Omit<Creative, 'upload'> {
 
 /** The creatives domain's tables (src/store/tables.ts); moderation writes its outcome into the creative. */
 export const creativeTables = {
-  creatives: cachedTable<CreativeRecord>({ name: 'creatives', replication: 'quorum', owners: ['src/creatives/', 'src/moderation/'] })
+  creatives: cachedTable<CreativeRecord>({ name: 'creatives', replication: 'record', owners: ['src/creatives/', 'src/moderation/'] })
 }

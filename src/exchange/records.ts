@@ -41,7 +41,7 @@ export interface ExchangeBidRecord {
 /** The exchange domain's tables (src/store/tables.ts). */
 export const exchangeTables = {
   /** alias -> an exchange's bidder configuration. */
-  aliases: cachedTable<BidderAliasRecord>({ name: 'bidder_aliases', replication: 'quorum', owners: ['src/exchange/'] }),
+  aliases: cachedTable<BidderAliasRecord>({ name: 'bidder_aliases', replication: 'record', owners: ['src/exchange/'] }),
   /** bid_id -> a bid made to an exchange. */
   exchangeBids: table<ExchangeBidRecord>({ name: 'exchange_bids', shapes: true, replication: 'local', owners: ['src/exchange/'] }),
   /** [made ms, bid_id] -> 1: exchange bids still pending, oldest first, for releasing their budget. */

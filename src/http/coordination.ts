@@ -32,8 +32,10 @@ export interface RequestCoordination {
    * answer a claim held elsewhere gives.
    */
   before (step: BeforeHandler): Promise<void> | undefined
-  /** Runs the handler (execute): with what before() decided it may book, on a cluster node. */
+  /** Runs the handler (execute): with what before() decided it may book, on a cluster node, and under its lock. */
   executing (run: () => Result): Result
+  /** A write of the request's own once its handler has run (a held answer's Idempotency-Key outcome): under its lock. */
+  within<T> (write: () => T): T
   /** The handler threw: what to give back before the failure is answered, so that a corrected retry finds it free. */
   failed (): Promise<void> | undefined
   /**
@@ -99,6 +101,7 @@ const GO_ON: RequestCoordination = {
   again: () => undefined,
   before: () => undefined,
   executing: (run) => run(),
+  within: (write) => write(),
   failed: () => undefined,
   acknowledged: () => undefined,
   turn: () => undefined,

@@ -65,6 +65,8 @@ export class RequestCycle {
   readonly #admission: Admission
   #aborted = false
   #done = false
+  /** Whether a replay of its Idempotency-Key's outcome has waited for this node's changes to be acknowledged. */
+  #replayWaited = false
   /** A body read while the request waited to be admitted again: NOT_READ, null while arriving, undefined for none. */
   #waitedBody: Buffer | undefined | null | typeof NOT_READ = NOT_READ
   readonly #head: boolean
@@ -155,9 +157,15 @@ export class RequestCycle {
       if (claim !== undefined) {
         const stored = this.#deps.idempotency.replay(claim, fingerprint)
         if (stored !== undefined) {
-          const replay = (): void => this.#send(stored.status, stored.headers['content-type'] ?? 'application/json', stored.body, { ...stored.headers, 'Idempotent-Replayed': 'true' })
-          // The first answer may have been a 503 whose write has not reached the other nodes yet: the replay waits for all this node recorded.
-          return this.#after(this.#coord.acknowledged(this.#deps.store.changes?.recorded ?? 0), replay)
+          // The first answer may have been a 503 whose write has not reached the other nodes yet: the replay waits for
+          // all this node recorded, and reads the outcome again, which is gone if the cluster refused that write (its
+          // record's lock passed to another request first): the request then runs again.
+          const wait = this.#replayWaited ? undefined : this.#coord.acknowledged(this.#deps.store.changes?.recorded ?? 0)
+          if (wait !== undefined) {
+            this.#replayWaited = true
+            return this.#completeAfter(raw, wait)
+          }
+          return this.#send(stored.status, stored.headers['content-type'] ?? 'application/json', stored.body, { ...stored.headers, 'Idempotent-Replayed': 'true' })
         }
       }
       const declares = route.declares
@@ -266,7 +274,7 @@ export class RequestCycle {
       if (this.#aborted) return
       if (result.kind === 'held') throw new Error('a held answer settled into another held answer')
       const claim = this.#admission.claim
-      if (claim !== undefined && !ctx.dryRun) this.#deps.store.write(() => saveOutcome(this.#execution(fingerprint), claim, result))
+      if (claim !== undefined && !ctx.dryRun) this.#coord.within(() => this.#deps.store.write(() => saveOutcome(this.#execution(fingerprint), claim, result)))
       const recorded = this.#deps.store.changes?.recorded ?? 0
       this.#after(recorded > before ? this.#coord.acknowledged(recorded) : undefined, () => this.#reply(result))
     }).catch((err: unknown) => { this.#fail(err, false) })

@@ -91,8 +91,8 @@ export interface ScreenStatus {
 
 /** The inventory domain's tables (src/store/tables.ts). */
 export const inventoryTables = {
-  partners: cachedTable<PartnerRecord>({ name: 'partners', replication: 'quorum', owners: ['src/inventory/'] }),
-  partnerSlugs: table<string>({ name: 'partner_slugs', replication: 'quorum', owners: ['src/inventory/'] }),
+  partners: cachedTable<PartnerRecord>({ name: 'partners', replication: 'record', owners: ['src/inventory/'] }),
+  partnerSlugs: table<string>({ name: 'partner_slugs', replication: 'record', owners: ['src/inventory/'] }),
   screens: cachedTable<ScreenRecord>({ name: 'screens', replication: 'quorum', owners: ['src/inventory/'] }),
   /** partner_id + NUL + device_id -> screen_id. */
   devices: table<string>({ name: 'devices', replication: 'quorum', owners: ['src/inventory/'] }),

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
+import type { Fence } from './changes.js'
 import { openStore, type Store } from './store.js'
 import type { SeatRecord } from '../accounts/records.js'
 
@@ -77,6 +78,32 @@ t.test('shipped rows leave the log, the seq never goes back, and pending keys na
   store.write(() => store.seats.putSync('d', seat('d')))
   t.same(changes.pending(10).map((p) => p.seq), [5], 'numbering goes on after the log is emptied')
   t.equal(changes.recorded, 5)
+})
+
+t.test('a transaction under a record\'s lock is kept with the lock and each row\'s value before it, and so is one made on a later turn; a closed fence records none', async (t) => {
+  const store = nodeStore(t)
+  const changes = store.changes!
+  store.write(() => store.seats.putSync('a', seat('a', 'pending')))
+  const fence: Fence = { name: 'lock\u0000seat:a', owner: 'req_1', seqs: [] }
+  changes.fenced(fence, () => store.write(() => {
+    store.seats.putSync('a', seat('a', 'approved'))
+    store.seats.putSync('a', seat('a', 'suspended'))
+    store.seats.putSync('b', seat('b'))
+  }))
+  await changes.fenced(fence, async () => {
+    await new Promise((resolve) => setImmediate(resolve))
+    store.write(() => store.seats.removeSync('b'))
+  })
+  t.same(changes.pending(10).slice(1), [
+    { seq: 2, changes: [['seats', 'a', seat('a', 'approved')], ['seats', 'a', seat('a', 'suspended')], ['seats', 'b', seat('b')]], fence: { name: 'lock\u0000seat:a', owner: 'req_1' }, before: [seat('a', 'pending'), seat('a', 'approved'), undefined] },
+    { seq: 3, changes: [['seats', 'b', undefined]], fence: { name: 'lock\u0000seat:a', owner: 'req_1' }, before: [seat('b')] }
+  ], 'each write\'s value before it, in the transaction')
+  t.same(fence.seqs, [2, 3], 'the fence knows the transactions committed under it')
+  t.same([...changes.pendingKeys((table, key) => `${table}/${String(key)}`)], [['seats/a', 2], ['seats/b', 3]], 'a fenced transaction\'s rows wait like any')
+  fence.closed = true
+  changes.fenced(fence, () => store.write(() => store.seats.putSync('c', seat('c'))))
+  t.same(changes.pending(10)[3], { seq: 4, changes: [['seats', 'c', seat('c')]] }, 'once the lock is given back, work it began writes under none')
+  t.same(fence.seqs, [2, 3])
 })
 
 t.test('a single node records nothing', async (t) => {

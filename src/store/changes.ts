@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Database, Key } from 'lmdb'
 
 /** meta key: the node's last recorded seq, which the log's deletions cannot lower. */
@@ -5,6 +6,40 @@ const SEQ = 'cluster:seq'
 
 /** One write to a replicated table: its LMDB name, the key, and the value (undefined for a removal). */
 export type Change = [table: string, key: Key, value: unknown]
+
+/**
+ * The record lock a request or job writes under (RouteDef.exclusive): its claim's name and owner in the cluster's names'
+ * log, where the transactions written under it take effect only while the claim is still the owner's
+ * (src/cluster/fenced-commits.ts). seqs: the transactions committed under it, which its answer waits on; closed once
+ * the lock is given back: work begun under it that writes later (a timer it started) writes under no lock.
+ */
+export interface Fence {
+  name: string
+  owner: string
+  readonly seqs: number[]
+  closed?: boolean
+}
+
+/** A transaction written under a fence, as the log keeps it: with each row's value before it, to put back if refused. */
+interface FencedEntry {
+  fence: { name: string, owner: string }
+  changes: Change[]
+  before: unknown[]
+}
+
+/** One recorded transaction waiting to ship. */
+export interface Recorded {
+  seq: number
+  changes: Change[]
+  /** The lock it was written under, and each of its rows' values before it (in its changes' order). */
+  fence?: { name: string, owner: string }
+  before?: unknown[]
+}
+
+/** A transaction as the log keeps it. */
+export type Logged = Change[] | FencedEntry
+
+const isFenced = (entry: Logged): entry is FencedEntry => !Array.isArray(entry)
 
 /** What a ChangeLog needs from its store's transactions. */
 export interface ChangeScope {
@@ -22,10 +57,14 @@ export interface ChangeScope {
  * arrive from the engine are applied inside `applying`, which records nothing.
  */
 export class ChangeLog {
-  readonly #log: Database<Change[], number>
+  readonly #log: Database<Logged, number>
   readonly #meta: Database<unknown, string>
   readonly #scope: ChangeScope
+  /** The fence of the code running now, carried across its awaits (a held answer writes on later turns). */
+  readonly #fences = new AsyncLocalStorage<Fence>()
   #open: Change[] | undefined
+  /** The open transaction's fence, and its rows' values before it. */
+  #openFence: { fence: Fence, before: unknown[] } | undefined
   /** Whether the open transaction wrote a table whose writes answer only once shipped (not only eventual ones). */
   #durable = false
   #applying = 0
@@ -33,7 +72,7 @@ export class ChangeLog {
   #onCommitted: () => void = () => {}
 
   /** log: seq -> one transaction's changes; meta holds the node's last seq, which the log's deletions cannot lower. */
-  constructor (log: Database<Change[], number>, meta: Database<unknown, string>, scope: ChangeScope) {
+  constructor (log: Database<Logged, number>, meta: Database<unknown, string>, scope: ChangeScope) {
     this.#log = log
     this.#meta = meta
     this.#scope = scope
@@ -47,9 +86,18 @@ export class ChangeLog {
   capture<V, K extends Key> (name: string, table: Database<V, K>, eventual = false): Database<V, K> {
     const put = table.putSync.bind(table)
     const remove = table.removeSync.bind(table)
-    table.putSync = (key: K, value: V, ...rest: unknown[]) => this.#recorded(name, key, value, eventual, () => (put as (...a: unknown[]) => boolean)(key, value, ...rest))
-    table.removeSync = (key: K, ...rest: unknown[]) => this.#recorded(name, key, undefined, eventual, () => (remove as (...a: unknown[]) => boolean)(key, ...rest))
+    const get = (key: K): unknown => table.get(key)
+    table.putSync = (key: K, value: V, ...rest: unknown[]) => this.#recorded(name, key, value, eventual, get, () => (put as (...a: unknown[]) => boolean)(key, value, ...rest))
+    table.removeSync = (key: K, ...rest: unknown[]) => this.#recorded(name, key, undefined, eventual, get, () => (remove as (...a: unknown[]) => boolean)(key, ...rest))
     return table
+  }
+
+  /**
+   * Runs fn, and whatever it goes on to run on later turns, under a record's lock: every transaction it commits is
+   * kept with the lock and its rows' values before it, and ships as one command the names' log decides (a fence).
+   */
+  fenced<T> (fence: Fence, fn: () => T): T {
+    return this.#fences.run(fence, fn)
   }
 
   /** Runs fn (a write) without recording it: what another node wrote and the engine delivered. */
@@ -88,16 +136,16 @@ export class ChangeLog {
   }
 
   /** Up to limit transactions' changes not shipped yet, oldest first. */
-  pending (limit: number): Array<{ seq: number, changes: Change[] }> {
-    const out: Array<{ seq: number, changes: Change[] }> = []
-    for (const { key, value } of this.#log.getRange({ limit })) out.push({ seq: key, changes: value })
+  pending (limit: number): Recorded[] {
+    const out: Recorded[] = []
+    for (const { key, value } of this.#log.getRange({ limit })) out.push(isFenced(value) ? { seq: key, ...value } : { seq: key, changes: value })
     return out
   }
 
   /** The rows of every change not shipped yet, by keyOf(table, key), each with the seq of its latest change. */
   pendingKeys (keyOf: (table: string, key: Key) => string): Map<string, number> {
     const keys = new Map<string, number>()
-    for (const { key: seq, value } of this.#log.getRange()) for (const [table, key] of value) keys.set(keyOf(table, key), seq as number)
+    for (const { key: seq, value } of this.#log.getRange()) for (const [table, key] of isFenced(value) ? value.changes : value) keys.set(keyOf(table, key), seq as number)
     return keys
   }
 
@@ -106,28 +154,33 @@ export class ChangeLog {
     for (const seq of this.#log.getKeys({ end: through + 1 })) this.#log.removeSync(seq)
   }
 
-  #recorded (table: string, key: Key, value: unknown, eventual: boolean, write: () => boolean): boolean {
+  #recorded<K extends Key> (table: string, key: K, value: unknown, eventual: boolean, get: (key: K) => unknown, write: () => boolean): boolean {
     if (this.#applying > 0) return write()
-    if (!this.#scope.inTransaction) return this.#scope.write(() => this.#recorded(table, key, value, eventual, write))
+    if (!this.#scope.inTransaction) return this.#scope.write(() => this.#recorded(table, key, value, eventual, get, write))
     if (this.#open === undefined) {
       const open: Change[] = this.#open = []
+      const fence = this.#fences.getStore()
+      const fenced = this.#openFence = fence === undefined || fence.closed === true ? undefined : { fence, before: [] }
       this.#scope.afterEnd(() => {
         this.#open = undefined
+        this.#openFence = undefined
         this.#durable = false
       })
       this.#scope.beforeCommit(() => {
         const seq = this.recorded + 1
         const durable = this.#durable
         this.#meta.putSync(SEQ, seq)
-        this.#log.putSync(seq, open)
+        this.#log.putSync(seq, fenced === undefined ? open : { fence: { name: fenced.fence.name, owner: fenced.fence.owner }, changes: open, before: fenced.before })
         this.#scope.afterCommit(() => {
           if (durable && seq > this.#committed) this.#committed = seq
+          fenced?.fence.seqs.push(seq)
           this.#onCommitted()
         })
       })
     }
     if (!eventual) this.#durable = true
     this.#open.push([table, key, value])
+    this.#openFence?.before.push(get(key))
     return write()
   }
 }

@@ -27,7 +27,7 @@ export const storeTables = {
   /** The one shared table, namespaced by key prefix (secret:, migrated:, ...): any domain writes its own keys. */
   meta: table<unknown>({ name: 'meta', replication: 'local', owners: ['src/'] }),
   /** The operator's switches (src/store/settings.ts). */
-  settings: table<unknown>({ name: 'settings', replication: 'quorum', owners: ['src/store/'] }),
+  settings: table<unknown>({ name: 'settings', replication: 'record', owners: ['src/store/'] }),
   /** object key -> the size and SHA-256 of a stored object's bytes (src/store/objects.ts). */
   objects: table<ObjectSum>({ name: 'objects', replication: 'quorum', owners: ['src/store/'] })
 }

@@ -2,7 +2,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type Database, type Key, type RootDatabase, type RootDatabaseOptions } from 'lmdb'
 import { CachedTable, type CacheScope } from './read-cache.js'
-import { ChangeLog, type Change } from './changes.js'
+import { ChangeLog, type Logged } from './changes.js'
 import { CACHED_TABLES, TABLES, type Tables } from './tables.js'
 import type { BookingItem, ClaimOutcome, Shortfall } from '../campaigns/records.js'
 import type { SettleCommand } from '../bidding/records.js'
@@ -342,7 +342,7 @@ export function openStore (dataDir: string, durability: Durability = { mode: 'os
   const meta = root.openDB<unknown, string>(TABLES.meta.name, {})
   if (options.replicate === true) {
     // With shared shapes: a hot turn's bids are packed into it once more and read back by the shipper.
-    const log = root.openDB<Change[], number>('cluster_changes', { keyEncoding: 'ordered-binary', ...shared })
+    const log = root.openDB<Logged, number>('cluster_changes', { keyEncoding: 'ordered-binary', ...shared })
     sharedTables.push(log as unknown as typeof sharedTables[number])
     changes = new ChangeLog(log, meta, { get inTransaction () { return depth > 0 }, write, beforeCommit, afterCommit, afterEnd })
   }

@@ -5,9 +5,12 @@ import type { Key } from 'lmdb'
  * each node keeps its own (what it derives, what it alone writes and reads). `quorum`: a request that wrote it answers
  * once the engine's quorum holds the change. `eventual`: shipped in the same order, without the wait (FEIN and
  * heartbeats, rewritten every few seconds, where a lost last one is replaced by the next). `book`: the bidding book,
- * waited for like `quorum` but shipped as one message a round to the book stream (src/cluster/shipper.ts).
+ * waited for like `quorum` but shipped as one message a round to the book stream (src/cluster/shipper.ts). `record`:
+ * waited for like `quorum`, a record rewritten under its lock (RouteDef.exclusive): every change to it goes through
+ * the names' log, where one written under a lock takes effect only while the lock is still its writer's
+ * (src/cluster/fenced-commits.ts).
  */
-export type Replication = 'local' | 'quorum' | 'eventual' | 'book'
+export type Replication = 'local' | 'quorum' | 'record' | 'eventual' | 'book'
 
 /**
  * One table of the LMDB environment, declared once in its owning domain's records.ts (this file is of the records

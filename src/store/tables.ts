@@ -90,6 +90,13 @@ export const BOOK_TABLES: ReadonlySet<string> = new Set(specs.filter((s) => s.re
  */
 export const SNAPSHOT_TABLES: ReadonlySet<string> = new Set(specs.filter((s) => s.replication === 'eventual' || s.snapshot).map((s) => s.name))
 
+/**
+ * Replicated tables of records rewritten under their lock (seats, partners, creatives, the catalog...): each change to
+ * them is decided in the names' log (src/cluster/fenced-commits.ts), never put in the state bucket, so a write under a
+ * lock is never overtaken by an older value that came another way.
+ */
+export const RECORD_TABLES: ReadonlySet<string> = new Set(specs.filter((s) => s.replication === 'record').map((s) => s.name))
+
 /** Of the snapshot tables, which changes go to the state bucket with their round (TableSpec.withRound). */
 export const WITH_ROUND: ReadonlyMap<string, (written: unknown, value: unknown) => boolean> = new Map(specs.flatMap((s) => s.withRound !== undefined ? [[s.name, s.withRound] as const] : []))
 

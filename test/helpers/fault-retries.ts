@@ -18,9 +18,9 @@ export async function untilKnown<A> (history: History, client: string, node: str
  * that the clients on different nodes act at about the same time. Until the steps run out or stop(), which resolves
  * once every client has had its last answer.
  */
-export function nodeClients (nodes: Array<{ id: string, url: string }>, step: (node: { id: string, url: string }, n: number) => Promise<unknown>, steps = Infinity): { stop: () => Promise<void> } {
+export function nodeClients<N extends { id: string, url: string }> (nodes: N[], step: (node: N, n: number) => Promise<unknown>, steps = Infinity): { stop: () => Promise<void> } {
   let stopped = false
-  const client = async (node: { id: string, url: string }, n = 0): Promise<void> => {
+  const client = async (node: N, n = 0): Promise<void> => {
     if (stopped || n === steps) return
     await step(node, n)
     await pause(50 + Math.random() * 100)
