@@ -31,7 +31,7 @@ if (engine !== undefined) {
   const node = async (name: string) => {
     const store = openStore(mkdtempSync(join(engine.dir, `${name}-`)), undefined, undefined, { replicate: true })
     const e = await connectEngine({ natsUrls: engine.urls, nodeId: name, replicas: 3, ackTimeoutMs: 5000, lingerMs: 0, partitions: 16, funnelKeepHours: 1, checkpointEntries: 10_000, bookKeepMs: 600_000 }, log)
-    const commits = new FencedCommits({ store, onApplied: () => {} })
+    const commits = new FencedCommits({ store, onApplied: () => {}, writer: `${name}-data` })
     await ensureLogStream(e.jsm, STREAM, 3)
     const names = new PartitionLog({ js: e.js, jsm: e.jsm, store, stream: STREAM, machine: nameMachine(store, commits), self: { node: name, incarnation: `${name}-life` }, leaseMs: 10_000, ttlMs: 30_000, ackTimeoutMs: 5000, log })
     await names.start()
@@ -75,7 +75,7 @@ if (engine !== undefined) {
       t.ok(await shipped.wait(seq, 15_000), `${name} shipped through ${seq}`)
       store.refresh()
     }
-    return { store, claims, shown, write, ship, refused: (seq: number) => store.fencedRefusals.get(seq) }
+    return { store, claims, shown, write, ship, refused: (seq: number) => store.fencedRefusals.get(seq)?.reason }
   }
 
   const a = await node('node-a')

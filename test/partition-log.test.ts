@@ -160,7 +160,7 @@ if (engine !== undefined) {
     /** A node of the names' log (its rows are its own tables, so it is checkpointed). */
     const namesNode = async (name: string, life: number, dataDir = mkdtempSync(join(dir, `${name}-`))) => {
       const store = openStore(dataDir)
-      const part = new PartitionLog({ js: nc.jetstream(), jsm, store, stream: partitionStream(p), machine: nameMachine(store, new FencedCommits({ store, onApplied: () => {} })), self: { node: name, incarnation: `${name}-life-${life}` }, leaseMs: LEASE_MS, ttlMs: 5000, ackTimeoutMs: 5000, log, checkpoints })
+      const part = new PartitionLog({ js: nc.jetstream(), jsm, store, stream: partitionStream(p), machine: nameMachine(store, new FencedCommits({ store, onApplied: () => {}, writer: 'data-1' })), self: { node: name, incarnation: `${name}-life-${life}` }, leaseMs: LEASE_MS, ttlMs: 5000, ackTimeoutMs: 5000, log, checkpoints })
       await part.start()
       let closed = false
       /** The node stops, its data directory kept. */

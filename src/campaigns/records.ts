@@ -141,7 +141,7 @@ export const campaignTables = {
   /** [campaign_id, node id] -> what the campaign delivered through that node (src/campaigns/delivery.ts). */
   campaignDelivery: table<CampaignDelivery, [string, string]>({ name: 'campaign_delivery', ordered: true, replication: 'quorum', owners: ['src/campaigns/delivery.ts'] }),
   assignments: table<AssignmentRecord>({ name: 'assignments', replication: 'record', owners: ['src/campaigns/'] }),
-  reservations: table<ReservationRecord>({ name: 'reservations', replication: 'record', owners: ['src/campaigns/'] }),
+  reservations: table<ReservationRecord>({ name: 'reservations', replication: 'quorum', owners: ['src/campaigns/'] }),
   deals: cachedTable<DealRecord>({ name: 'deals', replication: 'record', owners: ['src/campaigns/'] }),
   // Screen time's rows: written where bookings are decided, in the request's transaction on a node alone, by the
   // logs' apply on every node of a cluster (capacity-logs.ts), so never replicated as rows.

@@ -19,6 +19,8 @@ import { packValue, parseStateKey, stateKey, unpackValue } from './state-keys.js
 /** A transaction's rows as a names' log command: under a record's lock (name, owner), or not (a fenced row's later write). */
 export interface CommitCommand {
   op: 'commit'
+  /** Its key: the node that wrote it keeps the keys of its commands the log accepted, until they have shipped. */
+  id: string
   name?: string
   owner?: string
   /** The data directory (its incarnation) whose node wrote it. */
@@ -36,7 +38,8 @@ const ACCEPTED: Verdict = { status: 'accepted' }
  */
 export function commitCommand (writer: string, seq: number, changes: Change[], fence?: { name: string, owner: string }, before?: unknown[]): { key: string, body: CommitCommand } {
   const rows = packValue([changes, before ?? []]).toString('base64')
-  return { key: `commit:${writer}.${seq}.${createHash('sha256').update(rows).digest('base64url').slice(0, 16)}`, body: { op: 'commit', ...fence, writer, rows } }
+  const key = `commit:${writer}.${seq}.${createHash('sha256').update(rows).digest('base64url').slice(0, 16)}`
+  return { key, body: { op: 'commit', id: key, ...fence, writer, rows } }
 }
 
 const rowsOf = (c: CommitCommand): [Change[], unknown[]] => unpackValue(Buffer.from(c.rows, 'base64')) as [Change[], unknown[]]
@@ -52,12 +55,15 @@ const valueOf = (row: FencedRow): unknown => 'value' in row ? row.value : undefi
 export class FencedCommits {
   readonly #store: Store
   readonly #onApplied: AppliedHook
+  readonly #writer: string
   /** The rows, as a table of the names' log's checkpoints. */
   readonly table: LogTable
 
-  constructor (deps: { store: Store, onApplied: AppliedHook }) {
+  /** writer: this data directory's incarnation, which names the commands it proposes (src/cluster/node.ts). */
+  constructor (deps: { store: Store, onApplied: AppliedHook, writer: string }) {
     this.#store = deps.store
     this.#onApplied = deps.onApplied
+    this.#writer = deps.writer
     this.table = wholeTable('fenced_rows', deps.store.fencedRows)
   }
 
@@ -79,6 +85,8 @@ export class FencedCommits {
         writeRow(this.#store, this.#onApplied, table, key, value)
       }
     })
+    // Its writer knows it counted, even should it ask again once the log no longer keeps its key (paused 10 minutes).
+    if (c.writer === this.#writer) this.#store.ownCommits.putSync(c.id, 1)
     return ACCEPTED
   }
 

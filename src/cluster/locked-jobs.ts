@@ -47,6 +47,8 @@ export class LockedJobs {
       this.#store.refresh()
       if (!due()) return undefined
       const result = this.#store.changes === undefined ? job() : this.#store.changes.fenced(fence, job)
+      // What the job started (a delivery its events kick) writes under no lock from here: it is not waited for.
+      fence.closed = true
       const last = Math.max(0, ...fence.seqs)
       if (last > 0 && !await this.#shipped.wait(last, LOCK_TTL_MS)) {
         this.#log.warn('cluster: a job\'s writes were not decided in time', { record })

@@ -20,7 +20,7 @@ const from = { node: 'n1', incarnation: 'i1' }
 
 t.test('the first claim wins; its owner may claim again; a release only by its owner frees the name', async (t) => {
   const s = store(t)
-  const m = nameMachine(s, new FencedCommits({ store: s, onApplied: () => {} }))
+  const m = nameMachine(s, new FencedCommits({ store: s, onApplied: () => {}, writer: 'data-1' }))
   const apply = (body: unknown, logTime: number) => s.write(() => m.apply(body, { log: 'NAMES', seq: 1, logTime, from }))
   t.same(apply({ op: 'claim', name: 'seat:acme', owner: 'r1' }, 1000), { status: 'accepted' }, 'the first claim wins')
   t.same(apply({ op: 'claim', name: 'seat:acme', owner: 'r2' }, 1001), { status: 'refused', reason: 'held' }, 'a second owner is refused')
@@ -34,7 +34,7 @@ t.test('the first claim wins; its owner may claim again; a release only by its o
 
 t.test('a claim is taken over only when the claimer says how old is over, and only past it in log time', async (t) => {
   const s = store(t)
-  const m = nameMachine(s, new FencedCommits({ store: s, onApplied: () => {} }))
+  const m = nameMachine(s, new FencedCommits({ store: s, onApplied: () => {}, writer: 'data-1' }))
   const apply = (body: unknown, logTime: number) => s.write(() => m.apply(body, { log: 'NAMES', seq: 1, logTime, from }))
   apply({ op: 'claim', name: 'key:k1', owner: 'r1' }, 10_000)
   t.same(apply({ op: 'claim', name: 'key:k1', owner: 'r2', take_over_after_ms: 4000 }, 14_000), { status: 'refused', reason: 'held' }, 'at 4 s old it is still its holder\'s')
@@ -45,7 +45,7 @@ t.test('a claim is taken over only when the claimer says how old is over, and on
 
 t.test('claims lapse at the same point of the log on every node, and their rows go', async (t) => {
   const s = store(t)
-  const m = nameMachine(s, new FencedCommits({ store: s, onApplied: () => {} }))
+  const m = nameMachine(s, new FencedCommits({ store: s, onApplied: () => {}, writer: 'data-1' }))
   const apply = (body: unknown, logTime: number) => s.write(() => m.apply(body, { log: 'NAMES', seq: 1, logTime, from }))
   for (let i = 0; i < 100; i++) apply({ op: 'claim', name: `n${i}`, owner: 'r1' }, 1000 + i)
   t.same(apply({ op: 'claim', name: 'n0', owner: 'r2' }, 1000 + CLAIM_TTL_MS - 1), { status: 'refused', reason: 'held' }, 'held until its time is up')

@@ -121,7 +121,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     replica.applied(table, key as string)
     deps.onApplied(table, key, previous)
   }
-  const commits = new FencedCommits({ store, onApplied })
+  const commits = new FencedCommits({ store, onApplied, writer: incarnation })
   const applier = new ChangeApplier({
     store,
     changes,

@@ -87,10 +87,13 @@ export const clusterTables = {
    */
   fencedRows: table<FencedRow, string>({ name: 'fenced_rows', replication: 'local', owners: ['src/cluster/'] }),
   /**
-   * seq -> why: this node's transactions under a record's lock that the names' log refused (the lock had passed to
-   * another request first), written before the shipped mark passes them, for the request waiting on one to read.
+   * seq -> why, whether only in part (a transaction shipped as several commands), and when (ms): this node's
+   * transactions under a record's lock that the names' log refused (the lock had passed to another request first),
+   * written before the shipped mark passes them, for the request waiting on one to read; kept 10 minutes.
    */
-  fencedRefusals: table<string, number>({ name: 'fenced_refusals', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
+  fencedRefusals: table<{ reason: string, partly: boolean, at: number }, number>({ name: 'fenced_refusals', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
+  /** command key -> 1: this node's commands the names' log accepted, until they have shipped (record-shipping.ts). */
+  ownCommits: table<1, string>({ name: 'own_commits', replication: 'local', owners: ['src/cluster/'] }),
   /**
    * seq -> when, in the names' log's time, this node first proposed the command that ships the transaction there, and
    * the last transaction it carries (shipper.ts): proposed again, it is the same command, with the same time.

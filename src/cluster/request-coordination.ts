@@ -52,8 +52,10 @@ const idempotencyName = (claim: string): string => `idempotency-key\u0000${claim
 const retryShortly = { retry_after_seconds: 1 }
 const retryHeader = { 'Retry-After': '1' }
 
-/** A write under a record's lock that the names' log refused: its lock had passed to another request first. */
-const lockLost = (): ApiError => new ApiError('service_unavailable', 'This request held the record\'s lock too long (its node paused or was cut off from the cluster) and another request took it over: nothing was changed. Retry.', retryShortly, retryHeader)
+/** Writes under a record's lock that the names' log refused: its lock had passed to another request first. */
+const lockLost = (refused: 'all' | 'some'): ApiError => new ApiError('service_unavailable', refused === 'all'
+  ? 'This request held the record\'s lock too long (its node paused or was cut off from the cluster) and another request took it over: nothing was changed. Retry.'
+  : 'This request held the record\'s lock too long (its node paused or was cut off from the cluster) and another request took it over: what it wrote before then stands, what it wrote after was not kept. Read the record before you retry.', retryShortly, retryHeader)
 
 /** Thrown by rated() when the request must wait for a rate window's grant from the engine; again() waits for it. */
 class RateWait {
@@ -110,13 +112,14 @@ class ClusterRequest implements RequestCoordination {
 
   /**
    * Two refusals may be the cluster's news not reaching this node yet: a rate window whose grant is on its way, and
-   * an API key another node has just acknowledged (a write is acknowledged once the engine holds it, and reaches the
-   * other nodes milliseconds later). The request is admitted again once this node has caught up, once.
+   * an API key (or its partner) another node has just acknowledged (a write is acknowledged once the engine holds it,
+   * and reaches the other nodes milliseconds later). The request is admitted again once this node has caught up, once.
    */
   again (refusal: unknown, presentedKey: string | undefined): Promise<unknown> | undefined {
     if (refusal instanceof RateWait) return refusal.granted
     if (this.#caughtUp || presentedKey === undefined || presentedKey === '') return undefined
-    if (!(refusal instanceof ApiError) || refusal.code !== 'authentication_required') return undefined
+    // A key whose partner or seat (a record, from the names' log) has not reached this node yet reads as no partner's.
+    if (!(refusal instanceof ApiError) || (refusal.code !== 'authentication_required' && refusal.code !== 'not_authorized')) return undefined
     this.#caughtUp = true
     return this.#deps.link.caughtUp()
   }
@@ -212,17 +215,24 @@ class ClusterRequest implements RequestCoordination {
         if (this.#fence !== undefined) throw new ApiError('service_unavailable', 'The cluster has not decided this change yet; retry with the same Idempotency-Key for its outcome.', retryShortly, retryHeader)
         throw new ApiError('service_unavailable', 'The change is saved on this node, but the cluster has not confirmed it yet; retry with the same Idempotency-Key for its outcome.', retryShortly, retryHeader)
       }
-      if (this.#refused(seq)) throw lockLost()
+      const refused = this.#refused(seq)
+      if (refused !== undefined) throw lockLost(refused)
     })
   }
 
-  /** Whether the names' log refused one of this request's writes under its lock through seq (the shipper says why). */
-  #refused (seq: number): boolean {
+  /**
+   * Whether the names' log refused this request's writes under its lock through seq (the shipper says so): all of them,
+   * or only some (an agent's call whose later writes came after its lock passed on), undefined when none.
+   */
+  #refused (seq: number): 'all' | 'some' | undefined {
     const fence = this.#fence
-    if (fence === undefined || fence.seqs.length === 0) return false
+    if (fence === undefined || fence.seqs.length === 0) return undefined
     const store = this.#deps.store
     store.refresh()
-    return fence.seqs.some((s) => s <= seq && store.fencedRefusals.get(s) !== undefined)
+    const mine = fence.seqs.filter((s) => s <= seq)
+    const refusals = mine.map((s) => store.fencedRefusals.get(s))
+    if (refusals.every((r) => r === undefined)) return undefined
+    return refusals.every((r) => r !== undefined && !r.partly) ? 'all' : 'some'
   }
 
   /**
@@ -280,7 +290,12 @@ class ClusterRequest implements RequestCoordination {
     const fence = this.#fence
     if (fence === undefined) return undefined
     const shipped = this.#deps.link.shipped
-    const last = (): number => Math.max(0, ...fence.seqs)
+    // Closed before its last write is read: what the request started writes later under no lock (a moderation it
+    // scheduled), and cannot land after the lock is given back, refused.
+    const last = (): number => {
+      fence.closed = true
+      return Math.max(0, ...fence.seqs)
+    }
     if (this.#answering === undefined && last() <= shipped.through) return undefined
     return (this.#answering ?? Promise.resolve()).then(async () => { await shipped.wait(last(), LOCK_TTL_MS) })
   }

@@ -1,14 +1,15 @@
 import { isDeepStrictEqual } from 'node:util'
 import { headers } from 'nats'
 import type { Logger } from '../log.js'
-import type { Change, ChangeLog, Recorded } from '../store/changes.js'
+import type { Change, ChangeLog } from '../store/changes.js'
 import type { Store } from '../store/store.js'
-import { BOOK_TABLES, EVENTUAL_TABLES, RECORD_TABLES, SNAPSHOT_TABLES, WITH_ROUND } from '../store/tables.js'
+import { BOOK_TABLES, EVENTUAL_TABLES, SNAPSHOT_TABLES, WITH_ROUND } from '../store/tables.js'
 import { SIGNALS_SUBJECT, STATE_BUCKET, type Engine } from './engine.js'
 import { bookMessages, bookSubject, packedParts } from './book-parts.js'
 import { packValue, parseStateKey, stateKey } from './state-keys.js'
-import { commitCommand, type CommitCommand, type FencedCommits } from './fenced-commits.js'
+import type { CommitCommand, FencedCommits } from './fenced-commits.js'
 import type { Verdict } from './records.js'
+import { oneWayEach, RecordShipping, wayOf, type Logged, type Plan } from './record-shipping.js'
 
 /** How often a node writes the latest values of the eventual rows it shipped as signals into the state bucket. */
 export const SNAPSHOT_MS = 30_000
@@ -31,84 +32,6 @@ const BATCH = 256
 
 /** The rows of a round after which the next lingers (ChangeShipper.#ship): a round that many clients' bids make. */
 const LINGER_ROWS = 16
-
-/** How many transactions back a refusal of one written under a lock is kept for its request to read: far past any wait. */
-const REFUSALS_KEPT = 10_000
-
-/** The most a command's rows pack to: the engine refuses a message past 1 MB, and a command carries them in base64. */
-const COMMIT_BYTES = 512 * 1024
-
-const bytesOf = (rows: unknown[]): number => rows.reduce<number>((n, row) => n + packValue(row).length, 0)
-
-/** Where changes (with their values before) split into parts of at most COMMIT_BYTES: [from, to) each, one row at least. */
-function partsOf (changes: Change[], before: unknown[] | undefined): Array<[number, number]> {
-  const parts: Array<[number, number]> = []
-  let from = 0
-  let bytes = 0
-  changes.forEach((change, n) => {
-    const size = packValue(change).length + (before === undefined ? 0 : packValue(before[n] ?? null).length)
-    if (n > from && bytes + size > COMMIT_BYTES) {
-      parts.push([from, n])
-      from = n
-      bytes = 0
-    }
-    bytes += size
-  })
-  parts.push([from, changes.length])
-  return parts
-}
-
-/**
- * Whether a transaction's changes to the rows every request reads go to the names' log, or to the state bucket: one
- * written under a lock, or that wrote a record (RECORD_TABLES), goes there whole, so that its other rows (a seat's first
- * key with the seat) reach the other nodes with it.
- */
-const toNames = (entry: Recorded): boolean => entry.fence !== undefined || entry.changes.some(([table]) => RECORD_TABLES.has(table))
-
-/**
- * The longest start of a batch in which no row goes both to the names' log and to the state bucket: the two are not
- * ordered with each other, and a row's later change must land after its earlier one (the rest waits for the next
- * round). Which way each row goes depends on its transactions alone, so a round sent again is cut alike.
- */
-function oneWayEach (batch: Recorded[]): Recorded[] {
-  const ways = new Map<string, boolean>()
-  for (let i = 0; i < batch.length; i++) {
-    const entry = batch[i]!
-    const way = toNames(entry)
-    for (const [table, key] of entry.changes) {
-      if (EVENTUAL_TABLES.has(table) || BOOK_TABLES.has(table)) continue
-      const kvKey = stateKey(table, key)
-      if ((ways.get(kvKey) ?? way) !== way) return batch.slice(0, i)
-      ways.set(kvKey, way)
-    }
-  }
-  return batch
-}
-
-/** A transaction's rows that go to the names' log. */
-interface Logged {
-  seq: number
-  changes: Change[]
-  fence: { name: string, owner: string } | undefined
-  before: unknown[] | undefined
-}
-
-/**
- * A command a round proposes to the names' log: one transaction written under a lock, or the records' rows of
- * transactions written under none, one after another (one command for all: they are decided alike).
- */
-interface Commit {
-  /** The first transaction's seq, which names the command; and all of them. */
-  seq: number
-  seqs: number[]
-  /** Where its rows start among the transaction's (a transaction shipped as several commands). */
-  offset: number
-  key: string
-  body: CommitCommand
-  changes: Change[]
-  /** Under a lock: the rows' values before it, put back if it is refused. */
-  before: unknown[] | undefined
-}
 
 /**
  * Ships the node's recorded changes (src/store/changes.ts) to the engine, in commit order, and deletes them once the
@@ -142,14 +65,8 @@ export class ChangeShipper {
   readonly #log: Logger
   readonly #onShipped: (through: number, bids: Array<[Change, number]>) => void
   readonly #beforeShip: (batch: Array<{ changes: Change[] }>) => Promise<void>
-  readonly #fenced: FencedCommits
-  readonly #commit: (key: string, body: CommitCommand, proposedAt: number) => Promise<Verdict | undefined>
-  readonly #logNow: () => number | undefined
-  /**
-   * Verdicts of commits, by key, with the seq they ship: those of a round that failed are not proposed again when it is
-   * sent again (a late refusal stands).
-   */
-  readonly #decided = new Map<string, { seq: number, verdict: Verdict }>()
+  /** The round's records and locked transactions, to the names' log. */
+  readonly #records: RecordShipping
   readonly #signals: string
   readonly #node: string
   readonly #partitions: number
@@ -186,9 +103,7 @@ export class ChangeShipper {
     this.#node = deps.node
     this.#partitions = deps.partitions
     this.#lingerMs = deps.lingerMs
-    this.#fenced = deps.fenced
-    this.#commit = deps.commit
-    this.#logNow = deps.logNow
+    this.#records = new RecordShipping({ store: deps.store, fenced: deps.fenced, incarnation: deps.incarnation, commit: deps.commit, logNow: deps.logNow, put: ([table, key, value], msgID) => this.#put(stateKey(table, key), value, msgID) })
     this.#snapshots = setInterval(() => { this.#snapshot().catch(() => {}) }, SNAPSHOT_MS)
     this.#snapshots.unref()
     this.#bookSnapshots = setInterval(() => { this.#snapshotBook().catch(() => {}) }, BOOK_SNAPSHOT_MS)
@@ -285,63 +200,6 @@ export class ChangeShipper {
     return this.#engine.js.publish(subject, undefined, { ...opts, headers: h })
   }
 
-  /**
-   * The round's commands to the names' log: a transaction under a lock alone, and runs of the others' rows merged, each
-   * within COMMIT_BYTES; a transaction larger than that (a job giving back a thousand lapsed holds) goes as several
-   * commands, each decided against its lock alike.
-   */
-  #commitsOf (logged: Logged[]): Commit[] {
-    const commits: Commit[] = []
-    for (let i = 0; i < logged.length;) {
-      const { seq, fence } = logged[i]!
-      // A run proposed before (its verdict unknown: a round that failed, or a restart) is proposed again as it was.
-      const through = this.#store.commitProposals.get(seq)?.through ?? Infinity
-      let end = i + 1
-      let bytes = bytesOf(logged[i]!.changes)
-      if (fence === undefined) {
-        while (end < logged.length && logged[end]!.fence === undefined && logged[end]!.seq <= through && bytes + bytesOf(logged[end]!.changes) <= COMMIT_BYTES) bytes += bytesOf(logged[end++]!.changes)
-      }
-      const run = logged.slice(i, end)
-      const seqs = run.map((l) => l.seq)
-      const changes = run.flatMap((l) => l.changes)
-      const before = fence === undefined ? undefined : logged[i]!.before
-      for (const [from, to] of partsOf(changes, before)) {
-        const part = changes.slice(from, to)
-        const partBefore = before?.slice(from, to)
-        commits.push({ seq, seqs, offset: from, changes: part, before: partBefore, ...commitCommand(this.#incarnation, seq, part, fence, partBefore) })
-      }
-      i = end
-    }
-    return commits
-  }
-
-  /**
-   * Proposes a round's commits one after another, in commit order: two that write one row land in the order they were
-   * written. Throws at the first whose verdict is not known in time; those known are kept for the round's next try.
-   * Every try of a commit carries the time of its first (kept in LMDB): one retried past the log's time to live, by a
-   * node paused or cut off, is refused as late rather than taken for new once the log no longer keeps its key.
-   */
-  async #proposeInOrder (commits: Commit[]): Promise<void> {
-    for (const { seq, seqs, key, body } of commits) {
-      if (this.#decided.has(key)) continue
-      let first = this.#store.commitProposals.get(seq)
-      if (first === undefined) {
-        const now = this.#logNow()
-        if (now === undefined) throw new Error('the names\' log is not followed yet')
-        const proposal = first = { at: now, through: seqs[seqs.length - 1]! }
-        this.#store.write(() => this.#store.commitProposals.putSync(seq, proposal))
-      }
-      const verdict = await this.#commit(key, body, first.at)
-      if (verdict === undefined) throw new Error('the names\' log did not decide a transaction written under a lock in time')
-      this.#decided.set(key, { seq, verdict })
-    }
-    // The other rows of an accepted command (a screen under its partner's lock, a seat's first key, a request's stored
-    // outcome) are the state bucket's: every node applied them with it, and a node joining reads them there.
-    await Promise.all(commits.flatMap(({ seq, offset, key: commit, changes }) => this.#decided.get(commit)?.verdict.status !== 'accepted'
-      ? []
-      : changes.flatMap(([table, key, value], n) => RECORD_TABLES.has(table) ? [] : [this.#put(stateKey(table, key), value, `${this.#incarnation}.${seq}.${offset + n}`)])))
-  }
-
   async #ship (): Promise<void> {
     /** When the round before this one was sent, when this one lingers after it. */
     let lingerFrom: number | undefined
@@ -368,16 +226,14 @@ export class ChangeShipper {
       /** The round's changes to the book's snapshot rows: written with it (TableSpec.withRound), or left due. */
       const withRound = new Map<string, unknown>()
       const due = new Set<string>()
-      let commits: Commit[] = []
+      let plan: Plan = { entries: [] }
       const logged: Logged[] = []
       try {
         await this.#beforeShip(batch)
         const puts: Array<Promise<unknown>> = []
         for (const entry of batch) {
           const { seq, changes } = entry
-          const named = toNames(entry)
-          const toLog: Change[] = []
-          const before: unknown[] = []
+          const toLog: Logged = { seq, fence: entry.fence, log: [], after: [] }
           changes.forEach((change, n) => {
             const kvKey = stateKey(change[0], change[1])
             // A row's last value of the round: rows of different keys apply in any order to the same result.
@@ -390,19 +246,20 @@ export class ChangeShipper {
                 withRound.set(kvKey, this.#current(kvKey))
               }
             } else if (BOOK_TABLES.has(change[0])) bids.set(kvKey, [change, seq])
-            else if (named) {
-              toLog.push(change)
-              before.push(entry.before?.[n])
-            } else puts.push(this.#put(kvKey, change[2], `${this.#incarnation}.${seq}.${n}`))
+            else {
+              const way = wayOf(entry, change[0])
+              if (way === 'now') puts.push(this.#put(kvKey, change[2], `${this.#incarnation}.${seq}.${n}`))
+              else toLog[way].push({ change, n, before: entry.before?.[n] })
+            }
           })
-          if (toLog.length > 0) logged.push({ seq, changes: toLog, fence: entry.fence, before: entry.fence === undefined ? undefined : before })
+          if (toLog.log.length > 0 || toLog.after.length > 0) logged.push(toLog)
         }
         const round = `${this.#incarnation}.${batch[0]!.seq}-${batch[batch.length - 1]!.seq}`
         for (const [kvKey, value] of withRound) puts.push(this.#putOwn(kvKey, value))
         packedParts([...signals.values()]).forEach((part, n) => puts.push(this.#engine.js.publish(this.#signals, part, { msgID: `${round}.${n}` })))
         bookMessages([...bids.values()].map(([change]) => change), this.#partitions).forEach(({ partition, data }, n) => puts.push(this.#engine.js.publish(bookSubject(partition, this.#node), data, { msgID: `${round}.${partition}.${n}` })))
-        commits = this.#commitsOf(logged)
-        if (commits.length > 0) puts.push(this.#proposeInOrder(commits))
+        plan = this.#records.plan(logged)
+        if (plan.entries.length > 0) puts.push(this.#records.ship(plan))
         await Promise.all(puts)
       } catch (err) {
         // The changes stay recorded; the next kick (the supervisor's timer at the latest) ships them again.
@@ -416,17 +273,7 @@ export class ChangeShipper {
       const through = batch[batch.length - 1]!.seq
       this.#store.write(() => {
         this.#changes.shipped(through)
-        for (const { seq, seqs, key, changes, before } of commits) {
-          const verdict = this.#decided.get(key)?.verdict
-          // Refused: the rows it wrote here are put back, and a request waiting on one of its transactions reads why.
-          if (verdict?.status === 'refused') {
-            this.#fenced.putBack(changes, before)
-            for (const s of seqs) this.#store.fencedRefusals.putSync(s, verdict.reason ?? 'refused')
-          }
-          this.#store.commitProposals.removeSync(seq)
-        }
-        for (const [key, { seq }] of this.#decided) if (seq <= through) this.#decided.delete(key)
-        for (const seq of this.#store.fencedRefusals.getKeys({ end: through - REFUSALS_KEPT })) this.#store.fencedRefusals.removeSync(seq)
+        this.#records.settled(plan, through)
         // A seat's counters not written with the round go with the next snapshot, whatever befalls this node before
         // it: a mark kept only in memory was lost with a node killed before it, and the others then under-counted.
         for (const kvKey of due) this.#store.snapshotsDue.putSync(kvKey, 1)
