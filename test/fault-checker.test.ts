@@ -1,5 +1,5 @@
 import t from 'tap'
-import { checkBookings, checkProofs, type ChainRead, type ProveArgs, type ReserveArgs } from '../scripts/lib/faults/checker.js'
+import { checkBookings, checkProofs, checkRegisters, type ChainRead, type ProveArgs, type RegisterArgs, type RegisterRead, type ReserveArgs } from '../scripts/lib/faults/checker.js'
 import { History, type Answer } from '../scripts/lib/faults/history.js'
 
 // The invariants' client model without a cluster: what a client may conclude from each answer it got, and what the
@@ -50,3 +50,27 @@ t.test('proofs: a play acknowledged is listed on every node under the proof it w
   t.same(violations(chain), { 'acknowledged plays proven on every node': 0, 'one proof an impression id': 0, 'each screen\'s proof chain one line': 0, 'nodes list each chain alike': 0 }, 'a play answered rejected is not acknowledged: proven nowhere, as told')
   t.match(violations([...chain, link('p6', 'i4', 3, 'd2')]), { 'acknowledged plays proven on every node': 1 }, 'a play answered rejected, yet proven on a node')
 })
+
+t.test('registers: a record\'s field rewritten under its lock shows its last acknowledged value or a later one asked for, alike on every node', async (t) => {
+  const history = new History()
+  const rewrite = async (register: string, value: number, answer: Answer) => await history.run(`c-${register}`, 'node-1', 'rewrite', { record: 'seat-1', register, value, key: `${register}/${value}` } satisfies RegisterArgs, async () => answer)
+  await rewrite('deals', 1_000_000, { status: 200, body: {} })
+  await rewrite('deals', 1_000_001, { status: 200, body: {} })
+  await rewrite('deals', 1_000_002, { status: 503, body: {} })
+  await rewrite('bidding', 1_000_000, { status: 400, body: {} })
+  const reads = (deals: number | undefined, deals2 = deals, bidding?: number): RegisterRead[] => [
+    { node: 'node-1', record: 'seat-1', register: 'deals', value: deals },
+    { node: 'node-2', record: 'seat-1', register: 'deals', value: deals2 },
+    { node: 'node-1', record: 'seat-1', register: 'bidding', value: bidding },
+    { node: 'node-2', record: 'seat-1', register: 'bidding', value: bidding }
+  ]
+  const violations = (r: RegisterRead[]) => Object.fromEntries(checkRegisters(history, r).map((c) => [c.name, c.violations.length]))
+  const none = { 'no acknowledged rewrite overwritten by an older one': 0, 'no register shows a value nobody wrote': 0, 'nodes agree on each register': 0 }
+  t.same(violations(reads(1_000_001)), none, 'the last acknowledged value')
+  t.same(violations(reads(1_000_002)), none, 'or a later one whose outcome is unknown')
+  t.match(violations(reads(1_000_000)), { 'no acknowledged rewrite overwritten by an older one': 2 }, 'an older value back on both nodes: a lost update')
+  t.match(violations(reads(1_000_001, 1_000_002)), { 'nodes agree on each register': 1 }, 'two nodes that differ')
+  t.match(violations(reads(999)), { 'no register shows a value nobody wrote': 2 }, 'a value no client asked for')
+  t.same(violations(reads(1_000_001, 1_000_001, 1_000_000)), none, 'a refused rewrite is not acknowledged, and its value was asked for')
+})
+
