@@ -21,8 +21,8 @@ export interface KeyRecord {
 
 /** The auth domain's tables (src/store/tables.ts). */
 export const authTables = {
-  keys: cachedTable<KeyRecord>({ name: 'keys', replication: 'quorum', owners: ['src/auth/'] }),
-  keyDigests: table<string>({ name: 'key_digests', replication: 'quorum', owners: ['src/auth/'] }),
+  keys: cachedTable<KeyRecord>({ name: 'keys', replication: 'record', owners: ['src/auth/'] }),
+  keyDigests: table<string>({ name: 'key_digests', replication: 'record', owners: ['src/auth/'] }),
   /** [seat_id lower-cased, created_at, key_id] -> 1: a seat's keys, oldest first (src/auth/keys.ts). */
-  seatKeys: table<1, [string, string, string]>({ name: 'seat_keys', ordered: true, replication: 'quorum', owners: ['src/auth/'] })
+  seatKeys: table<1, [string, string, string]>({ name: 'seat_keys', ordered: true, replication: 'record', owners: ['src/auth/'] })
 }
