@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { Change } from '../store/changes.js'
+import type { Change, Fence } from '../store/changes.js'
 import type { Store } from '../store/store.js'
 import { RECORD_TABLES } from '../store/tables.js'
 import { wholeTable, type LogTable } from './checkpoints.js'
@@ -45,6 +45,17 @@ export function commitCommand (writer: string, seq: number, changes: Change[], f
 const rowsOf = (c: CommitCommand): [Change[], unknown[]] => unpackValue(Buffer.from(c.rows, 'base64')) as [Change[], unknown[]]
 
 const valueOf = (row: FencedRow): unknown => 'value' in row ? row.value : undefined
+
+/**
+ * What the names' log decided of a fence's transactions through seq, as the shipper recorded it (fenced_refusals):
+ * all refused, only some (an agent's call whose later writes came after its lock passed on), or undefined when none
+ * was. The request or job that wrote them reads it once they have shipped.
+ */
+export function refusalOf (store: Store, fence: Fence, through = Infinity): 'all' | 'some' | undefined {
+  const refusals = fence.seqs.filter((s) => s <= through).map((s) => store.fencedRefusals.get(s))
+  if (refusals.every((r) => r === undefined)) return undefined
+  return refusals.every((r) => r !== undefined && !r.partly) ? 'all' : 'some'
+}
 
 /**
  * The rows the names' log decides, on this node. A row's first write under a lock makes it one: from then on every

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Logger } from '../log.js'
 import type { Fence } from '../store/changes.js'
 import { lockName, LOCK_TTL_MS } from './record-locks.js'
+import { refusalOf } from './fenced-commits.js'
 import type { Store } from '../store/store.js'
 import type { ClusterNode } from './node.js'
 import type { ShippedChanges } from './shipped.js'
@@ -55,7 +56,7 @@ export class LockedJobs {
         return undefined
       }
       this.#store.refresh()
-      if (fence.seqs.some((seq) => this.#store.fencedRefusals.get(seq) !== undefined)) {
+      if (refusalOf(this.#store, fence) !== undefined) {
         this.#log.warn('cluster: a job\'s writes were refused: its lock passed to another node first, and they were put back', { record })
         return undefined
       }

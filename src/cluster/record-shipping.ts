@@ -63,7 +63,7 @@ interface Part {
 
 /** What one round sends the log's way: per transaction (or run of them merged), its commands and its rows after. */
 export interface Plan {
-  entries: Array<{ seqs: number[], fenced: boolean, parts: Part[], after: Logged['after'] }>
+  entries: Array<{ seqs: number[], parts: Part[], after: Logged['after'] }>
 }
 
 /** The most a command's rows pack to: the engine refuses a message past 1 MB, and a command carries them in base64. */
@@ -140,7 +140,7 @@ export class RecordShipping {
       const run = logged.slice(i, end)
       const rows = run.flatMap((l) => l.log)
       const parts = rows.length === 0 ? [] : partsOf(rows).map((part) => ({ seq, fenced: fence !== undefined, rows: part, ...commitCommand(this.#incarnation, seq, part.map((r) => r.change), fence, fence === undefined ? undefined : part.map((r) => r.before)) }))
-      entries.push({ seqs: run.map((l) => l.seq), fenced: fence !== undefined, parts, after: fence === undefined ? [] : logged[i]!.after })
+      entries.push({ seqs: run.map((l) => l.seq), parts, after: fence === undefined ? [] : logged[i]!.after })
       i = end
     }
     return { entries }
@@ -195,10 +195,12 @@ export class RecordShipping {
       if (refused.length > 0) {
         later ??= this.#pendingAfter(through)
         const changed = later
-        const keep = (change: Change): boolean => !changed.has(stateKey(change[0], change[1]))
-        for (const part of refused) this.#fenced.putBack(part.rows.filter((r) => keep(r.change)).map((r) => r.change), part.rows.filter((r) => keep(r.change)).map((r) => r.before))
-        const after = entry.after.filter((r) => keep(r.change))
-        this.#fenced.putBack(after.map((r) => r.change), after.map((r) => r.before))
+        const putBack = (rows: Array<{ change: Change, before: unknown }>): void => {
+          const kept = rows.filter(({ change }) => !changed.has(stateKey(change[0], change[1])))
+          this.#fenced.putBack(kept.map((r) => r.change), kept.map((r) => r.before))
+        }
+        for (const part of refused) putBack(part.rows)
+        putBack(entry.after)
         const why = this.#decided.get(refused[0]!.key)!.verdict.reason ?? 'refused'
         for (const seq of entry.seqs) this.#store.fencedRefusals.putSync(seq, { reason: why, partly: refused.length < entry.parts.length, at: now })
       }

@@ -10,6 +10,7 @@ import { forwardToNode, forwardToOwner } from './forward.js'
 import type { NodeLink } from './link.js'
 import { partitionOf } from './screen-partitions.js'
 import { lockName, LOCK_TTL_MS } from './record-locks.js'
+import { refusalOf } from './fenced-commits.js'
 import type { Fence } from '../store/changes.js'
 import type { ServedPartitions } from './served-partitions.js'
 
@@ -227,12 +228,8 @@ class ClusterRequest implements RequestCoordination {
   #refused (seq: number): 'all' | 'some' | undefined {
     const fence = this.#fence
     if (fence === undefined || fence.seqs.length === 0) return undefined
-    const store = this.#deps.store
-    store.refresh()
-    const mine = fence.seqs.filter((s) => s <= seq)
-    const refusals = mine.map((s) => store.fencedRefusals.get(s))
-    if (refusals.every((r) => r === undefined)) return undefined
-    return refusals.every((r) => r !== undefined && !r.partly) ? 'all' : 'some'
+    this.#deps.store.refresh()
+    return refusalOf(this.#deps.store, fence, seq)
   }
 
   /**

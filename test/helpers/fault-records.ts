@@ -44,7 +44,11 @@ export async function checkRewrites (t: Test, c: TestCluster, history: History, 
   const fenced = ops.filter((o) => JSON.stringify(o.body ?? '').includes('lock too long')).length
   t.comment(`rewrites under the seat's lock: ${ops.filter((o) => o.outcome === 'ok').length} acknowledged, ${ops.filter((o) => o.outcome === 'fail').length} refused, ${ops.filter((o) => o.outcome === 'unknown').length} unknown, ${fenced} of them refused where they would take effect (their lock had passed to another request)`)
   const said = new Map<string, number>()
-  for (const o of ops) if (o.outcome === 'unknown') said.set(`${o.node} ${o.status ?? o.error}: ${(o.body as { error?: string } | undefined)?.error ?? ''}`, (said.get(`${o.node} ${o.status ?? o.error}: ${(o.body as { error?: string } | undefined)?.error ?? ''}`) ?? 0) + 1)
+  for (const o of ops) {
+    if (o.outcome !== 'unknown') continue
+    const what = `${o.node} ${o.status ?? o.error}: ${(o.body as { error?: string } | undefined)?.error ?? ''}`
+    said.set(what, (said.get(what) ?? 0) + 1)
+  }
   for (const [what, n] of said) t.comment(`  ${n} x ${what}`)
   holdChecks(t, checkRegisters(history, reads))
 }
