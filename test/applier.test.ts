@@ -28,7 +28,7 @@ if (engine !== undefined) {
   t.teardown(() => e.close())
   const store: Store = openStore(mkdtempSync(join(engine.dir, 'node-a-')), undefined, undefined, { replicate: true })
   const serving = new Set<number>()
-  const applier = new ChangeApplier({ store, changes: store.changes!, log, node: 'node-a', incarnation: 'node-a-1', partitions: 16, onApplied: () => {}, onServing: (p, on) => { if (on) serving.add(p); else serving.delete(p) }, onForget: () => {}, fenced: new FencedCommits({ store, onApplied: () => {}, writer: 'data-1' }) })
+  const applier = new ChangeApplier({ store, changes: store.changes!, log, node: 'node-a', incarnation: 'node-a-1', partitions: 16, onApplied: () => {}, onServing: (p, on) => { if (on) serving.add(p); else serving.delete(p) }, onForget: () => {}, fenced: new FencedCommits({ store, onApplied: () => {}, writer: 'data-1' }), repair: () => {} })
   t.teardown(async () => { applier.stop(); await store.close() })
   await applier.start(e)
   const seat = (name: string) => ({ seat_id: 's1', company_name: name }) as unknown as SeatRecord

@@ -2,14 +2,20 @@ import { mkdtempSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import type { SeatRecord } from '../src/accounts/records.js'
-import { connectEngine } from '../src/cluster/engine.js'
-import { FencedCommits } from '../src/cluster/fenced-commits.js'
+import { ChangeApplier } from '../src/cluster/applier.js'
+import { connectEngine, STATE_BUCKET } from '../src/cluster/engine.js'
+import { commitCommand, FencedCommits } from '../src/cluster/fenced-commits.js'
 import { NameClaims, nameMachine } from '../src/cluster/name-claims.js'
 import { ensureLogStream, PartitionLog } from '../src/cluster/partition-log.js'
 import { lockName, LOCK_TTL_MS } from '../src/cluster/record-locks.js'
 import { ShippedChanges } from '../src/cluster/shipped.js'
 import { ChangeShipper } from '../src/cluster/shipper.js'
+import { RowVersions } from '../src/cluster/row-versions.js'
+import { packStamped, stateKey, unpackEntry } from '../src/cluster/state-keys.js'
+import type { ScreenRecord } from '../src/inventory/records.js'
+import { systemClock } from '../src/clock.js'
 import { createLogger } from '../src/log.js'
+import { Outbox } from '../src/store/outbox.js'
 import type { Fence } from '../src/store/changes.js'
 import { openStore } from '../src/store/store.js'
 import { fileEngine } from './helpers/engine.js'
@@ -36,6 +42,7 @@ if (engine !== undefined) {
     const names = new PartitionLog({ js: e.js, jsm: e.jsm, store, stream: STREAM, machine: nameMachine(store, commits), self: { node: name, incarnation: `${name}-life` }, leaseMs: 10_000, ttlMs: 30_000, ackTimeoutMs: 5000, log })
     await names.start()
     const shipped = new ShippedChanges()
+    const outbox = new Outbox(store, systemClock)
     const shipper = new ChangeShipper({
       store,
       changes: store.changes!,
@@ -46,13 +53,17 @@ if (engine !== undefined) {
       lingerMs: 0,
       log,
       onShipped: (through) => shipped.advance(through),
+      release: (events) => outbox.release(events),
       beforeShip: async () => {},
       fenced: commits,
       commit: async (key, body, at) => await names.propose(key, body, false, 5000, false, at).catch(() => undefined),
       logNow: () => names.now()
     })
     const claims = new NameClaims(async (key, body) => await names.propose(key, body, false, 5000).catch(() => undefined), log, 5000)
+    const applier = new ChangeApplier({ store, changes: store.changes!, log, node: name, incarnation: `${name}-data`, partitions: 16, onApplied: () => {}, onServing: () => {}, onForget: () => {}, fenced: commits, repair: (kvKey) => shipper.repair(kvKey) })
+    await applier.start(e)
     t.teardown(async () => {
+      applier.stop()
       names.stop()
       await shipper.idle()
       await e.close()
@@ -75,7 +86,16 @@ if (engine !== undefined) {
       t.ok(await shipped.wait(seq, 15_000), `${name} shipped through ${seq}`)
       store.refresh()
     }
-    return { store, claims, shown, write, ship, refused: (seq: number) => store.fencedRefusals.get(seq)?.reason }
+    const screen = (id: string): string | undefined => {
+      store.refresh()
+      return store.screens.get(id)?.name
+    }
+    /** The events this node's outbox holds for its subscribers, by type. */
+    const events = (): string[] => {
+      store.refresh()
+      return [...store.outbox.getRange()].map(({ value }) => `${value.type} ${value.subject}`)
+    }
+    return { store, e, names, claims, shipper, outbox, shown, screen, write, ship, events, refused: (seq: number) => store.fencedRefusals.get(seq)?.reason }
   }
 
   const a = await node('node-a')
@@ -109,6 +129,33 @@ if (engine !== undefined) {
     t.equal(a.store.changes!.waiting, 0, 'nothing of the refused write waits to ship')
   })
 
+  t.test('the events a write under a lock raised reach the outbox once the log accepts it, and never when it refuses it', async (t) => {
+    const lockE = lockName('seat:s7')
+    t.ok(await a.claims.claim(lockE, 'req_e', LOCK_TTL_MS))
+    const before = a.events().length
+    const kept = a.write({ name: lockE, owner: 'req_e', seqs: [] }, () => {
+      a.store.seats.putSync('s7', seat('suspended'))
+      a.outbox.append('audit.seat.suspended', 'seat:s7', { actor: 'operator' }, 's7')
+    })
+    t.equal(a.events().length, before, 'held while the log has not decided the write')
+    await a.ship(kept)
+    t.equal(a.refused(kept), undefined)
+    t.same(a.events().slice(before), ['audit.seat.suspended seat:s7'], 'delivered once it counts')
+    t.equal([...a.store.audit.getRange()].filter(({ value }) => value.subject === 'seat:s7').length, 1, 'and in the audit log')
+
+    const lockF = lockName('seat:s8')
+    t.ok(await a.claims.claim(lockF, 'req_f', LOCK_TTL_MS))
+    const lost = a.write({ name: lockF, owner: 'req_f', seqs: [] }, () => {
+      a.store.seats.putSync('s8', seat('suspended'))
+      a.outbox.append('audit.seat.suspended', 'seat:s8', { actor: 'operator' }, 's8')
+    })
+    t.ok(await b.claims.claim(lockF, 'req_g', 0), 'node-b takes the lock over while node-a is paused')
+    await a.ship(lost)
+    t.equal(a.refused(lost), 'lock_lost')
+    t.same(a.events().slice(before), ['audit.seat.suspended seat:s7'], 'the refused write\'s event is never delivered')
+    t.equal([...a.store.audit.getRange()].filter(({ value }) => value.subject === 'seat:s8').length, 0, 'nor kept in the audit log')
+  })
+
   t.test('a write under a lock its writer still holds counts on every node, and so does a record\'s write under none, after it', async (t) => {
     const other = lockName('seat:s2')
     t.ok(await a.claims.claim(other, 'req_c', LOCK_TTL_MS))
@@ -129,5 +176,44 @@ if (engine !== undefined) {
     await a.ship(seq)
     t.equal(a.refused(seq), undefined, 'accepted: its 1.3 MB went as several commands')
     t.equal(await eventually(t, 'node-b has every row', () => { b.store.refresh(); return [...b.store.seats.getKeys({ start: 'bulk-', end: 'bulk-~' })].length }, { within: 20_000, until: (n) => n === 2000 }), 2000)
+  })
+
+  t.test('a row not a record written under a lock by a writer paused before its copy: the next holder copies and reads it, and the copy landing last changes nothing, on any node or a node joining', async (t) => {
+    const partner = lockName('partner:p1')
+    const screen = (name: string) => ({ screen_id: 'scr1', name }) as unknown as ScreenRecord
+    t.ok(await a.claims.claim(partner, 'req_p', LOCK_TTL_MS), 'node-a\'s request takes the partner\'s lock')
+    const fenceA: Fence = { name: partner, owner: 'req_p', seqs: [] }
+    const seqA = a.write(fenceA, () => a.store.screens.putSync('scr1', screen('by a')))
+    // node-a's command lands in the log, and node-a pauses before it copies the screen: proposed here as its shipper does.
+    const entry = a.store.changes!.pending(10).find((p) => p.seq === seqA)!
+    const { key, body } = commitCommand('node-a-data', seqA, entry.changes, { name: partner, owner: 'req_p' }, entry.before)
+    const accepted = await a.names.propose(key, body, false, 5000)
+    t.match(accepted, { status: 'accepted' }, 'the log accepts node-a\'s write')
+    const at = (accepted!.result as { seq: number }).seq
+
+    t.ok(await b.claims.claim(partner, 'req_q', 0), 'node-b\'s request takes the lock over (30 s on)')
+    await b.shipper.copyPending(partner)
+    t.equal(await eventually(t, 'node-b reads node-a\'s accepted write before its handler would', () => b.screen('scr1'), { within: 10_000, until: (n) => n === 'by a' }), 'by a', 'copied by node-b itself, as RecordLocks does once a claim is won')
+    const fenceB: Fence = { name: partner, owner: 'req_q', seqs: [] }
+    const seqB = b.write(fenceB, () => b.store.screens.putSync('scr1', screen('by b')))
+    await b.ship(seqB)
+    t.equal(b.refused(seqB), undefined)
+    await eventually(t, 'node-a has node-b\'s write', () => a.screen('scr1'), { within: 10_000, until: (n) => n === 'by b' })
+
+    // node-a wakes and its copy of the screen lands, last in the state bucket.
+    const kvKey = stateKey('screens', 'scr1')
+    await a.e.js.publish(`$KV.${STATE_BUCKET}.${kvKey}`, packStamped(RowVersions.copy(at, { value: screen('by a') })))
+    const last = async (): Promise<string | undefined> => ((unpackEntry((await a.e.state.get(kvKey))!.value).value as { name?: string }).name)
+    t.equal(await eventually(t, 'a node puts node-b\'s value back on top of the state bucket', last, { within: 10_000, until: (n) => n === 'by b' }), 'by b')
+    t.equal(a.screen('scr1'), 'by b', 'node-a never took its own late copy')
+    t.equal(b.screen('scr1'), 'by b', 'nor did node-b')
+
+    await a.ship(seqA)
+    t.equal(a.refused(seqA), undefined, 'node-a\'s request learns its write counted (node-b read it)')
+    t.equal(await eventually(t, 'the log keeps nothing of either write to copy, once both copies are told', () => { a.store.refresh(); return [...a.store.pendingCopies.getKeys()].length }, { within: 10_000, until: (n) => n === 0 }), 0)
+    t.equal(a.screen('scr1'), 'by b')
+
+    const c = await node('node-c')
+    t.equal(await eventually(t, 'a node joining now reads node-b\'s value from the state bucket', () => c.screen('scr1'), { within: 10_000, until: (n) => n === 'by b' }), 'by b')
   })
 }

@@ -15,6 +15,7 @@ import { partitionOf } from './screen-partitions.js'
 import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
 import { writeRow, type AppliedHook } from './row-writes.js'
 import type { FencedCommits } from './fenced-commits.js'
+import { RowVersions } from './row-versions.js'
 
 type ApplierWatch = Awaited<ReturnType<Engine['state']['watch']>> | undefined
 
@@ -79,6 +80,10 @@ export class ChangeApplier {
   readonly #onApplied: AppliedHook
   /** The rows the names' log decides: the state bucket's value of one is older, or a refused writer's. */
   readonly #fenced: FencedCommits
+  /** The versions of rows that come stamped: a late copy is older than what this node holds. */
+  readonly #versions: RowVersions
+  /** Puts a row's newer value back in the state bucket, where an older one landed last (ChangeShipper.repair). */
+  readonly #repair: (kvKey: string) => void
   #queue: Arrived[] = []
   /** Once the node follows the signals: the state bucket's eventual rows are then only older snapshots of them. */
   #following = false
@@ -128,12 +133,14 @@ export class ChangeApplier {
    * onServing: a partition's bids are all here (true, once its book is read), or no longer applied here;
    * onForget: takes the book's rows of a partition taken on out of this node's copy.
    */
-  constructor (deps: { store: Store, changes: ChangeLog, log: Logger, node: string, incarnation: string, partitions: number, onApplied: AppliedHook, onServing: (partition: number, serving: boolean) => void, onForget: ForgetHook, fenced: FencedCommits }) {
+  constructor (deps: { store: Store, changes: ChangeLog, log: Logger, node: string, incarnation: string, partitions: number, onApplied: AppliedHook, onServing: (partition: number, serving: boolean) => void, onForget: ForgetHook, fenced: FencedCommits, repair: (kvKey: string) => void }) {
     this.#store = deps.store
     this.#changes = deps.changes
     this.#log = deps.log
     this.#onApplied = deps.onApplied
     this.#fenced = deps.fenced
+    this.#versions = new RowVersions(deps.store)
+    this.#repair = deps.repair
     this.#onServing = deps.onServing
     this.#onForget = deps.onForget
     this.#partitions = deps.partitions
@@ -367,6 +374,7 @@ export class ChangeApplier {
     let revision: number | undefined
     const streams = new Map<Followed, number>()
     const served: PartitionBook[] = []
+    const repairs: string[] = []
     this.#store.write(() => this.#changes.applying(() => {
       // Read once a flush, and only when it has rows to write: a busy node's own rounds come back, and its waiting
       // changes hold every bid it has not shipped yet.
@@ -406,8 +414,14 @@ export class ChangeApplier {
           revision = through = entry.revision
           const { table, key } = parseStateKey(entry.key)
           if (this.#snapshotOnly(table, key) || this.#fenced.decides(entry.key)) continue
-          const value = entry.operation === 'PUT' ? unpackValue(entry.value) : undefined
-          if (!waitsInBucket(entry.key, table, key, value)) this.#apply(table, key, value)
+          const admitted = this.#versions.admit(entry.key, entry.operation === 'PUT' ? entry.value : undefined, entry.revision)
+          if (admitted === 'held') continue
+          if (admitted === 'older') {
+            // A late copy: put right in the bucket, unless this node's own change to the row is on its way there.
+            if (!pending().has(entry.key)) repairs.push(entry.key)
+            continue
+          }
+          if (!waitsInBucket(entry.key, table, key, admitted.value)) this.#apply(table, key, admitted.value)
         } else if ('followed' in item) {
           streams.set(item.followed, item.seq)
           for (const [table, key, value] of unpackValue(item.data) as Change[]) if (!waitsInStream(stateKey(table, key), 0)) this.#apply(table, key, value)
@@ -438,6 +452,7 @@ export class ChangeApplier {
       for (const [followed, seq] of streams) this.#store.meta.putSync(followed.meta, seq)
     }))
     if (revision !== undefined) this.#applying.reached(revision)
+    for (const kvKey of repairs) this.#repair(kvKey)
     for (const book of served) {
       if (book.serving || !this.#books.current(book)) continue
       book.serving = true

@@ -6,6 +6,7 @@ import { wholeTable, type LogTable } from './checkpoints.js'
 import type { FencedRow, Verdict } from './records.js'
 import { writeRow, type AppliedHook } from './row-writes.js'
 import { packValue, parseStateKey, stateKey, unpackValue } from './state-keys.js'
+import { RowVersions } from './row-versions.js'
 
 // Writes under a record's lock, fenced where they take effect (issue 47). A record's lock is a claim in the names' log
 // (record-locks.ts), taken over once its holder has held it 30 s of log time: a holder paused past that (a long GC, a
@@ -27,6 +28,16 @@ export interface CommitCommand {
   writer: string
   /** [changes, the rows' values before them], MessagePack in base64: a log entry is JSON, and a row may hold bytes. */
   rows: string
+}
+
+/**
+ * The rows (not records) that a lock's transaction the log accepted at seq wrote are in the state bucket: copied by
+ * their writer, or by the lock's next holder. The log need keep them no longer.
+ */
+export interface CopiedCommand {
+  op: 'copied'
+  name: string
+  seq: number
 }
 
 const ACCEPTED: Verdict = { status: 'accepted' }
@@ -58,24 +69,33 @@ export function refusalOf (store: Store, fence: Fence, through = Infinity): 'all
 }
 
 /**
- * The rows the names' log decides, on this node. A row's first write under a lock makes it one: from then on every
- * change to it goes through the log (the shipper sends them there, the applier skips the state bucket's), so a write
- * under a lock is never overtaken by an older value arriving by another way, and a node joining reads the row from the
- * log's checkpoint, not from the state bucket, where a paused writer's refused put could be its last value.
+ * The rows the names' log decides, on this node. A record (RECORD_TABLES) changes only through the log: its value is
+ * the log's for good (the applier skips the state bucket's), and a node joining reads it from the log's checkpoint,
+ * not from the state bucket, where a paused writer's refused put could be its last value.
+ *
+ * A transaction under a lock writes other rows too (a screen under its partner's lock, the Idempotency-Key's
+ * outcome). They are in its command as well, and the log keeps them (pending_copies, in its checkpoints) until they
+ * are in the state bucket, where every node reads them: its writer copies them there once the log has accepted it,
+ * and says so in the log. A writer paused between the verdict and its copy has not: the lock's next holder, whose
+ * claim comes later in the log, finds them kept, copies them itself and reads them before its handler runs. Copies
+ * carry their place in the log, so the paused writer's, landing at last, is older than what the next holder wrote
+ * since, on every node (row-versions.ts).
  */
 export class FencedCommits {
   readonly #store: Store
   readonly #onApplied: AppliedHook
   readonly #writer: string
-  /** The rows, as a table of the names' log's checkpoints. */
-  readonly table: LogTable
+  readonly #versions: RowVersions
+  /** The rows, as tables of the names' log's checkpoints. */
+  readonly tables: LogTable[]
 
   /** writer: this data directory's incarnation, which names the commands it proposes (src/cluster/node.ts). */
   constructor (deps: { store: Store, onApplied: AppliedHook, writer: string }) {
     this.#store = deps.store
     this.#onApplied = deps.onApplied
     this.#writer = deps.writer
-    this.table = wholeTable('fenced_rows', deps.store.fencedRows)
+    this.#versions = new RowVersions(deps.store)
+    this.tables = [wholeTable('fenced_rows', deps.store.fencedRows), wholeTable('pending_copies', deps.store.pendingCopies)]
   }
 
   /** Whether the names' log decides a row (by its state key). */
@@ -84,21 +104,45 @@ export class FencedCommits {
   }
 
   /**
-   * A commit at its place in the log, inside its apply: accepted when it is under no lock, or holder (the live claim's
-   * owner of its lock there) is its owner; then its rows are written on this node, and a record's is the log's now.
+   * A commit at its place in the log (seq), inside its apply: accepted when it is under no lock, or holder (the live
+   * claim's owner of its lock there) is its owner; then its records are written on this node, and are the log's now,
+   * and its other rows are kept until they are copied.
    */
-  apply (c: CommitCommand, holder: string | undefined): Verdict {
+  apply (c: CommitCommand, holder: string | undefined, seq: number): Verdict {
     if (c.name !== undefined && holder !== c.owner) return { status: 'refused', reason: 'lock_lost' }
     const [changes] = rowsOf(c)
     this.#write(() => {
       for (const [table, key, value] of changes) {
-        if (RECORD_TABLES.has(table)) this.#store.fencedRows.putSync(stateKey(table, key), value === undefined ? { removed: true } : { value })
-        writeRow(this.#store, this.#onApplied, table, key, value)
+        const row: FencedRow = value === undefined ? { removed: true } : { value }
+        if (!RECORD_TABLES.has(table)) this.#store.pendingCopies.putSync([c.name ?? '', seq, stateKey(table, key)], row)
+        else {
+          this.#store.fencedRows.putSync(stateKey(table, key), row)
+          writeRow(this.#store, this.#onApplied, table, key, value)
+        }
       }
     })
-    // Its writer knows it counted, even should it ask again once the log no longer keeps its key (paused 10 minutes).
-    if (c.writer === this.#writer) this.#store.ownCommits.putSync(c.id, 1)
+    // Its writer knows it counted, and where, even should it ask again once the log no longer keeps its key.
+    if (c.writer === this.#writer) this.#store.ownCommits.putSync(c.id, seq)
+    return { status: 'accepted', result: { seq } }
+  }
+
+  /** The rows a lock's commit at seq wrote are in the state bucket: the log lets go of them. */
+  copied (c: CopiedCommand): Verdict {
+    for (const key of [...this.#store.pendingCopies.getKeys({ start: [c.name, c.seq], end: [c.name, c.seq, '\uffff'] } as never)]) this.#store.pendingCopies.removeSync(key as [string, number, string])
     return ACCEPTED
+  }
+
+  /** The rows of a lock's commits still to be copied (at seq only, when given), by seq, as the log decided them. */
+  pending (name: string, seq?: number): Map<number, Array<[string, FencedRow]>> {
+    const out = new Map<number, Array<[string, FencedRow]>>()
+    const range = seq === undefined ? { start: [name], end: [name, Infinity] } : { start: [name, seq], end: [name, seq, '\uffff'] }
+    for (const { key, value } of this.#store.pendingCopies.getRange(range as never)) {
+      const [, at, kvKey] = key as [string, number, string]
+      const rows = out.get(at) ?? []
+      if (rows.length === 0) out.set(at, rows)
+      rows.push([kvKey, value])
+    }
+    return out
   }
 
   /**
@@ -112,14 +156,15 @@ export class FencedCommits {
     this.#write(() => {
       for (let i = changes.length - 1; i >= 0; i--) {
         const [table, key] = changes[i]!
-        const decided = this.#store.fencedRows.get(stateKey(table, key))
-        if (decided !== undefined) writeRow(this.#store, this.#onApplied, table, key, valueOf(decided))
+        const kvKey = stateKey(table, key)
+        const decided = RECORD_TABLES.has(table) ? this.#store.fencedRows.get(kvKey) : this.#versions.held(kvKey)
+        if (decided !== undefined) writeRow(this.#store, this.#onApplied, table, key, 'removed' in decided ? undefined : decided.value)
         else if (before !== undefined) writeRow(this.#store, this.#onApplied, table, key, before[i])
       }
     })
   }
 
-  /** A checkpoint replaced the rows (inside its transaction): the tables take them. */
+  /** A checkpoint replaced the rows (inside its transaction): the tables take the records. */
   restored (): void {
     this.#write(() => {
       for (const { key, value } of this.#store.fencedRows.getRange()) {

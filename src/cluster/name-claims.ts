@@ -6,7 +6,7 @@ import { retryFor } from '../retry.js'
 import type { UniqueNames } from './link.js'
 import { FRESH_KEYS_KEEP_MS, type AppliedAt, type PartitionMachine } from './partition-log.js'
 import type { NameClaim, Verdict } from './records.js'
-import type { CommitCommand, FencedCommits } from './fenced-commits.js'
+import type { CommitCommand, CopiedCommand, FencedCommits } from './fenced-commits.js'
 
 // Names unique across a cluster (a seat_id, a partner slug, an Idempotency-Key, a creative being moderated), claimed in
 // a log of their own and decided at apply, in the log's order: the first claim wins (issue 47). They were numbered
@@ -31,6 +31,7 @@ type NameCommand =
   | { op: 'claim', name: string, owner: string, take_over_after_ms?: number }
   | { op: 'release', name: string, owner: string }
   | CommitCommand
+  | CopiedCommand
 
 const ACCEPTED: Verdict = { status: 'accepted' }
 
@@ -58,19 +59,21 @@ export function claimable (held: NameClaim | undefined, owner: string, now: numb
  * The names' rules, applied in log order on every node: a claim is accepted when the name is free, already the
  * owner's (its first claim landed though its answer was lost), or held longer than the claimer's take_over_after_ms
  * (a request that ended without storing its outcome: its claim is over); a release only by the owner; a commit of rows
- * written under a record's lock only while its claim is still the writer's (fenced-commits.ts). changed hears, once
+ * written under a record's lock only while its claim is still the writer's, and its writer's word that it has copied
+ * the commit's other rows to the state bucket (fenced-commits.ts). changed hears, once
  * the apply has committed, of each name a claim or release was about (record-locks.ts wakes the requests waiting).
  */
 export function nameMachine (store: Store, commits: FencedCommits, changed: (name: string) => void = () => {}): PartitionMachine {
   return {
     keepKeysMs: FRESH_KEYS_KEEP_MS,
-    tables: [wholeTable('name_claims', store.nameClaims), wholeTable('name_lapses', store.nameLapses), commits.table],
+    tables: [wholeTable('name_claims', store.nameClaims), wholeTable('name_lapses', store.nameLapses), ...commits.tables],
     restored: () => commits.restored(),
     apply (body: unknown, at: AppliedAt): Verdict {
       const now = at.logTime
       lapse(store, now)
       const c = body as NameCommand
-      if (c.op === 'commit') return commits.apply(c, c.name === undefined ? undefined : liveClaim(store, c.name, now)?.owner)
+      if (c.op === 'commit') return commits.apply(c, c.name === undefined ? undefined : liveClaim(store, c.name, now)?.owner, at.seq)
+      if (c.op === 'copied') return commits.copied(c)
       store.afterCommit(() => changed(c.name))
       const held = store.nameClaims.get(c.name)
       const live = liveClaim(store, c.name, now)

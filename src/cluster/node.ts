@@ -100,7 +100,7 @@ export function dataIncarnation (store: Store): string | undefined {
  * Joins the cluster: connects to the engine, ships what this node recorded and did not ship before it stopped, and
  * applies what the other nodes changed meanwhile, before the hot threads serve (startService awaits this).
  */
-export async function joinCluster (deps: { cluster: ClusterConfig, store: Store, objects: ObjectStore, shipped: ShippedChanges, limiter: RateLimiter, budgets: BudgetBook, log: Logger, onShipped: () => void, onGranted: () => void, onApplied: AppliedHook, onForget: ForgetHook, logs: Array<{ stream: string, machine: PartitionMachine }>, served: ServedPartitions, url: string }): Promise<ClusterNode> {
+export async function joinCluster (deps: { cluster: ClusterConfig, store: Store, objects: ObjectStore, shipped: ShippedChanges, limiter: RateLimiter, budgets: BudgetBook, log: Logger, onShipped: () => void, onGranted: () => void, onApplied: AppliedHook, onForget: ForgetHook, logs: Array<{ stream: string, machine: PartitionMachine }>, served: ServedPartitions, url: string, release: (events: unknown[]) => void }): Promise<ClusterNode> {
   const { cluster, store, shipped, log } = deps
   const changes = store.changes
   if (changes === undefined) throw new Error('a cluster node needs a store opened with replicate: true')
@@ -132,7 +132,8 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
     onServing: (partition, serving) => { if (serving) read.add(partition); else read.delete(partition) },
     onForget: deps.onForget,
     onApplied,
-    fenced: commits
+    fenced: commits,
+    repair: (kvKey) => shipper.repair(kvKey)
   })
   const logs = new Map<string, PartitionLog>()
   const shipper = new ChangeShipper({
@@ -149,6 +150,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
       applier.landing(bids)
       deps.onShipped()
     },
+    release: deps.release,
     beforeShip: (batch) => replica.beforeShip(batch),
     fenced: commits,
     // The names' log is followed once the node has caught up with the state bucket: till then its commits wait.
@@ -166,7 +168,7 @@ export async function joinCluster (deps: { cluster: ClusterConfig, store: Store,
   const onStopped = (stream: string) => (err: Error) => store.write(() => store.meta.putSync(LOG_STOPPED, `${stream}: ${err.message}`))
   const proposeTo = (stream: string, fresh = false) => async (key: string, body: unknown) => await logs.get(stream)!.propose(key, body, false, cluster.ackTimeoutMs, fresh).catch(() => undefined)
   const names = new NameClaims(proposeTo(NAMES_LOG), log, cluster.ackTimeoutMs)
-  const locks = new RecordLocks(names, store)
+  const locks = new RecordLocks(names, store, async (name) => await shipper.copyPending(name))
   const budgets = new BudgetGrants({ store, book: deps.budgets, propose: proposeTo(BUDGET_LOG), log })
   const rates = new RateGrants({ propose: proposeTo(RATES_LOG), limiter: deps.limiter, log, onGranted: deps.onGranted })
   const ownLogs = [

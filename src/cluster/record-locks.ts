@@ -25,15 +25,21 @@ export const lockName = (record: string): string => `lock\u0000${record}`
 export class RecordLocks {
   readonly #names: NameClaims
   readonly #store: Store
+  /**
+   * Once a claim is won, before its holder reads: the rows the lock's earlier holders wrote that the log keeps
+   * uncopied go to the state bucket (fenced-commits.ts), or the holder would read the rows from before them.
+   */
+  readonly #settle: (name: string) => Promise<void>
   /** Requests waiting for a record's lock, by its name among the claims. */
   readonly #waiting = new Map<string, Set<() => void>>()
   /** The locks this node holds, by number: the claim each is. */
   readonly #held = new Map<number, { name: string, owner: string }>()
   #next = 0
 
-  constructor (names: NameClaims, store: Store) {
+  constructor (names: NameClaims, store: Store, settle: (name: string) => Promise<void>) {
     this.#names = names
     this.#store = store
+    this.#settle = settle
   }
 
   /** The names' log applied a change to a claim (src/cluster/name-claims.ts): requests waiting for it look again. */
@@ -69,6 +75,7 @@ export class RecordLocks {
     const deadline = Date.now() + timeoutMs
     for (;;) {
       if (await this.#names.claim(name, owner, LOCK_TTL_MS)) {
+        await this.#settle(name)
         const n = ++this.#next
         this.#held.set(n, { name, owner })
         return n

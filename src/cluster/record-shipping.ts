@@ -1,17 +1,19 @@
+import type { Logger } from '../log.js'
 import type { Change, Recorded } from '../store/changes.js'
 import type { Store } from '../store/store.js'
 import { BOOK_TABLES, EVENTUAL_TABLES, RECORD_TABLES } from '../store/tables.js'
-import { commitCommand, type CommitCommand, type FencedCommits } from './fenced-commits.js'
+import { commitCommand, type CommitCommand, type CopiedCommand, type FencedCommits } from './fenced-commits.js'
 import type { Verdict } from './records.js'
 import { packValue, stateKey } from './state-keys.js'
+import { RowVersions } from './row-versions.js'
 
 // The part of a shipping round (shipper.ts) that goes to the names' log: the records' rows (RECORD_TABLES), and the
 // transactions written under a record's lock, decided there against the lock (fenced-commits.ts).
 
 /**
  * How a transaction's change to a row every request reads travels: a record's through the names' log; another row of a
- * transaction under a lock to the state bucket once the log has accepted the transaction (refused, it is put back
- * here); any other to the state bucket at once.
+ * transaction under a lock through the log too, and then, stamped, to the state bucket once the log has accepted the
+ * transaction (refused, it is put back here); any other to the state bucket at once.
  */
 type Way = 'log' | 'after' | 'now'
 
@@ -49,21 +51,34 @@ export interface Logged {
   /** Each row with its index among the transaction's changes, and its value before (under a lock). */
   log: Array<{ change: Change, n: number, before: unknown }>
   after: Array<{ change: Change, n: number, before: unknown }>
+  /** The events it raised under its lock (ChangeLog.hold). */
+  events?: unknown[]
 }
 
-/** A command to the names' log: a transaction's records (all, or a part of a large one), or a run of them merged. */
+/** A row of a command, with its index among its transaction's changes, and whether it is copied to the state bucket. */
+interface PartRow {
+  change: Change
+  n: number
+  before: unknown
+  copy: boolean
+}
+
+/**
+ * A command to the names' log: a transaction's records and, under a lock, its other rows (all, or a part of a large
+ * transaction), or a run of transactions' records merged.
+ */
 interface Part {
   key: string
   body: CommitCommand
   /** The first transaction's seq, whose proposal time and run it is kept under. */
   seq: number
   fenced: boolean
-  rows: Array<{ change: Change, before: unknown }>
+  rows: PartRow[]
 }
 
-/** What one round sends the log's way: per transaction (or run of them merged), its commands and its rows after. */
+/** What one round sends the log's way: per transaction (or run of them merged), its commands and held events. */
 export interface Plan {
-  entries: Array<{ seqs: number[], parts: Part[], after: Logged['after'] }>
+  entries: Array<{ seqs: number[], parts: Part[], events?: unknown[] }>
 }
 
 /** The most a command's rows pack to: the engine refuses a message past 1 MB, and a command carries them in base64. */
@@ -99,27 +114,29 @@ export class RecordShipping {
   readonly #store: Store
   readonly #fenced: FencedCommits
   readonly #incarnation: string
-  readonly #commit: (key: string, body: CommitCommand, proposedAt: number) => Promise<Verdict | undefined>
+  readonly #commit: (key: string, body: CommitCommand | CopiedCommand, proposedAt: number) => Promise<Verdict | undefined>
   readonly #logNow: () => number | undefined
-  readonly #put: (change: Change, msgID: string) => Promise<unknown>
+  readonly #put: (kvKey: string, value: unknown, msgID: string) => Promise<unknown>
+  readonly #log: Logger
   /**
-   * Verdicts of commands, by key, with the seq they ship: those of a round that failed are not proposed again when it
-   * is sent again (a late refusal stands).
+   * Verdicts of commands, by key, with the seq they ship, and whether their rows are copied: those of a round that
+   * failed are not proposed (or copied) again when it is sent again (a late refusal stands).
    */
-  readonly #decided = new Map<string, { seq: number, verdict: Verdict }>()
+  readonly #decided = new Map<string, { seq: number, verdict: Verdict, copied?: true }>()
 
   /**
    * incarnation: this data directory's name, which names its commands; commit: proposes a command to the names' log,
    * stamped proposedAt in the log's time, its verdict once applied here; logNow: the log's time as far as this node
-   * can tell (undefined before it follows the log); put: a row to the state bucket, with its message id.
+   * can tell (undefined before it follows the log); put: a row's value to the state bucket, with its message id.
    */
-  constructor (deps: { store: Store, fenced: FencedCommits, incarnation: string, commit: (key: string, body: CommitCommand, proposedAt: number) => Promise<Verdict | undefined>, logNow: () => number | undefined, put: (change: Change, msgID: string) => Promise<unknown> }) {
+  constructor (deps: { store: Store, fenced: FencedCommits, incarnation: string, commit: (key: string, body: CommitCommand | CopiedCommand, proposedAt: number) => Promise<Verdict | undefined>, logNow: () => number | undefined, put: (kvKey: string, value: unknown, msgID: string) => Promise<unknown>, log: Logger }) {
     this.#store = deps.store
     this.#fenced = deps.fenced
     this.#incarnation = deps.incarnation
     this.#commit = deps.commit
     this.#logNow = deps.logNow
     this.#put = deps.put
+    this.#log = deps.log
   }
 
   /**
@@ -138,9 +155,12 @@ export class RecordShipping {
         while (end < logged.length && logged[end]!.fence === undefined && logged[end]!.seq <= through && bytes + bytesOf(logged[end]!.log) <= COMMIT_BYTES) bytes += bytesOf(logged[end++]!.log)
       }
       const run = logged.slice(i, end)
-      const rows = run.flatMap((l) => l.log)
+      // A transaction under a lock goes alone, its rows in the order it wrote them; a run has no rows to copy.
+      const rows: PartRow[] = fence !== undefined
+        ? [...logged[i]!.log.map((r) => ({ ...r, copy: false })), ...logged[i]!.after.map((r) => ({ ...r, copy: true }))].sort((a, b) => a.n - b.n)
+        : run.flatMap((l) => l.log.map((r) => ({ ...r, copy: false })))
       const parts = rows.length === 0 ? [] : partsOf(rows).map((part) => ({ seq, fenced: fence !== undefined, rows: part, ...commitCommand(this.#incarnation, seq, part.map((r) => r.change), fence, fence === undefined ? undefined : part.map((r) => r.before)) }))
-      entries.push({ seqs: run.map((l) => l.seq), parts, after: fence === undefined ? [] : logged[i]!.after })
+      entries.push({ seqs: run.map((l) => l.seq), parts, ...(fence !== undefined && logged[i]!.events !== undefined ? { events: logged[i]!.events } : {}) })
       i = end
     }
     return { entries }
@@ -148,8 +168,9 @@ export class RecordShipping {
 
   /**
    * Proposes the round's commands one after another, in commit order (two that write one row land in the order they
-   * were written), then sends each accepted locked transaction's other rows to the state bucket. Throws at the first
-   * command whose verdict is not known in time; those known are kept for the round's next try.
+   * were written), then copies each accepted command's rows other than records to the state bucket, stamped with the
+   * command's place in the log, and tells the log so. Throws at the first command whose verdict is not known in time;
+   * those known are kept for the round's next try.
    *
    * A locked transaction's every try carries the time of its first (kept in LMDB): one sent again past the log's time to
    * live, by a node paused or cut off, is refused as late rather than taken for new once the log no longer keeps its
@@ -160,12 +181,43 @@ export class RecordShipping {
     for (const entry of plan.entries) {
       for (const { key, body, seq, fenced } of entry.parts) {
         if (this.#decided.has(key)) continue
-        const verdict = this.#store.ownCommits.doesExist(key) ? { status: 'accepted' as const } : await this.#commit(key, body, this.#proposedAt(seq, entry.seqs, fenced))
+        const accepted = this.#store.ownCommits.get(key)
+        const verdict = accepted !== undefined ? { status: 'accepted' as const, result: { seq: accepted } } : await this.#commit(key, body, this.#proposedAt(seq, entry.seqs, fenced))
         if (verdict === undefined || (!fenced && verdict.status !== 'accepted')) throw new Error('the names\' log did not decide a command in time')
         this.#decided.set(key, { seq, verdict })
       }
     }
-    await Promise.all(plan.entries.flatMap((entry) => entry.after.length === 0 || !this.#accepted(entry) ? [] : entry.after.map(({ change, n }) => this.#put(change, `${this.#incarnation}.${entry.seqs[0]!}.${n}`))))
+    await Promise.all(plan.entries.flatMap((entry) => entry.parts.map(async (part) => await this.#copy(part))))
+  }
+
+  /**
+   * An accepted command's rows other than records go to the state bucket, then the log hears they are there. A part
+   * of a transaction the log refused in part is copied too: it took effect.
+   */
+  async #copy (part: Part): Promise<void> {
+    const decided = this.#decided.get(part.key)!
+    if (decided.copied === true || decided.verdict.status !== 'accepted' || part.body.name === undefined || !part.rows.some((r) => r.copy)) return
+    await this.copyPending(part.body.name, (decided.verdict.result as { seq: number }).seq)
+    decided.copied = true
+  }
+
+  /**
+   * Copies the rows the log keeps for a lock's accepted commits (at seq only, when given) to the state bucket, each
+   * stamped with its commit's place in the log, and then tells the log, which lets go of them. Its writer does it for
+   * its own commit; the lock's next holder for any its writer has not (paused, or gone) before it reads: both send the
+   * same copies, under the same message ids, and the later is older than anything written since (row-versions.ts).
+   * None kept here: copied already (or this node read on from a checkpoint taken since). Resolves once the copies are
+   * in the bucket: telling the log only frees its keeping, so no answer or lock waits for it, and one that does not
+   * land leaves the rows for the next holder to copy again.
+   */
+  async copyPending (name: string, seq?: number): Promise<void> {
+    this.#store.refresh()
+    for (const [at, rows] of this.#fenced.pending(name, seq)) {
+      await Promise.all(rows.map(([kvKey, row]) => this.#put(kvKey, RowVersions.copy(at, row), `copy.${at}.${kvKey}`)))
+      const now = this.#logNow()
+      const told = now === undefined ? Promise.resolve(undefined) : this.#commit(`copied:${at}`, { op: 'copied', name, seq: at }, now)
+      told.then((verdict) => { if (verdict === undefined) this.#log.warn('cluster: the names\' log did not hear of a copy; the lock\'s next holder copies it again', { name, seq: at }) }, () => {})
+    }
   }
 
   /** When a command was first proposed, in the log's time (a locked transaction's), kept with the run it carries. */
@@ -178,21 +230,20 @@ export class RecordShipping {
     return now
   }
 
-  #accepted (entry: Plan['entries'][number]): boolean {
-    return entry.parts.every((p) => this.#decided.get(p.key)?.verdict.status === 'accepted')
-  }
-
   /**
    * The round has shipped through seq `through` (inside its write): a refused transaction's rows are put back, but for
    * rows a later transaction of this node changed (it ships their value), and its refusal is kept for the request
-   * waiting on it; what was kept for the round goes.
+   * waiting on it; what was kept for the round goes. Answers the events the accepted transactions raised, to deliver:
+   * a transaction refused even in part (one over 512 KB) raised none, as far as subscribers hear.
    */
-  settled (plan: Plan, through: number): void {
+  settled (plan: Plan, through: number): unknown[] {
     let later: Map<string, number> | undefined
     const now = Date.now()
+    const events: unknown[] = []
     for (const entry of plan.entries) {
       const refused = entry.parts.filter((p) => this.#decided.get(p.key)?.verdict.status === 'refused')
-      if (refused.length > 0) {
+      if (refused.length === 0) events.push(...entry.events ?? [])
+      else {
         later ??= this.#pendingAfter(through)
         const changed = later
         const putBack = (rows: Array<{ change: Change, before: unknown }>): void => {
@@ -200,7 +251,6 @@ export class RecordShipping {
           this.#fenced.putBack(kept.map((r) => r.change), kept.map((r) => r.before))
         }
         for (const part of refused) putBack(part.rows)
-        putBack(entry.after)
         const why = this.#decided.get(refused[0]!.key)!.verdict.reason ?? 'refused'
         for (const seq of entry.seqs) this.#store.fencedRefusals.putSync(seq, { reason: why, partly: refused.length < entry.parts.length, at: now })
       }
@@ -212,6 +262,7 @@ export class RecordShipping {
       if (value.at > now - REFUSALS_KEPT_MS) break
       this.#store.fencedRefusals.removeSync(key)
     }
+    return events
   }
 
   /** The rows of this node's transactions still waiting after seq `through`, each with the seq of its latest change. */

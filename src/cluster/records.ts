@@ -54,6 +54,12 @@ export interface NameClaim {
 /** A row's value as the names' log last decided it (src/cluster/fenced-commits.ts): removed, or its value. */
 export type FencedRow = { removed: true } | { value: unknown }
 
+/**
+ * This node's value of a row that travels stamped through the state bucket (src/cluster/row-versions.ts): its stamp,
+ * the bucket revision where the value first landed, and the value (removed: none).
+ */
+export type RowVersion = { stamp: number, rev: number } & FencedRow
+
 /** The cluster's own tables (src/store/tables.ts). */
 export const clusterTables = {
   /** log (its stream's name) -> how far this node applied it. */
@@ -87,13 +93,26 @@ export const clusterTables = {
    */
   fencedRows: table<FencedRow, string>({ name: 'fenced_rows', replication: 'local', owners: ['src/cluster/'] }),
   /**
+   * [lock, seq, state key] -> a row, not a record's, that a transaction under the lock wrote, accepted at seq in the
+   * names' log: kept there until it is copied to the state bucket (fenced-commits.ts). Part of the log's checkpoints.
+   */
+  pendingCopies: table<FencedRow, [string, number, string]>({ name: 'pending_copies', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
+  /**
+   * state key -> this node's value of a row that has come stamped through the state bucket, with its version
+   * (row-versions.ts): what tells an older value landing late from a newer one.
+   */
+  rowVersions: table<RowVersion, string>({ name: 'row_versions', replication: 'local', owners: ['src/cluster/'] }),
+  /**
    * seq -> why, whether only in part (a transaction shipped as several commands), and when (ms): this node's
    * transactions under a record's lock that the names' log refused (the lock had passed to another request first),
    * written before the shipped mark passes them, for the request waiting on one to read; kept 10 minutes.
    */
   fencedRefusals: table<{ reason: string, partly: boolean, at: number }, number>({ name: 'fenced_refusals', ordered: true, replication: 'local', owners: ['src/cluster/'] }),
-  /** command key -> 1: this node's commands the names' log accepted, until they have shipped (record-shipping.ts). */
-  ownCommits: table<1, string>({ name: 'own_commits', replication: 'local', owners: ['src/cluster/'] }),
+  /**
+   * command key -> the log's seq that accepted it: this node's commands the names' log accepted, until they have
+   * shipped (record-shipping.ts).
+   */
+  ownCommits: table<number, string>({ name: 'own_commits', replication: 'local', owners: ['src/cluster/'] }),
   /**
    * seq -> when, in the names' log's time, this node first proposed the command that ships the transaction there, and
    * the last transaction it carries (shipper.ts): proposed again, it is the same command, with the same time.

@@ -6,8 +6,9 @@ import type { Store } from '../store/store.js'
 import { BOOK_TABLES, EVENTUAL_TABLES, SNAPSHOT_TABLES, WITH_ROUND } from '../store/tables.js'
 import { SIGNALS_SUBJECT, STATE_BUCKET, type Engine } from './engine.js'
 import { bookMessages, bookSubject, packedParts } from './book-parts.js'
-import { packValue, parseStateKey, stateKey } from './state-keys.js'
-import type { CommitCommand, FencedCommits } from './fenced-commits.js'
+import { packStamped, packValue, parseStateKey, Stamped, stateKey } from './state-keys.js'
+import { RowVersions } from './row-versions.js'
+import type { CommitCommand, CopiedCommand, FencedCommits } from './fenced-commits.js'
 import type { Verdict } from './records.js'
 import { oneWayEach, RecordShipping, wayOf, type Logged, type Plan } from './record-shipping.js'
 
@@ -64,7 +65,11 @@ export class ChangeShipper {
   readonly #incarnation: string
   readonly #log: Logger
   readonly #onShipped: (through: number, bids: Array<[Change, number]>) => void
+  /** Appends events held with locked transactions the names' log accepted to the outbox (Outbox.release). */
+  readonly #release: (events: unknown[]) => void
   readonly #beforeShip: (batch: Array<{ changes: Change[] }>) => Promise<void>
+  /** The versions of rows that come stamped, which this node's plain writes of them carry. */
+  readonly #versions: RowVersions
   /** The round's records and locked transactions, to the names' log. */
   readonly #records: RecordShipping
   readonly #signals: string
@@ -86,28 +91,56 @@ export class ChangeShipper {
 
   /**
    * onShipped: the engine holds the changes through `through`, the round's bids among them (each with its change's
-   * seq); beforeShip: what must reach the engine before a batch's rows do (the bytes of the objects they describe);
+   * seq); release: appends, inside the round's last write, the events of locked transactions the log accepted;
+   * beforeShip: what must reach the engine before a batch's rows do (the bytes of the objects they describe);
    * fenced: the rows the names' log decides; commit: proposes a command to it, stamped proposedAt in the log's time,
    * its verdict once applied here; logNow: the log's time now, as far as this node can tell (undefined before it follows
    * the log).
    */
-  constructor (deps: { store: Store, changes: ChangeLog, engine: Engine, node: string, incarnation: string, partitions: number, lingerMs: number, log: Logger, onShipped: (through: number, bids: Array<[Change, number]>) => void, beforeShip: (batch: Array<{ changes: Change[] }>) => Promise<void>, fenced: FencedCommits, commit: (key: string, body: CommitCommand, proposedAt: number) => Promise<Verdict | undefined>, logNow: () => number | undefined }) {
+  constructor (deps: { store: Store, changes: ChangeLog, engine: Engine, node: string, incarnation: string, partitions: number, lingerMs: number, log: Logger, onShipped: (through: number, bids: Array<[Change, number]>) => void, release: (events: unknown[]) => void, beforeShip: (batch: Array<{ changes: Change[] }>) => Promise<void>, fenced: FencedCommits, commit: (key: string, body: CommitCommand | CopiedCommand, proposedAt: number) => Promise<Verdict | undefined>, logNow: () => number | undefined }) {
     this.#store = deps.store
     this.#changes = deps.changes
     this.#engine = deps.engine
     this.#incarnation = deps.incarnation
     this.#log = deps.log
     this.#onShipped = deps.onShipped
+    this.#release = deps.release
     this.#beforeShip = deps.beforeShip
     this.#signals = `${SIGNALS_SUBJECT}.${deps.node}`
     this.#node = deps.node
     this.#partitions = deps.partitions
     this.#lingerMs = deps.lingerMs
-    this.#records = new RecordShipping({ store: deps.store, fenced: deps.fenced, incarnation: deps.incarnation, commit: deps.commit, logNow: deps.logNow, put: ([table, key, value], msgID) => this.#put(stateKey(table, key), value, msgID) })
+    this.#versions = new RowVersions(deps.store)
+    this.#records = new RecordShipping({ store: deps.store, fenced: deps.fenced, incarnation: deps.incarnation, commit: deps.commit, logNow: deps.logNow, put: (kvKey, value, msgID) => this.#put(kvKey, value, msgID), log: deps.log })
     this.#snapshots = setInterval(() => { this.#snapshot().catch(() => {}) }, SNAPSHOT_MS)
     this.#snapshots.unref()
     this.#bookSnapshots = setInterval(() => { this.#snapshotBook().catch(() => {}) }, BOOK_SNAPSHOT_MS)
     this.#bookSnapshots.unref()
+  }
+
+  /**
+   * The state bucket brought an older value of a row than this node's (a late copy, fenced-commits.ts): if the bucket's
+   * last value of it is still older (asked of the stream's leader: a follower could answer from before the late copy),
+   * this node's goes back on top, where a node joining reads it. Not a round's: an older value landing later is put
+   * right when it comes, and a failed repair is left to another node's.
+   */
+  repair (kvKey: string): void {
+    this.#repair(kvKey).catch((err: unknown) => this.#log.warn('cluster: an older value of a row was not put right in the state bucket', { key: kvKey, error: err instanceof Error ? err.message : String(err) }))
+  }
+
+  async #repair (kvKey: string): Promise<void> {
+    const status = await this.#engine.state.status()
+    const last = await this.#engine.jsm.streams.getMessage(status.streamInfo.config.name, { last_by_subj: `$KV.${STATE_BUCKET}.${kvKey}` }).catch(() => undefined)
+    this.#store.refresh()
+    const ours = this.#versions.repairOver(kvKey, last === undefined ? undefined : { bytes: last.data, revision: last.seq })
+    if (ours === undefined) return
+    this.#log.info('cluster: an older value of a row landed last in the state bucket; this node\'s newer one is put back', { key: kvKey, stamp: ours.at.stamp })
+    await this.#put(kvKey, ours)
+  }
+
+  /** Copies the rows the names' log keeps uncopied for a lock's commits to the state bucket (RecordShipping.copyPending). */
+  async copyPending (name: string): Promise<void> {
+    await this.#records.copyPending(name)
   }
 
   /** Ships what is waiting (again, once the round under way ends). */
@@ -190,10 +223,11 @@ export class ChangeShipper {
     return this.#store.replicated(table)?.get(key)
   }
 
-  /** One row to the state bucket: its value, or a delete marker. */
+  /** One row to the state bucket: its value (stamped, or not), or a delete marker. */
   #put (kvKey: string, value: unknown, msgID?: string): Promise<unknown> {
     const subject = `$KV.${STATE_BUCKET}.${kvKey}`
     const opts = msgID !== undefined ? { msgID } : {}
+    if (value instanceof Stamped) return this.#engine.js.publish(subject, packStamped(value), opts)
     if (value !== undefined) return this.#engine.js.publish(subject, packValue(value), opts)
     const h = headers()
     h.set('KV-Operation', 'DEL')
@@ -228,12 +262,13 @@ export class ChangeShipper {
       const due = new Set<string>()
       let plan: Plan = { entries: [] }
       const logged: Logged[] = []
+      const released: unknown[] = []
       try {
         await this.#beforeShip(batch)
         const puts: Array<Promise<unknown>> = []
         for (const entry of batch) {
           const { seq, changes } = entry
-          const toLog: Logged = { seq, fence: entry.fence, log: [], after: [] }
+          const toLog: Logged = { seq, fence: entry.fence, log: [], after: [], ...(entry.events !== undefined ? { events: entry.events } : {}) }
           changes.forEach((change, n) => {
             const kvKey = stateKey(change[0], change[1])
             // A row's last value of the round: rows of different keys apply in any order to the same result.
@@ -248,11 +283,13 @@ export class ChangeShipper {
             } else if (BOOK_TABLES.has(change[0])) bids.set(kvKey, [change, seq])
             else {
               const way = wayOf(entry, change[0])
-              if (way === 'now') puts.push(this.#put(kvKey, change[2], `${this.#incarnation}.${seq}.${n}`))
+              if (way === 'now') puts.push(this.#put(kvKey, this.#versions.outgoing(kvKey, change[2]), `${this.#incarnation}.${seq}.${n}`))
               else toLog[way].push({ change, n, before: entry.before?.[n] })
             }
           })
           if (toLog.log.length > 0 || toLog.after.length > 0) logged.push(toLog)
+          // Events of a locked transaction that wrote no row the log decides: nothing of it can be refused.
+          else if (entry.events !== undefined) released.push(...entry.events)
         }
         const round = `${this.#incarnation}.${batch[0]!.seq}-${batch[batch.length - 1]!.seq}`
         for (const [kvKey, value] of withRound) puts.push(this.#putOwn(kvKey, value))
@@ -273,7 +310,7 @@ export class ChangeShipper {
       const through = batch[batch.length - 1]!.seq
       this.#store.write(() => {
         this.#changes.shipped(through)
-        this.#records.settled(plan, through)
+        this.#release([...released, ...this.#records.settled(plan, through)])
         // A seat's counters not written with the round go with the next snapshot, whatever befalls this node before
         // it: a mark kept only in memory was lost with a node killed before it, and the others then under-counted.
         for (const kvKey of due) this.#store.snapshotsDue.putSync(kvKey, 1)

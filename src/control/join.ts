@@ -69,6 +69,7 @@ export async function joinClusterOf (d: JoinDeps): Promise<ClusterNode | undefin
     log: d.log,
     onShipped: () => d.threads.notify('shipped'),
     onGranted: () => d.threads.notify('granted'),
+    release: (events) => d.outbox.release(events),
     logs: [...partitionMachines(store, d.notices, cluster), { stream: PROOFS_LOG, machine: proofMachine({ store, outbox: d.outbox, funnel: d.funnel }) }],
     served: d.served,
     url: d.url,

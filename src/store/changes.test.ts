@@ -106,6 +106,21 @@ t.test('a transaction under a record\'s lock is kept with the lock and each row\
   t.same(fence.seqs, [2, 3])
 })
 
+t.test('an event raised under a record\'s lock is held with its transaction, and one raised under none is not', async (t) => {
+  const store = nodeStore(t)
+  const changes = store.changes!
+  const fence: Fence = { name: 'lock\u0000seat:h', owner: 'req_h', seqs: [] }
+  t.notOk(store.write(() => changes.hold({ type: 'x' })), 'under no lock: the outbox takes it at once')
+  t.notOk(changes.hold({ type: 'x' }), 'outside a transaction: nothing to hold it with')
+  t.ok(changes.fenced(fence, () => store.write(() => {
+    store.seats.putSync('h', seat('h'))
+    return changes.hold({ type: 'audit.seat.suspended' })
+  })), 'under a lock: held')
+  t.ok(changes.fenced(fence, () => store.write(() => changes.hold({ type: 'only an event' }))), 'even by a transaction that wrote no row')
+  t.same(changes.pending(10).slice(-2).map((p) => [p.changes.length, p.events]), [[1, [{ type: 'audit.seat.suspended' }]], [0, [{ type: 'only an event' }]]], 'kept with the transaction, for the shipper to deliver once the names\' log accepts it')
+  t.same(fence.seqs.length, 2)
+})
+
 t.test('a single node records nothing', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'oohbid-changes-'))
   const store = openStore(dir)

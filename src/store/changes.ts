@@ -20,11 +20,15 @@ export interface Fence {
   closed?: boolean
 }
 
-/** A transaction written under a fence, as the log keeps it: with each row's value before it, to put back if refused. */
+/**
+ * A transaction written under a fence, as the log keeps it: with each row's value before it, to put back if refused,
+ * and the events it raised, held until the names' log has decided it (Outbox.append).
+ */
 interface FencedEntry {
   fence: { name: string, owner: string }
   changes: Change[]
   before: unknown[]
+  events?: unknown[]
 }
 
 /** One recorded transaction waiting to ship. */
@@ -34,6 +38,8 @@ export interface Recorded {
   /** The lock it was written under, and each of its rows' values before it (in its changes' order). */
   fence?: { name: string, owner: string }
   before?: unknown[]
+  /** The events it raised under its lock: delivered once the names' log accepts it, never if it is refused. */
+  events?: unknown[]
 }
 
 /** A transaction as the log keeps it. */
@@ -63,8 +69,8 @@ export class ChangeLog {
   /** The fence of the code running now, carried across its awaits (a held answer writes on later turns). */
   readonly #fences = new AsyncLocalStorage<Fence>()
   #open: Change[] | undefined
-  /** The open transaction's fence, and its rows' values before it. */
-  #openFence: { fence: Fence, before: unknown[] } | undefined
+  /** The open transaction's fence, its rows' values before it, and the events it raised. */
+  #openFence: { fence: Fence, before: unknown[], events: unknown[] } | undefined
   /** Whether the open transaction wrote a table whose writes answer only once shipped (not only eventual ones). */
   #durable = false
   #applying = 0
@@ -98,6 +104,19 @@ export class ChangeLog {
    */
   fenced<T> (fence: Fence, fn: () => T): T {
     return this.#fences.run(fence, fn)
+  }
+
+  /**
+   * Keeps an event the open transaction raised with it, when it is written under a lock (true): the event is not the
+   * outbox's until the names' log has accepted the transaction (src/cluster/record-shipping.ts), so a write that did
+   * not count is never announced. False otherwise: the caller appends it to the outbox at once.
+   */
+  hold (event: unknown): boolean {
+    if (this.#applying > 0 || !this.#scope.inTransaction) return false
+    this.#begin()
+    if (this.#openFence === undefined) return false
+    this.#openFence.events.push(event)
+    return true
   }
 
   /** Runs fn (a write) without recording it: what another node wrote and the engine delivered. */
@@ -157,30 +176,34 @@ export class ChangeLog {
   #recorded<K extends Key> (table: string, key: K, value: unknown, eventual: boolean, get: (key: K) => unknown, write: () => boolean): boolean {
     if (this.#applying > 0) return write()
     if (!this.#scope.inTransaction) return this.#scope.write(() => this.#recorded(table, key, value, eventual, get, write))
-    if (this.#open === undefined) {
-      const open: Change[] = this.#open = []
-      const fence = this.#fences.getStore()
-      const fenced = this.#openFence = fence === undefined || fence.closed === true ? undefined : { fence, before: [] }
-      this.#scope.afterEnd(() => {
-        this.#open = undefined
-        this.#openFence = undefined
-        this.#durable = false
-      })
-      this.#scope.beforeCommit(() => {
-        const seq = this.recorded + 1
-        const durable = this.#durable
-        this.#meta.putSync(SEQ, seq)
-        this.#log.putSync(seq, fenced === undefined ? open : { fence: { name: fenced.fence.name, owner: fenced.fence.owner }, changes: open, before: fenced.before })
-        this.#scope.afterCommit(() => {
-          if (durable && seq > this.#committed) this.#committed = seq
-          fenced?.fence.seqs.push(seq)
-          this.#onCommitted()
-        })
-      })
-    }
+    this.#begin()
     if (!eventual) this.#durable = true
-    this.#open.push([table, key, value])
+    this.#open!.push([table, key, value])
     this.#openFence?.before.push(get(key))
     return write()
+  }
+
+  /** Opens the record of the transaction under way, committed with it, on its first change (or held event). */
+  #begin (): void {
+    if (this.#open !== undefined) return
+    const open: Change[] = this.#open = []
+    const fence = this.#fences.getStore()
+    const fenced = this.#openFence = fence === undefined || fence.closed === true ? undefined : { fence, before: [], events: [] }
+    this.#scope.afterEnd(() => {
+      this.#open = undefined
+      this.#openFence = undefined
+      this.#durable = false
+    })
+    this.#scope.beforeCommit(() => {
+      const seq = this.recorded + 1
+      const durable = this.#durable
+      this.#meta.putSync(SEQ, seq)
+      this.#log.putSync(seq, fenced === undefined ? open : { fence: { name: fenced.fence.name, owner: fenced.fence.owner }, changes: open, before: fenced.before, ...(fenced.events.length > 0 ? { events: fenced.events } : {}) })
+      this.#scope.afterCommit(() => {
+        if (durable && seq > this.#committed) this.#committed = seq
+        fenced?.fence.seqs.push(seq)
+        this.#onCommitted()
+      })
+    })
   }
 }

@@ -22,20 +22,35 @@ export class Outbox {
   }
 
   /**
-   * Appends an event; call inside Store.write so it commits with the change that caused it. The sequence is read from
-   * the high-water mark inside the transaction: every thread's appends hold LMDB's write lock, so they number in order.
+   * Appends an event; call inside Store.write so it commits with the change that caused it. A cluster node's change
+   * written under a record's lock keeps its events until the names' log has accepted it (ChangeLog.hold), and they
+   * are appended then (release), or never.
    */
-  append (type: string, subject: string, data: Record<string, unknown>, seatId?: string): OutboxEvent {
-    const seq = ((this.#store.meta.get('outbox:seq') as number | undefined) ?? 0) + 1
-    const event: OutboxEvent = { seq, id: `evt_${randomUUID()}`, type, subject, at: iso(this.#clock.now()), data }
+  append (type: string, subject: string, data: Record<string, unknown>, seatId?: string): void {
+    const event: Omit<OutboxEvent, 'seq'> = { id: `evt_${randomUUID()}`, type, subject, at: iso(this.#clock.now()), data }
     if (seatId !== undefined) event.seat_id = seatId
+    if (this.#store.changes?.hold(event) === true) return
+    this.#put(event)
+  }
+
+  /** Appends events a change held until the names' log accepted it (inside a write), raised when it was made. */
+  release (events: unknown[]): void {
+    for (const event of events) this.#put(event as Omit<OutboxEvent, 'seq'>)
+  }
+
+  /**
+   * The sequence is read from the high-water mark inside the transaction: every thread's appends hold LMDB's write
+   * lock, so they number in order.
+   */
+  #put (raised: Omit<OutboxEvent, 'seq'>): void {
+    const seq = ((this.#store.meta.get('outbox:seq') as number | undefined) ?? 0) + 1
+    const event: OutboxEvent = { seq, ...raised }
     this.#store.outbox.putSync(seq, event)
     // The high-water mark survives compaction, so sequence numbers are never reused.
     this.#store.meta.putSync('outbox:seq', seq)
-    if (type.startsWith('audit.')) this.#store.audit.putSync(seq, event)
+    if (event.type.startsWith('audit.')) this.#store.audit.putSync(seq, event)
     const wake = this.#wake
     if (wake !== undefined) this.#store.afterCommit(wake)
-    return event
   }
 
   /** Lets a consumer start as soon as an append commits, instead of polling. */

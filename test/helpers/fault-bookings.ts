@@ -21,6 +21,17 @@ export interface Booking {
 }
 
 
+/** Until an answer is not a 503; the first 503's reason goes in the test's output, so a slow run says what was slow. */
+function unlessBusy (t: Test): (r: { status: number, body: unknown }) => boolean {
+  let told = false
+  return (r) => {
+    if (r.status !== 503) return true
+    if (!told) t.comment(`answered 503 first, sent again: ${JSON.stringify(r.body).slice(0, 300)}`)
+    told = true
+    return false
+  }
+}
+
 /**
  * A scenario's setting, named by prefix: an operator's screens registered through node-1, two of them in different
  * partitions (chosen by the partitions' hash, src/campaigns/capacity.ts, the one thing not read through the API, so
@@ -31,8 +42,10 @@ export interface Booking {
 export async function bookingSetting (t: Test, c: TestCluster, prefix: string, daysAhead: number): Promise<Omit<Booking, 'spots'> & { capacity: number, partner: { key: string, devices: string[] } }> {
   const partner = await c.call(c.cluster.frontUrl, 'POST', '/v1/partner/register', { body: { name: `${prefix} Screens`, slug: `${prefix}-screens`, contact_email: `ops@${prefix}.example`, partner_type: 'screen_operator', domain: `${prefix}.example` }, headers: { 'x-forwarded-for': freshIp() } })
   t.equal(partner.status, 201, 'a screen operator registered')
-  const batch = await c.call(c.nodes[0].url, 'POST', '/v1/partner/devices/batch', { key: partner.body.data.api_key.key, body: { devices: [0, 1, 2, 3].map((i) => gymDevice(`${prefix}-${i}`)) } })
-  t.equal(batch.status, 200, 'its screens registered through node-1')
+  // device_id is the upsert key: sent again while the answer is a 503 (the partner's lock, or its write's verdict,
+  // slow on a loaded run just after a node was healed), as the API asks.
+  const batch = await eventually(t, 'its screens registered through node-1', () => c.call(c.nodes[0].url, 'POST', '/v1/partner/devices/batch', { key: partner.body.data.api_key.key, body: { devices: [0, 1, 2, 3].map((i) => gymDevice(`${prefix}-${i}`)) } }), { within: 20_000, every: 500, until: unlessBusy(t) })
+  t.equal(batch.status, 200, `its screens registered through node-1 (${JSON.stringify(batch.body).slice(0, 300)})`)
   const ids = (batch.body.data.results as Array<{ screen_id: string }>).map((r) => r.screen_id)
   const screens = [ids[0]!, ids.find((id) => partitionOf(id, PARTITIONS) !== partitionOf(ids[0]!, PARTITIONS))!]
   const devices = screens.map((id) => (batch.body.data.results as Array<{ screen_id: string, device_id: string }>).find((r) => r.screen_id === id)!.device_id)
@@ -45,7 +58,10 @@ export async function bookingSetting (t: Test, c: TestCluster, prefix: string, d
     const onboarded = await eventually(t, `${seat} onboarded through the front`, () => c.onboard(c.cluster.frontUrl, seat, retried), { within: 20_000, every: 500, until: (r) => r.status !== 503 })
     t.equal(onboarded.status, 201, `${seat} onboarded`)
     const key = onboarded.body.data.api_key.key as string
-    t.equal((await c.admin(c.nodes[0].url, 'PUT', `/admin/v1/seats/${seat}/rate-limits`, { limits: { campaigns: 1_000_000, inventory: 1_000_000, account: 1_000_000, creatives: 1_000_000, reporting: 1_000_000 }, reason: 'fault test' })).status, 200)
+    // Setting limits is idempotent: sent again while the answer is a 503 (the seat's lock, or catching up, slow on a
+    // loaded run's node just healed), as the API asks.
+    const limited = await eventually(t, `${seat}'s limits raised`, () => c.admin(c.nodes[0].url, 'PUT', `/admin/v1/seats/${seat}/rate-limits`, { limits: { campaigns: 1_000_000, inventory: 1_000_000, account: 1_000_000, creatives: 1_000_000, reporting: 1_000_000 }, reason: 'fault test' }), { within: 20_000, every: 500, until: unlessBusy(t) })
+    t.equal(limited.status, 200, `${seat}'s limits raised (${JSON.stringify(limited.body).slice(0, 200)})`)
     seats.push({ seat, key })
   }
   const date = new Date(Date.now() + daysAhead * 86_400_000).toISOString().slice(0, 10)
