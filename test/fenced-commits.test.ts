@@ -95,7 +95,7 @@ if (engine !== undefined) {
       store.refresh()
       return [...store.outbox.getRange()].map(({ value }) => `${value.type} ${value.subject}`)
     }
-    return { store, e, names, claims, shipper, outbox, shown, screen, write, ship, events, refused: (seq: number) => store.fencedRefusals.get(seq)?.reason }
+    return { store, e, names, claims, shipper, applier, outbox, shown, screen, write, ship, events, refused: (seq: number) => store.fencedRefusals.get(seq)?.reason }
   }
 
   const a = await node('node-a')
@@ -213,7 +213,18 @@ if (engine !== undefined) {
     t.equal(await eventually(t, 'the log keeps nothing of either write to copy, once both copies are told', () => { a.store.refresh(); return [...a.store.pendingCopies.getKeys()].length }, { within: 10_000, until: (n) => n === 0 }), 0)
     t.equal(a.screen('scr1'), 'by b')
 
+    for (const n of [a, b]) t.equal(await eventually(t, 'no repair is left due', () => { n.store.refresh(); return [...n.store.repairsDue.getKeys()].length }, { within: 10_000, until: (k) => k === 0 }), 0)
+
     const c = await node('node-c')
     t.equal(await eventually(t, 'a node joining now reads node-b\'s value from the state bucket', () => c.screen('scr1'), { within: 10_000, until: (n) => n === 'by b' }), 'by b')
+
+    // The same late copy again, while no node applies the bucket: as if every node that saw it was killed before its
+    // repair landed. node-a's repair, kept due in the skip's transaction, is made once it is back.
+    for (const n of [a, b, c]) n.applier.stop()
+    const stale = await a.e.js.publish(`$KV.${STATE_BUCKET}.${kvKey}`, packStamped(RowVersions.copy(at, { value: screen('by a') })))
+    t.equal(await last(), 'by a', 'the late copy is the bucket\'s last value')
+    a.store.write(() => a.store.repairsDue.putSync(kvKey, stale.seq))
+    t.equal(await eventually(t, 'node-a\'s due repair puts node-b\'s value back', last, { within: 10_000, until: (n) => n === 'by b' }), 'by b')
+    t.equal(await eventually(t, 'and is done', () => { a.store.refresh(); return a.store.repairsDue.get(kvKey) }, { within: 10_000, until: (r) => r === undefined }), undefined)
   })
 }

@@ -418,7 +418,10 @@ export class ChangeApplier {
           if (admitted === 'held') continue
           if (admitted === 'older') {
             // A late copy: put right in the bucket, unless this node's own change to the row is on its way there.
-            if (!pending().has(entry.key)) repairs.push(entry.key)
+            if (!pending().has(entry.key)) {
+              this.#store.repairsDue.putSync(entry.key, entry.revision)
+              repairs.push(entry.key)
+            }
             continue
           }
           if (!waitsInBucket(entry.key, table, key, admitted.value)) this.#apply(table, key, admitted.value)

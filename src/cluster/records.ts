@@ -103,6 +103,12 @@ export const clusterTables = {
    */
   rowVersions: table<RowVersion, string>({ name: 'row_versions', replication: 'local', owners: ['src/cluster/'] }),
   /**
+   * state key -> the bucket revision of an older value of a row (a late copy) that this node skipped, whose repair
+   * (ChangeShipper.repair) is not known to be done: kept in the skip's transaction, so that a node killed or cut off
+   * before its repair lands makes it once back.
+   */
+  repairsDue: table<number, string>({ name: 'repairs_due', replication: 'local', owners: ['src/cluster/'] }),
+  /**
    * seq -> why, whether only in part (a transaction shipped as several commands), and when (ms): this node's
    * transactions under a record's lock that the names' log refused (the lock had passed to another request first),
    * written before the shipped mark passes them, for the request waiting on one to read; kept 10 minutes.

@@ -21,6 +21,9 @@ export const SNAPSHOT_MS = 30_000
  */
 const BOOK_SNAPSHOT_MS = 1000
 
+/** JetStream's error code for a stream with no message on the subject asked for. */
+const NO_MESSAGE = 10037
+
 /**
  * Snapshot rows whose last written value the shipper remembers at most, the least recently written forgotten first: a
  * seat's counters get a row an hour, so the map would grow for good, and a row forgotten is only written once more with
@@ -85,6 +88,8 @@ export class ChangeShipper {
   /** Each of those rows' last write on its way: the next waits for it, so an older value never lands after a newer. */
   readonly #writing = new Map<string, Promise<unknown>>()
   #snapshottingBook = false
+  /** Rows whose repair is under way. */
+  readonly #repairing = new Set<string>()
   #running: Promise<void> | undefined
   #again = false
   #failing = false
@@ -114,28 +119,47 @@ export class ChangeShipper {
     this.#records = new RecordShipping({ store: deps.store, fenced: deps.fenced, incarnation: deps.incarnation, commit: deps.commit, logNow: deps.logNow, put: (kvKey, value, msgID) => this.#put(kvKey, value, msgID), log: deps.log })
     this.#snapshots = setInterval(() => { this.#snapshot().catch(() => {}) }, SNAPSHOT_MS)
     this.#snapshots.unref()
-    this.#bookSnapshots = setInterval(() => { this.#snapshotBook().catch(() => {}) }, BOOK_SNAPSHOT_MS)
+    this.#bookSnapshots = setInterval(() => {
+      this.#snapshotBook().catch(() => {})
+      this.#store.refresh()
+      for (const kvKey of this.#store.repairsDue.getKeys()) this.repair(kvKey)
+    }, BOOK_SNAPSHOT_MS)
     this.#bookSnapshots.unref()
   }
 
   /**
-   * The state bucket brought an older value of a row than this node's (a late copy, fenced-commits.ts): if the bucket's
-   * last value of it is still older (asked of the stream's leader: a follower could answer from before the late copy),
-   * this node's goes back on top, where a node joining reads it. Not a round's: an older value landing later is put
-   * right when it comes, and a failed repair is left to another node's.
+   * The state bucket brought an older value of a row than this node's (a late copy, fenced-commits.ts), and the
+   * applier marked its repair due (repairs_due): if the bucket's last value of it is still older (asked of the
+   * stream's leader: a follower could answer from before the late copy), this node's goes back on top, where a node
+   * joining reads it. Not a round's: a repair that fails stays due, and is tried again with the book's snapshots
+   * (after a restart too).
    */
   repair (kvKey: string): void {
-    this.#repair(kvKey).catch((err: unknown) => this.#log.warn('cluster: an older value of a row was not put right in the state bucket', { key: kvKey, error: err instanceof Error ? err.message : String(err) }))
+    this.#repair(kvKey).catch((err: unknown) => this.#log.warn('cluster: an older value of a row was not put right in the state bucket yet', { key: kvKey, error: err instanceof Error ? err.message : String(err) }))
   }
 
   async #repair (kvKey: string): Promise<void> {
-    const status = await this.#engine.state.status()
-    const last = await this.#engine.jsm.streams.getMessage(status.streamInfo.config.name, { last_by_subj: `$KV.${STATE_BUCKET}.${kvKey}` }).catch(() => undefined)
-    this.#store.refresh()
-    const ours = this.#versions.repairOver(kvKey, last === undefined ? undefined : { bytes: last.data, revision: last.seq })
-    if (ours === undefined) return
-    this.#log.info('cluster: an older value of a row landed last in the state bucket; this node\'s newer one is put back', { key: kvKey, stamp: ours.at.stamp })
-    await this.#put(kvKey, ours)
+    const due = this.#store.repairsDue.get(kvKey)
+    if (due === undefined || this.#repairing.has(kvKey)) return
+    this.#repairing.add(kvKey)
+    try {
+      const status = await this.#engine.state.status()
+      const last = await this.#engine.jsm.streams.getMessage(status.streamInfo.config.name, { last_by_subj: `$KV.${STATE_BUCKET}.${kvKey}` }).catch((err: unknown) => {
+        // No message at all for the row (purged): this node's value goes there too. Any other failure: tried again.
+        if ((err as { api_error?: { err_code?: number } }).api_error?.err_code === NO_MESSAGE) return undefined
+        throw err
+      })
+      this.#store.refresh()
+      const ours = this.#versions.repairOver(kvKey, last === undefined ? undefined : { bytes: last.data, revision: last.seq })
+      if (ours !== undefined) {
+        this.#log.info('cluster: an older value of a row landed last in the state bucket; this node\'s newer one is put back', { key: kvKey, stamp: ours.at.stamp })
+        await this.#put(kvKey, ours)
+      }
+      // Done, unless another older value came meanwhile (its repair is due in turn).
+      this.#store.write(() => { if (this.#store.repairsDue.get(kvKey) === due) this.#store.repairsDue.removeSync(kvKey) })
+    } finally {
+      this.#repairing.delete(kvKey)
+    }
   }
 
   /** Copies the rows the names' log keeps uncopied for a lock's commits to the state bucket (RecordShipping.copyPending). */
