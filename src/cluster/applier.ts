@@ -63,7 +63,9 @@ async function lastMessage (engine: Engine, stream: string): Promise<number> {
  * every hot thread's cache and resolved keys follow). Every node applies every change, its own included, so all
  * converge on the bucket's last value per row. A change that comes before this node's own unacknowledged change to the
  * same row, in the bucket's order, is skipped: that one comes later and wins, and applying the older one first would
- * briefly undo it here (a revoked key working again). One that comes after it is applied.
+ * briefly undo it here (a revoked key working again). One that comes after it is applied. A row written under a record's
+ * lock comes stamped with its place in the names' log, and a copy of it landing late, after a newer value, is skipped
+ * and put right in the bucket (row-versions.ts): every node converges on the newest value, not the last landed.
  *
  * The eventual tables (FEIN, heartbeats) arrive as signals, each node's rounds in the stream's order; the state
  * bucket holds snapshots of them, which a node applies only while it catches up at start, before it follows the
