@@ -16,6 +16,7 @@ import { parseStateKey, stateKey, unpackValue } from './state-keys.js'
 import { writeRow, type AppliedHook } from './row-writes.js'
 import type { FencedCommits } from './fenced-commits.js'
 import { RowVersions } from './row-versions.js'
+import { SharedQuestion } from './shared-question.js'
 
 type ApplierWatch = Awaited<ReturnType<Engine['state']['watch']>> | undefined
 
@@ -121,9 +122,8 @@ export class ChangeApplier {
   readonly #landed = new Map<string, number>()
   #watch: ApplierWatch
   readonly #watchOpens = new Opens()
-  /** The engine's answer to "which revision is last", while one is on its way, and the one asked after it. */
-  #asking: Promise<number> | undefined
-  #next: Promise<number> | undefined
+  /** "Which revision is last", asked of the engine once for the callers catching up at the same moment. */
+  #revisions: SharedQuestion<number> | undefined
   /** start() and requests waiting for this node to apply a revision (caughtUp). */
   readonly #applying = new MarkWaiters()
   /** Looks every WATCHDOG_MS for a watch that is behind the bucket and not moving. */
@@ -342,22 +342,9 @@ export class ChangeApplier {
    * came (its answer could miss what was acknowledged just before they asked): they share the next.
    */
   async caughtUp (engine: Engine, timeoutMs: number): Promise<boolean> {
-    const revision = await this.#question(engine)
+    this.#revisions ??= new SharedQuestion(async () => await bucketRevision(engine))
+    const revision = await this.#revisions.answer()
     return this.applied >= revision || await this.#applying.wait(revision, timeoutMs)
-  }
-
-  #question (engine: Engine): Promise<number> {
-    if (this.#asking === undefined) return this.#ask(engine)
-    this.#next ??= this.#asking.catch(() => 0).then(() => {
-      this.#next = undefined
-      return this.#ask(engine)
-    })
-    return this.#next
-  }
-
-  #ask (engine: Engine): Promise<number> {
-    const asking = this.#asking = bucketRevision(engine).finally(() => { if (this.#asking === asking) this.#asking = undefined })
-    return asking
   }
 
   stop (): void {

@@ -57,6 +57,9 @@ const rowsOf = (c: CommitCommand): [Change[], unknown[]] => unpackValue(Buffer.f
 
 const valueOf = (row: FencedRow): unknown => 'value' in row ? row.value : undefined
 
+/** The range of pending_copies a lock's commits are kept in (at seq only, when given). */
+const keptRange = (name: string, seq?: number): never => (seq === undefined ? { start: [name], end: [name, Infinity] } : { start: [name, seq], end: [name, seq, '\uffff'] }) as never
+
 /**
  * What the names' log decided of a fence's transactions through seq, as the shipper recorded it (fenced_refusals):
  * all refused, only some (an agent's call whose later writes came after its lock passed on), or undefined when none
@@ -128,15 +131,14 @@ export class FencedCommits {
 
   /** The rows a lock's commit at seq wrote are in the state bucket: the log lets go of them. */
   copied (c: CopiedCommand): Verdict {
-    for (const key of [...this.#store.pendingCopies.getKeys({ start: [c.name, c.seq], end: [c.name, c.seq, '\uffff'] } as never)]) this.#store.pendingCopies.removeSync(key as [string, number, string])
+    for (const key of [...this.#store.pendingCopies.getKeys(keptRange(c.name, c.seq))]) this.#store.pendingCopies.removeSync(key as [string, number, string])
     return ACCEPTED
   }
 
   /** The rows of a lock's commits still to be copied (at seq only, when given), by seq, as the log decided them. */
   pending (name: string, seq?: number): Map<number, Array<[string, FencedRow]>> {
     const out = new Map<number, Array<[string, FencedRow]>>()
-    const range = seq === undefined ? { start: [name], end: [name, Infinity] } : { start: [name, seq], end: [name, seq, '\uffff'] }
-    for (const { key, value } of this.#store.pendingCopies.getRange(range as never)) {
+    for (const { key, value } of this.#store.pendingCopies.getRange(keptRange(name, seq))) {
       const [, at, kvKey] = key as [string, number, string]
       const rows = out.get(at) ?? []
       if (rows.length === 0) out.set(at, rows)

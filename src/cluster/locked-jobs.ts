@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from '../log.js'
-import type { Fence } from '../store/changes.js'
+import { closeFence, type Fence } from '../store/changes.js'
 import { lockName, LOCK_TTL_MS } from './record-locks.js'
 import { refusalOf } from './fenced-commits.js'
 import type { Store } from '../store/store.js'
@@ -49,8 +49,7 @@ export class LockedJobs {
       if (!due()) return undefined
       const result = this.#store.changes === undefined ? job() : this.#store.changes.fenced(fence, job)
       // What the job started (a delivery its events kick) writes under no lock from here: it is not waited for.
-      fence.closed = true
-      const last = Math.max(0, ...fence.seqs)
+      const last = closeFence(fence)
       if (last > 0 && !await this.#shipped.wait(last, LOCK_TTL_MS)) {
         this.#log.warn('cluster: a job\'s writes were not decided in time', { record })
         return undefined

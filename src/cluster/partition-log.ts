@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { DeliverPolicy, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg, type StreamInfo } from 'nats'
 import { IDEMPOTENCY_TTL_MS } from '../http/idempotency.js'
 import { within } from '../retry.js'
+import { SharedQuestion } from './shared-question.js'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
 import { readCheckpoint, restoreCheckpoint, type Checkpoints, type LogTable } from './checkpoints.js'
@@ -281,10 +282,13 @@ export class PartitionLog {
   readonly #opens = new Opens()
   /** The verdicts of this life's fresh commands, by sequence, with when they were applied (performance.now()). */
   readonly #fresh = new Map<number, { key: string, verdict: Verdict, at: number }>()
+  /** "Which sequence is last", asked of the engine once for the callers catching up at the same moment. */
+  readonly #heads: SharedQuestion<number>
 
   constructor (options: PartitionLogOptions) {
     this.#o = options
     this.#turns = options.turns ?? new ApplyTurns(options.store)
+    this.#heads = new SharedQuestion(async () => (await options.jsm.streams.info(options.stream)).state.last_seq)
   }
 
   /** The log as this node has applied it (a fresh mark before the first entry). */
@@ -627,8 +631,7 @@ export class PartitionLog {
    * engine cannot say: a request that must read what another node wrote through the log a moment ago waits for it.
    */
   async caughtUp (timeoutMs: number): Promise<boolean> {
-    const { jsm, stream } = this.#o
-    const head = await within(timeoutMs, `reading ${stream}'s head`, jsm.streams.info(stream)).then((info) => info.state.last_seq, () => undefined)
+    const head = await within(timeoutMs, `reading ${this.#o.stream}'s head`, this.#heads.answer()).catch(() => undefined)
     if (head === undefined) return false
     return this.mark().applied >= head || await this.#applied.wait(head, timeoutMs)
   }

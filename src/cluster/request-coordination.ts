@@ -11,7 +11,7 @@ import type { NodeLink } from './link.js'
 import { partitionOf } from './screen-partitions.js'
 import { lockName, LOCK_TTL_MS } from './record-locks.js'
 import { refusalOf } from './fenced-commits.js'
-import type { Fence } from '../store/changes.js'
+import { closeFence, type Fence } from '../store/changes.js'
 import type { ServedPartitions } from './served-partitions.js'
 
 /** What a cluster node's request coordination needs besides its link to the cluster. */
@@ -289,12 +289,8 @@ class ClusterRequest implements RequestCoordination {
     const shipped = this.#deps.link.shipped
     // Closed before its last write is read: what the request started writes later under no lock (a moderation it
     // scheduled), and cannot land after the lock is given back, refused.
-    const last = (): number => {
-      fence.closed = true
-      return Math.max(0, ...fence.seqs)
-    }
-    if (this.#answering === undefined && last() <= shipped.through) return undefined
-    return (this.#answering ?? Promise.resolve()).then(async () => { await shipped.wait(last(), LOCK_TTL_MS) })
+    if (this.#answering === undefined && closeFence(fence) <= shipped.through) return undefined
+    return (this.#answering ?? Promise.resolve()).then(async () => { await shipped.wait(closeFence(fence), LOCK_TTL_MS) })
   }
 
   /**

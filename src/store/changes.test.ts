@@ -111,6 +111,7 @@ t.test('an event raised under a record\'s lock is held with its transaction, and
   const changes = store.changes!
   const fence: Fence = { name: 'lock\u0000seat:h', owner: 'req_h', seqs: [] }
   t.notOk(store.write(() => changes.hold({ type: 'x' })), 'under no lock: the outbox takes it at once')
+  t.equal(changes.waiting, 0, 'and nothing is recorded for it')
   t.notOk(changes.hold({ type: 'x' }), 'outside a transaction: nothing to hold it with')
   t.ok(changes.fenced(fence, () => store.write(() => {
     store.seats.putSync('h', seat('h'))

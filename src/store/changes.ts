@@ -21,6 +21,15 @@ export interface Fence {
 }
 
 /**
+ * Closes a fence: what its holder starts from here (a timer, a delivery) writes under no lock. Answers the seq of the
+ * last transaction committed under it (0: none), which the holder waits to see decided before it gives the lock back.
+ */
+export function closeFence (fence: Fence): number {
+  fence.closed = true
+  return Math.max(0, ...fence.seqs)
+}
+
+/**
  * A transaction written under a fence, as the log keeps it: with each row's value before it, to put back if refused,
  * and the events it raised, held until the names' log has decided it (Outbox.append).
  */
@@ -113,10 +122,17 @@ export class ChangeLog {
    */
   hold (event: unknown): boolean {
     if (this.#applying > 0 || !this.#scope.inTransaction) return false
+    // A transaction under no lock that wrote no replicated row yet records nothing for its event.
+    if (this.#open === undefined && !this.#live(this.#fences.getStore())) return false
     this.#begin()
     if (this.#openFence === undefined) return false
     this.#openFence.events.push(event)
     return true
+  }
+
+  /** Whether a fence is one its transactions are kept under: there, and not closed. */
+  #live (fence: Fence | undefined): fence is Fence {
+    return fence !== undefined && fence.closed !== true
   }
 
   /** Runs fn (a write) without recording it: what another node wrote and the engine delivered. */
@@ -188,7 +204,7 @@ export class ChangeLog {
     if (this.#open !== undefined) return
     const open: Change[] = this.#open = []
     const fence = this.#fences.getStore()
-    const fenced = this.#openFence = fence === undefined || fence.closed === true ? undefined : { fence, before: [], events: [] }
+    const fenced = this.#openFence = this.#live(fence) ? { fence, before: [], events: [] } : undefined
     this.#scope.afterEnd(() => {
       this.#open = undefined
       this.#openFence = undefined
